@@ -1,0 +1,30 @@
+# The two commands of the README (`make check`, `make test`) create the environment on first use.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.flinkspec-installed
+
+.PHONY: check test test-slow env clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@echo "flinkspec: installing the environment into $(VENV) (first run only)..."
+	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $(STAMP)
+
+env: $(STAMP)
+
+## The main job: verify the model (suites, proofs, a short Spark replay) and print a summary.
+check: $(STAMP)
+	@$(VENV)/bin/flinkspec check --profile quick
+
+## The default test run (slow suites excluded).
+test: $(STAMP)
+	@$(PY) -m pytest -m "not slow" -q
+
+test-slow: $(STAMP)
+	@$(PY) -m pytest -m slow -q
+
+clean:
+	rm -rf $(VENV) .hypothesis build *.egg-info

@@ -1,0 +1,1 @@
+"""The ``flinkspec`` command line (``flinkspec --help``)."""

@@ -1,0 +1,1 @@
+"""Subcommands of ``flinkspec``; each module has ``register(subparsers)``."""
