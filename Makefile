@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.flinkspec-installed
 
-.PHONY: check test test-slow env clean
+.PHONY: check test test-slow env clean flink-env
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,18 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	@$(PY) -m pytest -m slow -q
+
+## Real Apache Flink (jars via apache-flink) in its own venv, for the differential tests
+## (tests/differential, marked slow+flink). Kept apart: apache-flink pins clash with pyspark.
+FLINK_VENV := .venv-flink
+$(FLINK_VENV)/.flink-installed:
+	@test -x $(FLINK_VENV)/bin/python || $(PYTHON) -m venv $(FLINK_VENV)
+	@echo "flinkspec: installing apache-flink into $(FLINK_VENV) (~850 MB, ~2 min, first run only)..."
+	@$(FLINK_VENV)/bin/python -m pip install -q --disable-pip-version-check --upgrade pip
+	@$(FLINK_VENV)/bin/python -m pip install -q --disable-pip-version-check apache-flink
+	@touch $@
+
+flink-env: $(FLINK_VENV)/.flink-installed
 
 clean:
 	rm -rf $(VENV) .hypothesis build *.egg-info

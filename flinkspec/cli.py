@@ -20,6 +20,7 @@ COMMANDS = (
     "check",
     "compile",
     "keygroup",
+    "prove",
 )
 
 

@@ -1,0 +1,154 @@
+"""``flinkspec compile FILE``: show how a job spec is chained, wired and placed.
+
+Prints the JobGraph (chains), the ExecutionGraph wiring (channels per JobEdge) and the slot
+placement on ``--task-managers N`` TaskManagers with ``--slots S`` slots each (default: one
+TaskManager with exactly the required slots), or ``WAITING_FOR_RESOURCES`` with the
+figures. ``--json`` prints the same as one JSON document. An invalid spec is a one-line
+error and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from model.errors import InvalidArgument
+from model.executiongraph import ExecutionGraph, build_execution_graph
+from model.jobgraph import compile_job_graph
+from model.slotsharing import SlotAllocation, TaskManager, allocate, required_slots
+from model.streamgraph import load_stream_graph
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "compile",
+        help="compile a job spec (TOML/JSON) to its JobGraph, ExecutionGraph and slot placement",
+        description=__doc__.split("\n\n", 1)[1],
+    )
+    p.add_argument("file", metavar="FILE", help="job spec (.toml or .json)")
+    p.add_argument("--task-managers", type=int, default=None, metavar="N",
+                   help="number of TaskManagers (default 1)")
+    p.add_argument("--slots", type=int, default=None, metavar="S",
+                   help="slots per TaskManager (default: the job's required slots / N, rounded up)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.set_defaults(func=run)
+
+
+def task_managers(n: int, slots: int) -> list[TaskManager]:
+    width = len(str(n))
+    return [TaskManager(f"tm-{i:0{width}d}", slots) for i in range(1, n + 1)]
+
+
+def run(args: argparse.Namespace) -> int:
+    graph = load_stream_graph(args.file)
+    jg = compile_job_graph(graph)
+    eg = build_execution_graph(jg)
+    n = 1 if args.task_managers is None else args.task_managers
+    if n < 1:
+        raise InvalidArgument(f"--task-managers must be >= 1, not {n}")
+    required = sum(required_slots(eg).values())
+    slots = -(-required // n) if args.slots is None else args.slots
+    if slots < 0:
+        raise InvalidArgument(f"--slots must be >= 0, not {slots}")
+    allocation = allocate(eg, task_managers(n, slots))
+    if args.json:
+        print(json.dumps(to_json(eg, allocation), indent=2))
+    else:
+        print(render_text(eg, allocation))
+    return 0
+
+
+def _channel_text(eg: ExecutionGraph, ch) -> str:
+    return f"{eg.subtasks[ch.producer].name}[{ch.subpartition}] -> {eg.subtasks[ch.consumer].name}"
+
+
+def render_text(eg: ExecutionGraph, allocation: SlotAllocation) -> str:
+    jg = eg.job_graph
+    sg = eg.stream_graph
+    lines = [
+        f"job {sg.name!r}: {len(sg.operators)} operators, {len(sg.edges)} stream edges -> "
+        f"{len(jg.vertices)} job vertices, {len(jg.edges)} job edges, "
+        f"{len(eg.subtasks)} subtasks, {len(eg.channels)} channels",
+        "",
+        "JobGraph (operator chains, topological order):",
+    ]
+    for v in jg.vertices.values():
+        extra = f", co-location {v.co_location_group!r}" if v.co_location_group else ""
+        maxp = f"{v.max_parallelism}{'' if v.max_parallelism_configured else ' (default)'}"
+        lines.append(
+            f"  {v.id}: [{' -> '.join(v.operators)}]  parallelism {v.parallelism}, max parallelism {maxp}, "
+            f"slot sharing group {v.slot_sharing_group!r}{extra}"
+        )
+    lines += ["", "ExecutionGraph wiring (producer[subpartition] -> consumer):"]
+    if not jg.edges:
+        lines.append("  (no job edges)")
+    by_edge: dict[int, list] = {e.index: [] for e in jg.edges}
+    for ch in eg.channels:
+        by_edge[ch.job_edge].append(ch)
+    for e in jg.edges:
+        chans = by_edge[e.index]
+        lines.append(
+            f"  edge #{e.index} {e.source_vertex} -> {e.target_vertex} ({e.source_operator} -> {e.target_operator}): "
+            f"{e.partitioner}, {e.distribution}, {e.result_partition_type}, {len(chans)} channels"
+        )
+        for ch in chans:
+            lines.append(f"    channel {ch.id}: {_channel_text(eg, ch)} (gate {ch.gate}, channel {ch.gate_channel})")
+    lines.append("")
+    req = ", ".join(f"{k!r}: {v}" for k, v in allocation.required_slots.items())
+    tms = allocation.task_managers
+    lines.append(
+        f"Slot placement on {len(tms)} TaskManager(s) x {tms[0].number_of_slots if tms else 0} slots "
+        f"(required {allocation.total_required_slots}: {req}; available {allocation.available_slots}):"
+    )
+    if allocation.is_waiting:
+        lines.append(
+            f"  WAITING_FOR_RESOURCES: the job needs {allocation.total_required_slots} slots, "
+            f"{allocation.available_slots} available"
+        )
+    else:
+        for g, group in enumerate(allocation.groups):
+            names = ", ".join(eg.subtasks[s].name for s in group.subtasks)
+            lines.append(f"  {allocation.slot_of_group[g]} ({group.slot_sharing_group!r}): {names}")
+    return "\n".join(lines)
+
+
+def to_json(eg: ExecutionGraph, allocation: SlotAllocation) -> dict:
+    jg = eg.job_graph
+    return {
+        "job": eg.stream_graph.name,
+        "job_vertices": [
+            {
+                "id": v.id, "operators": list(v.operators), "parallelism": v.parallelism,
+                "max_parallelism": v.max_parallelism, "max_parallelism_configured": v.max_parallelism_configured,
+                "slot_sharing_group": v.slot_sharing_group, "co_location_group": v.co_location_group,
+                "subtasks": list(eg.subtasks_of(v.id)),
+            }
+            for v in jg.vertices.values()
+        ],
+        "job_edges": [
+            {
+                "index": e.index, "source_vertex": e.source_vertex, "target_vertex": e.target_vertex,
+                "source_operator": e.source_operator, "target_operator": e.target_operator,
+                "partitioner": e.partitioner, "exchange_mode": e.exchange_mode,
+                "distribution": e.distribution, "result_partition_type": e.result_partition_type,
+                "channels": [
+                    {"id": ch.id, "producer": eg.subtasks[ch.producer].name, "subpartition": ch.subpartition,
+                     "consumer": eg.subtasks[ch.consumer].name, "gate": ch.gate, "gate_channel": ch.gate_channel}
+                    for ch in eg.channels if ch.job_edge == e.index
+                ],
+            }
+            for e in jg.edges
+        ],
+        "placement": {
+            "state": allocation.state,
+            "required_slots": allocation.required_slots,
+            "total_required_slots": allocation.total_required_slots,
+            "available_slots": allocation.available_slots,
+            "task_managers": [{"id": t.id, "slots": t.number_of_slots} for t in allocation.task_managers],
+            "slots": [
+                {"slot": str(allocation.slot_of_group[g]), "slot_sharing_group": group.slot_sharing_group,
+                 "subtasks": [eg.subtasks[s].name for s in group.subtasks]}
+                for g, group in enumerate(allocation.groups)
+            ] if not allocation.is_waiting else [],
+        },
+    }

@@ -1,0 +1,295 @@
+"""Checkpoint barrier handling inside one task: Flink's ``SingleCheckpointBarrierHandler``
+(aligned, unaligned, aligned-with-timeout "alternating") and ``CheckpointBarrierTracker``
+(at-least-once).
+
+Invariant upheld (exactly-once modes): the task snapshots its operators at a point where,
+for every input channel, exactly the records before that channel's barrier ``n`` are
+reflected either in the snapshot (aligned: a channel is blocked from its barrier until all
+barriers arrived) or in the channel state of ``n`` (unaligned: records consumed after the
+snapshot and before the channel's barrier are persisted). The at-least-once tracker never
+blocks, so post-barrier records of fast channels enter snapshot ``n``: it is *known* to
+duplicate state effects after a restore.
+
+Follows: ``SingleCheckpointBarrierHandler`` and its ``BarrierHandlerState`` machine
+(WaitingForFirstBarrier, CollectingBarriers, AlternatingWaitingForFirstBarrier,
+AlternatingCollectingBarriers, AlternatingWaitingForFirstBarrierUnaligned,
+AlternatingCollectingBarriersUnaligned), ``CheckpointBarrierTracker`` (flink-facts §3),
+and FLIP-147 (with checkpoints after tasks finish, an EndOfPartition counts as that
+channel's barrier; without, it aborts the pending checkpoint).
+
+The handler talks to its task through a small context (``ctx``):
+``block(ch)``/``resume(ch)``/``resume_all()``, ``trigger(barrier, unaligned)`` (snapshot the
+operators and emit the barrier downstream), ``abort(checkpoint_id, reason)`` (decline to
+the coordinator and send a CancelCheckpointMarker downstream), ``start_persisting(checkpoint_id,
+channels)``/``stop_persisting(ch)``/``channel_state_complete(checkpoint_id)`` (unaligned
+channel state) and ``register_timer(checkpoint_id, deadline)``.
+
+Leaves out: barrier *announcements* and the upstream conversion of timed-out aligned
+barriers into priority barriers (FLINK-27251): after a timeout the consumer persists input
+until the (still aligned) barrier arrives in FIFO order, which yields the same channel
+state, only later. Channels are addressed by the task's flat input index.
+"""
+
+from __future__ import annotations
+
+from model.events import CheckpointBarrier
+
+# Handler states (names of Flink's BarrierHandlerState classes).
+WAITING = "WaitingForFirstBarrier"
+COLLECTING = "CollectingBarriers"
+ALT_WAITING = "AlternatingWaitingForFirstBarrier"
+ALT_COLLECTING = "AlternatingCollectingBarriers"
+ALT_WAITING_UNALIGNED = "AlternatingWaitingForFirstBarrierUnaligned"
+ALT_COLLECTING_UNALIGNED = "AlternatingCollectingBarriersUnaligned"
+
+DECLINED_SUBSUMED = "CHECKPOINT_DECLINED_SUBSUMED"
+DECLINED_ON_CANCELLATION_BARRIER = "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER"
+DECLINED_INPUT_END_OF_STREAM = "CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"
+
+
+class SingleCheckpointBarrierHandler:
+    """Exactly-once barrier handling. ``mode`` is ``"aligned"``, ``"unaligned"`` or
+    ``"alternating"`` (aligned with ``aligned_checkpoint_timeout``, switching to unaligned)."""
+
+    __slots__ = (
+        "ctx",
+        "mode",
+        "timeout",
+        "num_open_channels",
+        "current_id",
+        "last_done_id",
+        "aligned",
+        "target",
+        "state",
+        "barrier",
+        "checkpoints_after_tasks_finish",
+    )
+
+    def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
+                 checkpoints_after_tasks_finish: bool = True):
+        self.ctx = ctx
+        self.mode = mode
+        self.timeout = timeout
+        self.num_open_channels = num_channels
+        self.current_id = -1
+        self.last_done_id = -1
+        self.aligned: set[int] = set()
+        self.target = 0
+        self.barrier: CheckpointBarrier | None = None
+        self.checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
+        self.state = self._start_state()
+
+    def _start_state(self) -> str:
+        if self.mode == "aligned":
+            return WAITING
+        if self.mode == "unaligned":
+            return ALT_WAITING_UNALIGNED
+        return ALT_WAITING
+
+    @property
+    def pending(self) -> bool:
+        return self.current_id != self.last_done_id and self.current_id >= 0
+
+    # -- barriers -------------------------------------------------------------------------
+    def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
+        ctx = self.ctx
+        if self.current_id > b.id or (self.current_id == b.id and not self.pending):
+            # Obsolete barrier: an aligned barrier blocked its channel upstream; resume it.
+            if not b.unaligned:
+                ctx.resume(ch)
+            return
+        if b.id > self.current_id:
+            if self.pending:
+                self._abort(self.current_id, DECLINED_SUBSUMED)
+            self.current_id = b.id
+            self.aligned.clear()
+            self.target = self.num_open_channels
+            self.barrier = b
+            if self.mode == "alternating" and b.timeoutable and self.timeout is not None:
+                ctx.register_timer(b.id, b.timestamp + self.timeout)
+        if ch in self.aligned:
+            return
+        self.aligned.add(ch)
+        state = self.state
+        if state == WAITING or state == COLLECTING:
+            if len(self.aligned) == self.target:
+                self._finish_aligned(b)
+            else:
+                self.state = COLLECTING
+        elif state == ALT_WAITING or state == ALT_COLLECTING:
+            if b.unaligned:
+                self._timeout_to_unaligned(b, first_channel=ch)
+                return
+            if len(self.aligned) == self.target:
+                self._finish_aligned(b)
+            elif self._is_timed_out(b, now):
+                self._timeout_to_unaligned(b, first_channel=None)
+            else:
+                self.state = ALT_COLLECTING
+        else:  # unaligned states
+            if state == ALT_WAITING_UNALIGNED:
+                others = [c for c in range(len(ctx.input_channels)) if c != ch and c not in self.aligned]
+                ctx.start_persisting(b.id, others)
+                ctx.trigger(_as_unaligned(b), True)
+                self.state = ALT_COLLECTING_UNALIGNED
+            else:
+                ctx.stop_persisting(ch)
+            if len(self.aligned) == self.target:
+                self._finish_unaligned()
+
+    def _is_timed_out(self, b: CheckpointBarrier, now: int) -> bool:
+        return (b.timeoutable and b.id <= self.current_id and self.timeout is not None
+                and self.timeout < now - b.timestamp)
+
+    def _finish_aligned(self, b: CheckpointBarrier) -> None:
+        self.aligned.clear()
+        self.last_done_id = self.current_id
+        self.ctx.trigger(b, False)
+        self.ctx.resume_all()
+        self.state = self._start_state()
+
+    def _finish_unaligned(self) -> None:
+        self.aligned.clear()
+        self.last_done_id = self.current_id
+        self.ctx.channel_state_complete(self.current_id)
+        self.ctx.resume_all()
+        self.state = self._start_state()
+
+    def _timeout_to_unaligned(self, b: CheckpointBarrier, first_channel: int | None) -> None:
+        """AlternatingCollectingBarriers.alignedCheckpointTimeout: trigger an unaligned
+        checkpoint now; channels whose barrier has not arrived persist their input."""
+        ctx = self.ctx
+        others = [c for c in range(len(ctx.input_channels)) if c not in self.aligned]
+        ctx.start_persisting(self.current_id, others)
+        ctx.trigger(_as_unaligned(self.barrier or b), True)
+        ctx.resume_all()
+        self.state = ALT_COLLECTING_UNALIGNED
+        if len(self.aligned) == self.target:
+            self._finish_unaligned()
+
+    def on_alignment_timeout(self, checkpoint_id: int) -> None:
+        """The alignment timer of ``checkpoint_id`` fired."""
+        if checkpoint_id != self.current_id or not self.pending:
+            return
+        if self.state == ALT_COLLECTING:
+            self._timeout_to_unaligned(self.barrier, first_channel=None)
+        elif self.state == ALT_WAITING:
+            self.state = ALT_WAITING_UNALIGNED
+
+    def timer_due(self, now: int, deadline: int) -> bool:
+        return self.state == ALT_COLLECTING and now >= deadline
+
+    # -- cancellation and end of partition --------------------------------------------------
+    def process_cancellation(self, checkpoint_id: int) -> None:
+        if checkpoint_id > self.current_id or (checkpoint_id == self.current_id and self.aligned):
+            self._abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
+
+    def _abort(self, checkpoint_id: int, reason: str) -> None:
+        self.current_id = max(checkpoint_id, self.current_id)
+        self.last_done_id = max(self.last_done_id, checkpoint_id)
+        self.aligned.clear()
+        was_unaligned = self.state in (ALT_COLLECTING_UNALIGNED,)
+        self.state = self._start_state()
+        self.ctx.resume_all()
+        if was_unaligned:
+            self.ctx.stop_persisting_all()
+        self.ctx.abort(checkpoint_id, reason)
+
+    def process_end_of_partition(self, ch: int) -> None:
+        self.num_open_channels -= 1
+        if not self.pending:
+            return
+        if not self.checkpoints_after_tasks_finish:
+            self._abort(self.current_id, DECLINED_INPUT_END_OF_STREAM)
+            return
+        # FLIP-147: the EndOfPartition stands for this channel's barrier.
+        if ch in self.aligned:
+            self.aligned.discard(ch)
+        self.target -= 1
+        if self.state in (ALT_COLLECTING_UNALIGNED,):
+            self.ctx.stop_persisting(ch)
+            if len(self.aligned) >= self.target:
+                self._finish_unaligned()
+        elif self.state in (COLLECTING, ALT_COLLECTING):
+            if len(self.aligned) >= self.target and self.barrier is not None:
+                self._finish_aligned(self.barrier)
+
+
+def _as_unaligned(b: CheckpointBarrier) -> CheckpointBarrier:
+    if b.unaligned:
+        return b
+    return CheckpointBarrier(b.id, b.timestamp, savepoint=b.savepoint, unaligned=True, timeoutable=False)
+
+
+class CheckpointBarrierTracker:
+    """At-least-once barrier tracking (Flink's ``CheckpointBarrierTracker``): never blocks;
+    checkpoint ``n`` triggers once barriers ``n`` arrived on every open channel."""
+
+    MAX_CHECKPOINTS_TO_TRACK = 50
+
+    __slots__ = ("ctx", "num_open_channels", "pending", "latest_pending_id")
+
+    def __init__(self, ctx, num_channels: int):
+        self.ctx = ctx
+        self.num_open_channels = num_channels
+        # entries: [checkpoint_id, barrier, count, aborted, channels]
+        self.pending: list[list] = []
+        self.latest_pending_id = -1
+
+    def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
+        if b.id > self.latest_pending_id and self.num_open_channels == 1:
+            self.latest_pending_id = b.id
+            self.ctx.trigger(b, False)
+            return
+        for pos, entry in enumerate(self.pending):
+            if entry[0] == b.id:
+                entry[2] += 1
+                if entry[2] == self.num_open_channels:
+                    del self.pending[: pos + 1]
+                    if not entry[3]:
+                        self.ctx.trigger(b, False)
+                return
+        if b.id > self.latest_pending_id:
+            self.latest_pending_id = b.id
+            self.pending.append([b.id, b, 1, False])
+            if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
+                self.pending.pop(0)
+
+    def process_cancellation(self, checkpoint_id: int) -> None:
+        ctx = self.ctx
+        if self.num_open_channels == 1:
+            ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
+            return
+        while self.pending and self.pending[0][0] < checkpoint_id:
+            entry = self.pending.pop(0)
+            if not entry[3]:
+                entry[3] = True
+                ctx.abort(entry[0], DECLINED_ON_CANCELLATION_BARRIER)
+        if self.pending and self.pending[0][0] == checkpoint_id:
+            entry = self.pending[0]
+            if not entry[3]:
+                entry[3] = True
+                ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
+            entry[2] += 1
+            if entry[2] == self.num_open_channels:
+                self.pending.pop(0)
+        elif checkpoint_id > self.latest_pending_id:
+            ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
+            self.latest_pending_id = checkpoint_id
+            self.pending.insert(0, [checkpoint_id, None, 1, True])
+            if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
+                self.pending.pop(0)
+
+    def process_end_of_partition(self, ch: int) -> None:
+        self.num_open_channels -= 1
+        # A pending checkpoint whose barriers arrived on every still-open channel triggers.
+        while self.pending and self.pending[0][2] >= self.num_open_channels > 0:
+            entry = self.pending.pop(0)
+            if not entry[3] and entry[1] is not None:
+                self.ctx.trigger(entry[1], False)
+
+    def on_alignment_timeout(self, checkpoint_id: int) -> None:  # never registered
+        return None
+
+    def timer_due(self, now: int, deadline: int) -> bool:
+        return False

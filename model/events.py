@@ -1,0 +1,60 @@
+"""Stream elements that travel through channels besides records.
+
+Records travel as plain tuples ``(key, value, timestamp)`` (the hot path); everything
+else is one of the frozen, slotted classes below, named after Flink's runtime events:
+``Watermark``, ``WatermarkStatus``, ``CheckpointBarrier``, ``CancelCheckpointMarker`` and
+``EndOfPartitionEvent``.
+
+Deliberate difference from Flink: there are no network buffers; a channel carries
+elements one by one and its capacity (credits) counts elements, not bytes.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+LONG_MIN = -(1 << 63)
+LONG_MAX = (1 << 63) - 1
+
+
+@attrs.frozen(slots=True)
+class Watermark:
+    timestamp: int
+
+
+MAX_WATERMARK = Watermark(LONG_MAX)
+
+
+@attrs.frozen(slots=True)
+class WatermarkStatus:
+    idle: bool
+
+
+IDLE = WatermarkStatus(True)
+ACTIVE = WatermarkStatus(False)
+
+
+@attrs.frozen(slots=True)
+class CheckpointBarrier:
+    """Flink's CheckpointBarrier: ``id``, ``timestamp`` (the JobManager's trigger time, here
+    the logical clock) and the options that matter: savepoint or checkpoint, unaligned,
+    and whether an aligned barrier may time out into an unaligned one."""
+
+    id: int
+    timestamp: int
+    savepoint: bool = False
+    unaligned: bool = False
+    timeoutable: bool = False
+
+
+@attrs.frozen(slots=True)
+class CancelCheckpointMarker:
+    checkpoint_id: int
+
+
+@attrs.frozen(slots=True)
+class EndOfPartitionEvent:
+    pass
+
+
+END_OF_PARTITION = EndOfPartitionEvent()

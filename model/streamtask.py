@@ -1,0 +1,469 @@
+"""StreamTask: one parallel subtask running a chain of operators.
+
+Invariant upheld: a task processes its inputs one element at a time; records flow through
+the operator chain synchronously (chained operators share the task, no channel between
+them); watermarks go through the task's StatusWatermarkValve and each operator fires its
+event-time timers *before* the watermark is forwarded; checkpoint barriers go to the task's
+barrier handler, which decides when the task snapshots.
+
+Follows: ``StreamTask``/``OperatorChain``/``RecordWriterOutput`` and the partitioners
+``ForwardPartitioner``, ``KeyGroupStreamPartitioner``, ``RebalancePartitioner`` (random start,
+then round robin), ``RescalePartitioner`` (round robin from 0) and ``BroadcastPartitioner``;
+``SubtaskCheckpointCoordinatorImpl`` for the order of a snapshot (operators, then barrier
+downstream) and for unaligned checkpoints (the barrier overtakes the output: what it
+overtakes is written as output channel state).
+
+Deliberate differences: there are no network buffers (a channel holds elements, its
+capacity counts elements); a task whose output channels are full does not start processing
+the next element (back-pressure), but one element may overshoot the capacity (a window
+firing many results); a snapshot is taken synchronously and the acknowledgement reaches the
+coordinator at once (unaligned: once the channel state is complete).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import attrs
+
+from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
+from model.events import (
+    ACTIVE,
+    IDLE,
+    LONG_MAX,
+    LONG_MIN,
+    MAX_WATERMARK,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfPartitionEvent,
+    Watermark,
+    WatermarkStatus,
+)
+
+RUNNING = "RUNNING"
+FINISHED = "FINISHED"
+CANCELED = "CANCELED"
+
+
+@attrs.frozen(slots=True)
+class TaskSnapshot:
+    """What one subtask contributes to checkpoint ``checkpoint_id``.
+
+    ``keyed`` maps operator name -> {key group -> state}; ``operator`` maps operator name ->
+    list state entries (source splits with offsets, sink transactions); ``input_channel_state``
+    and ``output_channel_state`` map a channel id -> the records persisted for it (unaligned).
+    ``sent`` (output channel -> records the task had sent into it) and ``received`` (input
+    channel -> records it had consumed from it) are bookkeeping for the consistent-cut
+    invariant; Flink has no such counters.
+    """
+
+    checkpoint_id: int
+    subtask: int
+    job_vertex: str
+    subtask_index: int
+    keyed: dict = attrs.field(factory=dict)
+    operator: dict = attrs.field(factory=dict)
+    input_channel_state: dict = attrs.field(factory=dict)
+    output_channel_state: dict = attrs.field(factory=dict)
+    sent: dict = attrs.field(factory=dict)
+    received: dict = attrs.field(factory=dict)
+    finished: bool = False
+
+
+class ChainNode:
+    """An operator in a chain: ``process`` a record, ``watermark``, ``snapshot``/``restore``."""
+
+    __slots__ = ("name", "next")
+
+    def process(self, k, v, ts):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def watermark(self, ts: int) -> None:
+        self.next.watermark(ts)
+
+    def end_input(self) -> None:
+        self.next.end_input()
+
+    def snapshot(self, checkpoint_id: int, snap: TaskSnapshot) -> None:
+        return None
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        return None
+
+
+class MapNode(ChainNode):
+    __slots__ = ("fn",)
+
+    def __init__(self, name, fn):
+        self.name = name
+        self.fn = fn
+
+    def process(self, k, v, ts):
+        k, v = self.fn(k, v)
+        self.next.process(k, v, ts)
+
+
+class FilterNode(ChainNode):
+    __slots__ = ("fn",)
+
+    def __init__(self, name, fn):
+        self.name = name
+        self.fn = fn
+
+    def process(self, k, v, ts):
+        if self.fn(k, v):
+            self.next.process(k, v, ts)
+
+
+class KeyedNode(ChainNode):
+    """Wraps a keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``) whose state
+    is kept per key group; late records go to the task's side output list."""
+
+    __slots__ = ("op", "late", "is_window")
+
+    def __init__(self, name, op, late: list, is_window: bool):
+        self.name = name
+        self.op = op
+        self.late = late
+        self.is_window = is_window
+
+    def process(self, k, v, ts):
+        self.op.process_element(k, v, ts, self)
+
+    # the operator's output interface
+    def collect(self, k, v, ts):
+        self.next.process(k, v, ts)
+
+    def collect_late(self, k, v, ts):
+        self.late.append((self.name, k, v, ts))
+
+    def watermark(self, ts):
+        if self.is_window:
+            self.op.advance_watermark(ts, self)
+        self.next.watermark(ts)
+
+    def snapshot(self, checkpoint_id, snap):
+        snap.keyed[self.name] = self.op.snapshot_state()
+
+
+class SinkNode(ChainNode):
+    """The last operator of a sink chain: writes to a sink writer (``model.sinks``)."""
+
+    __slots__ = ("sink",)
+
+    def __init__(self, name, sink):
+        self.name = name
+        self.sink = sink
+        self.next = None
+
+    def process(self, k, v, ts):
+        self.sink.write(k, v, ts)
+
+    def watermark(self, ts):
+        return None
+
+    def end_input(self):
+        return None
+
+    def snapshot(self, checkpoint_id, snap):
+        snap.operator[self.name] = self.sink.snapshot_state(checkpoint_id)
+
+    def notify_complete(self, checkpoint_id):
+        self.sink.notify_checkpoint_complete(checkpoint_id)
+
+
+class PartitionOutput(ChainNode):
+    """``RecordWriterOutput`` of one result partition: routes records to its channels with
+    the partitioner's ``write``; broadcasts watermarks to all of its channels."""
+
+    __slots__ = ("write", "channels")
+
+    def __init__(self, write, channels):
+        self.name = "<output>"
+        self.next = None
+        self.write = write
+        self.channels = channels
+
+    def process(self, k, v, ts):
+        self.write((k, v, ts))
+
+    def watermark(self, ts):
+        wm = Watermark(ts) if ts != LONG_MAX else MAX_WATERMARK
+        for ch in self.channels:
+            ch.append(wm)
+
+    def end_input(self):
+        return None
+
+
+class Fanout(ChainNode):
+    """An operator with several outputs (chained operators and/or result partitions)."""
+
+    __slots__ = ("outputs",)
+
+    def __init__(self, outputs):
+        self.name = "<fanout>"
+        self.next = None
+        self.outputs = tuple(outputs)
+
+    def process(self, k, v, ts):
+        for o in self.outputs:
+            o.process(k, v, ts)
+
+    def watermark(self, ts):
+        for o in self.outputs:
+            o.watermark(ts)
+
+    def end_input(self):
+        for o in self.outputs:
+            o.end_input()
+
+
+class Discard(ChainNode):
+    """The output of an operator that has none (a sink without a sink node, never in practice)."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        self.name = "<discard>"
+        self.next = None
+
+    def process(self, k, v, ts):
+        return None
+
+    def watermark(self, ts):
+        return None
+
+    def end_input(self):
+        return None
+
+
+class TaskOutput:
+    """Events (watermark status, barriers, markers, EndOfPartition) go to every output channel."""
+
+    __slots__ = ("channels",)
+
+    def __init__(self, channels):
+        self.channels = channels
+
+    def emit(self, event):
+        for ch in self.channels:
+            ch.append(event)
+
+
+class SourceReader:
+    """A source subtask's reader (``SourceOperator`` + ``SourceReaderBase``): its splits, their
+    offsets and per-split watermark generation.
+
+    ``splits`` is a list of ``[split_id, records, offset, generator]``; splits are read one
+    after the other (one legal interleaving of a fetcher). Each split has its own
+    ``BoundedOutOfOrdernessWatermarks``; the subtask's watermark is the minimum over the
+    splits that are not finished (``WatermarkOutputMultiplexer``: a split's output is
+    registered when the split is assigned and released when it finishes), so reading the
+    splits in sequence never makes a record late. Watermark generators are not
+    checkpointed (as in Flink): after a restore they start again from ``Long.MIN_VALUE``.
+    """
+
+    __slots__ = ("name", "splits", "current", "wm_output", "ended", "out_of_orderness")
+
+    def __init__(self, name, splits, out_of_orderness, wm_output):
+        self.name = name
+        self.splits = splits
+        self.current = 0
+        self.out_of_orderness = out_of_orderness
+        self.wm_output = wm_output
+        self.ended = False
+
+    def has_next(self) -> bool:
+        splits = self.splits
+        while self.current < len(splits):
+            s = splits[self.current]
+            if s[2] < len(s[1]):
+                return True
+            self.current += 1
+        return False
+
+    def next_record(self):
+        s = self.splits[self.current]
+        rec = s[1][s[2]]
+        s[2] += 1
+        s[3].on_event(rec[2])
+        return rec
+
+    def current_watermark(self) -> int:
+        """min over unfinished splits of their generator's watermark (LONG_MIN if none)."""
+        wm = None
+        for s in self.splits:
+            if s[2] < len(s[1]):
+                w = s[3].on_periodic_emit()
+                if wm is None or w < wm:
+                    wm = w
+        return LONG_MIN if wm is None else wm
+
+    def snapshot_state(self):
+        return [(s[0], s[2]) for s in self.splits]
+
+
+class StreamTask:
+    """One running subtask. Holds its chain, its input state (valve, barrier handler,
+    blocked channels, unaligned persistence) and its output writers."""
+
+    __slots__ = (
+        "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
+        "local_of", "output_channels", "valve", "handler", "status", "persisting",
+        "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
+    )
+
+    def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
+        self.cluster = cluster
+        self.subtask = subtask
+        self.id = subtask.id
+        self.head = head
+        self.nodes = nodes
+        self.output = output
+        self.source = source
+        self.input_channels = input_channels
+        self.local_of = {c: i for i, c in enumerate(input_channels)}
+        self.output_channels = output_channels
+        self.valve = None
+        self.handler = None
+        self.status = RUNNING
+        self.persisting: dict[int, int] = {}
+        self.input_cs: dict[int, list] = {}
+        self.pending_uc: TaskSnapshot | None = None
+        self.timer: tuple[int, int] | None = None
+        self.eop_seen = 0
+        self.acked: set[int] = set()
+        self.late: list = []
+
+    # -- valve output ---------------------------------------------------------------------
+    def emit_watermark(self, ts: int) -> None:
+        self.head.watermark(ts)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.output.emit(IDLE if idle else ACTIVE)
+
+    # -- snapshots --------------------------------------------------------------------------
+    def take_snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        st = self.subtask
+        snap = TaskSnapshot(checkpoint_id, st.id, st.job_vertex, st.subtask_index,
+                            finished=self.status == FINISHED)
+        if self.source is not None:
+            snap.operator[self.source.name] = self.source.snapshot_state()
+        for node in self.nodes:
+            node.snapshot(checkpoint_id, snap)
+        cluster = self.cluster
+        received = cluster.received
+        for c in self.input_channels:
+            snap.received[c] = received[c]
+        chans = cluster.channels
+        for c in self.output_channels:
+            snap.sent[c] = received[c] + sum(1 for e in chans[c] if type(e) is tuple)
+        return snap
+
+    # -- barrier handler context ---------------------------------------------------------
+    def block(self, ch: int) -> None:
+        self.cluster.blocked[self.input_channels[ch]] = True
+
+    def resume(self, ch: int) -> None:
+        self.cluster.blocked[self.input_channels[ch]] = False
+
+    def resume_all(self) -> None:
+        blocked = self.cluster.blocked
+        for c in self.input_channels:
+            blocked[c] = False
+
+    def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
+        """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
+        cluster = self.cluster
+        snap = self.take_snapshot(barrier.id)
+        if unaligned:
+            keep = cluster.config.unaligned_channel_state
+            for c in self.output_channels:
+                ch = cluster.channels[c]
+                n = cluster.prio[c]
+                overtaken = [e for i, e in enumerate(ch) if i >= n and type(e) is tuple]
+                if keep and overtaken:
+                    snap.output_channel_state[c] = tuple(overtaken)
+                ch.insert(n, barrier)
+                cluster.prio[c] = n + 1
+            if self.input_channels and (self.persisting or self.handler.pending):
+                self.pending_uc = snap
+                if not self.persisting:
+                    self.channel_state_complete(barrier.id)
+                return
+            cluster.acknowledge(self, snap)
+        else:
+            out = barrier
+            if cluster.config.timeoutable_barriers and not barrier.savepoint:
+                out = CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint,
+                                        unaligned=False, timeoutable=True)
+            self.output.emit(out)
+            cluster.acknowledge(self, snap)
+
+    def abort(self, checkpoint_id: int, reason: str) -> None:
+        self.timer = None
+        self.output.emit(CancelCheckpointMarker(checkpoint_id))
+        self.cluster.decline(self, checkpoint_id, reason)
+
+    def start_persisting(self, checkpoint_id: int, channels) -> None:
+        if not self.cluster.config.unaligned_channel_state:
+            return
+        for ch in channels:
+            self.persisting[ch] = checkpoint_id
+            self.input_cs.setdefault(self.input_channels[ch], [])
+
+    def stop_persisting(self, ch: int) -> None:
+        self.persisting.pop(ch, None)
+
+    def stop_persisting_all(self) -> None:
+        self.persisting.clear()
+        self.input_cs.clear()
+        self.pending_uc = None
+
+    def channel_state_complete(self, checkpoint_id: int) -> None:
+        self.persisting.clear()
+        snap = self.pending_uc
+        self.pending_uc = None
+        if snap is None or snap.checkpoint_id != checkpoint_id:
+            self.input_cs.clear()
+            return
+        for c, recs in self.input_cs.items():
+            if recs:
+                snap.input_channel_state[c] = tuple(recs)
+        self.input_cs.clear()
+        self.cluster.acknowledge(self, snap)
+
+    def register_timer(self, checkpoint_id: int, deadline: int) -> None:
+        self.timer = (checkpoint_id, deadline)
+
+    # -- input ----------------------------------------------------------------------------
+    def process_event(self, e, c: int) -> None:
+        """Everything but records arriving on global channel ``c``."""
+        cluster = self.cluster
+        ch = self.local_of[c]
+        t = type(e)
+        if t is Watermark:
+            self.valve.input_watermark(e.timestamp, ch)
+        elif t is WatermarkStatus:
+            self.valve.input_watermark_status(e.idle, ch)
+        elif t is CheckpointBarrier:
+            if not e.unaligned and cluster.config.checkpointing_mode == "exactly_once":
+                cluster.blocked[c] = True
+            self.handler.process_barrier(e, ch, cluster.now)
+        elif t is CancelCheckpointMarker:
+            self.handler.process_cancellation(e.checkpoint_id)
+        elif t is EndOfPartitionEvent:
+            self.eop_seen += 1
+            self.handler.process_end_of_partition(ch)
+            if self.eop_seen == len(self.input_channels):
+                self.finish()
+
+    def finish(self) -> None:
+        """All inputs ended (``endInput``): flush, forward EndOfPartition, ack pending checkpoints."""
+        if self.status != RUNNING:
+            return
+        self.head.end_input()
+        self.status = FINISHED
+        self.output.emit(EndOfPartitionEvent())
+        self.cluster.task_finished(self)

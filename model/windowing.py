@@ -1,0 +1,577 @@
+"""Event-time windows, timers and keyed aggregation of one operator subtask.
+
+Invariants upheld:
+
+* every window an element is assigned to contains it: ``start <= ts < end``
+  (``get_window_start_with_offset``; the pre-FLINK-26334 formula
+  :func:`legacy_get_window_start_with_offset` is kept as a known-unsafe variant that breaks
+  this for ``ts - offset + size < 0``);
+* a window fires when the watermark reaches its ``max_timestamp()`` (``end - 1``), and all
+  timers with ``ts <= watermark`` fire inside :meth:`WindowOperator.advance_watermark`, i.e.
+  *before* the caller forwards that watermark downstream -- so no result is ever behind the
+  watermark that follows it;
+* keyed state (window contents and registered timers) lives in key groups, so a snapshot can
+  be split by key-group range and restored on a different subtask.
+
+Flink classes followed (flink-streaming-java / flink-runtime, 2.x):
+
+* ``TimeWindow`` (``maxTimestamp() = end - 1``; ``getWindowStartWithOffset``:
+  ``rem = (ts - offset) % size; start = rem < 0 ? ts - (rem + size) : ts - rem``);
+* ``TumblingEventTimeWindows`` (constructor: ``abs(offset) >= size`` is illegal; offset used is
+  ``(globalOffset + staggerOffset) % size`` with the default ``WindowStagger.ALIGNED`` = 0;
+  ``Long.MIN_VALUE`` timestamps are rejected) and ``SlidingEventTimeWindows`` (constructor:
+  ``abs(offset) >= slide || size <= 0`` is illegal; windows are listed from the *latest* start
+  backwards: ``for (start = lastStart; start > ts - size; start -= slide)``);
+* ``EventTimeTrigger``: ``onElement`` returns FIRE if ``window.maxTimestamp() <= currentWatermark``,
+  else registers an event-time timer at ``maxTimestamp()`` and returns CONTINUE;
+  ``onEventTime(t)`` returns FIRE iff ``t == maxTimestamp()``; ``clear`` deletes that timer;
+* ``WindowOperator`` (non-merging path): ``cleanupTime = maxTs + allowedLateness``, or
+  ``Long.MAX_VALUE`` if that overflows (``cleanupTime >= maxTs`` check, Java long arithmetic);
+  ``isWindowLate(w) = cleanupTime(w) <= currentWatermark`` (the element skips that window);
+  ``isElementLate(e) = e.ts + allowedLateness <= currentWatermark`` (Java long addition, *not*
+  overflow-guarded in Flink either); an element that skipped all its windows and is late goes to
+  the late side output (``sideOutputLateData``); otherwise (not late but all windows late -- only
+  possible through overflow) it is dropped and counted in ``num_late_records_dropped``.
+  ``registerCleanupTimer`` registers nothing when the cleanup time is ``Long.MAX_VALUE``.
+  ``onEventTime``: trigger FIRE -> emit the contents (if any) with timestamp
+  ``window.maxTimestamp()``; if ``t == cleanupTime(w)``: clear the window contents and the
+  trigger (which deletes the ``maxTs`` timer);
+* ``InternalTimerServiceImpl``: timers are unique per ``(timestamp, key, namespace=window)``
+  (``HeapPriorityQueueSet`` dedups); ``advanceWatermark(t)`` first sets ``currentWatermark = t``,
+  then polls and fires every event-time timer with ``timestamp <= t``; the operator forwards the
+  watermark afterwards (``AbstractStreamOperator.processWatermark``). The watermark itself is
+  not part of keyed state: a restored operator starts at ``Long.MIN_VALUE`` again.
+* ``StreamGroupedReduceOperator`` (``keyBy().sum()/reduce()``) for
+  :class:`KeyedAggregateOperator`: one value per key, every element emits the updated value with
+  the element's own timestamp.
+
+Deliberate choices where Flink leaves something open:
+
+* **Order of timers with equal timestamps.** Flink's heap (per key group, merged by a heap of
+  heads) leaves ties unspecified. The model fires them in the order
+  ``(timestamp, key group, key, window.start)`` where keys compare as
+  ``(type(key).__name__, key)``. Any order yields the same set of results per window; only the
+  interleaving of results of different keys within one watermark depends on it.
+* **Emitted window results**: ``out.collect(key, aggregate, window.max_timestamp())`` -- the value
+  is the aggregate alone; the window is identified by ``(key, timestamp)`` (for the assigners
+  here, ``max_timestamp`` determines the window of a given size). A late-but-allowed element
+  re-fires the window with the *whole* updated aggregate (no purge in ``EventTimeTrigger``), so
+  consumers see an update for the same ``(key, timestamp)``.
+* Aggregates are ``'count'`` (number of elements) and ``'sum'`` (sum of values, Python ints, no
+  overflow emulation). Only event-time, non-merging assigners (no session windows, no
+  evictors, no processing time).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Callable, Protocol
+
+import attrs
+
+from model.errors import InvalidArgument
+
+__all__ = [
+    "LONG_MIN",
+    "LONG_MAX",
+    "TimeWindow",
+    "get_window_start_with_offset",
+    "legacy_get_window_start_with_offset",
+    "TumblingEventTimeWindows",
+    "SlidingEventTimeWindows",
+    "WindowOutput",
+    "RecordingWindowOutput",
+    "WindowKeyGroupState",
+    "WindowOperator",
+    "KeyedAggregateKeyGroupState",
+    "KeyedAggregateOperator",
+    "AGGREGATES",
+]
+
+LONG_MIN = -(2**63)
+LONG_MAX = 2**63 - 1
+_TWO_64 = 2**64
+_MASK = _TWO_64 - 1
+_SIGN = 2**63
+
+AGGREGATES = ("count", "sum")
+
+
+def _jlong(x: int) -> int:
+    # Java long wraparound (duplicated from model.eventtime to keep this module's hot path local)
+    if LONG_MIN <= x <= LONG_MAX:
+        return x
+    x &= _MASK
+    return x - _TWO_64 if x >= _SIGN else x
+
+
+def _jrem(a: int, b: int) -> int:
+    r = abs(a) % abs(b)
+    return -r if a < 0 else r
+
+
+def _jabs(x: int) -> int:
+    return _jlong(-x) if x < 0 else x
+
+
+def _check_long(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name}: must be an integer (a Java long), got {value!r}")
+    if not LONG_MIN <= value <= LONG_MAX:
+        raise InvalidArgument(f"{name}: {value} is outside the Java long range")
+    return value
+
+
+# ---------------------------------------------------------------------------- windows
+
+
+@attrs.frozen(slots=True, order=True)
+class TimeWindow:
+    """``TimeWindow``: ``[start, end)``; ``max_timestamp() = end - 1``."""
+
+    start: int
+    end: int
+
+    def max_timestamp(self) -> int:
+        return _jlong(self.end - 1)
+
+
+def get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
+    """``TimeWindow.getWindowStartWithOffset`` (current, post FLINK-26334), Java long arithmetic."""
+    remainder = _jrem(_jlong(timestamp - offset), window_size)
+    if remainder < 0:
+        return _jlong(timestamp - _jlong(remainder + window_size))
+    return _jlong(timestamp - remainder)
+
+
+def legacy_get_window_start_with_offset(timestamp: int, offset: int, window_size: int) -> int:
+    """Known-unsafe variant: the formula before FLINK-26334, ``ts - (ts - offset + size) % size``.
+
+    With Java's truncating ``%``, ``ts - offset + size < 0`` gives a negative remainder, so the
+    "start" lies after ``ts`` and the element lands in the *next* window (violates
+    ``start <= ts < end``), e.g. ``(ts=-15, offset=0, size=10) -> -5``.
+    """
+    return _jlong(timestamp - _jrem(_jlong(_jlong(timestamp - offset) + window_size), window_size))
+
+
+def _reject_min_timestamp(assigner: str, timestamp: int) -> None:
+    raise InvalidArgument(
+        f"{assigner}.assign_windows: record has Long.MIN_VALUE timestamp (= no timestamp marker); "
+        "did you forget to assign timestamps and watermarks?"
+    )
+
+
+class TumblingEventTimeWindows:
+    """``TumblingEventTimeWindows.of(size, offset)`` with the default ``WindowStagger.ALIGNED``."""
+
+    __slots__ = ("size", "offset", "_offset", "_legacy")
+
+    def __init__(self, size: int, offset: int = 0, *, legacy_window_start: bool = False):
+        size = _check_long("TumblingEventTimeWindows.size", size)
+        offset = _check_long("TumblingEventTimeWindows.offset", offset)
+        if _jabs(offset) >= size:
+            raise InvalidArgument(
+                f"TumblingEventTimeWindows(size={size}, offset={offset}): parameters must satisfy "
+                "abs(offset) < size"
+            )
+        self.size = size
+        self.offset = offset
+        self._offset = _jrem(offset, size)  # (globalOffset + staggerOffset) % size, stagger 0
+        self._legacy = legacy_window_start
+
+    def assign_windows(self, timestamp: int) -> tuple[TimeWindow, ...]:
+        if timestamp == LONG_MIN:
+            _reject_min_timestamp("TumblingEventTimeWindows", timestamp)
+        if self._legacy:
+            start = legacy_get_window_start_with_offset(timestamp, self._offset, self.size)
+        else:
+            start = get_window_start_with_offset(timestamp, self._offset, self.size)
+        return (TimeWindow(start, _jlong(start + self.size)),)
+
+    def __repr__(self) -> str:
+        legacy = ", legacy_window_start=True" if self._legacy else ""
+        return f"TumblingEventTimeWindows({self.size}, {self.offset}{legacy})"
+
+
+class SlidingEventTimeWindows:
+    """``SlidingEventTimeWindows.of(size, slide, offset)``; windows listed latest start first."""
+
+    __slots__ = ("size", "slide", "offset", "_legacy")
+
+    def __init__(self, size: int, slide: int, offset: int = 0, *, legacy_window_start: bool = False):
+        size = _check_long("SlidingEventTimeWindows.size", size)
+        slide = _check_long("SlidingEventTimeWindows.slide", slide)
+        offset = _check_long("SlidingEventTimeWindows.offset", offset)
+        if _jabs(offset) >= slide or size <= 0:
+            raise InvalidArgument(
+                f"SlidingEventTimeWindows(size={size}, slide={slide}, offset={offset}): parameters "
+                "must satisfy abs(offset) < slide and size > 0"
+            )
+        self.size = size
+        self.slide = slide
+        self.offset = offset
+        self._legacy = legacy_window_start
+
+    def assign_windows(self, timestamp: int) -> tuple[TimeWindow, ...]:
+        if timestamp == LONG_MIN:
+            _reject_min_timestamp("SlidingEventTimeWindows", timestamp)
+        size = self.size
+        slide = self.slide
+        if self._legacy:
+            start = legacy_get_window_start_with_offset(timestamp, self.offset, slide)
+        else:
+            start = get_window_start_with_offset(timestamp, self.offset, slide)
+        bound = _jlong(timestamp - size)
+        windows = []
+        while start > bound:
+            windows.append(TimeWindow(start, _jlong(start + size)))
+            nxt = _jlong(start - slide)
+            if nxt > start:  # Java would wrap around here and keep looping; stop instead
+                break
+            start = nxt
+        return tuple(windows)
+
+    def __repr__(self) -> str:
+        legacy = ", legacy_window_start=True" if self._legacy else ""
+        return f"SlidingEventTimeWindows({self.size}, {self.slide}, {self.offset}{legacy})"
+
+
+# ---------------------------------------------------------------------------- outputs
+
+
+class WindowOutput(Protocol):
+    """Where an operator emits: the main output and the late-data side output."""
+
+    def collect(self, key: object, value: object, timestamp: int) -> None: ...
+
+    def collect_late(self, key: object, value: object, timestamp: int) -> None: ...
+
+
+class RecordingWindowOutput:
+    """Collects ``(key, value, timestamp)`` triples in ``records`` and ``late``."""
+
+    __slots__ = ("records", "late")
+
+    def __init__(self) -> None:
+        self.records: list[tuple[object, object, int]] = []
+        self.late: list[tuple[object, object, int]] = []
+
+    def collect(self, key: object, value: object, timestamp: int) -> None:
+        self.records.append((key, value, timestamp))
+
+    def collect_late(self, key: object, value: object, timestamp: int) -> None:
+        self.late.append((key, value, timestamp))
+
+    def __repr__(self) -> str:
+        return f"RecordingWindowOutput()  # records={self.records!r} late={self.late!r}"
+
+
+# ---------------------------------------------------------------------------- state values
+
+
+def _key_order(key: object) -> tuple:
+    return (key.__class__.__name__, key)
+
+
+@attrs.frozen(slots=True)
+class WindowKeyGroupState:
+    """Immutable snapshot of one key group of a :class:`WindowOperator`.
+
+    ``contents``: ``((key, window, aggregate), ...)``; ``timers``: ``((timestamp, key, window), ...)``,
+    both in a canonical order, so equal states compare equal.
+    """
+
+    contents: tuple = ()
+    timers: tuple = ()
+
+
+@attrs.frozen(slots=True)
+class KeyedAggregateKeyGroupState:
+    """Immutable snapshot of one key group of a :class:`KeyedAggregateOperator`: ``((key, value), ...)``."""
+
+    values: tuple = ()
+
+
+def _check_aggregate(owner: str, aggregate: str) -> str:
+    if aggregate not in AGGREGATES:
+        raise InvalidArgument(f"{owner}.aggregate: {aggregate!r} must be one of {AGGREGATES}")
+    return aggregate
+
+
+# ---------------------------------------------------------------------------- WindowOperator
+
+
+class WindowOperator:
+    """A keyed event-time window operator subtask with ``EventTimeTrigger`` and a count/sum.
+
+    ``process_element(key, value, timestamp, out)`` handles one record;
+    ``advance_watermark(watermark, out)`` fires the due timers -- the caller forwards the
+    watermark afterwards. See the module docstring for the exact rules.
+    """
+
+    __slots__ = (
+        "assigner",
+        "aggregate",
+        "allowed_lateness",
+        "key_group_of",
+        "current_watermark",
+        "num_late_records_dropped",
+        "_is_count",
+        "_kg_cache",
+        "_contents",
+        "_timers",
+        "_heap",
+    )
+
+    def __init__(
+        self,
+        assigner: TumblingEventTimeWindows | SlidingEventTimeWindows,
+        aggregate: str,
+        allowed_lateness: int,
+        key_group_of: Callable[[object], int],
+    ):
+        if not isinstance(assigner, (TumblingEventTimeWindows, SlidingEventTimeWindows)):
+            raise InvalidArgument(
+                f"WindowOperator.assigner: {assigner!r} must be TumblingEventTimeWindows or "
+                "SlidingEventTimeWindows"
+            )
+        self.aggregate = _check_aggregate("WindowOperator", aggregate)
+        allowed_lateness = _check_long("WindowOperator.allowed_lateness", allowed_lateness)
+        if allowed_lateness < 0:
+            raise InvalidArgument(
+                f"WindowOperator.allowed_lateness: {allowed_lateness} is negative "
+                "(the allowed lateness must be >= 0)"
+            )
+        self.assigner = assigner
+        self.allowed_lateness = allowed_lateness
+        self.key_group_of = key_group_of
+        self.current_watermark = LONG_MIN
+        self.num_late_records_dropped = 0
+        self._is_count = aggregate == "count"
+        self._kg_cache: dict = {}
+        # key group -> {(key, window): aggregate}
+        self._contents: dict[int, dict] = {}
+        # key group -> {(timestamp, key, window)} ; the live timers (InternalTimerServiceImpl)
+        self._timers: dict[int, set] = {}
+        # heap of (timestamp, key group, key order, window.start, key, window); lazy deletion
+        self._heap: list = []
+
+    # -------------------------------------------------------------- helpers
+
+    def _cleanup_time(self, max_ts: int) -> int:
+        cleanup = _jlong(max_ts + self.allowed_lateness)
+        return cleanup if cleanup >= max_ts else LONG_MAX
+
+    def _register_timer(self, kg: int, ts: int, key: object, window: TimeWindow) -> None:
+        timers = self._timers.get(kg)
+        if timers is None:
+            timers = self._timers[kg] = set()
+        t = (ts, key, window)
+        if t in timers:
+            return
+        timers.add(t)
+        heapq.heappush(self._heap, (ts, kg, _key_order(key), window.start, key, window))
+
+    def key_group(self, key: object) -> int:
+        kg = self._kg_cache.get(key)
+        if kg is None:
+            kg = self._kg_cache[key] = self.key_group_of(key)
+        return kg
+
+    # -------------------------------------------------------------- processing
+
+    def process_element(self, key: object, value: object, timestamp: int, out: WindowOutput) -> None:
+        windows = self.assigner.assign_windows(timestamp)
+        kg = self._kg_cache.get(key)
+        if kg is None:
+            kg = self._kg_cache[key] = self.key_group_of(key)
+        wm = self.current_watermark
+        skipped = True
+        contents = None
+        for window in windows:
+            max_ts = _jlong(window.end - 1)
+            cleanup = _jlong(max_ts + self.allowed_lateness)
+            if cleanup < max_ts:
+                cleanup = LONG_MAX
+            if cleanup <= wm:  # isWindowLate
+                continue
+            skipped = False
+            if contents is None:
+                contents = self._contents.get(kg)
+                if contents is None:
+                    contents = self._contents[kg] = {}
+            sk = (key, window)
+            acc = contents.get(sk, 0)
+            acc = acc + 1 if self._is_count else acc + value
+            contents[sk] = acc
+            # EventTimeTrigger.onElement
+            if max_ts <= wm:
+                out.collect(key, acc, max_ts)  # FIRE (no purge)
+            else:
+                self._register_timer(kg, max_ts, key, window)
+            # registerCleanupTimer
+            if cleanup != LONG_MAX:
+                self._register_timer(kg, cleanup, key, window)
+        if skipped:
+            if _jlong(timestamp + self.allowed_lateness) <= wm:  # isElementLate
+                out.collect_late(key, value, timestamp)
+            else:
+                self.num_late_records_dropped += 1
+
+    def advance_watermark(self, watermark: int, out: WindowOutput) -> None:
+        """``InternalTimerServiceImpl.advanceWatermark``: fire all timers with ``ts <= watermark``."""
+        self.current_watermark = watermark
+        heap = self._heap
+        if not heap or heap[0][0] > watermark:
+            return
+        all_timers = self._timers
+        all_contents = self._contents
+        lateness = self.allowed_lateness
+        while heap and heap[0][0] <= watermark:
+            ts, kg, _, _, key, window = heapq.heappop(heap)
+            timers = all_timers.get(kg)
+            t = (ts, key, window)
+            if timers is None or t not in timers:
+                continue  # deleted timer (lazy deletion)
+            timers.discard(t)
+            if not timers:
+                del all_timers[kg]
+            contents = all_contents.get(kg)
+            sk = (key, window)
+            max_ts = _jlong(window.end - 1)
+            # EventTimeTrigger.onEventTime: FIRE iff time == maxTimestamp
+            if ts == max_ts and contents is not None and sk in contents:
+                out.collect(key, contents[sk], max_ts)
+            cleanup = _jlong(max_ts + lateness)
+            if cleanup < max_ts:
+                cleanup = LONG_MAX
+            if ts == cleanup:  # clearAllState: window contents + trigger.clear (deletes maxTs timer)
+                if contents is not None and sk in contents:
+                    del contents[sk]
+                    if not contents:
+                        del all_contents[kg]
+                timers = all_timers.get(kg)
+                if timers is not None:
+                    timers.discard((max_ts, key, window))
+                    if not timers:
+                        del all_timers[kg]
+
+    # -------------------------------------------------------------- state
+
+    def key_groups(self) -> tuple[int, ...]:
+        """The key groups that currently hold state (contents or timers), sorted."""
+        return tuple(sorted(set(self._contents) | set(self._timers)))
+
+    def snapshot_state(self) -> dict[int, WindowKeyGroupState]:
+        """Immutable per-key-group state (window contents and registered timers)."""
+        result = {}
+        for kg in self.key_groups():
+            contents = self._contents.get(kg, {})
+            timers = self._timers.get(kg, ())
+            c = tuple(
+                sorted(
+                    ((k, w, a) for (k, w), a in contents.items()),
+                    key=lambda e: (_key_order(e[0]), e[1]),
+                )
+            )
+            t = tuple(sorted(timers, key=lambda e: (e[0], _key_order(e[1]), e[2])))
+            result[kg] = WindowKeyGroupState(contents=c, timers=t)
+        return result
+
+    def restore_state(self, per_key_group: dict[int, WindowKeyGroupState]) -> None:
+        """Replace all keyed state by the given key groups, as a freshly restored subtask.
+
+        The current watermark starts again at ``Long.MIN_VALUE`` (Flink does not checkpoint it).
+        """
+        self._contents = {}
+        self._timers = {}
+        self._heap = []
+        self._kg_cache = {}
+        self.current_watermark = LONG_MIN
+        for kg, st in sorted(per_key_group.items()):
+            if not isinstance(st, WindowKeyGroupState):
+                raise InvalidArgument(
+                    f"WindowOperator.restore_state: key group {kg}: expected WindowKeyGroupState, "
+                    f"got {type(st).__name__}"
+                )
+            if st.contents:
+                self._contents[kg] = {(k, w): a for k, w, a in st.contents}
+            for ts, key, window in st.timers:
+                self._register_timer(kg, ts, key, window)
+
+    def __repr__(self) -> str:
+        return (
+            f"WindowOperator({self.assigner!r}, {self.aggregate!r}, {self.allowed_lateness}, ...)"
+            f"  # watermark={self.current_watermark}"
+        )
+
+
+# ---------------------------------------------------------------------------- keyed aggregate
+
+
+class KeyedAggregateOperator:
+    """``keyBy(...).sum()`` / a counting ``reduce``: emits the running aggregate per element.
+
+    ``process_element(key, value, timestamp, out)`` calls ``out.collect(key, running, timestamp)``
+    with the element's own timestamp (``StreamGroupedReduceOperator`` replaces the value of the
+    incoming ``StreamRecord``).
+    """
+
+    __slots__ = ("aggregate", "key_group_of", "current_watermark", "_is_count", "_kg_cache", "_values")
+
+    def __init__(self, aggregate: str, key_group_of: Callable[[object], int]):
+        self.aggregate = _check_aggregate("KeyedAggregateOperator", aggregate)
+        self.key_group_of = key_group_of
+        self.current_watermark = LONG_MIN
+        self._is_count = aggregate == "count"
+        self._kg_cache: dict = {}
+        self._values: dict[int, dict] = {}  # key group -> {key: aggregate}
+
+    def key_group(self, key: object) -> int:
+        kg = self._kg_cache.get(key)
+        if kg is None:
+            kg = self._kg_cache[key] = self.key_group_of(key)
+        return kg
+
+    def process_element(self, key: object, value: object, timestamp: int, out: WindowOutput) -> None:
+        kg = self._kg_cache.get(key)
+        if kg is None:
+            kg = self._kg_cache[key] = self.key_group_of(key)
+        values = self._values.get(kg)
+        if values is None:
+            values = self._values[kg] = {}
+        acc = values.get(key, 0)
+        acc = acc + 1 if self._is_count else acc + value
+        values[key] = acc
+        out.collect(key, acc, timestamp)
+
+    def advance_watermark(self, watermark: int, out: WindowOutput) -> None:
+        """No timers: only records the watermark (the caller forwards it)."""
+        self.current_watermark = watermark
+
+    def key_groups(self) -> tuple[int, ...]:
+        return tuple(sorted(self._values))
+
+    def snapshot_state(self) -> dict[int, KeyedAggregateKeyGroupState]:
+        return {
+            kg: KeyedAggregateKeyGroupState(
+                values=tuple(sorted(self._values[kg].items(), key=lambda e: _key_order(e[0])))
+            )
+            for kg in sorted(self._values)
+        }
+
+    def restore_state(self, per_key_group: dict[int, KeyedAggregateKeyGroupState]) -> None:
+        self._values = {}
+        self._kg_cache = {}
+        self.current_watermark = LONG_MIN
+        for kg, st in sorted(per_key_group.items()):
+            if not isinstance(st, KeyedAggregateKeyGroupState):
+                raise InvalidArgument(
+                    f"KeyedAggregateOperator.restore_state: key group {kg}: expected "
+                    f"KeyedAggregateKeyGroupState, got {type(st).__name__}"
+                )
+            if st.values:
+                self._values[kg] = dict(st.values)
+
+    def __repr__(self) -> str:
+        return f"KeyedAggregateOperator({self.aggregate!r}, ...)"

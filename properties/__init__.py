@@ -1,0 +1,1 @@
+"""Hypothesis strategies and stateful machines that drive the model."""

@@ -1,0 +1,123 @@
+"""Registry of z3 checks run by ``flinkspec prove``.
+
+A check is a function ``run(timeout_s) -> (result, details, counterexample)`` where
+
+* ``result`` is ``"proved"`` (the negated goal is unsat for every parameter in the scope),
+  ``"counterexample"`` (z3 found one; ``counterexample`` is a JSON-able dict of its values) or
+  ``"unknown"`` (timeout or z3 gave up);
+* ``details`` is a one-line human-readable summary.
+
+Each check declares the result it is *expected* to give: ``"proved"`` for a property of the
+real design, ``"counterexample"`` for a deliberately wrong variant (a mutation), which shows
+that the encoding can fail at all. Register with :func:`proof` (a decorator) and list the
+module in :data:`PROOF_MODULES` so :func:`load_all` imports it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from typing import Any, Callable
+
+import attrs
+
+RESULTS = ("proved", "counterexample", "unknown")
+EXPECTED = ("proved", "counterexample")
+
+#: Modules whose import registers checks, in the order ``flinkspec prove`` lists them.
+#: Other mechanisms add their module here (one line each).
+PROOF_MODULES = (
+    "spec.z3_keygroups",
+)
+
+Outcome = tuple[str, str, "dict[str, Any] | None"]
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ProofCheck:
+    """One registered z3 check."""
+
+    name: str
+    scope: str
+    expected: str
+    description: str
+    run: Callable[[float | None], Outcome] = attrs.field(repr=False, eq=False)
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class ProofRun:
+    """The outcome of running one :class:`ProofCheck` once."""
+
+    name: str
+    scope: str
+    expected: str
+    result: str
+    details: str
+    counterexample: dict | None
+    seconds: float
+
+    @property
+    def as_expected(self) -> bool:
+        return self.result == self.expected
+
+    def to_dict(self) -> dict:
+        return attrs.asdict(self) | {"as_expected": self.as_expected}
+
+
+REGISTRY: dict[str, ProofCheck] = {}
+
+
+def proof(name: str, *, scope: str, expected: str, description: str = ""):
+    """Register ``fn(timeout_s) -> (result, details, counterexample)`` as check ``name``."""
+    if expected not in EXPECTED:
+        raise ValueError(f"proof {name!r}: expected must be one of {EXPECTED}, not {expected!r}")
+
+    def wrap(fn: Callable[[float | None], Outcome]) -> Callable[[float | None], Outcome]:
+        if name in REGISTRY:
+            raise ValueError(f"proof {name!r} registered twice")
+        REGISTRY[name] = ProofCheck(
+            name=name,
+            scope=scope,
+            expected=expected,
+            description=description or (fn.__doc__ or "").strip().split("\n")[0],
+            run=fn,
+        )
+        return fn
+
+    return wrap
+
+
+def load_all() -> dict[str, ProofCheck]:
+    """Import every module of :data:`PROOF_MODULES`; return the registry."""
+    for module in PROOF_MODULES:
+        importlib.import_module(module)
+    return REGISTRY
+
+
+def run_check(check: ProofCheck, timeout_s: float | None = None) -> ProofRun:
+    """Run one check and time it. An exception inside the check is reported as ``unknown``."""
+    t0 = time.perf_counter()
+    try:
+        result, details, cex = check.run(timeout_s)
+    except Exception as e:  # a broken encoding must show up in the table, not crash the run
+        result, details, cex = "unknown", f"error: {type(e).__name__}: {e}", None
+    if result not in RESULTS:
+        details = f"invalid result {result!r}: {details}"
+        result = "unknown"
+    return ProofRun(
+        name=check.name,
+        scope=check.scope,
+        expected=check.expected,
+        result=result,
+        details=details,
+        counterexample=cex,
+        seconds=time.perf_counter() - t0,
+    )
+
+
+def run_all(only: str | None = None, timeout_s: float | None = None) -> list[ProofRun]:
+    """Run every registered check (or only ``only``; KeyError if unknown)."""
+    registry = load_all()
+    if only is not None:
+        return [run_check(registry[only], timeout_s)]
+    return [run_check(c, timeout_s) for c in registry.values()]

@@ -1,0 +1,245 @@
+"""Scenario tests for model.sinks: the external system and the three sink kinds.
+
+The sink subtasks are driven by hand, as the runtime would drive them::
+
+    ... ──► sink subtask 0 ──┐
+                             ├──► ExternalSystem (committed output, upsert table, transactions)
+    ... ──► sink subtask 1 ──┘
+
+"snapshot n" = the barrier of checkpoint n reached the sink; "notify n" = the coordinator's
+notify-checkpoint-complete(n) reached it; "fail" = the sink instance is discarded and a new
+one is created from the restored state (or from nothing).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from model.errors import InvalidArgument
+from model.oracle import diff_outputs
+from model.sinks import (
+    ABORTED,
+    COMMITTED,
+    OPEN,
+    PRECOMMITTED,
+    AppendSink,
+    ExternalSystem,
+    PendingCommit,
+    TransactionId,
+    TwoPhaseCommitSink,
+    TwoPhaseCommitState,
+    UpsertSink,
+    make_sink,
+    merge_restored_states,
+)
+
+
+def recs(n, start=0, key="k"):
+    return [(key, i, i) for i in range(start, start + n)]
+
+
+def write_all(sink, records):
+    for k, v, ts in records:
+        sink.write(k, v, ts)
+
+
+def test_two_phase_commit_nothing_visible_before_notify():
+    """1. write r0..r2, 2. snapshot 1: pre-commit, state lists the pending transaction,
+    3. nothing visible, 4. notify 1: r0..r2 visible in order, once."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    write_all(s, recs(3))
+    first = s.current.id
+    state = s.snapshot_state(1)
+    assert ext.transactions[first].status == PRECOMMITTED
+    assert state == TwoPhaseCommitState(s.current.id, (PendingCommit(1, first),))
+    assert state.pending_transaction != first
+    assert ext.committed == []
+    assert s.notify_checkpoint_complete(1) == [first]
+    assert ext.committed_records() == recs(3)
+    assert ext.transactions[first].status == COMMITTED
+    assert s.notify_checkpoint_complete(1) == []  # already committed: nothing left
+    assert ext.committed_records() == recs(3)
+
+
+def test_two_phase_commit_notify_commits_all_pending_up_to_id():
+    """Concurrent checkpoints: 1. write a, snapshot 1, 2. write b, snapshot 2, 3. write c,
+    snapshot 3, 4. notify 2 (notify 1 was lost): a and b committed in order, c pending,
+    5. notify 3 commits c."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    s.write("a", 1, 1)
+    s.snapshot_state(1)
+    s.write("b", 2, 2)
+    s.snapshot_state(2)
+    s.write("c", 3, 3)
+    st = s.snapshot_state(3)
+    assert [p.checkpoint_id for p in st.pending_commit_transactions] == [1, 2, 3]
+    s.notify_checkpoint_complete(2)
+    assert ext.committed_records() == [("a", 1, 1), ("b", 2, 2)]
+    assert list(s.pending_commit) == [3]
+    s.notify_checkpoint_aborted(3)  # no effect
+    s.notify_checkpoint_complete(3)
+    assert ext.committed_records() == [("a", 1, 1), ("b", 2, 2), ("c", 3, 3)]
+
+
+def test_failure_between_snapshot_and_notify_recommits_without_duplicates():
+    """1. write r0..r4, snapshot 1 (checkpoint 1 completes on the master),
+    2. write r5..r7 (after the barrier), 3. FAIL before notify 1 reaches the sink,
+    4. restore from checkpoint 1: the pending transaction is committed (r0..r4), the one
+    opened after the snapshot is aborted, 5. replay r5..r7, snapshot 2, notify 2,
+    6. output == r0..r7 exactly once; 7. a stale notify 1 to the new instance is a no-op."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    write_all(s, recs(5))
+    state1 = s.snapshot_state(1)
+    write_all(s, recs(3, start=5))
+    after_snapshot = s.current.id
+    # failure: the instance is gone; only state1 survives
+    s2 = TwoPhaseCommitSink(ext, 0, state1)
+    assert ext.committed_records() == recs(5)
+    assert ext.transactions[after_snapshot].status == ABORTED
+    write_all(s2, recs(3, start=5))
+    s2.snapshot_state(2)
+    s2.notify_checkpoint_complete(1)
+    s2.notify_checkpoint_complete(2)
+    assert diff_outputs(recs(8), ext.committed_records()).ok
+    assert ext.anomalies == []
+
+
+def test_restore_recommit_is_idempotent_when_already_committed():
+    """1. snapshot 1, notify 1 (committed), 2. FAIL, 3. restore from checkpoint 1 commits
+    the same transaction again: no-op, no duplicate."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    write_all(s, recs(4))
+    st = s.snapshot_state(1)
+    s.notify_checkpoint_complete(1)
+    TwoPhaseCommitSink(ext, 0, st)
+    assert ext.committed_records() == recs(4)
+
+
+def test_restore_aborts_lingering_open_transactions_but_not_precommitted():
+    """1. snapshot 1 (txn A pending), 2. write, snapshot 2 (txn B pre-committed, checkpoint
+    2 never completes), 3. write into txn C (open), 4. FAIL, restore from checkpoint 1:
+    A committed, B aborted (it is state1's pending transaction), C aborted as lingering."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    s.write("a", 1, 1)
+    a = s.current.id
+    st1 = s.snapshot_state(1)
+    b = s.current.id
+    s.write("b", 2, 2)
+    s.snapshot_state(2)
+    c = s.current.id
+    s.write("c", 3, 3)
+    TwoPhaseCommitSink(ext, 0, st1)
+    assert [ext.transactions[t].status for t in (a, b, c)] == [COMMITTED, ABORTED, ABORTED]
+    assert ext.committed_records() == [("a", 1, 1)]
+
+
+def test_fresh_start_aborts_open_transactions_of_a_failed_attempt():
+    """No checkpoint completed: 1. write, 2. FAIL, 3. fresh start (None): the old open
+    transaction is aborted, never visible; transaction ids are never reused."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 1)
+    s.write("x", 1, 1)
+    old = s.current.id
+    s2 = TwoPhaseCommitSink(ext, 1, None)
+    assert ext.transactions[old].status == ABORTED
+    assert s2.current.id == TransactionId(1, 1)
+    assert ext.committed == []
+
+
+def test_rescale_in_restores_states_of_two_old_subtasks():
+    """Scale-in 2 -> 1: both old sink subtasks snapshot checkpoint 1 and fail before notify;
+    the single new subtask restores both entries and commits both pending transactions."""
+    ext = ExternalSystem()
+    s0, s1 = TwoPhaseCommitSink(ext, 0), TwoPhaseCommitSink(ext, 1)
+    s0.write("a", 1, 1)
+    s1.write("b", 2, 2)
+    states = merge_restored_states([s0.snapshot_state(1), None, s1.snapshot_state(1)])
+    TwoPhaseCommitSink(ext, 0, states)
+    assert sorted(ext.committed_records()) == [("a", 1, 1), ("b", 2, 2)]
+    assert ext.committed[1][3] == 1  # the record keeps the subtask that wrote it
+    with pytest.raises(InvalidArgument):
+        TwoPhaseCommitSink(ext, 0, ["not a state"])
+
+
+def test_commit_of_aborted_transaction_is_an_anomaly():
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    s.write("a", 1, 1)
+    tid = s.current.id
+    ext.abort(tid)
+    assert ext.commit(tid) is False
+    assert ext.anomalies == [("commit_aborted", tid)]
+    assert ext.committed == []
+
+
+def test_savepoint_transaction_committed_by_next_checkpoint_notify():
+    """1. write a, snapshot 2 (a savepoint: no notify), 2. write b, snapshot 3, notify 3:
+    a and b committed."""
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    s.write("a", 1, 1)
+    s.snapshot_state(2)
+    s.write("b", 2, 2)
+    s.snapshot_state(3)
+    s.notify_checkpoint_complete(3)
+    assert ext.committed_records() == [("a", 1, 1), ("b", 2, 2)]
+
+
+def test_append_sink_duplicates_after_restore():
+    """Known-unsafe append sink: 1. write r0..r4 (checkpoint 1 after r2), 2. FAIL,
+    3. restore from checkpoint 1 and replay r3..r4: r3 and r4 are visible twice."""
+    ext = ExternalSystem()
+    s = AppendSink(ext, 0)
+    write_all(s, recs(3))
+    assert s.snapshot_state(1) is None
+    write_all(s, recs(2, start=3))
+    s2 = make_sink("append", ext, 0, None)
+    write_all(s2, recs(2, start=3))
+    d = diff_outputs(recs(5), ext.committed_records())
+    assert not d.ok
+    assert [(e.value, e.expected, e.actual) for e in d.duplicated] == [(3, 1, 2), (4, 1, 2)]
+    assert d.missing == () and d.unexpected == ()
+
+
+def test_upsert_sink_final_table_equal_after_replay():
+    """Same failure as above with an upsert sink keyed by (key, window): the replay
+    overwrites the same keys, the final table equals the failure-free one."""
+    ext = ExternalSystem()
+    s = UpsertSink(ext, 0)
+    results = [(("k", w), w * 10, w) for w in range(5)]
+    write_all(s, results)
+    s2 = make_sink("upsert", ext, 0, None)
+    write_all(s2, results[3:])
+    assert len(ext.upsert_log) == 7
+    assert diff_outputs(results, ext.upsert_records(), mode="upsert").ok
+    # the changelog itself is not exactly-once: the replayed upserts show up twice
+    changelog = diff_outputs(results, ext.upsert_log, mode="multiset")
+    assert [e.key for e in changelog.duplicated] == [("k", 3), ("k", 4)]
+
+
+def test_make_sink_rejects_unknown_kind():
+    with pytest.raises(InvalidArgument, match="sink kind"):
+        make_sink("exactly_twice", ExternalSystem(), 0)
+    assert isinstance(make_sink("two_phase_commit", ExternalSystem(), 0), TwoPhaseCommitSink)
+    assert OPEN == "OPEN"
+
+
+def test_two_phase_commit_write_is_fast():
+    """10k writes + 100 checkpoints in well under a second."""
+    import time
+
+    ext = ExternalSystem()
+    s = TwoPhaseCommitSink(ext, 0)
+    t0 = time.perf_counter()
+    for i in range(10_000):
+        s.write(i % 7, i, i)
+        if i % 100 == 99:
+            s.snapshot_state(i // 100 + 1)
+            s.notify_checkpoint_complete(i // 100 + 1)
+    assert time.perf_counter() - t0 < 1.0
+    assert len(ext.committed) == 10_000
