@@ -22,7 +22,8 @@ The handler talks to its task through a small context (``ctx``):
 operators and emit the barrier downstream), ``abort(checkpoint_id, reason)`` (decline to
 the coordinator and send a CancelCheckpointMarker downstream), ``start_persisting(checkpoint_id,
 channels)``/``stop_persisting(ch)``/``channel_state_complete(checkpoint_id)`` (unaligned
-channel state) and ``register_timer(checkpoint_id, deadline)``.
+channel state) and ``register_timer(checkpoint_id, deadline)``; ``ctx.barrier_channels`` lists the local indices of
+the inputs that carry barriers (pipelined channels; blocking partitions carry none).
 
 Leaves out: barrier *announcements* and the upstream conversion of timed-out aligned
 barriers into priority barriers (FLINK-27251): after a timeout the consumer persists input
@@ -128,7 +129,7 @@ class SingleCheckpointBarrierHandler:
                 self.state = ALT_COLLECTING
         else:  # unaligned states
             if state == ALT_WAITING_UNALIGNED:
-                others = [c for c in range(len(ctx.input_channels)) if c != ch and c not in self.aligned]
+                others = [c for c in ctx.barrier_channels if c != ch and c not in self.aligned]
                 ctx.start_persisting(b.id, others)
                 ctx.trigger(_as_unaligned(b), True)
                 self.state = ALT_COLLECTING_UNALIGNED
@@ -159,7 +160,7 @@ class SingleCheckpointBarrierHandler:
         """AlternatingCollectingBarriers.alignedCheckpointTimeout: trigger an unaligned
         checkpoint now; channels whose barrier has not arrived persist their input."""
         ctx = self.ctx
-        others = [c for c in range(len(ctx.input_channels)) if c not in self.aligned]
+        others = [c for c in ctx.barrier_channels if c not in self.aligned]
         ctx.start_persisting(self.current_id, others)
         ctx.trigger(_as_unaligned(self.barrier or b), True)
         ctx.resume_all()

@@ -76,6 +76,24 @@ class RuntimeConfig:
     max_retained_checkpoints: int = 1
     channel_capacity: int = 4
     checkpoints_after_tasks_finish: bool = True
+    #: failures: how many failure actions (FailTask, LoseTaskManager, FailJobManager) a run may
+    #: inject; 0 = a failure-free run.
+    max_failures: int = 0
+    failover_strategy: str = "region"
+    #: fixed-delay restart strategy: restarts allowed before the job is FAILED (None = unbounded).
+    restart_attempts: int | None = None
+    task_managers: int = 2
+    #: slots per TaskManager; None = just enough for the job (ceil(required / task_managers)).
+    slots_per_task_manager: int | None = None
+    #: whether stop-with-savepoint / rescaling actions are offered.
+    savepoints: bool = False
+    #: parallelisms a RestartFromSavepoint may choose, per operator name: ((name, (p, ...)), ...).
+    rescale_options: tuple = ()
+    # -- known-unsafe variants (see model.variants) --
+    skip_consumer_regions: bool = False
+    restore_pending_checkpoints: bool = False
+    keygroup_assignment: str = "range"
+    notify_savepoint_complete: bool = False
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -86,6 +104,12 @@ class RuntimeConfig:
             raise FlinkspecError(f"channel_capacity must be >= 1, not {self.channel_capacity}")
         if self.max_concurrent_checkpoints < 1:
             raise FlinkspecError("max_concurrent_checkpoints must be >= 1")
+        if self.failover_strategy not in ("region", "full"):
+            raise FlinkspecError(f"failover_strategy must be 'region' or 'full', not {self.failover_strategy!r}")
+        if self.keygroup_assignment not in ("range", "modulo"):
+            raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
+        if self.task_managers < 1:
+            raise FlinkspecError("task_managers must be >= 1")
 
     @property
     def barrier_mode(self) -> str:
@@ -126,12 +150,17 @@ class Cluster:
         self.notifications: list[tuple[int, int]] = []
         self.completed_ids: list[int] = []
         self.trigger_results: list = []
-        n = len(execution_graph.channels)
-        self.channels: list[deque] = [deque() for _ in range(n)]
-        self.prio = [0] * n
-        self.blocked = [False] * n
-        self.received = [0] * n
+        self.status = RUNNING
         self.attempt = 0
+        self.failures = 0
+        self.restarts = 0
+        self.acks: dict[int, dict] = {}
+        self.completed: dict[int, dict] = {}
+        self.new_completed: list[int] = []
+        self.restored_from: list = []
+        self.savepoint = None
+        self.stopping: int | None = None
+        self.events: list = []
         all_ids = [s.id for s in execution_graph.subtasks]
         self.coordinator = CheckpointCoordinator(
             tasks_to_trigger=all_ids,
@@ -139,12 +168,48 @@ class Cluster:
             max_concurrent_checkpoints=self.config.max_concurrent_checkpoints,
             min_pause_between_checkpoints=self.config.min_pause_between_checkpoints,
             max_retained=self.config.max_retained_checkpoints,
+            restore_pending_checkpoints=self.config.restore_pending_checkpoints,
+            notify_savepoint_complete=self.config.notify_savepoint_complete,
         )
-        self._ops = {o.name: o for o in execution_graph.stream_graph.operators}
         self._check_input()
-        self.tasks: list[StreamTask] = [self._deploy(s) for s in execution_graph.subtasks]
-        self.source_tasks = [t for t in self.tasks if t.source is not None]
+        self._install(execution_graph)
+
+    def _install(self, execution_graph, restored=None) -> None:
+        """Deploy every subtask of ``execution_graph`` (fresh, or from ``restored``)."""
+        from model.failover import failover_strategy
+        from model import slotsharing
+
+        self.eg = execution_graph
+        n = len(execution_graph.channels)
+        self.channels: list[deque] = [deque() for _ in range(n)]
+        self.prio = [0] * n
+        self.blocked = [False] * n
+        self.received = [0] * n
+        self.blocking = [self._channel_blocking(ch) for ch in execution_graph.channels]
+        self.partition_log: dict[int, list] = {}
+        self._ops = {o.name: o for o in execution_graph.stream_graph.operators}
         self.consumer_of = [ch.consumer for ch in execution_graph.channels]
+        self.producer_of = [ch.producer for ch in execution_graph.channels]
+        self.strategy = failover_strategy(execution_graph, self.config.failover_strategy,
+                                          skip_consumer_regions=self.config.skip_consumer_regions)
+        required = sum(slotsharing.required_slots(execution_graph).values())
+        cfg = self.config
+        per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
+        self.task_managers = tuple(slotsharing.TaskManager(f"tm{i}", per_tm) for i in range(cfg.task_managers))
+        self.allocation = slotsharing.allocate(execution_graph, self.task_managers)
+        self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
+        for st in execution_graph.subtasks:
+            self.tasks[st.id] = self._deploy(st)
+        self.source_tasks = [t for t in self.tasks if t.source is not None]
+        if restored is not None:
+            self._restore_tasks(set(range(len(self.tasks))), restored)
+        ids = [s.id for s in execution_graph.subtasks]
+        self.coordinator.update_tasks(ids, ids)
+
+    def _channel_blocking(self, ch) -> bool:
+        from model.jobgraph import BLOCKING
+
+        return self.eg.job_graph.edges[ch.job_edge].result_partition_type == BLOCKING
 
     # -- deployment -------------------------------------------------------------------------
     def _check_input(self) -> None:
@@ -205,7 +270,8 @@ class Cluster:
         head = build(head_name)
         op_nodes = [nodes[n] for n in vertex.operators if ops[n].kind != "source"]
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
-        output = TaskOutput([self.channels[c] for c in out_channels])
+        output = TaskOutput([self.channels[c] for c in out_channels],
+                            [self.channels[c] for c in out_channels if not self.blocking[c]])
         task = StreamTask(self, st, head, op_nodes, output, None, input_channels, out_channels)
         head_spec = ops[head_name]
         if head_spec.kind == "source":
@@ -218,7 +284,7 @@ class Cluster:
             from model.watermarkstatus import StatusWatermarkValve
 
             task.valve = StatusWatermarkValve(len(input_channels), task)
-            task.handler = self._barrier_handler(task, len(input_channels))
+            task.handler = self._barrier_handler(task, len(task.barrier_channels))
         return task
 
     def _barrier_handler(self, task, n):
@@ -258,11 +324,7 @@ class Cluster:
         from model import sinks
 
         kind = spec.sink_kind
-        if kind == "two_phase_commit":
-            return sinks.TwoPhaseCommitSink(self.external, st.id)
-        if kind == "upsert":
-            return sinks.UpsertSink(self.external, st.id)
-        return sinks.AppendSink(self.external, st.id)
+        return sinks.make_sink(kind, self.external, st.id, None)
 
     def _writer(self, st, part):
         chans = [self.channels[c] for c in part.channels]
@@ -304,8 +366,11 @@ class Cluster:
 
     # -- coordinator plumbing ----------------------------------------------------------------
     def acknowledge(self, task: StreamTask, snap) -> None:
-        task.acked.add(snap.checkpoint_id)
-        self._effects(self.coordinator.receive_acknowledge(snap.checkpoint_id, task.id, snap))
+        cid = snap.checkpoint_id
+        task.acked.add(cid)
+        if cid in self.coordinator.pending:
+            self.acks.setdefault(cid, {})[task.id] = snap
+        self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))
 
     def decline(self, task: StreamTask, checkpoint_id: int, reason: str) -> None:
         self._effects(self.coordinator.receive_decline(checkpoint_id, task.id, reason))
@@ -315,13 +380,21 @@ class Cluster:
 
         for e in effects or ():
             if isinstance(e, CheckpointCompleted):
-                self.completed_ids.append(e.checkpoint_id)
-                self.trigger_results.append(e)
+                cid = e.checkpoint_id
+                self.completed_ids.append(cid)
+                self.completed[cid] = self.acks.pop(cid, {})
+                self.new_completed.append(cid)
+                self.events.append(("completed", self.now, cid, e.properties.is_savepoint))
+                if self.stopping == cid:
+                    self._stop_after_savepoint(cid)
             elif isinstance(e, NotifyCheckpointComplete):
                 for tid in e.tasks:
                     self.notifications.append((tid, e.checkpoint_id))
 
     def task_finished(self, task: StreamTask) -> None:
+        for c in task.output_channels:
+            if self.blocking[c]:
+                self.partition_log[c] = list(self.channels[c])
         for cid in self.coordinator.pending_ids():
             if cid not in task.acked and cid in self.coordinator.pending_ids():
                 self.acknowledge(task, task.take_snapshot(cid))
@@ -360,8 +433,11 @@ class Cluster:
         prio = self.prio
         consumer_of = self.consumer_of
         free_cache: dict[int, bool] = {}
+        blocking = self.blocking
         for c in range(len(chans)):
             if not chans[c] or (blocked[c] and not prio[c]):
+                continue
+            if blocking[c] and tasks[self.producer_of[c]].status != FINISHED:
                 continue
             tid = consumer_of[c]
             t = tasks[tid]
@@ -372,7 +448,8 @@ class Cluster:
                 f = free_cache[tid] = self.outputs_free(t)
             if f:
                 acts.append(A.Deliver(c))
-        if (self.coordinator.num_pending < self.config.max_concurrent_checkpoints
+        if (self.status == RUNNING and self.stopping is None
+                and self.coordinator.num_pending < self.config.max_concurrent_checkpoints
                 and any(t.status == RUNNING for t in self.source_tasks)):
             acts.append(A.TriggerCheckpoint())
         seen = set()
@@ -383,13 +460,41 @@ class Cluster:
         for t in tasks:
             if t.timer is not None and t.handler is not None and t.handler.timer_due(self.now, t.timer[1]):
                 acts.append(A.AlignmentTimeout(t.id))
+        if self._failures_left():
+            for t in tasks:
+                if t.status == RUNNING:
+                    acts.append(A.FailTask(t.id))
+            for i, tm in enumerate(self.task_managers):
+                if self.allocation.subtasks_on(tm.id):
+                    acts.append(A.LoseTaskManager(i))
+            acts.append(A.FailJobManager())
+        if self.config.savepoints:
+            if self.status == RUNNING and self.stopping is None and self.savepoint is None:
+                acts.append(A.StopWithSavepoint())
+            elif self.status == "STOPPED":
+                for option in self.rescale_choices():
+                    acts.append(A.RestartFromSavepoint(option))
         return acts
+
+    def rescale_choices(self) -> list[tuple]:
+        """The RestartFromSavepoint parallelisms offered: the current ones and, per operator in
+        ``config.rescale_options``, each listed parallelism."""
+        current = tuple((o.name, o.parallelism) for o in self.eg.stream_graph.operators)
+        out = [current]
+        for name, ps in self.config.rescale_options:
+            for p in ps:
+                opt = tuple((n, p if n == name else q) for n, q in current)
+                if opt not in out:
+                    out.append(opt)
+        return out
 
     def step(self, action) -> None:
         t = type(action)
         fn = _DISPATCH.get(t)
         if fn is None:
             raise ActionNotEnabled(f"unknown action {action!r}")
+        if self.new_completed:
+            self.new_completed = []
         fn(self, action)
         self.now += 1
         self.trace.append(action)
@@ -401,6 +506,8 @@ class Cluster:
             raise ActionNotEnabled(f"{a!r}: channel {c} is empty")
         if self.blocked[c] and not self.prio[c]:
             raise ActionNotEnabled(f"{a!r}: channel {c} is blocked by checkpoint alignment")
+        if self.blocking[c] and self.tasks[self.producer_of[c]].status != FINISHED:
+            raise ActionNotEnabled(f"{a!r}: blocking channel {c} is consumable only once its producer finished")
         e = ch.popleft()
         if self.prio[c]:
             self.prio[c] -= 1
@@ -470,11 +577,13 @@ class Cluster:
         cfg = self.config
         unaligned = cfg.barrier_mode == "unaligned" and not a.savepoint
         barrier = CheckpointBarrier(cid, self.now, savepoint=a.savepoint, unaligned=unaligned)
+        if a.savepoint:
+            self.events.append(("savepoint_triggered", self.now, cid))
         for t in self.tasks:
             if t.status == FINISHED:
                 self.acknowledge(t, t.take_snapshot(cid))
-        for t in self.source_tasks:
-            if t.status == RUNNING:
+            elif t.status == RUNNING and not t.barrier_channels:
+                # sources, and tasks fed only by blocking partitions, are triggered directly
                 t.trigger(barrier, unaligned)
 
     def _notify(self, a) -> None:
@@ -493,6 +602,198 @@ class Cluster:
         cid = t.timer[0]
         t.timer = None
         t.handler.on_alignment_timeout(cid)
+
+
+    # -- failures and recovery ------------------------------------------------------------------
+    def _failures_left(self) -> bool:
+        return self.status == RUNNING and self.failures < self.config.max_failures
+
+    def _fail_task(self, a) -> None:
+        if not self._failures_left():
+            raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
+        if not 0 <= a.subtask < len(self.tasks) or self.tasks[a.subtask].status != RUNNING:
+            raise ActionNotEnabled(f"{a!r}: subtask {a.subtask} is not running")
+        self.failures += 1
+        self.events.append(("task_failed", self.now, a.subtask))
+        self._failover({a.subtask}, frozenset())
+
+    def _lose_task_manager(self, a) -> None:
+        if not self._failures_left():
+            raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
+        tm = a.task_manager
+        if not 0 <= tm < len(self.task_managers):
+            raise ActionNotEnabled(f"{a!r}: there is no TaskManager {tm}")
+        tm_id = self.task_managers[tm].id
+        lost = set(self.allocation.subtasks_on(tm_id))
+        if not lost:
+            raise ActionNotEnabled(f"{a!r}: TaskManager {tm_id} runs no task")
+        self.failures += 1
+        self.events.append(("task_manager_lost", self.now, tm_id))
+        # blocking partitions held by the lost TaskManager are gone
+        unavailable = frozenset(c for c in range(len(self.channels))
+                                if self.blocking[c] and self.producer_of[c] in lost)
+        failed = {t for t in lost if self.tasks[t].status == RUNNING} or lost
+        self._failover(failed, unavailable)
+
+    def _fail_job_manager(self, a) -> None:
+        if not self._failures_left():
+            raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
+        self.failures += 1
+        self.events.append(("job_manager_failover", self.now))
+        self.coordinator.job_manager_failover()
+        self.acks.clear()
+        self.notifications.clear()
+        self._restart(frozenset(range(len(self.tasks))), self.coordinator.restore_latest_checkpointed_state())
+
+    def _failover(self, failed: set, unavailable: frozenset) -> None:
+        self.restarts += 1
+        limit = self.config.restart_attempts
+        if limit is not None and self.restarts > limit:
+            self.status = "FAILED"
+            self.events.append(("job_failed", self.now, self.restarts - 1))
+            for t in self.tasks:
+                if t.status == RUNNING:
+                    t.status = "CANCELED"
+            return
+        restart = self.strategy.tasks_to_restart(failed, unavailable)
+        self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
+        self.acks.clear()
+        self._restart(restart, self.coordinator.restore_latest_checkpointed_state())
+
+    def _restart(self, restart: frozenset, checkpoint) -> None:
+        """Cancel and redeploy the subtasks in ``restart`` and restore them from ``checkpoint``."""
+        from model import slotsharing
+
+        self.attempt += 1
+        self.restored_from.append((self.now, None if checkpoint is None else checkpoint.checkpoint_id,
+                                   tuple(sorted(restart))))
+        self.events.append(("restored", self.now, None if checkpoint is None else checkpoint.checkpoint_id,
+                            tuple(sorted(restart))))
+        self.notifications = [n for n in self.notifications if n[0] not in restart]
+        for c in range(len(self.channels)):
+            if self.consumer_of[c] in restart or self.producer_of[c] in restart:
+                self.channels[c].clear()
+                self.prio[c] = 0
+                self.blocked[c] = False
+                if self.producer_of[c] in restart:
+                    self.partition_log.pop(c, None)
+        for tid in restart:
+            self.tasks[tid].status = "CANCELED"
+        eg = self.eg
+        for tid in sorted(restart):
+            self.tasks[tid] = self._deploy(eg.subtasks[tid])
+        self.source_tasks = [t for t in self.tasks if t.source is not None]
+        self.allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
+        self._restore_tasks(set(restart), checkpoint)
+
+    def _restore_tasks(self, restart: set, checkpoint) -> None:
+        """Restore state of the freshly deployed subtasks in ``restart``: keyed state, source
+        offsets, sink transactions, channel state (input part, then output part) and the
+        channel bookkeeping; blocking partitions are re-read from the restored position."""
+        states = {} if checkpoint is None else dict(checkpoint.task_states)
+        for tid in sorted(restart):
+            task = self.tasks[tid]
+            snap = states.get(tid)
+            if snap is None:
+                continue
+            self._restore_task(task, snap)
+        for c in range(len(self.channels)):
+            cons, prod = self.consumer_of[c], self.producer_of[c]
+            if cons not in restart:
+                continue
+            csnap = states.get(cons)
+            psnap = states.get(prod)
+            received = csnap.received.get(c, 0) if csnap is not None else 0
+            self.received[c] = received
+            ch = self.channels[c]
+            if self.blocking[c]:
+                if prod not in restart and c in self.partition_log:
+                    log = self.partition_log[c]
+                    seen = 0
+                    for i, e in enumerate(log):
+                        if seen == received:
+                            ch.extend(log[i:])
+                            break
+                        if type(e) is tuple:
+                            seen += 1
+                continue
+            if csnap is not None:
+                ch.extend(csnap.input_channel_state.get(c, ()))
+            if psnap is not None and prod in restart:
+                ch.extend(psnap.output_channel_state.get(c, ()))
+
+    def _restore_task(self, task: StreamTask, snap) -> None:
+        src = task.source
+        if src is not None and src.name in snap.operator:
+            # the subtask reads exactly the splits of its restored split state
+            records = self.job_input.splits.get(src.name, ())
+            src.splits = [[sid, tuple(records[sid]), off, BoundedOutOfOrdernessWatermarks(src.out_of_orderness)]
+                          for (sid, off) in snap.operator[src.name]]
+            src.current = 0
+        for node in task.nodes:
+            if isinstance(node, KeyedNode):
+                node.op.restore_state(snap.keyed.get(node.name, {}))
+            elif isinstance(node, SinkNode):
+                state = snap.operator.get(node.name)
+                if state is not None:
+                    node.sink.initialize_state(state)
+
+    # -- savepoints and rescaling --------------------------------------------------------------
+    def _stop_with_savepoint(self, a) -> None:
+        if not self.config.savepoints or self.status != RUNNING or self.stopping is not None:
+            raise ActionNotEnabled(f"{a!r}: stop-with-savepoint is not possible now")
+        res = self.coordinator.trigger_checkpoint(self.now, "stop_with_savepoint")
+        self._effects(res.effects)
+        if not res.ok:
+            self.events.append(("savepoint_declined", self.now, res.reason))
+            return
+        cid = res.checkpoint_id
+        self.stopping = cid
+        self.events.append(("stop_with_savepoint", self.now, cid))
+        barrier = CheckpointBarrier(cid, self.now, savepoint=True, unaligned=False)
+        for t in self.tasks:
+            if t.status == FINISHED:
+                self.acknowledge(t, t.take_snapshot(cid))
+            elif t.status == RUNNING and not t.barrier_channels:
+                t.trigger(barrier, False)
+                if self.stopping is None:
+                    return
+
+    def _stop_after_savepoint(self, cid: int) -> None:
+        """The synchronous savepoint completed: commit (notifyCheckpointComplete reaches every
+        task before it stops), then the job is STOPPED."""
+        self.stopping = None
+        self.savepoint = cid
+        for (tid, ncid) in list(self.notifications):
+            if ncid <= cid:
+                for node in self.tasks[tid].nodes:
+                    node.notify_complete(ncid)
+        self.notifications = []
+        for t in self.tasks:
+            if t.status == RUNNING:
+                t.status = "STOPPED"
+        for ch in self.channels:
+            ch.clear()
+        self.status = "STOPPED"
+        self.events.append(("stopped", self.now, cid))
+
+    def _restart_from_savepoint(self, a) -> None:
+        if self.status != "STOPPED" or self.savepoint is None:
+            raise ActionNotEnabled(f"{a!r}: the job is not stopped with a savepoint")
+        from model.rescaling import rescale_graph, rescale_states
+
+        old_eg = self.eg
+        snaps = self.completed[self.savepoint]
+        new_sg = rescale_graph(old_eg.stream_graph, dict(a.parallelism))
+        from model.executiongraph import compile_stream_graph
+
+        new_eg = compile_stream_graph(new_sg)
+        restored = rescale_states(old_eg, new_eg, snaps, self.savepoint, self.config.keygroup_assignment)
+        self.status = RUNNING
+        self.attempt += 1
+        self.events.append(("rescaled", self.now, self.savepoint, tuple(a.parallelism)))
+        self.restored_from.append((self.now, self.savepoint, ("rescale",) + tuple(a.parallelism)))
+        self._install(new_eg, restored)
 
     # -- whole runs -------------------------------------------------------------------------
     def is_drained(self) -> bool:
@@ -517,6 +818,11 @@ _DISPATCH = {
     A.TriggerCheckpoint: Cluster._trigger,
     A.NotifyCheckpointComplete: Cluster._notify,
     A.AlignmentTimeout: Cluster._alignment_timeout,
+    A.FailTask: Cluster._fail_task,
+    A.LoseTaskManager: Cluster._lose_task_manager,
+    A.FailJobManager: Cluster._fail_job_manager,
+    A.StopWithSavepoint: Cluster._stop_with_savepoint,
+    A.RestartFromSavepoint: Cluster._restart_from_savepoint,
 }
 
 

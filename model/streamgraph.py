@@ -587,7 +587,7 @@ _EDGE_FIELDS: dict[str, tuple[type, ...]] = {
 
 
 def _type_name(types: tuple[type, ...]) -> str:
-    names = {str: "string", int: "integer", bool: "boolean", list: "list", type(None): "null"}
+    names = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", type(None): "null"}
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
@@ -600,7 +600,7 @@ def _check_fields(d: object, fields: Mapping[str, tuple[type, ...]], required: I
         types = fields[key]
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
         if not ok:
-            raise InvalidJobSpec(subject, f"key {key!r} must be a {_type_name(types)}, not {value!r}")
+            raise InvalidJobSpec(subject, f"key {key!r} must be {_type_name(types)}, not {value!r}")
     for key in required:
         if key not in d:
             raise InvalidJobSpec(subject, f"missing required key {key!r}")

@@ -35,6 +35,7 @@ from model.events import (
     MAX_WATERMARK,
     CancelCheckpointMarker,
     CheckpointBarrier,
+    END_OF_PARTITION,
     EndOfPartitionEvent,
     Watermark,
     WatermarkStatus,
@@ -239,15 +240,22 @@ class Discard(ChainNode):
 
 
 class TaskOutput:
-    """Events (watermark status, barriers, markers, EndOfPartition) go to every output channel."""
+    """Events (watermark status, EndOfPartition) go to every output channel; checkpoint
+    barriers and cancel markers only to pipelined ones (``barrier_channels``): a blocking
+    partition is consumed after its producer finished and carries no barriers."""
 
-    __slots__ = ("channels",)
+    __slots__ = ("channels", "barrier_channels")
 
-    def __init__(self, channels):
+    def __init__(self, channels, barrier_channels):
         self.channels = channels
+        self.barrier_channels = barrier_channels
 
     def emit(self, event):
         for ch in self.channels:
+            ch.append(event)
+
+    def emit_barrier(self, event):
+        for ch in self.barrier_channels:
             ch.append(event)
 
 
@@ -312,6 +320,7 @@ class StreamTask:
         "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
+        "barrier_channels", "barrier_outputs",
     )
 
     def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
@@ -325,6 +334,9 @@ class StreamTask:
         self.input_channels = input_channels
         self.local_of = {c: i for i, c in enumerate(input_channels)}
         self.output_channels = output_channels
+        blocking = cluster.blocking
+        self.barrier_channels = [i for i, c in enumerate(input_channels) if not blocking[c]]
+        self.barrier_outputs = [c for c in output_channels if not blocking[c]]
         self.valve = None
         self.handler = None
         self.status = RUNNING
@@ -379,7 +391,7 @@ class StreamTask:
         snap = self.take_snapshot(barrier.id)
         if unaligned:
             keep = cluster.config.unaligned_channel_state
-            for c in self.output_channels:
+            for c in self.barrier_outputs:
                 ch = cluster.channels[c]
                 n = cluster.prio[c]
                 overtaken = [e for i, e in enumerate(ch) if i >= n and type(e) is tuple]
@@ -387,7 +399,7 @@ class StreamTask:
                     snap.output_channel_state[c] = tuple(overtaken)
                 ch.insert(n, barrier)
                 cluster.prio[c] = n + 1
-            if self.input_channels and (self.persisting or self.handler.pending):
+            if self.barrier_channels and (self.persisting or self.handler.pending):
                 self.pending_uc = snap
                 if not self.persisting:
                     self.channel_state_complete(barrier.id)
@@ -398,12 +410,12 @@ class StreamTask:
             if cluster.config.timeoutable_barriers and not barrier.savepoint:
                 out = CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint,
                                         unaligned=False, timeoutable=True)
-            self.output.emit(out)
+            self.output.emit_barrier(out)
             cluster.acknowledge(self, snap)
 
     def abort(self, checkpoint_id: int, reason: str) -> None:
         self.timer = None
-        self.output.emit(CancelCheckpointMarker(checkpoint_id))
+        self.output.emit_barrier(CancelCheckpointMarker(checkpoint_id))
         self.cluster.decline(self, checkpoint_id, reason)
 
     def start_persisting(self, checkpoint_id: int, channels) -> None:
@@ -465,5 +477,5 @@ class StreamTask:
             return
         self.head.end_input()
         self.status = FINISHED
-        self.output.emit(EndOfPartitionEvent())
+        self.output.emit(END_OF_PARTITION)
         self.cluster.task_finished(self)

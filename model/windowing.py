@@ -70,6 +70,11 @@ from typing import Callable, Protocol
 import attrs
 
 from model.errors import InvalidArgument
+from model.eventtime import LONG_MAX, LONG_MIN
+from model.eventtime import check_long as _check_long
+from model.eventtime import java_abs as _jabs
+from model.eventtime import java_rem as _jrem
+from model.eventtime import jlong as _jlong
 
 __all__ = [
     "LONG_MIN",
@@ -88,38 +93,7 @@ __all__ = [
     "AGGREGATES",
 ]
 
-LONG_MIN = -(2**63)
-LONG_MAX = 2**63 - 1
-_TWO_64 = 2**64
-_MASK = _TWO_64 - 1
-_SIGN = 2**63
-
 AGGREGATES = ("count", "sum")
-
-
-def _jlong(x: int) -> int:
-    # Java long wraparound (duplicated from model.eventtime to keep this module's hot path local)
-    if LONG_MIN <= x <= LONG_MAX:
-        return x
-    x &= _MASK
-    return x - _TWO_64 if x >= _SIGN else x
-
-
-def _jrem(a: int, b: int) -> int:
-    r = abs(a) % abs(b)
-    return -r if a < 0 else r
-
-
-def _jabs(x: int) -> int:
-    return _jlong(-x) if x < 0 else x
-
-
-def _check_long(name: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{name}: must be an integer (a Java long), got {value!r}")
-    if not LONG_MIN <= value <= LONG_MAX:
-        raise InvalidArgument(f"{name}: {value} is outside the Java long range")
-    return value
 
 
 # ---------------------------------------------------------------------------- windows
@@ -149,7 +123,7 @@ def legacy_get_window_start_with_offset(timestamp: int, offset: int, window_size
 
     With Java's truncating ``%``, ``ts - offset + size < 0`` gives a negative remainder, so the
     "start" lies after ``ts`` and the element lands in the *next* window (violates
-    ``start <= ts < end``), e.g. ``(ts=-15, offset=0, size=10) -> -5``.
+    ``start <= ts < end``), e.g. ``(ts=-15, offset=0, size=10) -> -10``, the window ``[-10, 0)``.
     """
     return _jlong(timestamp - _jrem(_jlong(_jlong(timestamp - offset) + window_size), window_size))
 
@@ -161,10 +135,17 @@ def _reject_min_timestamp(assigner: str, timestamp: int) -> None:
     )
 
 
-class TumblingEventTimeWindows:
-    """``TumblingEventTimeWindows.of(size, offset)`` with the default ``WindowStagger.ALIGNED``."""
+_SAFE = 2**61  # below this magnitude no Java long arithmetic of an assigner can overflow
 
-    __slots__ = ("size", "offset", "_offset", "_legacy")
+
+class TumblingEventTimeWindows:
+    """``TumblingEventTimeWindows.of(size, offset)`` with the default ``WindowStagger.ALIGNED``.
+
+    ``assign_windows(ts)`` returns Flink's windows; ``assign_starts(ts)`` the same windows as
+    start timestamps only (the operator's hot path: a window is ``[start, start + size)``).
+    """
+
+    __slots__ = ("size", "offset", "_offset", "_legacy", "_fast")
 
     def __init__(self, size: int, offset: int = 0, *, legacy_window_start: bool = False):
         size = _check_long("TumblingEventTimeWindows.size", size)
@@ -178,15 +159,21 @@ class TumblingEventTimeWindows:
         self.offset = offset
         self._offset = _jrem(offset, size)  # (globalOffset + staggerOffset) % size, stagger 0
         self._legacy = legacy_window_start
+        self._fast = not legacy_window_start and size < _SAFE and -_SAFE < self._offset < _SAFE
 
-    def assign_windows(self, timestamp: int) -> tuple[TimeWindow, ...]:
+    def assign_starts(self, timestamp: int) -> tuple[int, ...]:
+        if self._fast and -_SAFE < timestamp < _SAFE:
+            # no overflow possible: Java's rem<0 branch equals Python's floor modulo
+            return (timestamp - (timestamp - self._offset) % self.size,)
         if timestamp == LONG_MIN:
             _reject_min_timestamp("TumblingEventTimeWindows", timestamp)
         if self._legacy:
-            start = legacy_get_window_start_with_offset(timestamp, self._offset, self.size)
-        else:
-            start = get_window_start_with_offset(timestamp, self._offset, self.size)
-        return (TimeWindow(start, _jlong(start + self.size)),)
+            return (legacy_get_window_start_with_offset(timestamp, self._offset, self.size),)
+        return (get_window_start_with_offset(timestamp, self._offset, self.size),)
+
+    def assign_windows(self, timestamp: int) -> tuple[TimeWindow, ...]:
+        size = self.size
+        return tuple(TimeWindow(s, _jlong(s + size)) for s in self.assign_starts(timestamp))
 
     def __repr__(self) -> str:
         legacy = ", legacy_window_start=True" if self._legacy else ""
@@ -196,7 +183,7 @@ class TumblingEventTimeWindows:
 class SlidingEventTimeWindows:
     """``SlidingEventTimeWindows.of(size, slide, offset)``; windows listed latest start first."""
 
-    __slots__ = ("size", "slide", "offset", "_legacy")
+    __slots__ = ("size", "slide", "offset", "_legacy", "_fast")
 
     def __init__(self, size: int, slide: int, offset: int = 0, *, legacy_window_start: bool = False):
         size = _check_long("SlidingEventTimeWindows.size", size)
@@ -211,25 +198,33 @@ class SlidingEventTimeWindows:
         self.slide = slide
         self.offset = offset
         self._legacy = legacy_window_start
+        self._fast = not legacy_window_start and size < _SAFE and slide < _SAFE and -_SAFE < offset < _SAFE
 
-    def assign_windows(self, timestamp: int) -> tuple[TimeWindow, ...]:
-        if timestamp == LONG_MIN:
-            _reject_min_timestamp("SlidingEventTimeWindows", timestamp)
+    def assign_starts(self, timestamp: int) -> tuple[int, ...]:
         size = self.size
         slide = self.slide
+        if self._fast and -_SAFE < timestamp < _SAFE:
+            last = timestamp - (timestamp - self.offset) % slide
+            return tuple(range(last, timestamp - size, -slide))
+        if timestamp == LONG_MIN:
+            _reject_min_timestamp("SlidingEventTimeWindows", timestamp)
         if self._legacy:
             start = legacy_get_window_start_with_offset(timestamp, self.offset, slide)
         else:
             start = get_window_start_with_offset(timestamp, self.offset, slide)
         bound = _jlong(timestamp - size)
-        windows = []
+        starts = []
         while start > bound:
-            windows.append(TimeWindow(start, _jlong(start + size)))
+            starts.append(start)
             nxt = _jlong(start - slide)
             if nxt > start:  # Java would wrap around here and keep looping; stop instead
                 break
             start = nxt
-        return tuple(windows)
+        return tuple(starts)
+
+    def assign_windows(self, timestamp: int) -> tuple[TimeWindow, ...]:
+        size = self.size
+        return tuple(TimeWindow(s, _jlong(s + size)) for s in self.assign_starts(timestamp))
 
     def __repr__(self) -> str:
         legacy = ", legacy_window_start=True" if self._legacy else ""
@@ -307,6 +302,10 @@ class WindowOperator:
     ``process_element(key, value, timestamp, out)`` handles one record;
     ``advance_watermark(watermark, out)`` fires the due timers -- the caller forwards the
     watermark afterwards. See the module docstring for the exact rules.
+
+    Internally a window is its start (all windows of one assigner have the same size):
+    contents ``{(key, start): aggregate}`` and timers ``{(timestamp, key, start)}`` per key
+    group, plus one heap over all timers (lazy deletion).
     """
 
     __slots__ = (
@@ -316,8 +315,10 @@ class WindowOperator:
         "key_group_of",
         "current_watermark",
         "num_late_records_dropped",
+        "_size",
+        "_assign",
         "_is_count",
-        "_kg_cache",
+        "_key_info",
         "_contents",
         "_timers",
         "_heap",
@@ -347,51 +348,57 @@ class WindowOperator:
         self.key_group_of = key_group_of
         self.current_watermark = LONG_MIN
         self.num_late_records_dropped = 0
+        self._size = assigner.size
+        self._assign = assigner.assign_starts
         self._is_count = aggregate == "count"
-        self._kg_cache: dict = {}
-        # key group -> {(key, window): aggregate}
-        self._contents: dict[int, dict] = {}
-        # key group -> {(timestamp, key, window)} ; the live timers (InternalTimerServiceImpl)
-        self._timers: dict[int, set] = {}
-        # heap of (timestamp, key group, key order, window.start, key, window); lazy deletion
-        self._heap: list = []
+        self._key_info: dict = {}  # key -> (key group, key order)
+        self._contents: dict[int, dict] = {}  # key group -> {(key, start): aggregate}
+        self._timers: dict[int, set] = {}  # key group -> {(timestamp, key, start)}
+        self._heap: list = []  # (timestamp, key group, key order, start, key)
 
     # -------------------------------------------------------------- helpers
 
-    def _cleanup_time(self, max_ts: int) -> int:
-        cleanup = _jlong(max_ts + self.allowed_lateness)
-        return cleanup if cleanup >= max_ts else LONG_MAX
+    def _info(self, key: object) -> tuple:
+        info = self._key_info.get(key)
+        if info is None:
+            info = self._key_info[key] = (self.key_group_of(key), (key.__class__.__name__, key))
+        return info
 
-    def _register_timer(self, kg: int, ts: int, key: object, window: TimeWindow) -> None:
+    def key_group(self, key: object) -> int:
+        return self._info(key)[0]
+
+    def _register_timer(self, kg: int, korder: tuple, ts: int, key: object, start: int) -> None:
         timers = self._timers.get(kg)
         if timers is None:
             timers = self._timers[kg] = set()
-        t = (ts, key, window)
-        if t in timers:
-            return
-        timers.add(t)
-        heapq.heappush(self._heap, (ts, kg, _key_order(key), window.start, key, window))
+        t = (ts, key, start)
+        if t not in timers:
+            timers.add(t)
+            heapq.heappush(self._heap, (ts, kg, korder, start, key))
 
-    def key_group(self, key: object) -> int:
-        kg = self._kg_cache.get(key)
-        if kg is None:
-            kg = self._kg_cache[key] = self.key_group_of(key)
-        return kg
+    def _max_ts(self, start: int) -> int:
+        return _jlong(start + self._size - 1)
 
     # -------------------------------------------------------------- processing
 
     def process_element(self, key: object, value: object, timestamp: int, out: WindowOutput) -> None:
-        windows = self.assigner.assign_windows(timestamp)
-        kg = self._kg_cache.get(key)
-        if kg is None:
-            kg = self._kg_cache[key] = self.key_group_of(key)
+        starts = self._assign(timestamp)
+        info = self._key_info.get(key)
+        if info is None:
+            info = self._info(key)
+        kg = info[0]
         wm = self.current_watermark
+        lateness = self.allowed_lateness
+        size_m1 = self._size - 1
         skipped = True
         contents = None
-        for window in windows:
-            max_ts = _jlong(window.end - 1)
-            cleanup = _jlong(max_ts + self.allowed_lateness)
-            if cleanup < max_ts:
+        timers = None
+        for start in starts:
+            max_ts = start + size_m1  # TimeWindow(start, start + size).maxTimestamp()
+            if max_ts > LONG_MAX or max_ts < LONG_MIN:
+                max_ts = _jlong(max_ts)
+            cleanup = max_ts + lateness  # lateness >= 0: overflow only upwards -> Long.MAX_VALUE
+            if cleanup > LONG_MAX:
                 cleanup = LONG_MAX
             if cleanup <= wm:  # isWindowLate
                 continue
@@ -400,7 +407,10 @@ class WindowOperator:
                 contents = self._contents.get(kg)
                 if contents is None:
                     contents = self._contents[kg] = {}
-            sk = (key, window)
+                timers = self._timers.get(kg)
+                if timers is None:
+                    timers = self._timers[kg] = set()
+            sk = (key, start)
             acc = contents.get(sk, 0)
             acc = acc + 1 if self._is_count else acc + value
             contents[sk] = acc
@@ -408,12 +418,18 @@ class WindowOperator:
             if max_ts <= wm:
                 out.collect(key, acc, max_ts)  # FIRE (no purge)
             else:
-                self._register_timer(kg, max_ts, key, window)
-            # registerCleanupTimer
-            if cleanup != LONG_MAX:
-                self._register_timer(kg, cleanup, key, window)
+                t = (max_ts, key, start)
+                if t not in timers:
+                    timers.add(t)
+                    heapq.heappush(self._heap, (max_ts, kg, info[1], start, key))
+            # registerCleanupTimer (none for "end of time")
+            if cleanup != LONG_MAX and cleanup != max_ts:
+                t = (cleanup, key, start)
+                if t not in timers:
+                    timers.add(t)
+                    heapq.heappush(self._heap, (cleanup, kg, info[1], start, key))
         if skipped:
-            if _jlong(timestamp + self.allowed_lateness) <= wm:  # isElementLate
+            if _jlong(timestamp + lateness) <= wm:  # isElementLate
                 out.collect_late(key, value, timestamp)
             else:
                 self.num_late_records_dropped += 1
@@ -427,34 +443,32 @@ class WindowOperator:
         all_timers = self._timers
         all_contents = self._contents
         lateness = self.allowed_lateness
+        size_m1 = self._size - 1
+        heappop = heapq.heappop
         while heap and heap[0][0] <= watermark:
-            ts, kg, _, _, key, window = heapq.heappop(heap)
+            ts, kg, _, start, key = heappop(heap)
             timers = all_timers.get(kg)
-            t = (ts, key, window)
+            t = (ts, key, start)
             if timers is None or t not in timers:
                 continue  # deleted timer (lazy deletion)
             timers.discard(t)
-            if not timers:
-                del all_timers[kg]
             contents = all_contents.get(kg)
-            sk = (key, window)
-            max_ts = _jlong(window.end - 1)
-            # EventTimeTrigger.onEventTime: FIRE iff time == maxTimestamp
+            sk = (key, start)
+            max_ts = _jlong(start + size_m1)
+            # EventTimeTrigger.onEventTime: FIRE iff time == maxTimestamp; emit if contents exist
             if ts == max_ts and contents is not None and sk in contents:
                 out.collect(key, contents[sk], max_ts)
-            cleanup = _jlong(max_ts + lateness)
-            if cleanup < max_ts:
+            cleanup = max_ts + lateness
+            if cleanup > LONG_MAX:
                 cleanup = LONG_MAX
-            if ts == cleanup:  # clearAllState: window contents + trigger.clear (deletes maxTs timer)
+            if ts == cleanup:  # clearAllState: contents + trigger.clear() deletes the maxTs timer
                 if contents is not None and sk in contents:
                     del contents[sk]
                     if not contents:
                         del all_contents[kg]
-                timers = all_timers.get(kg)
-                if timers is not None:
-                    timers.discard((max_ts, key, window))
-                    if not timers:
-                        del all_timers[kg]
+                timers.discard((max_ts, key, start))
+            if not timers:
+                del all_timers[kg]
 
     # -------------------------------------------------------------- state
 
@@ -463,19 +477,18 @@ class WindowOperator:
         return tuple(sorted(set(self._contents) | set(self._timers)))
 
     def snapshot_state(self) -> dict[int, WindowKeyGroupState]:
-        """Immutable per-key-group state (window contents and registered timers)."""
+        """Immutable per-key-group state: window contents and registered timers."""
+        size = self._size
         result = {}
         for kg in self.key_groups():
             contents = self._contents.get(kg, {})
             timers = self._timers.get(kg, ())
-            c = tuple(
-                sorted(
-                    ((k, w, a) for (k, w), a in contents.items()),
-                    key=lambda e: (_key_order(e[0]), e[1]),
-                )
+            c = sorted(((_key_order(k), s, k, a) for (k, s), a in contents.items()), key=lambda e: e[:2])
+            t = sorted(((ts, _key_order(k), s, k) for ts, k, s in timers), key=lambda e: e[:3])
+            result[kg] = WindowKeyGroupState(
+                contents=tuple((k, TimeWindow(s, _jlong(s + size)), a) for _, s, k, a in c),
+                timers=tuple((ts, k, TimeWindow(s, _jlong(s + size))) for ts, _, s, k in t),
             )
-            t = tuple(sorted(timers, key=lambda e: (e[0], _key_order(e[1]), e[2])))
-            result[kg] = WindowKeyGroupState(contents=c, timers=t)
         return result
 
     def restore_state(self, per_key_group: dict[int, WindowKeyGroupState]) -> None:
@@ -486,18 +499,25 @@ class WindowOperator:
         self._contents = {}
         self._timers = {}
         self._heap = []
-        self._kg_cache = {}
+        self._key_info = {}
         self.current_watermark = LONG_MIN
+        size = self._size
         for kg, st in sorted(per_key_group.items()):
             if not isinstance(st, WindowKeyGroupState):
                 raise InvalidArgument(
                     f"WindowOperator.restore_state: key group {kg}: expected WindowKeyGroupState, "
                     f"got {type(st).__name__}"
                 )
+            for w in [w for _, w, _ in st.contents] + [w for _, _, w in st.timers]:
+                if _jlong(w.start + size) != w.end:
+                    raise InvalidArgument(
+                        f"WindowOperator.restore_state: key group {kg}: window {w!r} does not have "
+                        f"the assigner's size {size}"
+                    )
             if st.contents:
-                self._contents[kg] = {(k, w): a for k, w, a in st.contents}
-            for ts, key, window in st.timers:
-                self._register_timer(kg, ts, key, window)
+                self._contents[kg] = {(k, w.start): a for k, w, a in st.contents}
+            for ts, key, w in st.timers:
+                self._register_timer(kg, (key.__class__.__name__, key), ts, key, w.start)
 
     def __repr__(self) -> str:
         return (

@@ -16,6 +16,8 @@ module in :data:`PROOF_MODULES` so :func:`load_all` imports it.
 from __future__ import annotations
 
 import importlib
+import inspect
+import json
 import time
 from typing import Any, Callable
 
@@ -28,6 +30,7 @@ EXPECTED = ("proved", "counterexample")
 #: Other mechanisms add their module here (one line each).
 PROOF_MODULES = (
     "spec.z3_keygroups",
+    "spec.z3_valve",
 )
 
 Outcome = tuple[str, str, "dict[str, Any] | None"]
@@ -87,10 +90,46 @@ def proof(name: str, *, scope: str, expected: str, description: str = ""):
     return wrap
 
 
+def register(
+    name: str,
+    scope: str,
+    expected: str,
+    fn: Callable[..., Outcome],
+    description: str = "",
+) -> ProofCheck:
+    """Non-decorator form of :func:`proof`. ``fn`` takes ``(timeout_s)`` or no argument."""
+    try:
+        params = inspect.signature(fn).parameters
+        takes_timeout = len(params) >= 1
+    except (TypeError, ValueError):  # builtins / C callables
+        takes_timeout = True
+    run = fn if takes_timeout else (lambda _timeout_s, _fn=fn: _fn())
+    proof(name, scope=scope, expected=expected, description=description or (fn.__doc__ or ""))(run)
+    return REGISTRY[name]
+
+
+_LOADED: set[str] = set()
+
+
 def load_all() -> dict[str, ProofCheck]:
-    """Import every module of :data:`PROOF_MODULES`; return the registry."""
+    """Import every module of :data:`PROOF_MODULES` (once each); return the registry.
+
+    Registration happens at import (``@proof``), or, if the module defines a function
+    ``register()`` (no arguments), by calling it once after the import."""
     for module in PROOF_MODULES:
-        importlib.import_module(module)
+        if module in _LOADED:
+            continue
+        before = len(REGISTRY)
+        mod = importlib.import_module(module)
+        _LOADED.add(module)
+        hook = getattr(mod, "register", None)
+        registered_at_import = len(REGISTRY) > before
+        if (
+            not registered_at_import
+            and callable(hook)
+            and getattr(hook, "__module__", None) == mod.__name__
+        ):
+            hook()
     return REGISTRY
 
 
@@ -101,6 +140,8 @@ def run_check(check: ProofCheck, timeout_s: float | None = None) -> ProofRun:
         result, details, cex = check.run(timeout_s)
     except Exception as e:  # a broken encoding must show up in the table, not crash the run
         result, details, cex = "unknown", f"error: {type(e).__name__}: {e}", None
+    if not isinstance(details, str):  # tolerate structured details: render them as JSON
+        details = json.dumps(details, default=str, sort_keys=True)
     if result not in RESULTS:
         details = f"invalid result {result!r}: {details}"
         result = "unknown"

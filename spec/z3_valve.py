@@ -26,7 +26,7 @@ violates the property, for the given ``n``. ``valve_inductive`` additionally pro
 safety properties for *every* sequence length with an inductive invariant.
 
 Expected verdicts: 2.3.0 is safe (strictly increasing, bound) but violates both progress
-properties from n = 3 (the FLINK-40475 stall and skipped flush, 8 inputs); the FLINK-40475
+properties from n = 3 (the FLINK-40475 stall and skipped flush, 7 inputs; none with n = 2); the FLINK-40475
 fix satisfies all four; the pre-FLINK-7728 variant violates the all-idle flush (n = 2);
 the pre-FLINK-7721 variant and the realign-below-output mutant violate the bound.
 Every counterexample is replayed through the Python valve with the same knobs
@@ -239,7 +239,13 @@ def _decode(model: z3.ModelRef, kind, ch, val) -> tuple:
     return ("idle" if k == KIND_IDLE else "active", c)
 
 
-def bmc(n: int, k: int, properties: Sequence[str], knobs: dict | None = None):
+def bmc(
+    n: int,
+    k: int,
+    properties: Sequence[str],
+    knobs: dict | None = None,
+    timeout_s: float | None = None,
+):
     """Bounded model check from the initial state, k = 1..K incrementally.
 
     Returns ``("proved", None)`` or ``("counterexample", (trace, step, property))`` where
@@ -247,6 +253,8 @@ def bmc(n: int, k: int, properties: Sequence[str], knobs: dict | None = None):
     """
     knobs = knobs or {}
     solver = z3.Solver()
+    if timeout_s:
+        solver.set("timeout", int(timeout_s * 1000))
     s = initial_state(n)
     kinds, chs, vals = _inputs(k, n)
     for t in range(k):
@@ -298,7 +306,13 @@ def _structural_invariant(s: ValveState):
     )
 
 
-def inductive(n: int, knobs: dict | None = None, *, with_progress: bool = False):
+def inductive(
+    n: int,
+    knobs: dict | None = None,
+    *,
+    with_progress: bool = False,
+    timeout_s: float | None = None,
+):
     """Prove safety for all sequence lengths: invariant J holds initially and is preserved.
 
     J = aligned => active and wm >= last; active and unaligned => wm < last;
@@ -325,6 +339,8 @@ def inductive(n: int, knobs: dict | None = None, *, with_progress: bool = False)
     nxt, emitted, value = transition(s, kind, ch, val, **knobs)
     viol = violations(s, nxt, emitted, value)
     solver = z3.Solver()
+    if timeout_s:
+        solver.set("timeout", int(timeout_s * 1000))
     solver.add(J(s), _input_domain(kind, ch, val, n))
     solver.add(z3.Or(z3.Not(J(nxt)), viol["strictly_increasing"], viol["bound"]))
     r = solver.check()
@@ -385,12 +401,17 @@ def replay(trace: Iterable[tuple], n: int, knobs: dict | None = None) -> list[tu
     return result
 
 
-def z3_accepts_run(trace: Sequence[tuple], n: int, knobs: dict | None = None):
+def z3_accepts_run(
+    trace: Sequence[tuple], n: int, knobs: dict | None = None, *, z3_knobs: dict | None = None
+):
     """Cross-check: run ``trace`` in the Python valve and evaluate the z3 transition on the
     same inputs from the same states. Returns ``None`` if they agree at every step, else
-    ``(step, python_state, z3_state)`` for the first step where they part.
+    ``(step, python_state, z3_state)`` for the first step where they part (states are
+    ``(last, valve_idle, wms, idle flags, aligned flags, emitted a watermark)``).
+    ``z3_knobs`` (default: ``knobs``) lets a test check that a disagreement is detected.
     """
     knobs = knobs or {}
+    z3_knobs = knobs if z3_knobs is None else z3_knobs
     out = RecordingValveOutput()
     valve = StatusWatermarkValve(n, out, **knobs)
 
@@ -419,7 +440,7 @@ def z3_accepts_run(trace: Sequence[tuple], n: int, knobs: dict | None = None):
         s = concrete(valve)
         kind = {"watermark": KIND_WM, "idle": KIND_IDLE, "active": KIND_ACTIVE}[inp[0]]
         val = inp[2] if inp[0] == "watermark" else 0
-        nxt, emitted, _ = transition(s, z3.IntVal(kind), z3.IntVal(inp[1]), z3.IntVal(val), **knobs)
+        nxt, emitted, _ = transition(s, z3.IntVal(kind), z3.IntVal(inp[1]), z3.IntVal(val), **z3_knobs)
         out.clear()
         if inp[0] == "watermark":
             valve.input_watermark(inp[2], inp[1])
@@ -438,36 +459,60 @@ SAFETY = ("strictly_increasing", "bound")
 PROGRESS = ("progress_aligned_min", "all_idle_flush")
 
 
-def _bmc_check(n: int, k: int, properties, knobs) -> Callable[[], tuple]:
-    def run():
+def _bmc_check(n: int, k: int, properties, knobs) -> Callable[..., tuple]:
+    def run(timeout_s: float | None = None):
         t0 = time.perf_counter()
-        result, cex = bmc(n, k, properties, knobs)
+        result, cex = bmc(n, k, properties, knobs, timeout_s)
         elapsed = time.perf_counter() - t0
-        details = {"n": n, "k": k, "properties": list(properties), "knobs": knobs, "seconds": round(elapsed, 3)}
+        props = ", ".join(properties)
+        if result == "proved":
+            return result, f"no input sequence of length <= {k} on {n} channels violates {props} ({elapsed:.2f}s)", None
         if result != "counterexample":
-            return result, details, None
+            return result, f"z3 gave up after {elapsed:.2f}s", None
         trace, step, prop = cex
         replayed = replay(trace, n, knobs)
         py_step = replayed[0] if replayed else None
-        details["replay"] = {
-            "python_violation": py_step,
-            "agrees": py_step is not None and py_step[0] == step and prop in py_step[1],
-            "correct_valve_clean": not any(
-                set(v) & set(properties) for _, v in replay(trace, n, {"flink_40475": True})
-            ),
+        agrees = py_step is not None and py_step[0] == step and prop in py_step[1]
+        fixed_clean = not any(
+            set(v) & set(properties) for _, v in replay(trace, n, {"flink_40475": True})
+        )
+        cexd = {
+            "channels": n,
+            "trace": [list(i) for i in trace],
+            "step": step,
+            "property": prop,
+            "knobs": knobs,
+            "python_replay": {"step": py_step[0] if py_step else None,
+                              "violated": py_step[1] if py_step else []},
+            "fixed_valve_clean": fixed_clean,
         }
-        return result, details, {"trace": trace, "step": step, "property": prop}
+        if not agrees or not fixed_clean:
+            why = (f"replay in the Python valve parts from z3 (z3: {prop} at step {step}; "
+                   f"python: {py_step})" if not agrees else "the FLINK-40475-fix valve also violates it")
+            return "unknown", f"cross-check failed: {why}", cexd
+        return result, (
+            f"{len(trace)}-input trace violates {prop} at step {step}; the Python valve with the "
+            f"same knobs shows it at the same step, the fixed valve does not ({elapsed:.2f}s)"
+        ), cexd
 
+    run.__doc__ = f"bounded check of {', '.join(properties)} for knobs {knobs}"
     return run
 
 
-def _inductive_check(n: int, knobs, with_progress=False) -> Callable[[], tuple]:
-    def run():
+def _inductive_check(n: int, knobs, with_progress=False) -> Callable[..., tuple]:
+    def run(timeout_s: float | None = None):
         t0 = time.perf_counter()
-        result, cex = inductive(n, knobs, with_progress=with_progress)
-        details = {"n": n, "k": "unbounded (inductive)", "knobs": knobs, "seconds": round(time.perf_counter() - t0, 3)}
-        return result, details, (None if result != "counterexample" else {"state_and_input": cex})
+        result, cex = inductive(n, knobs, with_progress=with_progress, timeout_s=timeout_s)
+        elapsed = time.perf_counter() - t0
+        what = "strictly increasing + bound" + (" + progress" if with_progress else "")
+        if result == "proved":
+            return result, f"invariant is initial and inductive on {n} channels: {what} for every length ({elapsed:.2f}s)", None
+        if result == "counterexample":
+            state, inp = cex
+            return result, f"invariant not inductive ({elapsed:.2f}s)", {"state": state, "input": inp}
+        return result, f"z3 gave up after {elapsed:.2f}s", None
 
+    run.__doc__ = f"inductive invariant for knobs {knobs}"
     return run
 
 
@@ -476,7 +521,7 @@ K = 16
 N_IND = 4
 
 #: (name, scope, expected, function) -- registered into spec.proofs when it exists.
-CHECKS: list[tuple[str, str, str, Callable[[], tuple]]] = [
+CHECKS: list[tuple[str, str, str, Callable[..., tuple]]] = [
     ("valve_safety", f"n=3, k<={K}, Flink 2.3.0 valve: strictly increasing + bound", "proved",
      _bmc_check(3, K, SAFETY, {})),
     ("valve_safety_inductive", f"n={N_IND}, every length (inductive invariant), Flink 2.3.0 valve",
@@ -507,4 +552,4 @@ def register() -> None:
     if reg is None:  # pragma: no cover
         return
     for name, scope, expected, fn in CHECKS:
-        reg(name, scope, expected, fn)
+        reg(name, scope, expected, fn, f"StatusWatermarkValve: {fn.__doc__}")

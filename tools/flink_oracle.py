@@ -172,7 +172,18 @@ def _ranges(jvm, max_parallelism, parallelism):
         max_parallelism,
         parallelism,
     )
-    return [_range_json(r) for r in ranges]
+    # One round trip: the Java List's toString() (KeyGroupRange.toString per element),
+    # instead of two py4j calls per range.
+    import re
+
+    text = ranges.toString()
+    found = [
+        [int(a), int(b)]
+        for a, b in re.findall(r"startKeyGroup=(-?\d+), endKeyGroup=(-?\d+)", text)
+    ]
+    if len(found) != ranges.size():
+        raise RuntimeError(f"could not parse {ranges.size()} ranges from {text[:200]!r}")
+    return found
 
 
 @op("compute_default_max_parallelism")

@@ -1,0 +1,91 @@
+"""``flinkspec compile``: output and error handling, called in-process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from flinkspec import cli
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+REF = str(EXAMPLES / "reference-window-job.toml")
+
+
+@pytest.fixture
+def run(monkeypatch, capsys):
+    # only this command's module: the test must not depend on other subcommands
+    monkeypatch.setattr(cli, "COMMANDS", ("compile",))
+
+    def _run(*argv):
+        code = cli.main(["compile", *argv])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return _run
+
+
+def test_text_output_shows_chains_wiring_and_placement(run):
+    code, out, err = run(REF, "--task-managers", "2", "--slots", "2")
+    assert code == 0 and err == ""
+    assert "window: [window]  parallelism 3, max parallelism 128 (default)" in out
+    assert "edge #0 source -> window (source -> window): hash, ALL_TO_ALL, PIPELINED_BOUNDED, 6 channels" in out
+    assert "channel 5: source (2/2)[2] -> window (3/3) (gate 0, channel 1)" in out
+    assert "tm-1/0 ('default'): source (1/2), window (1/3), sink (1/2)" in out
+    assert "tm-2/0 ('default'): window (3/3)" in out
+
+
+def test_chained_example(run):
+    code, out, _ = run(str(EXAMPLES / "sliding-window-chain.json"))
+    assert code == 0
+    assert "clicks: [clicks -> valid]" in out and "per-minute: [per-minute -> out]" in out
+    assert "1 TaskManager(s) x 4 slots" in out
+
+
+def test_waiting_for_resources(run):
+    code, out, _ = run(REF, "--task-managers", "1", "--slots", "2")
+    assert code == 0
+    assert "WAITING_FOR_RESOURCES: the job needs 3 slots, 2 available" in out
+
+
+def test_json_output(run):
+    code, out, _ = run(str(EXAMPLES / "pipeline-features.toml"), "--json", "--task-managers", "3", "--slots", "3")
+    assert code == 0
+    doc = json.loads(out)
+    assert [v["id"] for v in doc["job_vertices"]] == ["src", "rules", "enrich", "agg", "store", "audit"]
+    assert doc["job_vertices"][0]["operators"] == ["src", "parse"]
+    fan_out = doc["job_edges"][0]
+    assert (fan_out["partitioner"], fan_out["distribution"], len(fan_out["channels"])) == ("rescale", "POINTWISE", 4)
+    assert doc["placement"]["state"] == "ALLOCATED" and doc["placement"]["total_required_slots"] == 9
+    placed = sorted(s for slot in doc["placement"]["slots"] for s in slot["subtasks"])
+    assert len(placed) == len(set(placed)) == 14
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ('[[operators]]\nname = "s"\nkind = "source"\nparallelism = 2\n'
+         '[[operators]]\nname = "m"\nkind = "map"\nparallelism = 3\n'
+         '[[edges]]\nsource = "s"\ntarget = "m"\npartitioner = "forward"\n',
+         "edge 's' -> 'm': forward partitioning does not allow change of parallelism"),
+        ('[[operators]]\nname = "s"\nkind = "source"\n[[operators]]\nname = "w"\nkind = "window"\n'
+         'aggregate = "count"\nwindow_size = 5\n[[edges]]\nsource = "s"\ntarget = "w"\npartitioner = "rebalance"\n',
+         "edge 's' -> 'w': keyed operator 'w'"),
+        ("[[operators]\n", "malformed TOML"),
+    ],
+)
+def test_invalid_spec_is_one_line_and_exit_2(run, tmp_path, text, expected):
+    f = tmp_path / "bad.toml"
+    f.write_text(text)
+    code, out, err = run(str(f))
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(f"flinkspec: error: {f}:")
+    assert expected in err
+
+
+def test_missing_file_and_bad_arguments(run, tmp_path):
+    code, _, err = run(str(tmp_path / "missing.toml"))
+    assert code == 2 and "cannot read" in err and err.count("\n") == 1
+    code, _, err = run(REF, "--task-managers", "0")
+    assert code == 2 and "--task-managers must be >= 1" in err

@@ -1,0 +1,252 @@
+"""StatusWatermarkValve scenarios (model/watermarkstatus.py) and Hypothesis properties.
+
+Every scenario is one input gate of a downstream subtask with its upstream channels::
+
+    ch0 ──┐
+    ch1 ──┼──► [StatusWatermarkValve] ──► output (watermarks, IDLE/ACTIVE)
+    ch2 ──┘
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from model.errors import InvalidArgument
+from model.watermarkstatus import (
+    LONG_MIN,
+    VALVE_VARIANTS,
+    RecordingValveOutput,
+    StatusWatermarkValve,
+)
+
+
+def make(n, **knobs):
+    out = RecordingValveOutput()
+    return StatusWatermarkValve(n, out, **knobs), out
+
+
+def feed(valve, inputs):
+    for inp in inputs:
+        if inp[0] == "wm":
+            valve.input_watermark(inp[2], inp[1])
+        else:
+            valve.input_watermark_status(inp[0] == "idle", inp[1])
+
+
+def test_output_is_min_over_aligned_active_channels():
+    """
+    ch0: wm 5 ──┐
+    ch1: wm 3 ──┴──► out: 3, then 5 once ch1 passes ch0 (min, not max)
+    """
+    v, out = make(2)
+    v.input_watermark(5, 0)
+    assert out.events == []  # ch1 still at Long.MIN_VALUE
+    v.input_watermark(3, 1)
+    assert out.watermarks == [3]
+    v.input_watermark(7, 1)
+    assert out.watermarks == [3, 5]
+    assert v.last_output_watermark == 5
+
+
+def test_output_strictly_increasing_non_increasing_channel_watermarks_ignored():
+    """
+    ch0: 4, 4, 2, 6 ──► out: 4, 6 (a repeated or lower watermark on a channel is dropped)
+    """
+    v, out = make(1)
+    feed(v, [("wm", 0, 4), ("wm", 0, 4), ("wm", 0, 2), ("wm", 0, 6)])
+    assert out.watermarks == [4, 6]
+    assert v.channel_watermark(0) == 6
+
+
+def test_idle_channel_is_excluded_and_its_watermarks_dropped():
+    """
+    ch0: 10 ─────────────┐
+    ch1: 2, IDLE, 50 ────┴──► out: 2, then 10 when ch1 goes idle; ch1's 50 is dropped
+    """
+    v, out = make(2)
+    feed(v, [("wm", 0, 10), ("wm", 1, 2)])
+    assert out.watermarks == [2]
+    v.input_watermark_status(True, 1)
+    assert out.watermarks == [2, 10]
+    v.input_watermark(50, 1)
+    assert v.channel_watermark(1) == 2
+    assert out.watermarks == [2, 10]
+    assert v.channel_is_idle(1) and not v.channel_is_aligned(1)
+
+
+def test_idle_channel_returning_below_output_stays_unaligned_until_it_catches_up():
+    """
+    ch0: 10, 20 ─────────────────┐
+    ch1: 2, IDLE, ACTIVE, 5, 15 ─┴──► out: 2, 10, 15  (never back to 5)
+    """
+    v, out = make(2)
+    feed(v, [("wm", 0, 10), ("wm", 1, 2), ("idle", 1)])
+    assert out.watermarks == [2, 10]
+    v.input_watermark_status(False, 1)
+    assert not v.channel_is_aligned(1)          # 2 < 10: not aligned
+    v.input_watermark(5, 1)
+    assert not v.channel_is_aligned(1)          # 5 < 10: still not aligned
+    v.input_watermark(20, 0)
+    assert out.watermarks == [2, 10, 20]        # ch1 does not hold the output back
+    v.input_watermark(15, 1)
+    assert not v.channel_is_aligned(1)          # 15 < 20
+    v.input_watermark(25, 1)
+    assert v.channel_is_aligned(1)              # caught up: part of the min again
+    v.input_watermark(30, 0)
+    assert out.watermarks == [2, 10, 20, 25]
+    assert out.watermarks == sorted(set(out.watermarks))
+
+
+def test_returning_channel_at_or_above_output_is_aligned_immediately():
+    """
+    ch0: 10 ───────────────┐
+    ch1: 12, IDLE, ACTIVE ─┴──► ch1 is aligned again at once (12 >= 10)
+    """
+    v, out = make(2)
+    feed(v, [("wm", 0, 10), ("wm", 1, 12), ("idle", 1), ("active", 1)])
+    assert v.channel_is_aligned(1)
+    assert out.watermarks == [10]
+
+
+def test_all_idle_flushes_the_max_then_idle_then_active_again():
+    """
+    ch0: 3, IDLE ──┐
+    ch1: 8, IDLE ──┴──► out: 3, 8 (flush of the max), IDLE ; ch1 ACTIVE ──► ACTIVE
+    """
+    v, out = make(2)
+    feed(v, [("wm", 0, 8), ("wm", 1, 3), ("idle", 0), ("idle", 1)])
+    assert out.events == [("watermark", 3), ("watermark", 8), ("status", "IDLE")]
+    assert v.is_idle
+    v.input_watermark(9, 0)                      # dropped: the valve is idle
+    v.input_watermark_status(False, 1)
+    assert out.events[-1] == ("status", "ACTIVE")
+    assert not v.is_idle
+    v.input_watermark_status(False, 1)           # no status change, nothing emitted
+    assert len(out.events) == 4
+
+
+def test_window_fired_by_flush_when_last_channel_equals_output():
+    """
+    ch0: 3, IDLE ──┐   ch0 goes idle last; its 3 == output, so 2.3.0 flushes the max 8
+    ch1: 8, IDLE ──┘
+    """
+    v, out = make(2)
+    feed(v, [("wm", 0, 3), ("wm", 1, 8), ("idle", 1), ("idle", 0)])
+    assert out.events == [("watermark", 3), ("watermark", 8), ("status", "IDLE")]
+
+
+def _final_watermark(inputs, n, **knobs):
+    v, _ = make(n, **knobs)
+    feed(v, inputs)
+    return v.last_output_watermark
+
+
+def test_flink_7728_variant_final_watermark_depends_on_idle_order():
+    """
+    ch0: 5 ──┐  both go idle; the order must not matter.
+    ch1: 9 ──┘  Pre-FLINK-7728 (flush_on_all_idle=False): 5 or 9 depending on the order.
+    """
+    wms = [("wm", 0, 5), ("wm", 1, 9)]
+    a = wms + [("idle", 0), ("idle", 1)]
+    b = wms + [("idle", 1), ("idle", 0)]
+    assert _final_watermark(a, 2) == _final_watermark(b, 2) == 9
+    assert {_final_watermark(a, 2, flush_on_all_idle=False),
+            _final_watermark(b, 2, flush_on_all_idle=False)} == {5, 9}
+
+
+# the FLINK-40475 stall (found by spec/z3_valve.py; confirmed against the real 2.3.0 jar)
+STALL = [("wm", 1, 3), ("idle", 0), ("wm", 2, 1), ("idle", 1), ("active", 0), ("idle", 2), ("active", 1)]
+
+
+def test_flink_2_3_0_stalls_when_a_channel_realigns_as_the_only_aligned_one():
+    """
+    ch0: IDLE ........ ACTIVE (MIN, unaligned) ──┐
+    ch1: 3, IDLE ............... ACTIVE (3) ─────┼──► out stays 1 in 2.3.0; the fix emits 3
+    ch2: 1 ........ IDLE ────────────────────────┘
+    """
+    v, out = make(3)
+    feed(v, STALL)
+    assert out.watermarks == [1]
+    assert v.channel_is_aligned(1) and v.channel_watermark(1) == 3
+    v2, out2 = make(3, flink_40475=True)
+    feed(v2, STALL)
+    assert out2.watermarks == [1, 3]
+
+
+def test_flink_2_3_0_skips_the_flush_when_the_last_idle_channel_is_unaligned():
+    """Continuing the stall: ch1, ch0 go idle; max is 3 but 2.3.0 ends at 1 (the fix: 3)."""
+    trace = STALL + [("idle", 1), ("idle", 0)]
+    assert _final_watermark(trace, 3) == 1
+    assert _final_watermark(trace, 3, flink_40475=True) == 3
+
+
+def test_pre_flink_7721_emits_long_max_without_aligned_channels():
+    """
+    ch0: IDLE ─────────────────┐  after ch2 goes idle only ch1 is active, and it is
+    ch1: IDLE, ACTIVE (MIN) ───┤  unaligned (MIN < 0): pre-FLINK-7721 emits Long.MAX_VALUE
+    ch2: 0, ........ IDLE ─────┘
+    """
+    trace = [("wm", 2, 0), ("idle", 0), ("idle", 1), ("active", 1), ("idle", 2)]
+    assert _final_watermark(trace, 3) == 0
+    assert _final_watermark(trace, 3, check_aligned_nonempty=False) == 2**63 - 1
+
+
+def test_bad_channel_count_is_a_clear_error():
+    with pytest.raises(InvalidArgument, match="num_channels"):
+        StatusWatermarkValve(0, RecordingValveOutput())
+
+
+def test_variants_table_names_real_knobs():
+    for name, v in VALVE_VARIANTS.items():
+        StatusWatermarkValve(2, RecordingValveOutput(), **v["knobs"])
+        assert v["expected"], name
+
+
+# ---------------------------------------------------------------------------- Hypothesis
+
+channels = st.integers(0, 3)
+inputs = st.one_of(
+    st.tuples(st.just("wm"), channels, st.integers(-20, 40)),
+    st.tuples(st.sampled_from(["idle", "active"]), channels),
+)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(inputs, max_size=40), st.sampled_from([{}, {"flink_40475": True}]))
+def test_property_output_strictly_increasing_and_bounded(seq, knobs):
+    v, out = make(4, **knobs)
+    prev = LONG_MIN
+    for inp in seq:
+        before = len(out.events)
+        feed(v, [inp])
+        for kind, val in out.events[before:]:
+            if kind == "watermark":
+                assert val > prev
+                prev = val
+        last, vidle, wms, idle, aligned = v.state()
+        assert last == prev
+        for w, i, a in zip(wms, idle, aligned):
+            if a:
+                assert not i and w >= last       # aligned channels allow the output
+            elif not i:
+                assert w < last                   # active but unaligned only when behind
+        assert last <= max(wms)
+        assert vidle == all(idle)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(inputs, max_size=30))
+def test_property_fix_final_watermark_independent_of_idle_order(seq):
+    """With the FLINK-40475 fix: once all channels are idle, the output is the max (any order)."""
+    v, _ = make(4, flink_40475=True)
+    feed(v, seq)
+    for perm in itertools.permutations(range(4)):
+        v2, _ = make(4, flink_40475=True)
+        feed(v2, seq)
+        for c in perm:
+            v2.input_watermark_status(True, c)
+        assert v2.last_output_watermark == max(v2.channel_watermarks)
