@@ -17,10 +17,12 @@ from model.errors import FlinkspecError
 
 #: Subcommand modules, in the order ``--help`` lists them.
 COMMANDS = (
+    "bench",
     "check",
     "compile",
     "keygroup",
     "prove",
+    "spark_replay",  # the parser is named "spark-replay"
 )
 
 

@@ -81,10 +81,13 @@ class SingleCheckpointBarrierHandler:
         self.state = self._start_state()
 
     def _start_state(self) -> str:
+        # Flink creates ``SingleCheckpointBarrierHandler.alternating`` whenever unaligned
+        # checkpoints are enabled (InputProcessorUtil), with or without a timeout: pure
+        # unaligned checkpoints send *unaligned* barriers, which AlternatingWaitingForFirstBarrier
+        # turns into an unaligned checkpoint at once, while a savepoint's barrier stays aligned
+        # (a savepoint never has channel state).
         if self.mode == "aligned":
             return WAITING
-        if self.mode == "unaligned":
-            return ALT_WAITING_UNALIGNED
         return ALT_WAITING
 
     @property
@@ -98,6 +101,11 @@ class SingleCheckpointBarrierHandler:
             # Obsolete barrier: an aligned barrier blocked its channel upstream; resume it.
             if not b.unaligned:
                 ctx.resume(ch)
+            if ctx.bug_20645:
+                # FLINK-20645 (re-introduced on purpose): a late barrier of an older checkpoint
+                # switches the channel's persister off, so in-flight data of the current
+                # unaligned checkpoint is not persisted.
+                ctx.stop_persisting(ch)
             return
         if b.id > self.current_id:
             if self.pending:

@@ -52,6 +52,8 @@ from model.streamtask import (
 )
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
+#: Historical bug mechanisms the model can re-introduce (RuntimeConfig.bugs).
+KNOWN_BUGS = ("FLINK-17568", "FLINK-20645", "FLINK-12068")
 
 
 class ActionNotEnabled(FlinkspecError):
@@ -89,7 +91,12 @@ class RuntimeConfig:
     savepoints: bool = False
     #: parallelisms a RestartFromSavepoint may choose, per operator name: ((name, (p, ...)), ...).
     rescale_options: tuple = ()
+    #: whether TriggerCheckpoint(savepoint=True) (a savepoint while running) is offered.
+    trigger_savepoints: bool = False
     # -- known-unsafe variants (see model.variants) --
+    #: historical bug mechanisms to re-introduce, by FLINK key: "FLINK-17568", "FLINK-20645",
+    #: "FLINK-12068" (see model.variants for what each does).
+    bugs: tuple = ()
     skip_consumer_regions: bool = False
     restore_pending_checkpoints: bool = False
     keygroup_assignment: str = "range"
@@ -110,6 +117,9 @@ class RuntimeConfig:
             raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
             raise FlinkspecError("task_managers must be >= 1")
+        unknown = set(self.bugs) - set(KNOWN_BUGS)
+        if unknown:
+            raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(KNOWN_BUGS)}")
 
     @property
     def barrier_mode(self) -> str:
@@ -160,6 +170,10 @@ class Cluster:
         self.restored_from: list = []
         self.savepoint = None
         self.stopping: int | None = None
+        self.generation = 0
+        self.sink_owners: dict[int, str] = {}
+        self.declines: list = []
+        self.last_failover = None
         self.events: list = []
         all_ids = [s.id for s in execution_graph.subtasks]
         self.coordinator = CheckpointCoordinator(
@@ -191,7 +205,8 @@ class Cluster:
         self.consumer_of = [ch.consumer for ch in execution_graph.channels]
         self.producer_of = [ch.producer for ch in execution_graph.channels]
         self.strategy = failover_strategy(execution_graph, self.config.failover_strategy,
-                                          skip_consumer_regions=self.config.skip_consumer_regions)
+                                          skip_consumer_regions=self.config.skip_consumer_regions,
+                                          backtrack_producers="FLINK-12068" not in self.config.bugs)
         required = sum(slotsharing.required_slots(execution_graph).values())
         cfg = self.config
         per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
@@ -321,10 +336,13 @@ class Cluster:
         return WindowOperator(assigner, spec.aggregate, spec.allowed_lateness, key_group_of)
 
     def _sink(self, spec, st):
+        """The sink writer of subtask ``st``. Its owner id (transaction owner and the subtask
+        recorded with each committed record) is unique across rescalings."""
         from model import sinks
 
-        kind = spec.sink_kind
-        return sinks.make_sink(kind, self.external, st.id, None)
+        owner = self.generation * 100_000 + st.id
+        self.sink_owners[owner] = spec.name
+        return sinks.make_sink(spec.sink_kind, self.external, owner, None)
 
     def _writer(self, st, part):
         chans = [self.channels[c] for c in part.channels]
@@ -373,10 +391,11 @@ class Cluster:
         self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))
 
     def decline(self, task: StreamTask, checkpoint_id: int, reason: str) -> None:
+        self.declines.append((task.id, checkpoint_id, self.attempt))
         self._effects(self.coordinator.receive_decline(checkpoint_id, task.id, reason))
 
     def _effects(self, effects) -> None:
-        from model.checkpointcoordinator import CheckpointCompleted, NotifyCheckpointComplete
+        from model.checkpointcoordinator import CheckpointAborted, CheckpointCompleted, NotifyCheckpointComplete
 
         for e in effects or ():
             if isinstance(e, CheckpointCompleted):
@@ -387,6 +406,8 @@ class Cluster:
                 self.events.append(("completed", self.now, cid, e.properties.is_savepoint))
                 if self.stopping == cid:
                     self._stop_after_savepoint(cid)
+            elif isinstance(e, CheckpointAborted):
+                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
             elif isinstance(e, NotifyCheckpointComplete):
                 for tid in e.tasks:
                     self.notifications.append((tid, e.checkpoint_id))
@@ -401,9 +422,11 @@ class Cluster:
 
     # -- actions ----------------------------------------------------------------------------
     def outputs_free(self, task: StreamTask) -> bool:
+        """Back-pressure: a task starts on its next element only while every pipelined output
+        channel has a free buffer (blocking partitions are written to disk, unbounded)."""
         cap = self.config.channel_capacity
         chans = self.channels
-        for c in task.output_channels:
+        for c in task.barrier_outputs:
             if len(chans[c]) >= cap:
                 return False
         return True
@@ -452,6 +475,8 @@ class Cluster:
                 and self.coordinator.num_pending < self.config.max_concurrent_checkpoints
                 and any(t.status == RUNNING for t in self.source_tasks)):
             acts.append(A.TriggerCheckpoint())
+            if self.config.trigger_savepoints:
+                acts.append(A.TriggerCheckpoint(savepoint=True))
         seen = set()
         for n in self.notifications:
             if n not in seen:
@@ -519,6 +544,8 @@ class Cluster:
             if task.persisting and task.local_of[c] in task.persisting:
                 task.input_cs[c].append(e)
             task.head.process(e[0], e[1], e[2])
+            if task.deferred:
+                task.run_deferred()
         else:
             task.process_event(e, c)
 
@@ -629,10 +656,17 @@ class Cluster:
             raise ActionNotEnabled(f"{a!r}: TaskManager {tm_id} runs no task")
         self.failures += 1
         self.events.append(("task_manager_lost", self.now, tm_id))
-        # blocking partitions held by the lost TaskManager are gone
+        # blocking partitions held by the lost TaskManager are gone; running consumers that
+        # still read one fail with a PartitionNotFoundException
         unavailable = frozenset(c for c in range(len(self.channels))
                                 if self.blocking[c] and self.producer_of[c] in lost)
-        failed = {t for t in lost if self.tasks[t].status == RUNNING} or lost
+        failed = {t for t in lost if self.tasks[t].status == RUNNING}
+        failed |= {self.consumer_of[c] for c in unavailable if self.tasks[self.consumer_of[c]].status == RUNNING}
+        if not failed:
+            self.events.append(("task_manager_replaced", self.now, tm_id))
+            for c in unavailable:
+                self.partition_log.pop(c, None)
+            return
         self._failover(failed, unavailable)
 
     def _fail_job_manager(self, a) -> None:
@@ -656,6 +690,10 @@ class Cluster:
                     t.status = "CANCELED"
             return
         restart = self.strategy.tasks_to_restart(failed, unavailable)
+        during_alignment = any(self.blocked) or any(t.persisting for t in self.tasks)
+        self.last_failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
+        self.events.append(("failover", self.now, tuple(sorted(failed)), tuple(sorted(unavailable)),
+                            tuple(sorted(restart)), during_alignment))
         self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
         self.acks.clear()
         self._restart(restart, self.coordinator.restore_latest_checkpointed_state())
@@ -700,6 +738,10 @@ class Cluster:
         for c in range(len(self.channels)):
             cons, prod = self.consumer_of[c], self.producer_of[c]
             if cons not in restart:
+                if prod in restart and self.blocking[c]:
+                    psnap = states.get(prod)
+                    if psnap is not None:
+                        self.channels[c].extend(psnap.partition.get(c, ()))
                 continue
             csnap = states.get(cons)
             psnap = states.get(prod)
@@ -707,15 +749,21 @@ class Cluster:
             self.received[c] = received
             ch = self.channels[c]
             if self.blocking[c]:
+                # a blocking partition is re-read from the consumer's restored position: from the
+                # surviving partition, or from the restored producer's persisted partition
                 if prod not in restart and c in self.partition_log:
                     log = self.partition_log[c]
-                    seen = 0
-                    for i, e in enumerate(log):
-                        if seen == received:
-                            ch.extend(log[i:])
-                            break
-                        if type(e) is tuple:
-                            seen += 1
+                elif prod in restart and psnap is not None:
+                    log = list(psnap.partition.get(c, ()))
+                else:
+                    continue
+                seen = 0
+                for i, e in enumerate(log):
+                    if seen == received:
+                        ch.extend(log[i:])
+                        break
+                    if type(e) is tuple:
+                        seen += 1
                 continue
             if csnap is not None:
                 ch.extend(csnap.input_channel_state.get(c, ()))
@@ -770,6 +818,9 @@ class Cluster:
                     node.notify_complete(ncid)
         self.notifications = []
         for t in self.tasks:
+            for node in t.nodes:
+                if isinstance(node, SinkNode):
+                    node.sink.close()
             if t.status == RUNNING:
                 t.status = "STOPPED"
         for ch in self.channels:
@@ -789,10 +840,16 @@ class Cluster:
 
         new_eg = compile_stream_graph(new_sg)
         restored = rescale_states(old_eg, new_eg, snaps, self.savepoint, self.config.keygroup_assignment)
+        sp = self.savepoint
+        self.notifications = []
+        self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
+        self.acks.clear()
         self.status = RUNNING
         self.attempt += 1
-        self.events.append(("rescaled", self.now, self.savepoint, tuple(a.parallelism)))
-        self.restored_from.append((self.now, self.savepoint, ("rescale",) + tuple(a.parallelism)))
+        self.generation += 1
+        self.savepoint = None
+        self.events.append(("rescaled", self.now, sp, tuple(a.parallelism)))
+        self.restored_from.append((self.now, sp, ("rescale",) + tuple(a.parallelism)))
         self._install(new_eg, restored)
 
     # -- whole runs -------------------------------------------------------------------------
@@ -805,7 +862,19 @@ class Cluster:
         return not self._uncommitted_sink_data()
 
     def _uncommitted_sink_data(self) -> bool:
-        return any(t.records for t in self.external.uncommitted_transactions())
+        """A live two-phase-commit sink still holds written records that are not committed
+        (transactions of failed attempts that nobody will commit are not counted: the external
+        system times them out)."""
+        for t in self.tasks:
+            for node in t.nodes:
+                if isinstance(node, SinkNode):
+                    sink = node.sink
+                    if getattr(sink, "pending_commit", None):
+                        return True
+                    cur = getattr(sink, "current", None)
+                    if cur is not None and cur.records:
+                        return True
+        return False
 
 
 _DISPATCH = {

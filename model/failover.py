@@ -11,9 +11,11 @@ Follows: ``RestartPipelinedRegionFailoverStrategy`` and ``RestartAllFailoverStra
 connected components over must-be-pipelined channels, then strongly connected components
 of the region graph over blocking channels merged into one region (FLINK-17330).
 
-Known-unsafe variant (``skip_consumer_regions=True``): the pre-FLINK-13222 reasoning that
-consumers of a deterministic producer need no restart; with a rebalance (non-deterministic)
-edge it loses or duplicates data.
+Known-unsafe variants: ``skip_consumer_regions=True``, the pre-FLINK-13222 reasoning that
+consumers of a deterministic producer need no restart (with a rebalance edge, a
+non-deterministic partitioner, it loses or duplicates data); ``backtrack_producers=False``,
+FLINK-12068: the producers of lost blocking partitions are not restarted, so a restarted
+consumer waits for data nobody produces.
 
 Leaves out: ``PartitionException`` parsing (a lost TaskManager marks every blocking
 partition it held unavailable instead), hybrid partitions, and vertices still in CREATED
@@ -77,9 +79,10 @@ class RestartPipelinedRegionFailoverStrategy:
 
     name = "region"
 
-    def __init__(self, eg, *, skip_consumer_regions: bool = False):
+    def __init__(self, eg, *, skip_consumer_regions: bool = False, backtrack_producers: bool = True):
         self.eg = eg
         self.skip_consumer_regions = skip_consumer_regions
+        self.backtrack_producers = backtrack_producers
         self.regions = pipelined_regions(eg)
         self.region_of = {}
         for i, r in enumerate(self.regions):
@@ -104,18 +107,19 @@ class RestartPipelinedRegionFailoverStrategy:
                 continue
             involved.add(r)
             for ch in self.inputs_of[r]:
-                if ch.id in unavailable_channels:
+                if self.backtrack_producers and ch.id in unavailable_channels:
                     todo.append(self.region_of[ch.producer])
             if not self.skip_consumer_regions:
                 todo.extend(self.consumed_by[r])
         return frozenset().union(*(self.regions[r] for r in involved)) if involved else frozenset()
 
 
-def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False):
+def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, backtrack_producers: bool = True):
     if name == "full":
         return RestartAllFailoverStrategy(eg)
     if name == "region":
-        return RestartPipelinedRegionFailoverStrategy(eg, skip_consumer_regions=skip_consumer_regions)
+        return RestartPipelinedRegionFailoverStrategy(eg, skip_consumer_regions=skip_consumer_regions,
+                                                      backtrack_producers=backtrack_producers)
     from model.errors import FlinkspecError
 
     raise FlinkspecError(f"failover_strategy must be 'full' or 'region', not {name!r}")

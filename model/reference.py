@@ -13,7 +13,7 @@ checkpoints, failures), and the operators are checked against Flink separately.
 
 Leaves out: order. A rolling ``sum`` whose key arrives over several channels emits
 order-dependent intermediate values; ``comparison_mode`` says how such outputs are
-compared (``"rolling"``: per key the number of outputs).
+compared.
 """
 
 from __future__ import annotations
@@ -38,13 +38,8 @@ def sink_output_by_operator(cluster) -> dict[str, list[tuple]]:
     """The committed external output of ``cluster`` grouped by sink operator:
     ``{sink name: [(key, value, timestamp), ...]}`` in commit order (upsert sinks: the
     changelog in write order)."""
-    eg = cluster.eg
-    ops = {o.name: o for o in eg.stream_graph.operators}
-    sink_of: dict[int, str] = {}
-    for st in eg.subtasks:
-        for name in eg.job_graph.vertices[st.job_vertex].operators:
-            if ops[name].kind == "sink":
-                sink_of[st.id] = name
+    ops = {o.name: o for o in cluster.eg.stream_graph.operators}
+    sink_of = cluster.sink_owners
     out: dict[str, list] = {name: [] for name, o in ops.items() if o.kind == "sink"}
     for (k, v, ts, sub) in cluster.external.committed:
         out[sink_of[sub]].append((k, v, ts))
@@ -65,7 +60,15 @@ def reference_output(graph: StreamGraph, job_input) -> dict[str, list[tuple]]:
 
 
 def comparison_mode(graph: StreamGraph, sink: str) -> str:
-    """``"multiset"`` unless a rolling ``sum`` lies upstream of ``sink`` (then ``"rolling"``)."""
+    """How ``sink``'s output is compared with the reference.
+
+    ``"multiset"``: exact (key, value, timestamp) multisets. A rolling aggregate upstream
+    emits, per key, one result per input record, in arrival order, with that record's
+    timestamp: ``"rolling_count"`` (a rolling count) compares (key, value) multisets —
+    the counts 1..n are order-independent, their timestamps are not; ``"rolling"`` (a
+    rolling sum) compares the number of outputs per key.
+    """
+    mode = "multiset"
     ops = {o.name: o for o in graph.operators}
     preds: dict[str, list[str]] = {}
     for e in graph.edges:
@@ -77,7 +80,9 @@ def comparison_mode(graph: StreamGraph, sink: str) -> str:
             continue
         seen.add(n)
         o = ops[n]
-        if o.kind == "keyed_aggregate" and o.aggregate == "sum":
-            return "rolling"
+        if o.kind == "keyed_aggregate":
+            if o.aggregate == "sum":
+                return "rolling"
+            mode = "rolling_count"
         todo.extend(preds.get(n, ()))
-    return "multiset"
+    return mode

@@ -68,6 +68,10 @@ class TaskSnapshot:
     output_channel_state: dict = attrs.field(factory=dict)
     sent: dict = attrs.field(factory=dict)
     received: dict = attrs.field(factory=dict)
+    #: blocking output channel -> everything written into its partition so far (records and
+    #: watermarks; not EndOfPartition): the model persists blocking partitions with the
+    #: checkpoint, so a restored producer's partition is complete again.
+    partition: dict = attrs.field(factory=dict)
     finished: bool = False
 
 
@@ -320,7 +324,7 @@ class StreamTask:
         "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs",
+        "barrier_channels", "barrier_outputs", "bug_20645", "bug_17568", "deferred",
     )
 
     def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
@@ -336,6 +340,10 @@ class StreamTask:
         self.output_channels = output_channels
         blocking = cluster.blocking
         self.barrier_channels = [i for i, c in enumerate(input_channels) if not blocking[c]]
+        bugs = cluster.config.bugs
+        self.bug_20645 = "FLINK-20645" in bugs
+        self.bug_17568 = "FLINK-17568" in bugs
+        self.deferred = None
         self.barrier_outputs = [c for c in output_channels if not blocking[c]]
         self.valve = None
         self.handler = None
@@ -369,7 +377,14 @@ class StreamTask:
         for c in self.input_channels:
             snap.received[c] = received[c]
         chans = cluster.channels
+        blocking = cluster.blocking
         for c in self.output_channels:
+            if blocking[c]:
+                content = cluster.partition_log.get(c)
+                if content is None:
+                    content = chans[c]
+                snap.partition[c] = tuple(e for e in content if type(e) is not EndOfPartitionEvent)
+                continue
             snap.sent[c] = received[c] + sum(1 for e in chans[c] if type(e) is tuple)
         return snap
 
@@ -388,6 +403,11 @@ class StreamTask:
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
         cluster = self.cluster
+        if unaligned and self.bug_17568 and self.barrier_channels and self.deferred is None:
+            # FLINK-17568 (re-introduced on purpose): the barrier was announced, but the task
+            # thread processes one more input element before it takes the snapshot.
+            self.deferred = barrier
+            return
         snap = self.take_snapshot(barrier.id)
         if unaligned:
             keep = cluster.config.unaligned_channel_state
@@ -412,6 +432,14 @@ class StreamTask:
                                         unaligned=False, timeoutable=True)
             self.output.emit_barrier(out)
             cluster.acknowledge(self, snap)
+
+    def run_deferred(self) -> None:
+        """FLINK-17568 variant: take the snapshot that was deferred past one more element."""
+        barrier = self.deferred
+        if barrier is not None:
+            self.deferred = False  # taken; the next unaligned barrier defers again once reset
+            self.trigger(barrier, True)
+            self.deferred = None
 
     def abort(self, checkpoint_id: int, reason: str) -> None:
         self.timer = None

@@ -8,8 +8,8 @@ What it takes care of (measured pitfalls, see /work/shared/notes-spark-and-flink
   ``error``) is handed to the driver and executor JVMs, so start-up noise never prints;
 * local masters (and a standalone master on the loopback address) bind to 127.0.0.1;
 * ``spark.sql.shuffle.partitions`` = the number of cores (``spark.default.parallelism``);
-* the warehouse and Spark's scratch space live in a private temporary directory that is
-  removed when the session stops: nothing is written into the working directory.
+* the warehouse and Spark's scratch space live in a private temporary directory (one per
+  process, removed at exit): nothing is written into the working directory.
 
 ``session(master)`` is a context manager; ``start_session`` / ``stop_session`` the plain
 functions. Only one SparkContext can live in a process: asking for a different master stops
@@ -43,6 +43,15 @@ _LOOPBACK_HOSTS = ("127.0.0.1", "localhost")
 
 #: Temporary directories of the sessions this process started, removed on stop / at exit.
 _TEMP_DIRS: dict[int, str] = {}
+#: The process's scratch root. Spark caches ``spark.local.dir`` for the JVM's lifetime, so all
+#: sessions of one process share it; it is removed at exit.
+_PROCESS_TEMP: list[str] = []
+
+
+def _process_temp() -> str:
+    if not _PROCESS_TEMP:
+        _PROCESS_TEMP.append(tempfile.mkdtemp(prefix="flinkspec-spark-"))
+    return _PROCESS_TEMP[0]
 
 
 def validate_master(master: str) -> str:
@@ -89,7 +98,7 @@ def _binds_loopback(master: str) -> bool:
     return False
 
 
-def base_conf(master: str, temp_dir: str) -> dict[str, str]:
+def base_conf(master: str, warehouse_dir: str) -> dict[str, str]:
     """The Spark configuration of a flinkspec session (before user overrides)."""
     java_opts = f"-Dlog4j2.configurationFile=file:{LOG4J2_FILE}"
     conf = {
@@ -97,8 +106,8 @@ def base_conf(master: str, temp_dir: str) -> dict[str, str]:
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.extraJavaOptions": java_opts,
         "spark.executor.extraJavaOptions": java_opts,
-        "spark.sql.warehouse.dir": str(Path(temp_dir) / "warehouse"),
-        "spark.local.dir": str(Path(temp_dir) / "local"),
+        "spark.sql.warehouse.dir": warehouse_dir,
+        "spark.local.dir": str(Path(_process_temp()) / "local"),
         "spark.sql.catalogImplementation": "in-memory",
         "spark.pyspark.python": os.environ["PYSPARK_PYTHON"],
         "spark.pyspark.driver.python": sys.executable,
@@ -139,7 +148,7 @@ def start_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
-    temp_dir = tempfile.mkdtemp(prefix="flinkspec-spark-")
+    temp_dir = tempfile.mkdtemp(prefix="warehouse-", dir=_process_temp())
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in {**base_conf(master, temp_dir), **dict(conf or {})}.items():
         builder = builder.config(key, value)
@@ -206,6 +215,6 @@ class SparkStartError(InvalidArgument):
 
 @atexit.register
 def _cleanup() -> None:  # pragma: no cover - process exit
-    for temp_dir in list(_TEMP_DIRS.values()):
+    for temp_dir in list(_TEMP_DIRS.values()) + _PROCESS_TEMP:
         shutil.rmtree(temp_dir, ignore_errors=True)
     _TEMP_DIRS.clear()

@@ -1,0 +1,143 @@
+"""``flinkspec bench TARGET``: performance figures, printed as one JSON line.
+
+Targets: ``spark`` -- the replay pipeline over the same seeds at local[1], at local[2] and
+with a plain 2-process ``multiprocessing`` pool (no Spark), with the ratios
+``speedup_local2_vs_local1`` (wall local[1] / wall local[2]) and ``spark_over_plain_loop``
+(wall local[2] / wall of the pool). Each target is a sub-subcommand registered by a
+``register_<target>(subparsers)`` function listed in ``TARGETS``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import sys
+import time
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench", help="performance figures (one JSON line)", description=__doc__.split("\n\n")[1]
+    )
+    sub = p.add_subparsers(dest="bench_target", metavar="TARGET")
+    for register_target in TARGETS:
+        register_target(sub)
+
+    def usage(_args) -> int:
+        p.print_help(sys.stderr)
+        return 2
+
+    p.set_defaults(func=usage)
+
+
+# --------------------------------------------------------------------------- bench spark
+
+SPARK_MASTERS = ("local[1]", "local[2]")
+POOL_PROCESSES = 2
+
+
+def register_spark(sub) -> None:
+    p = sub.add_parser(
+        "spark",
+        help="replay runs/s at local[1], local[2] and in a plain 2-process pool",
+        description=(
+            "Runs the same seeds three times: a plain multiprocessing pool of 2 processes, "
+            "then Spark at local[1] and local[2] (a fresh session each; session start and a "
+            "small warm-up job are timed apart). Every way must give identical results "
+            "(same fingerprint over variant, seed, verdict, invariant, steps, trace hash). "
+            "Prints one JSON line; exit 1 when the results differ."
+        ),
+    )
+    p.add_argument("--runs", metavar="N", type=int, default=20_000, help="runs (default 20000)")
+    p.add_argument("--variant", metavar="NAME", action="append", default=None,
+                   help="variant to run (repeatable; default: all)")
+    p.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--seed", metavar="S", type=int, default=0)
+    p.add_argument("--max-steps", metavar="K", type=int, default=None,
+                   help="random-walk steps per run (default: the variant's own)")
+    p.add_argument("--partitions", metavar="P", type=int, default=None,
+                   help="partitions / pool chunks (default: 16, i.e. 8 per core at local[2])")
+    p.add_argument("--engine", choices=("model", "standin"), default="model")
+    p.set_defaults(func=run_spark)
+
+
+def _pool_chunk(job):
+    from spark.replay import run_one
+
+    run_fn, swarm, max_steps, chunk = job
+    return [run_one(run_fn, variant, seed, swarm, max_steps) for variant, seed in chunk]
+
+
+def bench_spark(engine, plan, *, masters=SPARK_MASTERS, processes=POOL_PROCESSES) -> dict:
+    """The figures of ``flinkspec bench spark`` as a dict."""
+    from spark.replay import fingerprint, result_frame, ReplayPlan
+    from spark.session import start_session, stop_session
+
+    parts = plan.partitions or plan.num_partitions(processes)
+    runs = plan.all_runs()
+    chunks = [runs[i::parts] for i in range(parts)]  # round-robin, like Spark's range split
+    out: dict = {"runs": plan.runs, "engine": engine.name, "variants": list(plan.variants),
+                 "seed": plan.seed, "swarm": plan.swarm, "max_steps": plan.max_steps,
+                 "partitions": parts}
+
+    # 1. the plain pool first: forked before any JVM exists in this process
+    t0 = time.perf_counter()
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(processes) as pool:
+        rows = [r for chunk in pool.map(_pool_chunk, [(engine.run, plan.swarm, plan.max_steps, c)
+                                                       for c in chunks], chunksize=1)
+                for r in chunk]
+    wall = time.perf_counter() - t0
+    prints = {"pool2": fingerprint(rows)}
+    out["wall_s_pool2"] = round(wall, 3)
+    out["runs_per_second_pool2"] = round(plan.runs / wall, 1)
+
+    # 2. Spark at each master, a fresh session each
+    warm = ReplayPlan(runs=4 * len(plan.variants), variants=plan.variants, seed=plan.seed,
+                      swarm=plan.swarm, max_steps=plan.max_steps)
+    for master in masters:
+        key = master.replace("[", "").replace("]", "").replace(",", "_").replace("*", "all")
+        t0 = time.perf_counter()
+        spark = start_session(master, app_name="flinkspec bench spark")
+        out[f"session_start_s_{key}"] = round(time.perf_counter() - t0, 2)
+        try:
+            t0 = time.perf_counter()
+            result_frame(spark, warm, engine.run, spark.sparkContext.defaultParallelism).collect()
+            out[f"warmup_s_{key}"] = round(time.perf_counter() - t0, 2)
+            t0 = time.perf_counter()
+            rows = result_frame(spark, plan, engine.run, parts).collect()
+            wall = time.perf_counter() - t0
+        finally:
+            stop_session(spark)
+        prints[key] = fingerprint(rows)
+        out[f"wall_s_{key}"] = round(wall, 3)
+        out[f"runs_per_second_{key}"] = round(plan.runs / wall, 1)
+
+    if "wall_s_local1" in out and "wall_s_local2" in out:
+        out["speedup_local2_vs_local1"] = round(out["wall_s_local1"] / out["wall_s_local2"], 3)
+        out["spark_over_plain_loop"] = round(out["wall_s_local2"] / out["wall_s_pool2"], 3)
+    first = next(iter(prints.values()))
+    out["consistent"] = all(fp == first for fp in prints.values())
+    out["fingerprint"] = first
+    return out
+
+
+def run_spark(args) -> int:
+    from spark.replay import ENGINES, ReplayPlan, check_variants
+    from model.errors import InvalidArgument
+
+    try:
+        engine = ENGINES[args.engine]()
+    except ImportError as e:
+        raise InvalidArgument(f"--engine {args.engine}: not available ({e})") from None
+    plan = ReplayPlan(runs=args.runs, variants=check_variants(args.variant, engine),
+                      seed=args.seed, swarm=args.swarm, max_steps=args.max_steps,
+                      partitions=args.partitions)
+    figures = bench_spark(engine, plan)
+    print(json.dumps(figures, sort_keys=True))
+    return 0 if figures["consistent"] else 1
+
+
+#: ``register_<target>`` functions, in the order ``bench --help`` lists them.
+TARGETS = (register_spark,)

@@ -1,0 +1,105 @@
+"""``flinkspec spark-replay --runs N [--master URL] [--variant NAME ...] [--swarm/--no-swarm] [--out DIR] [--seed S] [--max-steps K]``.
+
+Runs N seeded random walks of the model on Spark (local[*] by default; any cluster with
+``--master``), spread round-robin over the variants (each variant gets the seeds S, S+1, ...).
+One row per run is written as Parquet to OUT/runs/variant=NAME/ and a summary per variant is
+printed and written to OUT/summary.json. One failing seed per violation signature
+(variant, invariant) is re-run in the driver, shrunk and stored under --counterexamples.
+Exit 0 when every variant gave its expected verdict, 1 otherwise, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from model.errors import InvalidArgument
+
+DEFAULT_OUT = "spark-replay-out"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "spark-replay",
+        help="randomized replays of the model on Spark: Parquet results, summary, counterexamples",
+        description=__doc__.split("\n\n", 1)[1],
+    )
+    add_run_arguments(p)
+    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
+                   help=f"output directory (default: {DEFAULT_OUT}); any Hadoop URI on a cluster")
+    p.add_argument("--counterexamples", metavar="DIR", default="counterexamples",
+                   help="where shrunk counterexamples go (default: counterexamples)")
+    p.add_argument("--no-counterexamples", action="store_true",
+                   help="do not re-run, shrink or store failing seeds")
+    p.add_argument("--no-shrink", action="store_true", help="store failing traces unshrunk")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress line on stderr (default: only when stderr is a terminal)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.set_defaults(func=run)
+
+
+def add_run_arguments(p) -> None:
+    """Arguments shared with ``flinkspec bench spark``."""
+    p.add_argument("--runs", metavar="N", type=int, required=True, help="number of runs in total")
+    p.add_argument("--master", metavar="URL", default="local[*]",
+                   help="Spark master: local[*] (default), local[N], spark://HOST:PORT, yarn, k8s://...")
+    p.add_argument("--variant", metavar="NAME", action="append", default=None,
+                   help="a model variant to run (repeatable; default: all)")
+    p.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True,
+                   help="swarm testing: each run enables a random subset of action kinds (default on)")
+    p.add_argument("--seed", metavar="S", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--max-steps", metavar="K", type=int, default=None,
+                   help="random-walk steps of one run before it is drained (default: the variant's own)")
+    p.add_argument("--partitions", metavar="P", type=int, default=None,
+                   help="Spark partitions of the runs (default: 8 per core)")
+    p.add_argument("--engine", choices=("model", "standin"), default="model",
+                   help="model (default) or the synthetic stand-in engine (a Spark smoke test)")
+    p.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
+                   help="extra Spark configuration (repeatable)")
+
+
+def parse_conf(items) -> dict:
+    conf = {}
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InvalidArgument(f"--conf {item!r}: expected KEY=VALUE")
+        conf[key.strip()] = value
+    return conf
+
+
+def plan_from_args(args):
+    """(engine, plan, master, conf) from parsed arguments; every check happens before Spark starts."""
+    from spark.replay import ENGINES, ReplayPlan, check_variants
+    from spark.session import validate_master
+
+    master = validate_master(args.master)
+    conf = parse_conf(args.conf)
+    try:
+        engine = ENGINES[args.engine]()
+    except ImportError as e:  # the model's engines are not built yet / broken install
+        raise InvalidArgument(f"--engine {args.engine}: not available ({e})") from None
+    variants = check_variants(args.variant, engine)
+    plan = ReplayPlan(runs=args.runs, variants=variants, seed=args.seed, swarm=args.swarm,
+                      max_steps=args.max_steps, partitions=args.partitions)
+    return engine, plan, master, conf
+
+
+def run(args) -> int:
+    from spark.replay import format_summary, replay
+    from spark.session import session
+
+    engine, plan, master, conf = plan_from_args(args)
+
+    with session(master, app_name="flinkspec spark-replay", conf=conf) as spark:
+        outcome = replay(
+            spark, plan, args.out, engine=engine,
+            counterexamples_dir=None if args.no_counterexamples else args.counterexamples,
+            shrink=not args.no_shrink, progress=args.progress,
+        )
+    if args.json:
+        print(json.dumps(outcome.summary, sort_keys=True))
+    else:
+        print(format_summary(outcome.summary))
+        print(f"results: {outcome.runs_dir} (Parquet, partitioned by variant)")
+    return 0 if outcome.summary["ok"] else 1

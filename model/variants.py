@@ -1,0 +1,240 @@
+"""Named configurations — safe ones and known-unsafe ones — with their expected verdicts.
+
+A :class:`Variant` is a family of scenarios (job shape + input + runtime configuration)
+generated from a seed, plus what a search over it must conclude: ``expected="pass"`` for a
+safe configuration, or the invariant(s) the search must find violated. Unsafe variants
+are how a user knows the suite has teeth: each one re-introduces a setting that is known
+to break a guarantee, or a historical Flink bug mechanism (named by its FLINK key).
+
+The jobs are generated, not fixed, so the search stays general: parallelisms, window
+sizes, partitioners, keys, disorder and input sizes vary with the seed.
+
+Expected verdicts are invariant *names* (strings): ``model`` never imports ``spec``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from model.cluster import JobInput, RuntimeConfig
+from model.errors import FlinkspecError
+from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
+
+PASS = "pass"
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Scenario:
+    """Everything a run needs besides the choice of actions: replayable from a file."""
+
+    graph: StreamGraph
+    job_input: JobInput
+    config: RuntimeConfig
+    seed: int
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Variant:
+    name: str
+    description: str
+    #: "pass", or the invariant names any one of which the search must find violated.
+    expected: tuple = (PASS,)
+    family: str = "keyed"
+    config: RuntimeConfig = RuntimeConfig()
+    flink_key: str | None = None
+    #: random-walk step budget before the run is drained.
+    max_steps: int = 400
+
+    @property
+    def safe(self) -> bool:
+        return self.expected == (PASS,)
+
+
+# -- job families ----------------------------------------------------------------------------
+
+def _records(rng: random.Random, n: int, ooo: int, keys, t0: int = 0) -> tuple:
+    """``n`` records with event times increasing with disorder at most ``ooo``."""
+    out = []
+    t = t0
+    for _ in range(n):
+        t += rng.randint(0, 3)
+        ts = t - rng.randint(0, ooo)
+        out.append((rng.choice(keys), rng.randint(1, 9), ts))
+    return tuple(out)
+
+
+def _input(rng, graph: StreamGraph, ooo: int, min_records=3, max_records=8, negative=False) -> JobInput:
+    keys = rng.choice([[0, 1, 2], [0, 1, 2, 3, 4], ["a", "b", "c"], [7, 42, -1, 1000]])
+    splits = {}
+    for o in graph.operators:
+        if o.kind == "source":
+            n_splits = rng.choice([o.parallelism, o.parallelism + 1])
+            t0 = rng.randint(-30, 0) if negative else 0
+            splits[o.name] = tuple(
+                _records(rng, rng.randint(min_records, max_records), ooo, keys, t0) for _ in range(n_splits))
+    return JobInput(splits)
+
+
+def _keyed_job(rng: random.Random, sink_kind: str, *, max_parallelism=None, upsert_safe=False) -> StreamGraph:
+    """source -> [map] -> keyBy -> window | keyed count -> sink, with varied parallelism."""
+    ooo = rng.randint(0, 3)
+    ps = rng.choice([1, 2, 2])
+    ops = [OperatorSpec(name="source", kind="source", parallelism=ps, watermark_out_of_orderness=ooo)]
+    edges = []
+    prev = "source"
+    if rng.random() < 0.4:
+        ops.append(OperatorSpec(name="map", kind="map", parallelism=ps, function=rng.choice(["add:1", "double", "identity"])))
+        edges.append(EdgeSpec(source="source", target="map", partitioner="forward"))
+        prev = "map"
+    pk = rng.choice([1, 2, 3])
+    if rng.random() < 0.6:
+        size = rng.choice([3, 5, 8])
+        slide = rng.choice([None, None, max(1, size // 2)])
+        ops.append(OperatorSpec(name="agg", kind="window", parallelism=pk, max_parallelism=max_parallelism,
+                                aggregate=rng.choice(["count", "sum"]), window_size=size,
+                                window_slide=slide, allowed_lateness=rng.choice([0, 0, 2])))
+    else:
+        ops.append(OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=pk,
+                                max_parallelism=max_parallelism, aggregate="count"))
+    edges.append(EdgeSpec(source=prev, target="agg", partitioner="hash"))
+    pt = rng.choice([1, 2])
+    part = "hash" if upsert_safe else rng.choice(["rebalance", "hash", "forward" if pt == pk else "rebalance"])
+    ops.append(OperatorSpec(name="sink", kind="sink", parallelism=pt, sink_kind=sink_kind))
+    edges.append(EdgeSpec(source="agg", target="sink", partitioner=part))
+    return StreamGraph(name="keyed-job", operators=tuple(ops), edges=tuple(edges)).validate()
+
+
+def _blocking_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """Sources (own slot sharing group) --rebalance, blocking--> map -> keyBy count -> sink.
+
+    Two TaskManagers: the sources' slots and the rest can live on different ones, so losing
+    a TaskManager can lose a finished producer's blocking partition while its consumers run.
+    """
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=2, slot_sharing_group="sources",
+                     watermark_out_of_orderness=2),
+        OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
+        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=2, aggregate="count"),
+        OperatorSpec(name="sink", kind="sink", parallelism=2, sink_kind=sink_kind),
+    )
+    edges = (
+        EdgeSpec(source="source", target="map", partitioner="rebalance", exchange_mode="blocking"),
+        EdgeSpec(source="map", target="agg", partitioner="hash"),
+        EdgeSpec(source="agg", target="sink", partitioner="forward"),
+    )
+    return StreamGraph(name="blocking-job", operators=ops, edges=edges).validate()
+
+
+def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    return _keyed_job(rng, sink_kind, max_parallelism=rng.choice([6, 10, 7]))
+
+
+FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job}
+
+
+def generate(variant: Variant, seed: int) -> Scenario:
+    """The scenario of ``variant`` for ``seed`` (deterministic)."""
+    rng = random.Random(f"{variant.name}:{seed}")
+    sink_kind = _SINK_OF.get(variant.name, "two_phase_commit")
+    if variant.family == "keyed":
+        graph = _keyed_job(rng, sink_kind, upsert_safe=sink_kind == "upsert")
+    else:
+        graph = FAMILIES[variant.family](rng, sink_kind)
+    negative = variant.family == "keyed" and rng.random() < 0.3
+    job_input = _input(rng, graph, max(o.watermark_out_of_orderness for o in graph.operators if o.kind == "source"),
+                       negative=negative)
+    config = variant.config
+    if variant.family == "rescale":
+        keyed = next(o for o in graph.operators if o.name == "agg")
+        options = tuple(p for p in range(1, keyed.max_parallelism + 1) if p != keyed.parallelism)[:4]
+        config = attrs.evolve(config, rescale_options=(("agg", options),))
+    return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
+
+
+_SINK_OF = {
+    "upsert-sink": "upsert",
+    "append-sink-under-failures": "append",
+}
+
+_F = dict(max_failures=2)
+
+VARIANTS: dict[str, Variant] = {}
+
+
+def _add(v: Variant) -> None:
+    VARIANTS[v.name] = v
+
+
+# -- safe configurations ---------------------------------------------------------------------
+_add(Variant(name="aligned-2pc", description="aligned exactly-once checkpoints, two-phase-commit sink, "
+             "region failover, task failures", config=RuntimeConfig(**_F)))
+_add(Variant(name="aligned-2pc-restart-all", description="as aligned-2pc with restart-all failover and "
+             "JobManager failover", config=RuntimeConfig(failover_strategy="full", **_F)))
+_add(Variant(name="concurrent-checkpoints-2pc", description="aligned exactly-once with two concurrent "
+             "checkpoints (subsumption)", config=RuntimeConfig(max_concurrent_checkpoints=2, **_F)))
+_add(Variant(name="unaligned-2pc", description="unaligned checkpoints with channel state, 2PC sink",
+             config=RuntimeConfig(unaligned=True, channel_capacity=3, **_F)))
+_add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
+             "(aligned-checkpoint-timeout)", config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4,
+                                                                 channel_capacity=3, **_F)))
+_add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
+             config=RuntimeConfig(**_F)))
+_add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
+             "TaskManager loss (producer regions backtracked, consumers restarted)", family="blocking",
+             config=RuntimeConfig(**_F)))
+_add(Variant(name="rescale-savepoint", description="stop-with-savepoint and restart with a new "
+             "parallelism (key groups by range)", family="rescale",
+             config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500))
+
+# -- known-unsafe configurations -------------------------------------------------------------
+_add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracking with a two-phase-commit "
+             "sink: post-barrier records enter the snapshot", expected=("consistent_cut",),
+             config=RuntimeConfig(checkpointing_mode="at_least_once", **_F)))
+_add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
+             "in-flight data", expected=("consistent_cut",),
+             config=RuntimeConfig(unaligned=True, unaligned_channel_state=False, channel_capacity=3, **_F)))
+_add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
+             "failure is written again after the restore", expected=("committed_output_within_reference",
+                                                                        "exactly_once"),
+             config=RuntimeConfig(**_F)))
+_add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
+             "consumer regions, behind a rebalance edge", family="blocking",
+             expected=("restart_set_sufficient", "exactly_once", "committed_output_within_reference"),
+             config=RuntimeConfig(skip_consumer_regions=True, **_F)))
+_add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
+             "never completed", expected=("exactly_once", "committed_output_within_reference"),
+             config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F)))
+_add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
+             "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
+             config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500))
+# -- historical bug mechanisms ---------------------------------------------------------------
+_add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
+             "element after the barrier was announced and before it snapshots; a post-barrier record enters "
+             "the cut", expected=("consistent_cut",),
+             config=RuntimeConfig(unaligned=True, bugs=("FLINK-17568",), channel_capacity=3)))
+_add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
+             "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
+             "persistence off", expected=("consistent_cut",),
+             config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2,
+                                  trigger_savepoints=True, channel_capacity=3)))
+_add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "
+             "the producers of lost blocking partitions", family="blocking",
+             expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",), **_F)))
+_add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
+             "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
+             "output is written again", expected=("committed_output_within_reference", "exactly_once"),
+             config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
+                                  max_concurrent_checkpoints=2, **_F)))
+
+
+def variant(name: str) -> Variant:
+    v = VARIANTS.get(name)
+    if v is None:
+        raise FlinkspecError(f"unknown variant {name!r}; known variants: {', '.join(VARIANTS)}")
+    return v
+
+
+def variant_names(safe: bool | None = None) -> list[str]:
+    return [n for n, v in VARIANTS.items() if safe is None or v.safe == safe]

@@ -1,0 +1,298 @@
+"""Engines that drive the one step function, and the judge they share.
+
+* :class:`Run` wraps a :class:`model.cluster.Cluster` built from a :class:`Scenario` and
+  checks every *always* invariant after each step, tracks the *sometimes* goals, and applies
+  the *eventually* invariants once the run is drained.
+* :func:`random_walk` — a seeded random walk with swarm testing: each run enables a random
+  subset of the optional action kinds and picks kinds by weight, so that failures stay rare
+  and checkpoints, idleness and savepoints each get runs of their own. Used by the check
+  command and by the Spark replays.
+* :func:`replay` re-executes a recorded action list; :func:`shrink` minimises a failing
+  action list by delta debugging (ddmin) while it keeps the same violated invariant.
+
+Everything is deterministic from (variant, seed, swarm, max_steps): the walk's random
+choices come from ``random.Random(f"walk:{variant}:{seed}")`` and the scenario from
+``model.variants.generate``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections import Counter
+from typing import Iterable, Sequence
+
+import attrs
+
+from model import actions as A
+from model.cluster import ActionNotEnabled, Cluster, drain
+from model.errors import FlinkspecError
+from model.executiongraph import compile_stream_graph
+from model.variants import Scenario, Variant, generate, variant as get_variant
+from spec import checkpoint, coverage, exactly_once, recovery  # noqa: F401  (registers invariants)
+from spec.coverage import GOALS
+from spec.exactly_once import Expected
+from spec.invariant import Violation
+
+ALWAYS = (
+    checkpoint.consistent_cut,
+    checkpoint.decline_at_most_once,
+    exactly_once.committed_output_within_reference,
+    recovery.restart_set_sufficient,
+    recovery.keyed_state_on_owner,
+    recovery.placement_valid,
+)
+EVENTUALLY = (exactly_once.exactly_once,)
+
+#: Action kinds a run always has (without them nothing progresses or drains).
+CORE_KINDS = ("Deliver", "SourceEmit", "SourceEnd", "NotifyCheckpointComplete", "RestartFromSavepoint")
+#: Optional kinds that swarm testing switches on or off per run.
+SWARM_KINDS = ("SourceWatermark", "SourceIdle", "SourceActive", "TriggerCheckpoint", "AlignmentTimeout",
+               "FailTask", "LoseTaskManager", "FailJobManager", "StopWithSavepoint")
+#: Relative weight of picking an action of each kind (then uniform within the kind).
+WEIGHTS = {
+    "Deliver": 12.0, "SourceEmit": 6.0, "SourceEnd": 1.0, "NotifyCheckpointComplete": 2.0,
+    "RestartFromSavepoint": 5.0, "SourceWatermark": 2.0, "SourceIdle": 0.4, "SourceActive": 1.0,
+    "TriggerCheckpoint": 1.0, "AlignmentTimeout": 1.0, "FailTask": 0.25, "LoseTaskManager": 0.15,
+    "FailJobManager": 0.08, "StopWithSavepoint": 0.1,
+}
+
+_EXPECTED_CACHE: dict = {}
+
+
+def expected_for(scenario: Scenario) -> Expected:
+    key = (repr(scenario.graph), repr(scenario.job_input))
+    exp = _EXPECTED_CACHE.get(key)
+    if exp is None:
+        if len(_EXPECTED_CACHE) > 256:
+            _EXPECTED_CACHE.clear()
+        exp = _EXPECTED_CACHE[key] = Expected(scenario.graph, scenario.job_input)
+    return exp
+
+
+class Run:
+    """One run of a scenario under the judge of the spec."""
+
+    def __init__(self, scenario: Scenario, *, check_always: bool = True):
+        self.scenario = scenario
+        self.cluster = Cluster(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config,
+                               seed=scenario.seed)
+        self.expected = expected_for(scenario)
+        self.remaining = {n: Counter(c) for n, c in self.expected.remaining.items()}
+        self.committed_seen = 0
+        self.checked_failover = None
+        self.checked_restores = 0
+        self.checked_allocation = None
+        self.check_always = check_always
+        self.goals: Counter = Counter()
+        self.events_seen = 0
+        self.violation: Violation | None = None
+
+    @property
+    def sink_of_subtask(self) -> dict:
+        return self.cluster.sink_owners
+
+    def step(self, action) -> Violation | None:
+        """Apply ``action``; return the first violated *always* invariant (or None)."""
+        c = self.cluster
+        c.step(action)
+        events = c.events
+        new_events = events[self.events_seen:] if len(events) > self.events_seen else ()
+        self.events_seen = len(events)
+        for name, g in GOALS.items():
+            if g.check(self, new_events):
+                self.goals[name] += 1
+        if not self.check_always:
+            return None
+        for inv in ALWAYS:
+            v = inv.check(self)
+            if v is not None:
+                self.violation = v.at_step(c.now - 1)
+                return self.violation
+        return None
+
+    def finish(self, max_steps: int = 100_000) -> Violation | None:
+        """Drain the run with the fixed policy (checking *always* invariants on the way), then
+        apply the *eventually* invariants."""
+        c = self.cluster
+        if c.status == "FAILED":
+            return None  # a job that exhausted its restarts has nothing to compare
+        for _ in range(max_steps):
+            if c.status == "STOPPED":
+                act = A.RestartFromSavepoint(c.rescale_choices()[0])
+            else:
+                act = _drain_choice(c)
+            if act is None:
+                break
+            v = self.step(act)
+            if v is not None:
+                return v
+        else:
+            raise FlinkspecError(f"the run did not drain within {max_steps} steps (status {c.status}, now {c.now})")
+        if not c.is_drained():
+            return None
+        for inv in EVENTUALLY:
+            v = inv.check(self)
+            if v is not None:
+                self.violation = v.at_step(c.now)
+                return self.violation
+        return None
+
+
+_DRAIN_ORDER = (A.Deliver, A.NotifyCheckpointComplete, A.SourceActive, A.SourceEmit,
+                A.SourceWatermark, A.SourceEnd, A.AlignmentTimeout)
+
+
+def _drain_choice(c: Cluster):
+    """The drain policy of ``model.cluster.drain`` as single choices (None when drained)."""
+    if c.is_drained():
+        return None
+    acts = c.enabled_actions()
+    for kind in _DRAIN_ORDER:
+        for act in acts:
+            if type(act) is kind:
+                return act
+    from model.streamtask import FINISHED
+
+    if all(t.status == FINISHED for t in c.tasks) and not c.coordinator.num_pending:
+        return A.TriggerCheckpoint()
+    if c.stopping is not None:
+        return None
+    raise FlinkspecError(f"the run is stuck after {c.now} steps: no action drains it further")
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class RunResult:
+    seed: int
+    variant: str
+    verdict: str  # "pass" | "violation"
+    invariant: str | None
+    steps: int
+    goals: tuple
+    trace_hash: str
+    duration_s: float = attrs.field(eq=False)
+    actions: tuple = attrs.field(default=(), eq=False, repr=False)
+    violation: dict | None = None
+    swarm_kinds: tuple = ()
+
+    def to_row(self) -> dict:
+        return {
+            "seed": self.seed, "variant": self.variant, "verdict": self.verdict, "invariant": self.invariant,
+            "steps": self.steps, "goals": list(self.goals), "trace_hash": self.trace_hash,
+            "duration_s": self.duration_s,
+        }
+
+
+def trace_hash(actions: Iterable) -> str:
+    h = hashlib.sha256()
+    for a in actions:
+        h.update(repr(a).encode())
+        h.update(b"\n")
+    return h.hexdigest()[:16]
+
+
+def swarm_kinds(rng: random.Random, swarm: bool) -> tuple:
+    if not swarm:
+        return SWARM_KINDS
+    return tuple(k for k in SWARM_KINDS if rng.random() < 0.7)
+
+
+def random_walk(variant: str | Variant, seed: int, *, swarm: bool = True, max_steps: int | None = None) -> RunResult:
+    """A seeded random walk of ``variant``'s scenario for ``seed``, drained and judged."""
+    v = get_variant(variant) if isinstance(variant, str) else variant
+    t0 = time.perf_counter()
+    scenario = generate(v, seed)
+    rng = random.Random(f"walk:{v.name}:{seed}")
+    kinds = set(CORE_KINDS) | set(swarm_kinds(rng, swarm))
+    if any(o.kind == "window" for o in scenario.graph.operators):
+        # an idle source makes later records late: window results then depend on timing, and
+        # the failure-free reference is no oracle (watermark idleness is searched on jobs
+        # whose results do not depend on watermarks, and by the valve suites)
+        kinds.discard("SourceIdle")
+    run = Run(scenario)
+    c = run.cluster
+    budget = v.max_steps if max_steps is None else max_steps
+    violation = None
+    for _ in range(budget):
+        acts = [a for a in c.enabled_actions() if type(a).__name__ in kinds]
+        if not acts:
+            break
+        by_kind: dict[str, list] = {}
+        for a in acts:
+            by_kind.setdefault(type(a).__name__, []).append(a)
+        names = sorted(by_kind)
+        weights = [WEIGHTS.get(n, 1.0) for n in names]
+        kind = rng.choices(names, weights)[0]
+        violation = run.step(rng.choice(by_kind[kind]))
+        if violation is not None or c.status == "FAILED":
+            break
+    if violation is None:
+        violation = run.finish()
+    return RunResult(
+        seed=seed, variant=v.name, verdict="pass" if violation is None else "violation",
+        invariant=None if violation is None else violation.invariant, steps=c.now,
+        goals=tuple(sorted(run.goals)), trace_hash=trace_hash(c.trace),
+        duration_s=time.perf_counter() - t0, actions=tuple(c.trace),
+        violation=None if violation is None else violation.to_dict(), swarm_kinds=tuple(sorted(kinds)),
+    )
+
+
+def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True) -> tuple[Violation | None, Run]:
+    """Re-execute ``actions`` on ``scenario``; stop at the first violation. With ``finish``,
+    a run whose actions end without a violation is drained and judged as the walk was."""
+    run = Run(scenario)
+    for i, a in enumerate(actions):
+        try:
+            v = run.step(a)
+        except ActionNotEnabled as e:
+            raise FlinkspecError(f"step {i}: {e}") from None
+        if v is not None:
+            return v, run
+        if run.cluster.status == "FAILED":
+            return None, run
+    if finish:
+        return run.finish(), run
+    return None, run
+
+
+def _violates(scenario: Scenario, actions: Sequence, invariant: str) -> bool:
+    try:
+        v, _ = replay(scenario, actions, finish=True)
+    except (FlinkspecError, ActionNotEnabled):
+        return False
+    return v is not None and v.invariant == invariant
+
+
+def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: int = 400) -> list:
+    """ddmin over the action list: a smaller list whose replay (then drain) still violates
+    ``invariant``. Actions that are not enabled at their turn make a candidate fail."""
+    actions = list(actions)
+    # first cut: the violation happens at some step; nothing after it is needed
+    v, run = replay(scenario, actions, finish=False)
+    if v is not None and v.invariant == invariant and v.step is not None:
+        actions = actions[: v.step + 1]
+    tests = 0
+    n = 2
+    while len(actions) >= 2 and tests < max_tests:
+        chunk = max(1, len(actions) // n)
+        reduced = False
+        for start in range(0, len(actions), chunk):
+            candidate = actions[:start] + actions[start + chunk:]
+            tests += 1
+            if candidate and _violates(scenario, candidate, invariant):
+                actions = candidate
+                n = max(n - 1, 2)
+                reduced = True
+                break
+            if tests >= max_tests:
+                break
+        if not reduced:
+            if chunk == 1:
+                break
+            n = min(len(actions), n * 2)
+    # the drain policy may have supplied the tail; keep exactly the steps up to the violation
+    v, run = replay(scenario, actions, finish=True)
+    if v is not None and v.step is not None:
+        return list(run.cluster.trace[: v.step + 1])
+    return actions

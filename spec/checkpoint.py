@@ -1,0 +1,81 @@
+"""Invariants of checkpoints: consistent cuts, abort idempotence.
+
+``consistent_cut`` (always): every completed checkpoint is a consistent cut of the
+dataflow (Chandy-Lamport; Carbone et al., "Lightweight Asynchronous Snapshots for
+Distributed Dataflows", 2015): for every pipelined channel from producer P to consumer T,
+the records P had sent before its snapshot are exactly the records T had consumed before
+its snapshot plus the channel state persisted for that channel (T's input side and P's
+output side, unaligned checkpoints). A record counted on neither side is lost on restore;
+a record counted on both (or consumed past the barrier) is duplicated.
+"""
+
+from __future__ import annotations
+
+from spec.invariant import Violation, invariant
+
+
+def cut_violations(eg, snaps: dict) -> list[dict]:
+    """The channels of ``eg`` on which checkpoint ``snaps`` (subtask id -> TaskSnapshot) is
+    not a consistent cut, as dicts (channel, producer, consumer, sent, received, channel_state)."""
+    bad = []
+    for ch in eg.channels:
+        p = snaps.get(ch.producer)
+        t = snaps.get(ch.consumer)
+        if p is None or t is None or ch.id not in p.sent:
+            continue  # blocking partitions are persisted whole; finished tasks report no cut
+        sent = p.sent[ch.id]
+        received = t.received.get(ch.id, 0)
+        state = len(t.input_channel_state.get(ch.id, ())) + len(p.output_channel_state.get(ch.id, ()))
+        if sent != received + state:
+            bad.append({"channel": ch.id, "producer": ch.producer, "consumer": ch.consumer,
+                        "sent": sent, "received": received, "channel_state": state})
+    return bad
+
+
+@invariant(
+    "consistent_cut",
+    kind="always",
+    concept="CheckpointBarrier alignment / unaligned channel state (CheckpointCoordinator)",
+    statement="Every completed checkpoint is a consistent cut: per channel, records sent before the "
+    "producer's snapshot = records consumed before the consumer's snapshot + channel state.",
+)
+def consistent_cut(run) -> Violation | None:
+    cluster = run.cluster
+    for cid in cluster.new_completed:
+        bad = cut_violations(cluster.eg, cluster.completed.get(cid, {}))
+        if bad:
+            b = bad[0]
+            verb = "lost" if b["sent"] > b["received"] + b["channel_state"] else "counted twice"
+            n = abs(b["sent"] - b["received"] - b["channel_state"])
+            return Violation(
+                invariant="consistent_cut",
+                expected={"channel": b["channel"], "received + channel_state": b["sent"]},
+                actual={"channel": b["channel"], "received": b["received"], "channel_state": b["channel_state"]},
+                message=(f"checkpoint {cid} is not a consistent cut on channel {b['channel']} "
+                         f"(subtask {b['producer']} -> {b['consumer']}): the producer had sent {b['sent']} "
+                         f"records before its snapshot, the consumer's snapshot reflects {b['received']} and "
+                         f"the channel state holds {b['channel_state']}, so {n} record(s) would be {verb} "
+                         f"on restore"),
+            )
+    return None
+
+
+@invariant(
+    "decline_at_most_once",
+    kind="always",
+    concept="CheckpointBarrierTracker / SingleCheckpointBarrierHandler abort handling (FLINK-5285)",
+    statement="A subtask declines (aborts) a given checkpoint at most once.",
+)
+def decline_at_most_once(run) -> Violation | None:
+    seen: set = set()
+    for key in run.cluster.declines:
+        if key in seen:
+            tid, cid, attempt = key
+            return Violation(
+                invariant="decline_at_most_once",
+                expected="each (subtask, checkpoint) declined at most once",
+                actual={"subtask": tid, "checkpoint": cid},
+                message=f"subtask {tid} declined checkpoint {cid} more than once (an abort flood)",
+            )
+        seen.add(key)
+    return None

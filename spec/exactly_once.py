@@ -1,0 +1,120 @@
+"""Exactly-once: the sink output of a faulty run equals the failure-free reference.
+
+``exactly_once`` (eventually): once the run is drained, every sink's output equals the
+reference output (``model.reference``: the same job at parallelism 1, no failures),
+compared per key and window (``model.oracle.diff_outputs``): upsert sinks by their final
+table, outputs of rolling aggregates as ``model.reference.comparison_mode`` says.
+
+``committed_output_within_reference`` (always): while running, what the sinks made
+visible is always part of the reference output, with no record more often than there.
+This is the "prefix-consistent" half of failure transparency (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from model.oracle import diff_outputs
+from model.reference import comparison_mode, reference_output, sink_output_by_operator
+from spec.invariant import Violation, invariant
+
+
+class Expected:
+    """The reference output of a scenario, with per-sink comparison modes; computed once."""
+
+    def __init__(self, graph, job_input):
+        self.graph = graph
+        self.output = reference_output(graph, job_input)
+        ops = {o.name: o for o in graph.operators}
+        self.modes = {}
+        for name in self.output:
+            if ops[name].sink_kind == "upsert":
+                self.modes[name] = "upsert"
+            else:
+                self.modes[name] = comparison_mode(graph, name)
+        self.remaining = {name: Counter(_canon(recs, self.modes[name])) for name, recs in self.output.items()}
+
+
+def _canon(records, mode):
+    if mode == "rolling":
+        return [(k, None, None) for (k, _v, _ts) in records]
+    if mode == "rolling_count":
+        return [(k, v, None) for (k, v, _ts) in records]
+    return [tuple(r) for r in records]
+
+
+def output_diff(graph_expected: Expected, cluster) -> dict:
+    """Per sink operator, the OutputDiff of the run against the reference (only non-empty diffs)."""
+    actual = sink_output_by_operator(cluster)
+    out = {}
+    for name, expected in graph_expected.output.items():
+        mode = graph_expected.modes[name]
+        got = actual.get(name, [])
+        if mode == "upsert":
+            d = diff_outputs(expected, got, mode="upsert")
+        else:
+            d = diff_outputs(_canon(expected, mode), _canon(got, mode), mode="multiset")
+        if not d.ok:
+            out[name] = d
+    return out
+
+
+@invariant(
+    "exactly_once",
+    kind="eventually",
+    concept="end-to-end exactly-once (checkpoints + two-phase-commit sinks + restore)",
+    statement="A drained run's sink output equals the failure-free parallelism-1 reference, per key and window.",
+)
+def exactly_once(run) -> Violation | None:
+    diffs = output_diff(run.expected, run.cluster)
+    if not diffs:
+        return None
+    name, d = sorted(diffs.items())[0]
+    return Violation(
+        invariant="exactly_once",
+        expected={"sink": name, "records": len(run.expected.output[name])},
+        actual={"sink": name, "diff": d.to_dict()},
+        message=f"sink '{name}' does not match the failure-free reference: {d.describe()}",
+    )
+
+
+@invariant(
+    "committed_output_within_reference",
+    kind="always",
+    concept="TwoPhaseCommitSinkFunction commit on notifyCheckpointComplete",
+    statement="Committed sink output is always part of the reference output, never with more copies of a record.",
+)
+def committed_output_within_reference(run) -> Violation | None:
+    """Incremental: ``run.committed_seen`` counts the committed records already checked."""
+    cluster = run.cluster
+    committed = cluster.external.committed
+    start = run.committed_seen
+    if start == len(committed):
+        return None
+    sink_of = run.sink_of_subtask
+    for i in range(start, len(committed)):
+        k, v, ts, sub = committed[i]
+        name = sink_of.get(sub)
+        if name is None:
+            continue
+        mode = run.expected.modes[name]
+        if mode == "upsert":
+            continue
+        rec = (k, None, None) if mode == "rolling" else (k, v, None) if mode == "rolling_count" else (k, v, ts)
+        left = run.remaining[name]
+        n = left.get(rec, 0)
+        if n <= 0:
+            run.committed_seen = i + 1
+            seen_before = sum(1 for r in committed[:i] if r[:3] == (k, v, ts))
+            what = "a duplicate" if seen_before else "not in the reference at all"
+            return Violation(
+                invariant="committed_output_within_reference",
+                expected={"sink": name, "record": [k, v, ts],
+                          "copies": run.expected.output[name].count((k, v, ts)) if mode == "multiset" else None},
+                actual={"sink": name, "record": [k, v, ts], "copies": seen_before + 1},
+                message=(f"sink '{name}' committed record (key={k!r}, value={v!r}, ts={ts}) which is {what}: "
+                         f"the external system now shows it {seen_before + 1} time(s)"),
+            )
+        left[rec] = n - 1
+    run.committed_seen = len(committed)
+    return None

@@ -1,0 +1,121 @@
+"""Helpers for the hand-written runtime and failure scenarios.
+
+Scenarios look channels and subtasks up *by name* in the ExecutionGraph (``chan(eg,
+("src", 0), ("win", 1))``), never by magic number, so a change in the numbering scheme
+breaks loudly instead of silently driving a different scenario.
+"""
+
+from __future__ import annotations
+
+import random
+
+from model import actions as A
+from model.cluster import Cluster, JobInput, RuntimeConfig, drain
+from model.events import CheckpointBarrier, CancelCheckpointMarker, EndOfPartitionEvent, Watermark, WatermarkStatus
+from model.executiongraph import compile_stream_graph
+from model.oracle import diff_outputs
+from model.reference import comparison_mode, reference_output, sink_output_by_operator
+
+
+def sub(eg, vertex: str, index: int) -> int:
+    """The dense subtask id of subtask ``index`` of JobVertex ``vertex``."""
+    return eg.subtask_id(vertex, index)
+
+
+def chan(eg, producer: tuple[str, int], consumer: tuple[str, int]) -> int:
+    """The id of the unique channel from subtask ``producer`` to subtask ``consumer``
+    (each given as ``(job vertex, subtask index)``)."""
+    p = sub(eg, *producer)
+    c = sub(eg, *consumer)
+    found = [ch.id for ch in eg.channels if ch.producer == p and ch.consumer == c]
+    assert len(found) == 1, f"expected one channel {producer} -> {consumer}, found {found}"
+    return found[0]
+
+
+def kinds(channel) -> list[str]:
+    """The element kinds queued in a channel deque, for readable assertions."""
+    out = []
+    for e in channel:
+        t = type(e)
+        if t is tuple:
+            out.append("rec")
+        elif t is Watermark:
+            out.append(f"wm{e.timestamp}")
+        elif t is WatermarkStatus:
+            out.append("IDLE" if e.idle else "ACTIVE")
+        elif t is CheckpointBarrier:
+            out.append(f"{'UC' if e.unaligned else 'AC'}{e.id}")
+        elif t is CancelCheckpointMarker:
+            out.append(f"cancel{e.checkpoint_id}")
+        elif t is EndOfPartitionEvent:
+            out.append("EOP")
+        else:  # pragma: no cover
+            out.append(repr(e))
+    return out
+
+
+def records(channel) -> list[tuple]:
+    return [e for e in channel if type(e) is tuple]
+
+
+def enabled(c: Cluster, kind) -> list:
+    return [a for a in c.enabled_actions() if type(a) is kind]
+
+
+def deliver_until_empty(c: Cluster, channel: int) -> None:
+    """Deliver the head of ``channel`` while it is enabled."""
+    while A.Deliver(channel) in c.enabled_actions():
+        c.step(A.Deliver(channel))
+
+
+def random_walk(c: Cluster, seed: int, steps: int, exclude: tuple = ()) -> list:
+    """``steps`` seeded random choices over ``enabled_actions`` (minus the types in
+    ``exclude``); returns the actions taken."""
+    rng = random.Random(seed)
+    taken = []
+    for _ in range(steps):
+        acts = [a for a in c.enabled_actions() if type(a) not in exclude]
+        if not acts:
+            break
+        a = rng.choice(acts)
+        c.step(a)
+        taken.append(a)
+    return taken
+
+
+def oracle_diffs(graph, job_input, cluster) -> dict:
+    """Per sink: the OutputDiff of ``cluster``'s committed output against the p=1 reference
+    (upsert sinks by their final table; rolling aggregates per key by number of outputs;
+    everything else as a multiset). Only non-empty diffs are returned."""
+    expected = reference_output(graph, job_input)
+    actual = sink_output_by_operator(cluster)
+    ops = {o.name: o for o in graph.operators}
+    out = {}
+    for name, exp in expected.items():
+        got = actual.get(name, [])
+        if ops[name].sink_kind == "upsert":
+            d = diff_outputs(exp, got, mode="upsert")
+        elif comparison_mode(graph, name) == "rolling":
+            d = diff_outputs([(k, None, None) for k, _v, _t in exp], [(k, None, None) for k, _v, _t in got])
+        else:
+            d = diff_outputs(exp, got, mode="multiset")
+        if not d.ok:
+            out[name] = d
+    return out
+
+
+def fresh(graph, job_input: JobInput, config: RuntimeConfig, seed: int = 0) -> Cluster:
+    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed)
+
+
+def replay(graph, job_input: JobInput, config: RuntimeConfig, seed: int, trace) -> Cluster:
+    c = fresh(graph, job_input, config, seed)
+    for a in trace:
+        c.step(a)
+    return c
+
+
+__all__ = [
+    "A", "Cluster", "JobInput", "RuntimeConfig", "drain", "compile_stream_graph", "sub", "chan", "kinds",
+    "records", "enabled", "deliver_until_empty", "random_walk", "oracle_diffs", "fresh", "replay",
+]
