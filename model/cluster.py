@@ -200,7 +200,9 @@ class Cluster:
         self.blocked = [False] * n
         self.received = [0] * n
         self.blocking = [self._channel_blocking(ch) for ch in execution_graph.channels]
-        self.partition_log: dict[int, list] = {}
+        #: blocking channels: the deque is the whole partition (append-only), ``read_pos`` the
+        #: consumer's position in it; pipelined channels are consumed from the head.
+        self.read_pos = [0] * n
         self._ops = {o.name: o for o in execution_graph.stream_graph.operators}
         self.consumer_of = [ch.consumer for ch in execution_graph.channels]
         self.producer_of = [ch.producer for ch in execution_graph.channels]
@@ -413,9 +415,6 @@ class Cluster:
                     self.notifications.append((tid, e.checkpoint_id))
 
     def task_finished(self, task: StreamTask) -> None:
-        for c in task.output_channels:
-            if self.blocking[c]:
-                self.partition_log[c] = list(self.channels[c])
         for cid in self.coordinator.pending_ids():
             if cid not in task.acked and cid in self.coordinator.pending_ids():
                 self.acknowledge(task, task.take_snapshot(cid))
@@ -460,7 +459,8 @@ class Cluster:
         for c in range(len(chans)):
             if not chans[c] or (blocked[c] and not prio[c]):
                 continue
-            if blocking[c] and tasks[self.producer_of[c]].status != FINISHED:
+            if blocking[c] and (tasks[self.producer_of[c]].status != FINISHED
+                                or self.read_pos[c] >= len(chans[c])):
                 continue
             tid = consumer_of[c]
             t = tasks[tid]
@@ -533,9 +533,16 @@ class Cluster:
             raise ActionNotEnabled(f"{a!r}: channel {c} is blocked by checkpoint alignment")
         if self.blocking[c] and self.tasks[self.producer_of[c]].status != FINISHED:
             raise ActionNotEnabled(f"{a!r}: blocking channel {c} is consumable only once its producer finished")
-        e = ch.popleft()
-        if self.prio[c]:
-            self.prio[c] -= 1
+        if self.blocking[c]:
+            pos = self.read_pos[c]
+            if pos >= len(ch):
+                raise ActionNotEnabled(f"{a!r}: blocking channel {c} has been read to its end")
+            e = ch[pos]
+            self.read_pos[c] = pos + 1
+        else:
+            e = ch.popleft()
+            if self.prio[c]:
+                self.prio[c] -= 1
         task = self.tasks[self.consumer_of[c]]
         if task.status != RUNNING:
             raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is {task.status}")
@@ -664,8 +671,6 @@ class Cluster:
         failed |= {self.consumer_of[c] for c in unavailable if self.tasks[self.consumer_of[c]].status == RUNNING}
         if not failed:
             self.events.append(("task_manager_replaced", self.now, tm_id))
-            for c in unavailable:
-                self.partition_log.pop(c, None)
             return
         self._failover(failed, unavailable)
 
@@ -710,11 +715,12 @@ class Cluster:
         self.notifications = [n for n in self.notifications if n[0] not in restart]
         for c in range(len(self.channels)):
             if self.consumer_of[c] in restart or self.producer_of[c] in restart:
+                if self.blocking[c] and self.producer_of[c] not in restart:
+                    continue  # the partition survives; the restarted consumer re-reads it
                 self.channels[c].clear()
                 self.prio[c] = 0
                 self.blocked[c] = False
-                if self.producer_of[c] in restart:
-                    self.partition_log.pop(c, None)
+                self.read_pos[c] = 0
         for tid in restart:
             self.tasks[tid].status = "CANCELED"
         eg = self.eg
@@ -737,33 +743,25 @@ class Cluster:
             self._restore_task(task, snap)
         for c in range(len(self.channels)):
             cons, prod = self.consumer_of[c], self.producer_of[c]
-            if cons not in restart:
-                if prod in restart and self.blocking[c]:
-                    psnap = states.get(prod)
-                    if psnap is not None:
-                        self.channels[c].extend(psnap.partition.get(c, ()))
-                continue
-            csnap = states.get(cons)
             psnap = states.get(prod)
+            if self.blocking[c] and prod in restart and psnap is not None:
+                # the restored producer's partition is complete again up to its snapshot
+                self.channels[c].extend(psnap.partition.get(c, ()))
+            if cons not in restart:
+                continue  # (only with the unsafe skip_consumer_regions: it reads on at read_pos)
+            csnap = states.get(cons)
             received = csnap.received.get(c, 0) if csnap is not None else 0
             self.received[c] = received
             ch = self.channels[c]
             if self.blocking[c]:
-                # a blocking partition is re-read from the consumer's restored position: from the
-                # surviving partition, or from the restored producer's persisted partition
-                if prod not in restart and c in self.partition_log:
-                    log = self.partition_log[c]
-                elif prod in restart and psnap is not None:
-                    log = list(psnap.partition.get(c, ()))
-                else:
-                    continue
+                # re-read the partition from just after the records the consumer's state reflects
+                pos = 0
                 seen = 0
-                for i, e in enumerate(log):
-                    if seen == received:
-                        ch.extend(log[i:])
-                        break
-                    if type(e) is tuple:
+                while seen < received and pos < len(ch):
+                    if type(ch[pos]) is tuple:
                         seen += 1
+                    pos += 1
+                self.read_pos[c] = pos
                 continue
             if csnap is not None:
                 ch.extend(csnap.input_channel_state.get(c, ()))
@@ -857,9 +855,16 @@ class Cluster:
         """Every task finished, nothing in flight, and every sink's output committed."""
         if any(t.status != FINISHED for t in self.tasks):
             return False
-        if any(self.channels) or self.notifications or self.coordinator.num_pending:
+        if self.notifications or self.coordinator.num_pending or self._in_flight():
             return False
         return not self._uncommitted_sink_data()
+
+    def _in_flight(self) -> bool:
+        blocking = self.blocking
+        for c, ch in enumerate(self.channels):
+            if ch and (not blocking[c] or self.read_pos[c] < len(ch)):
+                return True
+        return False
 
     def _uncommitted_sink_data(self) -> bool:
         """A live two-phase-commit sink still holds written records that are not committed

@@ -380,10 +380,7 @@ class StreamTask:
         blocking = cluster.blocking
         for c in self.output_channels:
             if blocking[c]:
-                content = cluster.partition_log.get(c)
-                if content is None:
-                    content = chans[c]
-                snap.partition[c] = tuple(e for e in content if type(e) is not EndOfPartitionEvent)
+                snap.partition[c] = tuple(e for e in chans[c] if type(e) is not EndOfPartitionEvent)
                 continue
             snap.sent[c] = received[c] + sum(1 for e in chans[c] if type(e) is tuple)
         return snap

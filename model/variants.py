@@ -147,9 +147,20 @@ def generate(variant: Variant, seed: int) -> Scenario:
                        negative=negative)
     config = variant.config
     if variant.family == "rescale":
+        from model.errors import InvalidJobSpec
+        from model.rescaling import rescale_graph
+
         keyed = next(o for o in graph.operators if o.name == "agg")
-        options = tuple(p for p in range(1, keyed.max_parallelism + 1) if p != keyed.parallelism)[:4]
-        config = attrs.evolve(config, rescale_options=(("agg", options),))
+        options = []
+        for p in range(1, keyed.max_parallelism + 1):
+            if p == keyed.parallelism:
+                continue
+            try:
+                rescale_graph(graph, {"agg": p})
+            except InvalidJobSpec:
+                continue
+            options.append(p)
+        config = attrs.evolve(config, rescale_options=(("agg", tuple(options[:4])),))
     return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
 
 
