@@ -175,18 +175,24 @@ class Cluster:
         self.declines: list = []
         self.last_failover = None
         self.events: list = []
-        all_ids = [s.id for s in execution_graph.subtasks]
-        self.coordinator = CheckpointCoordinator(
-            tasks_to_trigger=all_ids,
-            tasks_to_ack=all_ids,
-            max_concurrent_checkpoints=self.config.max_concurrent_checkpoints,
-            min_pause_between_checkpoints=self.config.min_pause_between_checkpoints,
-            max_retained=self.config.max_retained_checkpoints,
-            restore_pending_checkpoints=self.config.restore_pending_checkpoints,
-            notify_savepoint_complete=self.config.notify_savepoint_complete,
-        )
+        self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
+
+    def _new_coordinator(self, execution_graph):
+        from model.checkpointcoordinator import CheckpointCoordinator
+
+        all_ids = [s.id for s in execution_graph.subtasks]
+        cfg = self.config
+        return CheckpointCoordinator(
+            tasks_to_trigger=all_ids,
+            tasks_to_ack=all_ids,
+            max_concurrent_checkpoints=cfg.max_concurrent_checkpoints,
+            min_pause_between_checkpoints=cfg.min_pause_between_checkpoints,
+            max_retained=cfg.max_retained_checkpoints,
+            restore_pending_checkpoints=cfg.restore_pending_checkpoints,
+            notify_savepoint_complete=cfg.notify_savepoint_complete,
+        )
 
     def _install(self, execution_graph, restored=None) -> None:
         """Deploy every subtask of ``execution_graph`` (fresh, or from ``restored``)."""
@@ -309,8 +315,11 @@ class Cluster:
         mode = cfg.barrier_mode
         if mode == "at_least_once":
             return CheckpointBarrierTracker(task, n)
+        # with unaligned checkpoints enabled Flink always builds the *alternating* handler
+        # (InputProcessorUtil.createCheckpointBarrierHandler): unaligned checkpoint barriers take
+        # its timeout path at once, savepoints (always aligned) are aligned by it
         return SingleCheckpointBarrierHandler(
-            task, n, mode, timeout=cfg.aligned_checkpoint_timeout,
+            task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
 
     def _keyed_operator(self, spec, max_parallelism):
@@ -840,8 +849,13 @@ class Cluster:
         restored = rescale_states(old_eg, new_eg, snaps, self.savepoint, self.config.keygroup_assignment)
         sp = self.savepoint
         self.notifications = []
-        self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
         self.acks.clear()
+        # a new job: a fresh CheckpointCoordinator whose store starts with the (rescaled)
+        # savepoint (CheckpointCoordinator.restoreSavepoint, NO_CLAIM)
+        from model.checkpointcoordinator import CompletedCheckpoint
+
+        self.coordinator = self._new_coordinator(new_eg)
+        self.coordinator.restore_savepoint(CompletedCheckpoint(sp, self.now, task_states=dict(restored.task_states)))
         self.status = RUNNING
         self.attempt += 1
         self.generation += 1

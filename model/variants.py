@@ -127,11 +127,28 @@ def _blocking_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return StreamGraph(name="blocking-job", operators=ops, edges=edges).validate()
 
 
+def _two_stage_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """source p=2 --rebalance--> map p=2 --hash--> keyed count p=1..2 --> sink: barriers reach
+    the keyed operator through two independently scheduled upstream tasks."""
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=2, watermark_out_of_orderness=1),
+        OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
+        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=rng.choice([1, 2]), aggregate="count"),
+        OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind),
+    )
+    edges = (
+        EdgeSpec(source="source", target="map", partitioner="rebalance"),
+        EdgeSpec(source="map", target="agg", partitioner="hash"),
+        EdgeSpec(source="agg", target="sink", partitioner="rebalance"),
+    )
+    return StreamGraph(name="two-stage-job", operators=ops, edges=edges).validate()
+
+
 def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return _keyed_job(rng, sink_kind, max_parallelism=rng.choice([6, 10, 7]))
 
 
-FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job}
+FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
@@ -190,6 +207,10 @@ _add(Variant(name="unaligned-2pc", description="unaligned checkpoints with chann
 _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
              "(aligned-checkpoint-timeout)", config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4,
                                                                  channel_capacity=3, **_F)))
+_add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
+             "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, **_F)))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
              config=RuntimeConfig(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
@@ -227,7 +248,7 @@ _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-17568",), channel_capacity=3)))
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
-             "persistence off", expected=("consistent_cut",),
+             "persistence off", expected=("consistent_cut",), family="two_stage",
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2,
                                   trigger_savepoints=True, channel_capacity=3)))
 _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "

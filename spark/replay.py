@@ -43,7 +43,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 import attrs
 
-from model.errors import InvalidArgument
+from model.errors import FlinkspecError, InvalidArgument
 
 #: Columns of a result row (the Parquet schema; ``variant`` becomes the partition directory).
 RESULT_COLUMNS = (
@@ -94,8 +94,10 @@ def model_shrink(variant: str, seed: int, actions, invariant: str) -> list:
 
 def model_write_counterexample(directory, variant, seed, engine, actions, violation):
     """``properties.counterexample.write_counterexample`` (imported when first needed)."""
-    from properties.counterexample import write_counterexample
-
+    try:
+        from properties.counterexample import write_counterexample
+    except ImportError as e:
+        raise FlinkspecError(f"counterexamples cannot be written: {e}") from None
     return write_counterexample(directory, variant, seed, engine, actions, violation)
 
 
@@ -443,10 +445,15 @@ def store_counterexamples(engine: Engine, reps: list[dict], directory, *, shrink
             out.append(rec)
             continue
         actions = list(r.actions)
-        if shrink:
-            actions = list(engine.shrink(rep["variant"], rep["seed"], actions, rep["invariant"]))
-        path = engine.write_counterexample(directory, rep["variant"], rep["seed"], "spark-replay",
-                                           actions, r.violation)
+        try:
+            if shrink:
+                actions = list(engine.shrink(rep["variant"], rep["seed"], actions, rep["invariant"]))
+            path = engine.write_counterexample(directory, rep["variant"], rep["seed"], "spark-replay",
+                                               actions, r.violation)
+        except FlinkspecError as e:
+            rec["error"] = str(e)
+            out.append(rec)
+            continue
         rec.update(shrunk_steps=len(actions), path=str(path))
         if log:
             log(f"counterexample {rep['variant']}/{rep['invariant']}: seed {rep['seed']}, "
@@ -527,7 +534,8 @@ def format_summary(summary: dict) -> str:
             "runs/s/core", "verdict")
     rows = [head]
     for v in summary["variants"]:
-        rows.append((v["variant"], "|".join(v["expected"]), str(v["runs"]), str(v["violations"]),
+        exp = v["expected"][0] + (f" (+{len(v['expected']) - 1})" if len(v["expected"]) > 1 else "")
+        rows.append((v["variant"], exp, str(v["runs"]), str(v["violations"]),
                      str(v["errors"]), str(v["signatures"]), str(v["goals_reached"]),
                      f"{v['runs_per_second_per_core'] or 0:.0f}", "ok" if v["ok"] else "UNEXPECTED"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]

@@ -85,8 +85,8 @@ def random_walk(c: Cluster, seed: int, steps: int, exclude: tuple = ()) -> list:
 
 def oracle_diffs(graph, job_input, cluster) -> dict:
     """Per sink: the OutputDiff of ``cluster``'s committed output against the p=1 reference
-    (upsert sinks by their final table; rolling aggregates per key by number of outputs;
-    everything else as a multiset). Only non-empty diffs are returned."""
+    (upsert sinks by their final table; rolling counts as (key, count) multisets; rolling
+    sums per key by number of outputs; everything else as a multiset). Only non-empty diffs are returned."""
     expected = reference_output(graph, job_input)
     actual = sink_output_by_operator(cluster)
     ops = {o.name: o for o in graph.operators}
@@ -97,6 +97,8 @@ def oracle_diffs(graph, job_input, cluster) -> dict:
             d = diff_outputs(exp, got, mode="upsert")
         elif comparison_mode(graph, name) == "rolling":
             d = diff_outputs([(k, None, None) for k, _v, _t in exp], [(k, None, None) for k, _v, _t in got])
+        elif comparison_mode(graph, name) == "rolling_count":
+            d = diff_outputs([(k, v, None) for k, v, _t in exp], [(k, v, None) for k, v, _t in got])
         else:
             d = diff_outputs(exp, got, mode="multiset")
         if not d.ok:
