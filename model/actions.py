@@ -61,6 +61,13 @@ class TriggerCheckpoint:
 
 
 @attrs.frozen(slots=True)
+class CheckpointTimeout:
+    """Pending checkpoint ``checkpoint_id`` expires (the coordinator's checkpoint timeout)."""
+
+    checkpoint_id: int
+
+
+@attrs.frozen(slots=True)
 class NotifyCheckpointComplete:
     """The notifyCheckpointComplete RPC of ``checkpoint_id`` reaches subtask ``subtask``."""
 
@@ -114,6 +121,7 @@ ACTION_TYPES = (
     SourceActive,
     SourceEnd,
     TriggerCheckpoint,
+    CheckpointTimeout,
     NotifyCheckpointComplete,
     AlignmentTimeout,
     FailTask,

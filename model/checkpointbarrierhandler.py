@@ -94,6 +94,11 @@ class SingleCheckpointBarrierHandler:
     def pending(self) -> bool:
         return self.current_id != self.last_done_id and self.current_id >= 0
 
+    def has_seen(self, checkpoint_id: int) -> bool:
+        """Whether checkpoint ``checkpoint_id`` already reached this handler (it is being
+        aligned, was triggered, aborted, or skipped as obsolete)."""
+        return checkpoint_id <= self.current_id
+
     # -- barriers -------------------------------------------------------------------------
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         ctx = self.ctx
@@ -299,6 +304,9 @@ class CheckpointBarrierTracker:
 
     def on_alignment_timeout(self, checkpoint_id: int) -> None:  # never registered
         return None
+
+    def has_seen(self, checkpoint_id: int) -> bool:
+        return checkpoint_id <= self.latest_pending_id
 
     def timer_due(self, now: int, deadline: int) -> bool:
         return False

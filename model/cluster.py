@@ -424,7 +424,13 @@ class Cluster:
                     self.notifications.append((tid, e.checkpoint_id))
 
     def task_finished(self, task: StreamTask) -> None:
+        """FLIP-147: a task that finished acknowledges, with its final state, the pending
+        checkpoints whose barriers never reached it (its EndOfPartitions stand for them);
+        one its handler already saw (aligned, aborted or skipped as obsolete) is not acked."""
+        h = task.handler
         for cid in self.coordinator.pending_ids():
+            if h is not None and h.has_seen(cid):
+                continue
             if cid not in task.acked and cid in self.coordinator.pending_ids():
                 self.acknowledge(task, task.take_snapshot(cid))
 
@@ -486,6 +492,9 @@ class Cluster:
             acts.append(A.TriggerCheckpoint())
             if self.config.trigger_savepoints:
                 acts.append(A.TriggerCheckpoint(savepoint=True))
+        if self.status == RUNNING:
+            for cid in self.coordinator.pending_ids():
+                acts.append(A.CheckpointTimeout(cid))
         seen = set()
         for n in self.notifications:
             if n not in seen:
@@ -628,6 +637,12 @@ class Cluster:
             elif t.status == RUNNING and not t.barrier_channels:
                 # sources, and tasks fed only by blocking partitions, are triggered directly
                 t.trigger(barrier, unaligned)
+
+    def _checkpoint_timeout(self, a) -> None:
+        if a.checkpoint_id not in self.coordinator.pending:
+            raise ActionNotEnabled(f"{a!r}: checkpoint {a.checkpoint_id} is not pending")
+        self.acks.pop(a.checkpoint_id, None)
+        self._effects(self.coordinator.receive_decline(a.checkpoint_id, -1, "CHECKPOINT_EXPIRED", now=self.now))
 
     def _notify(self, a) -> None:
         key = (a.subtask, a.checkpoint_id)
@@ -905,6 +920,7 @@ _DISPATCH = {
     A.SourceEnd: Cluster._source_end,
     A.TriggerCheckpoint: Cluster._trigger,
     A.NotifyCheckpointComplete: Cluster._notify,
+    A.CheckpointTimeout: Cluster._checkpoint_timeout,
     A.AlignmentTimeout: Cluster._alignment_timeout,
     A.FailTask: Cluster._fail_task,
     A.LoseTaskManager: Cluster._lose_task_manager,
@@ -947,6 +963,10 @@ def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
         if chosen is None:
             if all(t.status == FINISHED for t in cluster.tasks) and not cluster.coordinator.num_pending:
                 cluster.step(A.TriggerCheckpoint())
+                continue
+            timeouts = [a for a in acts if type(a) is A.CheckpointTimeout]
+            if timeouts:
+                cluster.step(timeouts[0])
                 continue
             raise FlinkspecError(f"the run is stuck after {cluster.now} steps: no action drains it further")
         cluster.step(chosen)

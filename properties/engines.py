@@ -49,12 +49,13 @@ EVENTUALLY = (exactly_once.exactly_once,)
 CORE_KINDS = ("Deliver", "SourceEmit", "SourceEnd", "NotifyCheckpointComplete", "RestartFromSavepoint")
 #: Optional kinds that swarm testing switches on or off per run.
 SWARM_KINDS = ("SourceWatermark", "SourceIdle", "SourceActive", "TriggerCheckpoint", "AlignmentTimeout",
+               "CheckpointTimeout",
                "FailTask", "LoseTaskManager", "FailJobManager", "StopWithSavepoint")
 #: Relative weight of picking an action of each kind (then uniform within the kind).
 WEIGHTS = {
     "Deliver": 12.0, "SourceEmit": 6.0, "SourceEnd": 1.0, "NotifyCheckpointComplete": 2.0,
     "RestartFromSavepoint": 5.0, "SourceWatermark": 2.0, "SourceIdle": 0.4, "SourceActive": 1.0,
-    "TriggerCheckpoint": 1.0, "AlignmentTimeout": 1.0, "FailTask": 0.25, "LoseTaskManager": 0.15,
+    "TriggerCheckpoint": 1.0, "AlignmentTimeout": 1.0, "CheckpointTimeout": 0.1, "FailTask": 0.25, "LoseTaskManager": 0.15,
     "FailJobManager": 0.08, "StopWithSavepoint": 0.1,
 }
 
@@ -157,6 +158,9 @@ def _drain_choice(c: Cluster):
 
     if all(t.status == FINISHED for t in c.tasks) and not c.coordinator.num_pending:
         return A.TriggerCheckpoint()
+    for act in acts:
+        if type(act) is A.CheckpointTimeout:
+            return act  # a checkpoint that can no longer complete expires
     if c.stopping is not None:
         return None
     raise FlinkspecError(f"the run is stuck after {c.now} steps: no action drains it further")
