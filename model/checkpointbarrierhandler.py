@@ -121,6 +121,10 @@ class SingleCheckpointBarrierHandler:
             self.barrier = b
             if self.mode == "alternating" and b.timeoutable and self.timeout is not None:
                 ctx.register_timer(b.id, b.timestamp + self.timeout)
+            if not b.unaligned:
+                # the abort above resumed the channels blocked *before*; this barrier's channel is
+                # blocked upstream by credit since it was sent (barrierReceived blocks it again)
+                ctx.block(ch)
         if ch in self.aligned:
             return
         self.aligned.add(ch)
