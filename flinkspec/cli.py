@@ -22,6 +22,8 @@ COMMANDS = (
     "compile",
     "keygroup",
     "prove",
+    "replay",
+    "show",
     "spark_replay",  # the parser is named "spark-replay"
 )
 

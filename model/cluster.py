@@ -551,6 +551,11 @@ class Cluster:
             raise ActionNotEnabled(f"{a!r}: channel {c} is blocked by checkpoint alignment")
         if self.blocking[c] and self.tasks[self.producer_of[c]].status != FINISHED:
             raise ActionNotEnabled(f"{a!r}: blocking channel {c} is consumable only once its producer finished")
+        task = self.tasks[self.consumer_of[c]]
+        if task.status != RUNNING:
+            raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is {task.status}")
+        if not self.outputs_free(task):
+            raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is back-pressured (an output channel is full)")
         if self.blocking[c]:
             pos = self.read_pos[c]
             if pos >= len(ch):
@@ -561,9 +566,6 @@ class Cluster:
             e = ch.popleft()
             if self.prio[c]:
                 self.prio[c] -= 1
-        task = self.tasks[self.consumer_of[c]]
-        if task.status != RUNNING:
-            raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is {task.status}")
         if type(e) is tuple:
             self.received[c] += 1
             if task.persisting and task.local_of[c] in task.persisting:
@@ -574,6 +576,13 @@ class Cluster:
         else:
             task.process_event(e, c)
 
+    def _free_source(self, a) -> StreamTask:
+        """``_source`` for the actions back-pressure disables (a full output channel)."""
+        t = self._source(a)
+        if not self.outputs_free(t):
+            raise ActionNotEnabled(f"{a!r}: {t.subtask.name} is back-pressured (an output channel is full)")
+        return t
+
     def _source(self, a) -> StreamTask:
         if not 0 <= a.subtask < len(self.tasks) or self.tasks[a.subtask].source is None:
             raise ActionNotEnabled(f"{a!r}: subtask {a.subtask} is not a source subtask")
@@ -583,7 +592,7 @@ class Cluster:
         return t
 
     def _source_emit(self, a) -> None:
-        t = self._source(a)
+        t = self._free_source(a)
         src = t.source
         if not src.has_next() or src.wm_output.is_idle:
             raise ActionNotEnabled(f"{a!r}: source has no record to emit or is idle")
@@ -591,13 +600,13 @@ class Cluster:
         t.head.process(rec[0], rec[1], rec[2])
 
     def _source_watermark(self, a) -> None:
-        t = self._source(a)
+        t = self._free_source(a)
         src = t.source
         if not src.wm_output.emit_watermark(src.current_watermark()):
             raise ActionNotEnabled(f"{a!r}: the generator's watermark does not advance")
 
     def _source_idle(self, a) -> None:
-        t = self._source(a)
+        t = self._free_source(a)
         if t.source.wm_output.is_idle:
             raise ActionNotEnabled(f"{a!r}: source is idle already")
         t.source.wm_output.mark_idle()
@@ -609,7 +618,7 @@ class Cluster:
         t.source.wm_output.mark_active()
 
     def _source_end(self, a) -> None:
-        t = self._source(a)
+        t = self._free_source(a)
         src = t.source
         if src.has_next():
             raise ActionNotEnabled(f"{a!r}: source has records left")

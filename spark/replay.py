@@ -186,8 +186,11 @@ class ReplayPlan:
         return [self.run_at(i) for i in range(self.runs)]
 
     def num_partitions(self, parallelism: int) -> int:
-        """``partitions`` or 8 per core (bounded by the number of runs)."""
-        return self.partitions or max(1, min(self.runs, 8 * max(1, parallelism)))
+        """``partitions``, else 8 per core but at least ~100 runs each (a Spark task costs
+        tens of milliseconds; 8 per core balance the load and give the progress line steps)."""
+        if self.partitions:
+            return self.partitions
+        return max(1, min(-(-self.runs // 100), 8 * max(1, parallelism)))
 
 
 def check_variants(names: Iterable[str], engine: Engine) -> tuple:

@@ -81,3 +81,318 @@ def test_stop_with_savepoint_with_records_in_flight_then_restart_equals_oracle(m
     c.step(A.RestartFromSavepoint((("src", 2), ("agg", 2), ("out", 2))))
     drain(c)
     assert oracle_diffs(g, inp, c) == {}
+
+
+def _savepoint_and_stop(c):
+    """StopWithSavepoint, then deliver (and notify) until the job is STOPPED."""
+    c.step(A.StopWithSavepoint())
+    while c.status == "RUNNING":
+        acts = [a for a in c.enabled_actions() if type(a) in (A.Deliver, A.NotifyCheckpointComplete)]
+        c.step(acts[0])
+    assert c.status == "STOPPED"
+    return c.savepoint
+
+
+def test_stop_with_savepoint_and_rescale_3_to_2_with_uneven_key_groups():
+    """Rescale agg 3 -> 2 with max parallelism 10 (key groups [0,3],[4,6],[7,9] -> [0,4],[5,9])
+    and the source 2 -> 3 (its three splits redistributed).
+
+        src(0..1) ──hash──► agg(0..2)→out(0..2)   ==>   src(0..2) ──hash──► agg(0..1)→out(0..1)
+    """
+    from model.keygroups import compute_key_group_range_for_operator_index
+    from model.streamtask import KeyedNode
+
+    g = _keyed_count_job(src_p=2, agg_p=3, max_p=10)
+    inp = _input(splits=3, per_split=6)
+    c = fresh(g, inp, RuntimeConfig(savepoints=True))
+    # 1. read half of the input and process it
+    for _ in range(4):
+        for i in range(2):
+            c.step(A.SourceEmit(sub(c.eg, "src", i)))
+    # 2. stop with a savepoint
+    sp = _savepoint_and_stop(c)
+    old_kgs = set()
+    for snap in c.completed[sp].values():
+        old_kgs |= set(snap.keyed.get("agg", {}))
+    old_offsets = sorted(e for snap in c.completed[sp].values() for e in snap.operator.get("src", []))
+    assert old_kgs and len(old_offsets) == 3
+    # 3. restart from it with new parallelisms
+    c.step(A.RestartFromSavepoint((("src", 3), ("agg", 2), ("out", 2))))
+    eg = c.eg
+    assert eg.job_graph.vertices["agg"].parallelism == 2 and eg.job_graph.vertices["agg"].max_parallelism == 10
+    new_kgs = []
+    for i in range(2):
+        node = next(n for n in c.tasks[sub(eg, "agg", i)].nodes if isinstance(n, KeyedNode))
+        r = compute_key_group_range_for_operator_index(10, 2, i)
+        kgs = node.op.key_groups()
+        assert all(r.start <= kg <= r.end for kg in kgs), (i, kgs, r)
+        new_kgs.extend(kgs)
+    assert sorted(new_kgs) == sorted(old_kgs)  # every key group exactly once, none lost
+    new_offsets = sorted((s[0], s[2]) for i in range(3) for s in c.tasks[sub(eg, "src", i)].source.splits)
+    assert new_offsets == old_offsets
+    # 4. drain: the oracle's output
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_max_parallelism_mismatch_and_too_high_parallelism_are_clear_errors():
+    """A savepoint of agg with explicit max parallelism 10 cannot restore into maxP 20, nor into
+    parallelism 12 > 10; the job stays STOPPED."""
+    from model.executiongraph import compile_stream_graph
+    from model.errors import FlinkspecError
+    from model.rescaling import rescale_states
+
+    g = _keyed_count_job(src_p=1, agg_p=2, max_p=10)
+    c = fresh(g, _input(splits=1), RuntimeConfig(savepoints=True))
+    c.step(A.SourceEmit(sub(c.eg, "src", 0)))
+    sp = _savepoint_and_stop(c)
+    with pytest.raises(FlinkspecError, match="agg"):
+        c.step(A.RestartFromSavepoint((("src", 1), ("agg", 12), ("out", 12))))
+    assert c.status == "STOPPED"
+    other = compile_stream_graph(_keyed_count_job(src_p=1, agg_p=2, max_p=20))
+    with pytest.raises(StateAssignmentError, match="Max parallelism mismatch"):
+        rescale_states(c.eg, other, c.completed[sp], sp)
+
+
+# ---------------------------------------------------------------------------------------------
+# failures: task, TaskManager, JobManager, restart strategy
+# ---------------------------------------------------------------------------------------------
+
+
+def _pointwise_job():
+    b = StreamGraphBuilder("pointwise")
+    b.source("src", parallelism=2)
+    b.map("m", "src", function="add:1", partitioner="rescale", parallelism=2)
+    b.sink("out", "m", sink_kind="two_phase_commit", parallelism=2)
+    return b.build()
+
+
+def _checkpoint_then_more(c, sources):
+    """Emit a record per source, complete checkpoint 1 (notifications left undelivered), emit
+    another record per source and deliver everything that is enabled."""
+    for s in sources:
+        c.step(A.SourceEmit(s))
+    c.step(A.TriggerCheckpoint())
+    while c.coordinator.num_pending:
+        c.step(enabled(c, A.Deliver)[0])
+    assert c.completed_ids == [1]
+    for s in sources:
+        c.step(A.SourceEmit(s))
+    while enabled(c, A.Deliver):
+        c.step(enabled(c, A.Deliver)[0])
+
+
+@pytest.mark.parametrize("strategy", ["region", "full"])
+def test_fail_task_region_failover_restarts_only_its_region(strategy):
+    """Pointwise-only job: one pipelined region per subtask chain.
+
+        region 0:  src(0) ──rescale──► m(0)→out(0)
+        region 1:  src(1) ──rescale──► m(1)→out(1)
+
+    FailTask(m(0)): region failover restarts {src(0), m(0)} only; restart-all restarts all.
+    """
+    g = _pointwise_job()
+    inp = _input(splits=2, per_split=4)
+    c = fresh(g, inp, RuntimeConfig(max_failures=1, failover_strategy=strategy))
+    eg = c.eg
+    src = [sub(eg, "src", i) for i in range(2)]
+    m = [sub(eg, "m", i) for i in range(2)]
+    # 1.-3. checkpoint 1 completes; more records flow
+    _checkpoint_then_more(c, src)
+    survivors = {t: c.tasks[t] for t in (src[1], m[1])}
+    # 4. m(0) fails
+    c.step(A.FailTask(m[0]))
+    restarted = set(c.restored_from[-1][2])
+    assert c.restored_from[-1][1] == 1
+    if strategy == "region":
+        assert restarted == {src[0], m[0]}
+        assert all(c.tasks[t] is task for t, task in survivors.items())
+    else:
+        assert restarted == set(range(len(eg.subtasks)))
+    # 5. drain: exactly the oracle's output
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_fail_task_in_an_all_to_all_job_restarts_everything():
+    """Hash edges are all-to-all: every subtask is in one pipelined region.
+
+        src(0..1) ──hash──► agg(0..2)→out(0..2)
+    """
+    g = _keyed_count_job()
+    inp = _input()
+    c = fresh(g, inp, RuntimeConfig(max_failures=1))
+    eg = c.eg
+    _checkpoint_then_more(c, [sub(eg, "src", 0), sub(eg, "src", 1)])
+    c.step(A.FailTask(sub(eg, "agg", 1)))
+    assert set(c.restored_from[-1][2]) == set(range(len(eg.subtasks)))
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_lose_task_manager_fails_its_tasks_and_placement_stays_valid():
+    """Two TaskManagers; losing tm0 fails every task in its slots; after the restart the slot
+    placement is valid again (slot sharing: one subtask per JobVertex per slot).
+
+        src(0..1) ──hash──► agg(0..2)→out(0..2)        on tm0, tm1
+    """
+    from spec.placement import check_placement
+
+    g = _keyed_count_job()
+    inp = _input()
+    c = fresh(g, inp, RuntimeConfig(max_failures=1, task_managers=2))
+    eg = c.eg
+    assert check_placement(eg, c.allocation) == []
+    lost = set(c.allocation.subtasks_on(c.task_managers[0].id))
+    assert lost
+    _checkpoint_then_more(c, [sub(eg, "src", 0), sub(eg, "src", 1)])
+    c.step(A.LoseTaskManager(0))
+    assert lost <= set(c.restored_from[-1][2])
+    assert check_placement(c.eg, c.allocation) == []
+    assert all(c.allocation.slot_of(t) is not None for t in range(len(eg.subtasks)))
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_job_manager_failover_loses_pending_checkpoints_and_restores_the_store():
+    """JobManager failover: checkpoint 2 is pending (its barrier waits in a channel), the
+    JobManager fails: 2 is lost, the job restores checkpoint 1 from the store.
+
+        src(0..1) ──hash──► agg(0..2)→out(0..2)
+    """
+    g = _keyed_count_job()
+    inp = _input()
+    c = fresh(g, inp, RuntimeConfig(max_failures=1))
+    eg = c.eg
+    srcs = [sub(eg, "src", 0), sub(eg, "src", 1)]
+    _checkpoint_then_more(c, srcs)
+    offsets_1 = {t: c.completed[1][t].operator["src"] for t in srcs}
+    c.step(A.TriggerCheckpoint())
+    assert c.coordinator.num_pending == 1
+    c.step(A.FailJobManager())
+    assert c.coordinator.num_pending == 0 and 2 not in c.completed_ids
+    assert c.restored_from[-1][1] == 1 and set(c.restored_from[-1][2]) == set(range(len(eg.subtasks)))
+    assert {t: c.tasks[t].source.snapshot_state() for t in srcs} == offsets_1
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_restart_attempts_exhausted_fails_the_job():
+    """Fixed-delay restart strategy with 1 attempt: the second failure makes the job FAILED.
+
+        src(0..1) ──rescale──► m(0..1)→out(0..1)
+    """
+    g = _pointwise_job()
+    c = fresh(g, _input(splits=2), RuntimeConfig(max_failures=3, restart_attempts=1))
+    eg = c.eg
+    c.step(A.SourceEmit(sub(eg, "src", 0)))
+    c.step(A.FailTask(sub(eg, "m", 0)))
+    assert c.status == "RUNNING" and c.restarts == 1
+    c.step(A.FailTask(sub(eg, "m", 1)))
+    assert c.status == "FAILED"
+    assert all(t.status != "RUNNING" for t in c.tasks)
+    assert c.enabled_actions() == []
+    with pytest.raises(ActionNotEnabled):
+        c.step(A.SourceEmit(sub(eg, "src", 0)))
+
+
+# ---------------------------------------------------------------------------------------------
+# recovery details: offsets, channel state, two-phase commit
+# ---------------------------------------------------------------------------------------------
+
+
+def _unaligned_job():
+    b = StreamGraphBuilder("uc")
+    b.source("srcA", parallelism=1)
+    b.source("srcB", parallelism=1)
+    b.map("m", "srcB", partitioner="rebalance", parallelism=1)
+    b.map("d", ["srcA", "m"], function="add:100", partitioner="rebalance", parallelism=1)
+    b.sink("out", "d", sink_kind="two_phase_commit", partitioner="rebalance", parallelism=1)
+    return b.build()
+
+
+UC_INPUT = JobInput({"srcA": ((("a", 1, 0), ("a", 2, 5)),), "srcB": ((("b", 1, 1), ("b", 2, 2), ("b", 3, 3)),)})
+
+
+def _unaligned_checkpoint_with_channel_state(c):
+    """Drive ``_unaligned_job`` to a completed unaligned checkpoint 1 whose channel state is
+    d: input {y: [b1]}, output {o: [a1']}; m: output {y: [b2]} (see test_runtime_scenarios)."""
+    eg = c.eg
+    sa, sb = sub(eg, "srcA", 0), sub(eg, "srcB", 0)
+    x, y, o = chan(eg, ("srcA", 0), ("d", 0)), chan(eg, ("m", 0), ("d", 0)), chan(eg, ("d", 0), ("out", 0))
+    bm = chan(eg, ("srcB", 0), ("m", 0))
+    c.step(A.SourceEmit(sb))          # 1. b1, b2 through m into y
+    c.step(A.SourceEmit(sb))
+    deliver_until_empty(c, bm)
+    c.step(A.SourceEmit(sa))          # 2. a1 -> d -> a1' on o
+    c.step(A.Deliver(x))
+    c.step(A.TriggerCheckpoint())     # 3. checkpoint 1 (unaligned)
+    c.step(A.Deliver(x))              # 4. d snapshots, its barrier overtakes a1'
+    c.step(A.Deliver(y))              # 5. d consumes b1 (persisted)
+    c.step(A.Deliver(bm))             # 6. m's barrier overtakes b2
+    c.step(A.Deliver(y))              # 7. d's barrier on y
+    deliver_until_empty(c, o)         # 8. out: a1', barrier -> checkpoint 1 complete
+    assert c.completed_ids == [1]
+    return x, y, o, bm
+
+
+def test_restore_rewinds_offsets_and_reinjects_channel_state_before_new_data():
+    """After a failure the sources rewind to checkpoint 1's offsets and every channel starts
+    with its channel state (the consumer's input part, then the producer's output part);
+    new data from the restarted producers queues behind it.
+
+        srcA(0) ───────────x──┐
+                              ├──► d(0) ──o──► out(0)
+        srcB(0) ──► m(0) ──y──┘
+    """
+    g = _unaligned_job()
+    c = fresh(g, UC_INPUT, RuntimeConfig(unaligned=True, max_failures=1))
+    eg = c.eg
+    x, y, o, bm = _unaligned_checkpoint_with_channel_state(c)
+    sa, sb, m = sub(eg, "srcA", 0), sub(eg, "srcB", 0), sub(eg, "m", 0)
+    # 9. more data after the checkpoint, then d fails (one region: everything restarts)
+    c.step(A.SourceEmit(sb))
+    deliver_until_empty(c, bm)
+    c.step(A.FailTask(sub(eg, "d", 0)))
+    assert c.restored_from[-1][1] == 1
+    # sources rewound to the checkpointed offsets
+    assert c.tasks[sa].source.snapshot_state() == [(0, 1)]
+    assert c.tasks[sb].source.snapshot_state() == [(0, 2)]
+    # channel state first: y = [b1 (d's input part), b2 (m's output part)], o = [a1']
+    assert records(c.channels[y]) == [("b", 1, 1), ("b", 2, 2)]
+    assert records(c.channels[o]) == [("a", 101, 0)]
+    # 10. new data queues behind it
+    c.step(A.SourceEmit(sb))
+    c.step(A.Deliver(bm))
+    assert records(c.channels[y]) == [("b", 1, 1), ("b", 2, 2), ("b", 3, 3)]
+    drain(c)
+    assert oracle_diffs(g, UC_INPUT, c) == {}
+
+
+def test_two_phase_commit_pending_transactions_recommitted_on_restore():
+    """Checkpoint 1 completes but notifyCheckpointComplete never reaches the sink before it
+    fails: the restore commits the pre-committed transaction (recoverAndCommit) and the
+    drained run shows every record exactly once.
+
+        src(0) ──hash──► agg(0)→out(0)
+    """
+    g = _keyed_count_job(src_p=1, agg_p=1)
+    inp = _input(splits=1, per_split=4)
+    c = fresh(g, inp, RuntimeConfig(max_failures=1))
+    eg = c.eg
+    s, agg = sub(eg, "src", 0), sub(eg, "agg", 0)
+    x = chan(eg, ("src", 0), ("agg", 0))
+    # 1. two records, checkpoint 1 completes
+    c.step(A.SourceEmit(s))
+    c.step(A.SourceEmit(s))
+    c.step(A.TriggerCheckpoint())
+    deliver_until_empty(c, x)
+    assert c.completed_ids == [1] and A.NotifyCheckpointComplete(agg, 1) in c.enabled_actions()
+    assert c.external.committed_records() == []
+    # 2. the sink task fails before the notification arrives
+    c.step(A.FailTask(agg))
+    # 3. restore: the pending transaction of checkpoint 1 is committed now
+    assert len(c.external.committed_records()) == 2
+    assert not [n for n in c.enabled_actions() if isinstance(n, A.NotifyCheckpointComplete)]
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}

@@ -206,8 +206,9 @@ def test_valve_in_a_task_min_over_channels_idle_excluded_and_returning_below_out
         src(1) ─┘
     """
     g = _two_sources_into_one(parallelism=2)
-    inp = JobInput({"src": ((("a", 1, 11), ("a", 1, 31), ("a", 1, 51)),
-                            (("b", 1, 21), ("b", 1, 22), ("b", 1, 45)))})
+    # the last record of each split keeps the split (and its watermark generator) alive
+    inp = JobInput({"src": ((("a", 1, 11), ("a", 1, 31), ("a", 1, 51), ("a", 1, 99)),
+                            (("b", 1, 21), ("b", 1, 22), ("b", 1, 45), ("b", 1, 99)))})
     c = fresh(g, inp, RuntimeConfig(channel_capacity=8))
     eg = c.eg
     s0, s1, w = sub(eg, "src", 0), sub(eg, "src", 1), sub(eg, "win", 0)
@@ -217,7 +218,7 @@ def test_valve_in_a_task_min_over_channels_idle_excluded_and_returning_below_out
     _emit_with_watermark(c, s0)
     _emit_with_watermark(c, s1)
     deliver_until_empty(c, x)
-    assert valve.last_output_watermark == 10  # y's channel still at MIN? no: min over aligned
+    assert valve.last_output_watermark == LONG_MIN  # y is active and aligned at MIN
     deliver_until_empty(c, y)
     assert valve.last_output_watermark == 10
     # 2. src1 goes idle: excluded; src0 advances to 30 -> output 30 (not held back by 20)
@@ -241,10 +242,12 @@ def test_valve_in_a_task_min_over_channels_idle_excluded_and_returning_below_out
     _emit_with_watermark(c, s1)
     deliver_until_empty(c, y)
     assert not valve.channel_is_aligned(1)
-    # the record b@45 arrived after the output watermark 50 passed its window [40, 50): late
-    assert [r[1:] for r in c.late] == [("b", 1, 45)]
+    # b@22 and b@45 arrived after the output watermark (30, then 50) passed the ends of their
+    # windows [20, 30) and [40, 50): both are late (side output), a consequence of idleness
+    assert [r[1:] for r in c.late] == [("b", 1, 22), ("b", 1, 45)]
     drain(c)
-    assert valve.channel_is_aligned(1) or c.tasks[w].status == "FINISHED"
+    out = c.external.committed_records()
+    assert ("b", 1, 29) in out and ("b", 2, 29) not in out and ("b", 1, 49) not in out
 
 
 def test_window_fires_when_max_timestamp_reaches_the_watermark():
@@ -253,7 +256,7 @@ def test_window_fires_when_max_timestamp_reaches_the_watermark():
         src(0) ──hash──► win(0)→out(0)     (tumbling 10, count)
     """
     g = _two_sources_into_one(parallelism=1)
-    inp = JobInput({"src": ((("a", 1, 5), ("a", 1, 9), ("a", 1, 10)),)})
+    inp = JobInput({"src": ((("a", 1, 5), ("a", 1, 9), ("a", 1, 10), ("a", 1, 30)),)})
     c = fresh(g, inp, RuntimeConfig())
     s, ch = sub(c.eg, "src", 0), chan(c.eg, ("src", 0), ("win", 0))
     # 1. a@5 and a@9: the watermark 8 does not reach maxTimestamp 9
@@ -283,7 +286,7 @@ def test_window_fired_by_the_all_idle_flush():
     [0, 10) (maxTimestamp 9) fires although no source ended.
     """
     g = _two_sources_into_one(parallelism=2)
-    inp = JobInput({"src": ((("a", 1, 5),), (("b", 1, 15),))})
+    inp = JobInput({"src": ((("a", 1, 5), ("a", 1, 50)), (("b", 1, 15), ("b", 1, 50)))})
     c = fresh(g, inp, RuntimeConfig())
     eg = c.eg
     s0, s1, w = sub(eg, "src", 0), sub(eg, "src", 1), sub(eg, "win", 0)
@@ -335,7 +338,7 @@ def test_all_idle_flush_skipped_by_flink_2_3_0_and_done_with_flink_40475():
        before end of input. With FLINK-40475's fix the max 20 is flushed and it fires.
     """
     g = _two_sources_into_one(parallelism=3)
-    inp = JobInput({"src": ((("a", 1, 6),), (("b", 1, 16),), (("c", 1, 21),))})
+    inp = JobInput({"src": tuple(((k, 1, t), (k, 1, 50)) for k, t in (("a", 6), ("b", 16), ("c", 21)))})
     # Flink 2.3.0 (the model's default valve)
     c = fresh(g, inp, RuntimeConfig())
     _three_channel_idle_sequence(c)
@@ -445,6 +448,7 @@ class _RecordingContext:
 
     def __init__(self, n):
         self.barrier_channels = list(range(n))
+        self.bug_20645 = False
         self.log = []
 
     def block(self, ch):
@@ -511,13 +515,14 @@ def test_aligned_barrier_n_plus_1_before_n_completes_subsumes_n():
     assert ("trigger", 2, False) in ctx.log and not h.pending
 
 
-def test_cancel_marker_aborts_alignment_and_late_cancel_is_ignored_in_cluster():
-    """A cancel marker of the current checkpoint aborts alignment and unblocks; a later cancel
-    of an *older* checkpoint does not touch the newer one.
+def test_cancel_marker_aborts_alignment_and_unblocks():
+    """A CancelCheckpointMarker of the checkpoint being aligned aborts the alignment.
 
-        srcA(0) ──x──┐
-                     ├──► d(0)→out(0)        d = map over the union of srcA and srcB
-        srcB(0) ──y──┘                       (end of input on y aborts 1 when FLIP-147 is off)
+        srcA(0) ──────────────x──┐
+                                 ├──► d(0)→out(0)      d = map over the union of srcA and m
+        srcB(0) ─┐               │
+                 ├──► m(0) ───y──┘                     (FLIP-147 off: an EOP during
+        srcB(1) ─┘                                      alignment aborts the checkpoint)
     """
     b = StreamGraphBuilder("cancel")
     b.source("srcA", parallelism=1)
@@ -527,34 +532,425 @@ def test_cancel_marker_aborts_alignment_and_late_cancel_is_ignored_in_cluster():
     b.sink("out", "d", sink_kind="two_phase_commit", parallelism=1)
     g = b.build()
     inp = JobInput({"srcA": ((("a", 1, 0),),), "srcB": ((("b", 1, 1),), (("c", 1, 2),))})
-    c = fresh(g, inp, RuntimeConfig(checkpoints_after_tasks_finish=False, max_concurrent_checkpoints=2))
+    c = fresh(g, inp, RuntimeConfig(checkpoints_after_tasks_finish=False))
     aborts = _record_aborts(c)
     eg = c.eg
-    a, b0, b1, m, d = (sub(eg, "srcA", 0), sub(eg, "srcB", 0), sub(eg, "srcB", 1),
-                       sub(eg, "m", 0), sub(eg, "d", 0))
+    b1, m, d = sub(eg, "srcB", 1), sub(eg, "m", 0), sub(eg, "d", 0)
     x, y = chan(eg, ("srcA", 0), ("d", 0)), chan(eg, ("m", 0), ("d", 0))
     m0, m1 = chan(eg, ("srcB", 0), ("m", 0)), chan(eg, ("srcB", 1), ("m", 0))
-    # 1. srcB(1) emits and ends; checkpoint 1: barriers from srcA, srcB(0)
+    # 1. srcB(1) emits and ends; checkpoint 1: barriers from srcA and srcB(0)
     c.step(A.SourceEmit(b1))
     c.step(A.SourceEnd(b1))
     c.step(A.TriggerCheckpoint())
     # 2. d aligns on x (blocked)
     c.step(A.Deliver(x))
-    assert c.blocked[x]
-    # 3. m: barrier 1 on m0 blocks; srcB(1)'s EOP on m1 during alignment aborts 1 (FLIP-147 off):
-    #    m forwards CancelCheckpointMarker(1) to d
+    assert c.blocked[x] and c.tasks[d].handler.pending
+    # 3. m: barrier 1 on m0 blocks m0; srcB(1)'s EOP on m1 during alignment aborts 1 at m,
+    #    which forwards CancelCheckpointMarker(1) to d
     c.step(A.Deliver(m0))
     deliver_until_empty(c, m1)
-    assert (1, DECLINED_INPUT_END_OF_STREAM, m) in aborts
-    assert "cancel1" in kinds(c.channels[y])
-    # 4. checkpoint 2 is triggered while d still holds x blocked for 1
-    c.step(A.TriggerCheckpoint())
-    # 5. d reads y up to the cancel marker: alignment of 1 aborted, x unblocked
+    assert aborts == [(1, DECLINED_INPUT_END_OF_STREAM, m)]
+    assert kinds(c.channels[y])[-1] == "cancel1"
+    # 4. d reads y up to the cancel marker: d's alignment of 1 is aborted and x unblocked
     while "cancel1" in kinds(c.channels[y]):
         c.step(A.Deliver(y))
-    assert not c.blocked[x]
-    assert d not in [t for (_i, _r, t) in aborts if _i == 2]
-    # 6. everything drains; checkpoint 2 completes; the output is the oracle's
+    assert not c.blocked[x] and not c.tasks[d].handler.pending and c.tasks[d].handler.current_id == 1
+    # 5. everything drains; a later checkpoint commits the output, which is the oracle's
     drain(c)
-    assert 2 in c.completed_ids
+    assert 1 not in c.completed_ids and c.completed_ids
     assert oracle_diffs(g, inp, c) == {}
+
+
+def test_unaligned_barrier_n_plus_1_before_n_subsumes_and_late_cancel_is_ignored():
+    """Unaligned barriers overtake, so barrier 2 can reach a task before barrier 1 arrived on
+    all its channels: 1 is aborted as subsumed and a CancelCheckpointMarker(1) is forwarded;
+    downstream, that cancel arrives *after* barrier 2 and must not abort checkpoint 2.
+
+        srcA(0) ──x──┐
+                     ├──► d(0) ──o──┐
+        srcB(0) ─► m(0) ─y─┘        ├──► out(0)      (max concurrent checkpoints 2)
+        srcC(0) ───────────────z────┘
+    """
+    b = StreamGraphBuilder("subsume")
+    b.source("srcA", parallelism=1)
+    b.source("srcB", parallelism=1)
+    b.source("srcC", parallelism=1)
+    b.map("m", "srcB", partitioner="rebalance", parallelism=1)
+    b.map("d", ["srcA", "m"], partitioner="rebalance", parallelism=1)
+    b.sink("out", ["d", "srcC"], sink_kind="two_phase_commit", partitioner="rebalance", parallelism=1)
+    g = b.build()
+    inp = JobInput({"srcA": ((("a", 1, 0),),), "srcB": ((("b", 1, 1),),), "srcC": ((("c", 1, 2),),)})
+    c = fresh(g, inp, RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2))
+    aborts = _record_aborts(c)
+    eg = c.eg
+    d, out = sub(eg, "d", 0), sub(eg, "out", 0)
+    x, o = chan(eg, ("srcA", 0), ("d", 0)), chan(eg, ("d", 0), ("out", 0))
+    # 1. two checkpoints in flight: unaligned barriers 1 and 2 at the head of every source channel
+    c.step(A.TriggerCheckpoint())
+    c.step(A.TriggerCheckpoint())
+    assert c.coordinator.num_pending == 2 and A.TriggerCheckpoint() not in c.enabled_actions()
+    assert kinds(c.channels[x]) == ["UC1", "UC2"]
+    # 2. d gets barrier 1 on x: snapshot at once (unaligned), barrier 1 overtakes into o
+    c.step(A.Deliver(x))
+    assert c.tasks[d].handler.pending and kinds(c.channels[o]) == ["UC1"]
+    # 3. barrier 2 on x before barrier 1 on y: 1 is subsumed, the cancel marker is forwarded
+    c.step(A.Deliver(x))
+    assert aborts == [(1, DECLINED_SUBSUMED, d)]
+    assert kinds(c.channels[o]) == ["UC1", "UC2", "cancel1"]
+    # 4. out: barrier 1, then barrier 2 (subsumes 1 locally), then the late cancel of 1:
+    #    ignored, checkpoint 2 stays pending at out (z has not delivered its barrier 2 yet)
+    deliver_until_empty(c, o)
+    h = c.tasks[out].handler
+    assert h.current_id == 2 and h.pending
+    assert [a for a in aborts if a[0] == 2] == []
+    # 5. drain: checkpoint 2 completes, the output is the oracle's
+    drain(c)
+    assert 2 in c.completed_ids and 1 not in c.completed_ids
+    assert oracle_diffs(g, inp, c) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# at-least-once, unaligned, alignment timeout
+# ---------------------------------------------------------------------------------------------
+
+
+def test_at_least_once_tracker_never_blocks_and_post_barrier_records_enter_the_snapshot():
+    """CheckpointBarrierTracker: barrier 1 on x does not block x; a record behind it on x is
+    processed before barrier 1 arrives on y, so it is part of snapshot 1 although the source's
+    offset in snapshot 1 is before it (a restore replays it: duplicated state effects).
+
+        src(0) ─x─┐ hash
+                  ├──► agg(0)→out(0)       (count per key)
+        src(1) ─y─┘
+    """
+    g = _two_sources_into_one(kind="agg", sink_kind="two_phase_commit")
+    inp = JobInput({"src": ((("a", 1, 0),), (("b", 1, 1),))})
+    c = fresh(g, inp, RuntimeConfig(checkpointing_mode="at_least_once"))
+    eg = c.eg
+    s0, agg = sub(eg, "src", 0), sub(eg, "win", 0)
+    x, y = chan(eg, ("src", 0), ("win", 0)), chan(eg, ("src", 1), ("win", 0))
+    # 1. checkpoint 1 on empty channels; then src0 emits a@0 behind its barrier
+    c.step(A.TriggerCheckpoint())
+    assert c.acks[1][s0].operator["src"] == [(0, 0)]
+    c.step(A.SourceEmit(s0))
+    assert kinds(c.channels[x]) == ["AC1", "rec"]
+    # 2. barrier 1 on x: no blocking
+    c.step(A.Deliver(x))
+    assert not c.blocked[x] and A.Deliver(x) in c.enabled_actions()
+    # 3. the post-barrier record is processed
+    c.step(A.Deliver(x))
+    # 4. barrier 1 on y: the snapshot now holds a's count although a@0 is after the cut
+    c.step(A.Deliver(y))
+    keyed = c.acks[1][agg].keyed["win"] if 1 in c.acks else c.completed[1][agg].keyed["win"]
+    assert [st.values for st in keyed.values()] == [(("a", 1),)]
+
+
+def _consistent_cut_errors(eg, snaps) -> list:
+    """Per pipelined channel: sent(producer) == received(consumer) + |input cs| + |output cs|."""
+    errors = []
+    for ch in eg.channels:
+        p, q = snaps[ch.producer], snaps[ch.consumer]
+        sent = p.sent[ch.id]
+        got = q.received[ch.id] + len(q.input_channel_state.get(ch.id, ())) + len(p.output_channel_state.get(ch.id, ()))
+        if sent != got:
+            errors.append((ch.id, sent, got))
+    return errors
+
+
+def _unaligned_job():
+    b = StreamGraphBuilder("uc")
+    b.source("srcA", parallelism=1)
+    b.source("srcB", parallelism=1)
+    b.map("m", "srcB", partitioner="rebalance", parallelism=1)
+    b.map("d", ["srcA", "m"], function="add:100", partitioner="rebalance", parallelism=1)
+    b.sink("out", "d", sink_kind="two_phase_commit", partitioner="rebalance", parallelism=1)
+    return b.build()
+
+
+def test_unaligned_snapshot_with_records_on_both_sides_of_the_barrier():
+    """d's unaligned snapshot persists the input it consumes before y's barrier (input channel
+    state) and the output its barrier overtakes (output channel state).
+
+        srcA(0) ───────────x──┐
+                              ├──► d(0) ──o──► out(0)
+        srcB(0) ──► m(0) ──y──┘
+
+    1. srcB emits b1, b2; m forwards both into y.   2. srcA emits a1; d turns it into a1' on o.
+    3. checkpoint 1: barrier at the head of x.       4. d: barrier on x -> snapshot, barrier
+       overtakes a1' on o (output cs = [a1']).      5. d consumes b1 from y (input cs).
+    6. m gets its barrier (after b1, b2 went out): its barrier overtakes b2 on y (m's output cs).
+    7. barrier on y: d's channel state is complete. 8. out gets the barrier: checkpoint 1 done.
+    """
+    g = _unaligned_job()
+    inp = JobInput({"srcA": ((("a", 1, 0), ("a", 2, 5)),), "srcB": ((("b", 1, 1), ("b", 2, 2), ("b", 3, 3)),)})
+    c = fresh(g, inp, RuntimeConfig(unaligned=True))
+    eg = c.eg
+    sa, sb, d = sub(eg, "srcA", 0), sub(eg, "srcB", 0), sub(eg, "d", 0)
+    x, y, o = chan(eg, ("srcA", 0), ("d", 0)), chan(eg, ("m", 0), ("d", 0)), chan(eg, ("d", 0), ("out", 0))
+    bm = chan(eg, ("srcB", 0), ("m", 0))
+    # 1.
+    c.step(A.SourceEmit(sb))
+    c.step(A.SourceEmit(sb))
+    deliver_until_empty(c, bm)
+    assert records(c.channels[y]) == [("b", 1, 1), ("b", 2, 2)]
+    # 2.
+    c.step(A.SourceEmit(sa))
+    c.step(A.Deliver(x))
+    assert records(c.channels[o]) == [("a", 101, 0)]
+    # 3.
+    c.step(A.TriggerCheckpoint())
+    # 4.
+    c.step(A.Deliver(x))
+    assert kinds(c.channels[o]) == ["UC1", "rec"]
+    # 5.
+    c.step(A.Deliver(y))
+    # 6. m's barrier (srcB's barrier is at the head of bm)
+    c.step(A.Deliver(bm))
+    assert kinds(c.channels[y]) == ["UC1", "rec"]
+    # 7. + 8.
+    c.step(A.Deliver(y))
+    deliver_until_empty(c, o)
+    assert 1 in c.completed_ids
+    snaps = c.completed[1]
+    assert snaps[d].input_channel_state == {y: (("b", 1, 1),)}
+    assert snaps[d].output_channel_state == {o: (("a", 101, 0),)}
+    assert snaps[sub(eg, "m", 0)].output_channel_state == {y: (("b", 2, 2),)}
+    assert _consistent_cut_errors(eg, snaps) == []
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_alignment_timeout_switches_to_unaligned():
+    """Aligned with alignment timeout ("alternating"): x is blocked by barrier 1 while y still
+    holds two records; when the timer is due, AlignmentTimeout makes the snapshot unaligned,
+    unblocks x and persists y's records up to y's barrier as input channel state.
+
+        src(0) ─x─┐ hash
+                  ├──► agg(0)→out(0)        (aligned_checkpoint_timeout = 5 steps)
+        src(1) ─y─┘
+    """
+    g = _two_sources_into_one(kind="agg", sink_kind="two_phase_commit")
+    inp = JobInput({"src": ((("a", 1, 0), ("a", 1, 1), ("a", 1, 2)), (("b", 1, 3), ("b", 1, 4)))})
+    c = fresh(g, inp, RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=5, channel_capacity=8))
+    eg = c.eg
+    s0, s1, agg = sub(eg, "src", 0), sub(eg, "src", 1), sub(eg, "win", 0)
+    x, y = chan(eg, ("src", 0), ("win", 0)), chan(eg, ("src", 1), ("win", 0))
+    # 1. src1 emits b@3, b@4; checkpoint 1 (aligned, timeoutable barriers at the tails)
+    c.step(A.SourceEmit(s1))
+    c.step(A.SourceEmit(s1))
+    c.step(A.TriggerCheckpoint())
+    trigger_time = c.now - 1
+    # 2. barrier 1 on x: x blocked, the alignment timer is registered
+    c.step(A.Deliver(x))
+    assert c.blocked[x] and c.tasks[agg].timer == (1, trigger_time + 5)
+    # 3. time passes (src0 emits behind its barrier) until the timer is due
+    while A.AlignmentTimeout(agg) not in c.enabled_actions():
+        assert c.now < trigger_time + 5
+        c.step(A.SourceEmit(s0))
+    assert c.now == trigger_time + 5
+    # 4. timeout: unaligned snapshot now, x unblocked, y persisted until its barrier
+    c.step(A.AlignmentTimeout(agg))
+    assert not c.blocked[x] and A.Deliver(x) in c.enabled_actions()
+    deliver_until_empty(c, y)
+    assert 1 in c.completed_ids
+    assert c.completed[1][agg].input_channel_state == {y: (("b", 1, 3), ("b", 1, 4))}
+    assert _consistent_cut_errors(eg, c.completed[1]) == []
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+# ---------------------------------------------------------------------------------------------
+# coordinator and two-phase commit
+# ---------------------------------------------------------------------------------------------
+
+
+def test_coordinator_concurrency_store_subsumption_and_commit_only_after_notify():
+    """Two-phase commit: records become visible only when NotifyCheckpointComplete reaches the
+    sink; a notification of checkpoint 2 commits checkpoint 1's transaction too; the store keeps
+    only the latest checkpoint (num-retained 1).
+
+        src(0) ──hash──► agg(0)→out(0)     (keyed count, two-phase-commit sink)
+    """
+    g = _two_sources_into_one(kind="agg", sink_kind="two_phase_commit", parallelism=1)
+    inp = JobInput({"src": ((("a", 1, 0), ("b", 1, 1), ("c", 1, 2)),)})
+    c = fresh(g, inp, RuntimeConfig())
+    eg = c.eg
+    s, agg = sub(eg, "src", 0), sub(eg, "win", 0)
+    x = chan(eg, ("src", 0), ("win", 0))
+    # 1. a@0 processed, checkpoint 1 triggered: no second trigger while it is pending (max 1)
+    c.step(A.SourceEmit(s))
+    c.step(A.TriggerCheckpoint())
+    assert A.TriggerCheckpoint() not in c.enabled_actions()
+    # 2. the barrier reaches agg: snapshot, pre-commit of the transaction holding (a, 1)
+    deliver_until_empty(c, x)
+    assert c.completed_ids == [1]
+    assert [t.status for t in c.external.uncommitted_transactions(agg)] == [PRECOMMITTED, "OPEN"]
+    assert c.external.committed_records() == []
+    assert A.NotifyCheckpointComplete(agg, 1) in c.enabled_actions()
+    # 3. b@1, checkpoint 2 completes too; notifications of 1 are still undelivered
+    c.step(A.SourceEmit(s))
+    c.step(A.TriggerCheckpoint())
+    deliver_until_empty(c, x)
+    assert c.completed_ids == [1, 2] and c.coordinator.store.checkpoint_ids() == (2,)
+    assert c.external.committed_records() == []
+    # 4. notify 2 reaches the sink: both pre-committed transactions commit, in order
+    c.step(A.NotifyCheckpointComplete(agg, 2))
+    assert c.external.committed_records() == [("a", 1, 0), ("b", 1, 1)]
+    assert [t.status for t in c.external.uncommitted_transactions(agg)] == ["OPEN"]
+    # 5. the late notify of 1 commits nothing more
+    c.step(A.NotifyCheckpointComplete(agg, 1))
+    assert len(c.external.committed_records()) == 2
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+    assert all(t.status == COMMITTED for t in c.external.transactions.values() if t.records)
+
+
+# ---------------------------------------------------------------------------------------------
+# failure-free random runs equal the oracle, for every checkpoint mode and sink kind
+# ---------------------------------------------------------------------------------------------
+
+MODES = {
+    "aligned": {},
+    "at_least_once": {"checkpointing_mode": "at_least_once"},
+    "unaligned": {"unaligned": True},
+    "alternating": {"unaligned": True, "aligned_checkpoint_timeout": 3},
+}
+SINKS = ("two_phase_commit", "upsert", "append")
+
+
+def _random_job(sink_kind, *, rolling=False):
+    """src(p=2, 3 splits, out-of-orderness 2) → map → keyBy → window or count (p=3) → sink (p=2).
+
+        src(0)→m(0) ─┐ hash  ┌─► agg(0) ─┐ rebalance
+                     ├───────┼─► agg(1) ─┼──────────► out(0), out(1)
+        src(1)→m(1) ─┘       └─► agg(2) ─┘
+
+    Upsert sinks (and ``rolling``) get a rolling count whose final value per key is
+    order-independent; the others a tumbling event-time window (sum).
+    """
+    b = StreamGraphBuilder(f"random-{sink_kind}")
+    b.source("src", parallelism=2, watermark_out_of_orderness=2)
+    b.map("m", "src", function="add:1", parallelism=2)
+    if sink_kind == "upsert" or rolling:
+        b.keyed_aggregate("agg", "m", aggregate="count", parallelism=3)
+    else:
+        b.window("agg", "m", size=10, aggregate="sum", parallelism=3)
+    b.sink("out", "agg", sink_kind=sink_kind, partitioner="rebalance", parallelism=2)
+    return b.build()
+
+
+def _random_input(seed, splits=3, n=10):
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(splits):
+        t, recs = 0, []
+        for _ in range(n):
+            t += rng.randint(-2, 4)  # out of order by at most 2 (the generators' bound)
+            recs.append((f"k{rng.randint(0, 4)}", rng.randint(0, 9), t))
+        out.append(tuple(recs))
+    return JobInput({"src": tuple(out)})
+
+
+@pytest.mark.parametrize("sink_kind", SINKS)
+@pytest.mark.parametrize("mode", list(MODES))
+def test_failure_free_random_run_equals_the_oracle(mode, sink_kind):
+    """Seeded random choice over *all* enabled actions, then ``drain``: the oracle's output."""
+    g = _random_job(sink_kind)
+    for seed in range(4):
+        inp = _random_input(seed)
+        c = fresh(g, inp, RuntimeConfig(channel_capacity=2, max_concurrent_checkpoints=2, **MODES[mode]), seed)
+        random_walk(c, seed, 250)
+        drain(c)
+        assert c.is_drained()
+        if sink_kind == "two_phase_commit":
+            assert c.completed_ids, "two-phase commit needs a completed checkpoint to show output"
+        assert oracle_diffs(g, inp, c) == {}, (mode, sink_kind, seed)
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_failure_free_random_run_with_rolling_count_and_two_phase_commit(mode):
+    """A rolling count whose key arrives over two channels: the (count, timestamp) pairing is
+    order-dependent, the (key, count) multiset is not (``comparison_mode`` = rolling_count)."""
+    g = _random_job("two_phase_commit", rolling=True)
+    for seed in range(3):
+        inp = _random_input(seed)
+        c = fresh(g, inp, RuntimeConfig(channel_capacity=2, **MODES[mode]), seed)
+        random_walk(c, seed, 250)
+        drain(c)
+        assert oracle_diffs(g, inp, c) == {}, (mode, seed)
+
+
+# ---------------------------------------------------------------------------------------------
+# traces: determinism and action reprs
+# ---------------------------------------------------------------------------------------------
+
+
+def _state(c):
+    return (
+        list(c.external.committed), list(c.external.upsert_log),
+        [list(ch) for ch in c.channels], list(c.completed_ids), c.now,
+        [t.status for t in c.tasks], sorted((t.id, t.status) for t in c.external.transactions.values()),
+    )
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_trace_replays_to_an_identical_state_and_actions_round_trip(mode):
+    """The same configuration + seed + action list gives the same state on a fresh Cluster
+    (rebalance starts are seeded; failures and restarts included); every action's repr parses
+    back to an equal action."""
+    g = _random_job("two_phase_commit")
+    inp = _random_input(7)
+    cfg = RuntimeConfig(channel_capacity=2, max_failures=2, **MODES[mode])
+    c = fresh(g, inp, cfg, seed=11)
+    trace = random_walk(c, 11, 400)
+    assert any(type(a) in (A.FailTask, A.LoseTaskManager, A.FailJobManager) for a in trace)
+    again = replay(g, inp, cfg, 11, trace)
+    assert _state(again) == _state(c)
+    reparsed = [A.parse_action(repr(a)) for a in trace]
+    assert reparsed == trace
+    assert _state(replay(g, inp, cfg, 11, reparsed)) == _state(c)
+
+
+def test_every_action_type_round_trips_through_its_repr():
+    samples = [A.Deliver(3), A.SourceEmit(0), A.SourceWatermark(1), A.SourceIdle(2), A.SourceActive(2),
+               A.SourceEnd(0), A.TriggerCheckpoint(), A.TriggerCheckpoint(savepoint=True),
+               A.NotifyCheckpointComplete(4, 2), A.AlignmentTimeout(5), A.FailTask(1), A.LoseTaskManager(0),
+               A.FailJobManager(), A.StopWithSavepoint(), A.RestartFromSavepoint((("src", 2), ("agg", 3)))]
+    for t in A.ACTION_TYPES:
+        if not any(type(s) is t for s in samples):
+            samples.append(t(*[0 for f in __import__("attrs").fields(t)]))
+    assert {type(s) for s in samples} == set(A.ACTION_TYPES)
+    for s in samples:
+        assert A.parse_action(repr(s)) == s
+    with pytest.raises(ValueError):
+        A.parse_action("Explode(1)")
+
+
+def test_step_refuses_a_not_enabled_action_without_changing_the_state():
+    """``step`` raises ActionNotEnabled for an action ``enabled_actions`` does not offer, and
+    leaves the state as it was (an engine may try replaying a shrunk trace).
+
+        src(0) ──rebalance──► m(0) ──rebalance──► out(0)      (capacity 1)
+    """
+    b = StreamGraphBuilder("refuse")
+    b.source("src", parallelism=1)
+    b.map("m", "src", partitioner="rebalance", parallelism=1)
+    b.sink("out", "m", sink_kind="append", partitioner="rebalance", parallelism=1)
+    g = b.build()
+    inp = JobInput({"src": ((("k", 1, 0), ("k", 2, 1)),)})
+    c = fresh(g, inp, RuntimeConfig(channel_capacity=1))
+    eg = c.eg
+    s = sub(eg, "src", 0)
+    c_in = chan(eg, ("src", 0), ("m", 0))
+    c.step(A.SourceEmit(s))           # src -> m full
+    c.step(A.Deliver(c_in))           # m -> out full
+    c.step(A.SourceEmit(s))           # src -> m full again; m is back-pressured
+    before = _state(c)
+    for a in (A.SourceEmit(s), A.SourceWatermark(s), A.SourceIdle(s), A.Deliver(c_in), A.SourceEnd(s),
+              A.AlignmentTimeout(sub(eg, "m", 0))):
+        assert a not in c.enabled_actions()
+        with pytest.raises(ActionNotEnabled):
+            c.step(a)
+        assert _state(c) == before, a

@@ -92,7 +92,7 @@ def test_rows_identical_under_local1_local2_rerun_and_in_the_driver(sparks, tmp_
     b = R.replay(sparks.use("local[2]"), PLAN, tmp_path / "b", engine=ENGINE)
     c = R.replay(sparks.use("local[1]"), attrs.evolve(PLAN, partitions=5), tmp_path / "c", engine=ENGINE)
     assert c.summary["master"] == "local[1]" and a.summary["master"] == "local[2]"
-    assert (a.partitions, c.partitions) == (16, 5)
+    assert (a.partitions, c.partitions) == (6, 5)  # 600 runs: 6 x 100 by default
     rows_a = stored_rows(a.runs_dir)
     assert rows_a == stored_rows(b.runs_dir) == stored_rows(c.runs_dir)
     # every planned (variant, seed) exactly once, and the executors' rows equal the driver's
@@ -205,9 +205,10 @@ def test_engine_errors_become_error_rows_and_an_unexpected_verdict(sparks, tmp_p
 def test_progress_line_on_request_and_silent_otherwise(sparks, tmp_path, monkeypatch, capsys):
     spark = sparks.use("local[2]")
     monkeypatch.setattr(R, "PROGRESS_INTERVAL", 0.02)
-    R.replay(spark, attrs.evolve(PLAN, runs=1500), tmp_path / "a", engine=ENGINE, progress=True)
+    outcome = R.replay(spark, attrs.evolve(PLAN, runs=1500), tmp_path / "a", engine=ENGINE, progress=True)
     err = capsys.readouterr().err
-    assert "spark-replay: " in err and "/16 tasks" in err and "runs/s" in err
+    assert outcome.partitions == 15
+    assert "spark-replay: " in err and "/15 tasks" in err and "runs/s" in err
     R.replay(spark, PLAN, tmp_path / "b", engine=ENGINE)  # stderr is not a terminal here
     assert "spark-replay" not in capsys.readouterr().err
 
@@ -291,6 +292,7 @@ def test_bench_without_target_is_a_usage_error(capsys):
     assert code == 2 and "spark" in err
 
 
+@pytest.mark.slow
 def test_bench_spark_same_fingerprint_three_ways(sparks):
     plan = R.ReplayPlan(runs=300, variants=VARIANTS, seed=3)
     figures = bench.bench_spark(ENGINE, plan)
@@ -301,3 +303,13 @@ def test_bench_spark_same_fingerprint_three_ways(sparks):
     for key in ("runs_per_second_pool2", "runs_per_second_local1", "runs_per_second_local2",
                 "speedup_local2_vs_local1", "spark_over_plain_loop"):
         assert figures[key] > 0
+
+
+def test_model_random_walk_on_executors_equals_the_driver(sparks, tmp_path):
+    """The real engine: 2 seeds of every variant on local[2], replayed in the driver."""
+    engine = R.default_engine()
+    plan = R.ReplayPlan(runs=2 * len(engine.expected), variants=tuple(engine.expected), seed=11)
+    outcome = R.replay(sparks.use("local[2]"), plan, tmp_path / "out", engine=engine)
+    rows = stored_rows(outcome.runs_dir)
+    assert rows == driver_rows(plan, engine.run)
+    assert {r[0] for r in rows} == set(engine.expected)

@@ -57,7 +57,7 @@ def register_spark(sub) -> None:
     p.add_argument("--max-steps", metavar="K", type=int, default=None,
                    help="random-walk steps per run (default: the variant's own)")
     p.add_argument("--partitions", metavar="P", type=int, default=None,
-                   help="partitions / pool chunks (default: 16, i.e. 8 per core at local[2])")
+                   help="partitions / pool chunks (default: 8 per core at local[2], at least 100 runs each)")
     p.add_argument("--engine", choices=("model", "standin"), default="model")
     p.set_defaults(func=run_spark)
 

@@ -1,0 +1,125 @@
+"""Focused suites: Hypothesis searches of one mechanism, each with its expected verdict.
+
+``FOCUSED[name]`` is a :class:`FocusedSuite`; ``run(profile, seed)`` returns a
+``properties.suites.SuiteResult``. A suite whose expected verdict names an invariant
+passes only if Hypothesis finds (and shrinks) a violation of it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import attrs
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hseed
+from hypothesis.stateful import run_state_machine_as_test
+
+from model.variants import VARIANTS
+from properties import machines as M
+
+EXAMPLES = {"quick": 120, "thorough": 2000}
+
+
+@attrs.frozen
+class FocusedSuite:
+    name: str
+    description: str
+    expected: tuple
+    make_test: Callable  # (settings, seed) -> callable raising ViolationFound on a violation
+    flink_key: str | None = None
+
+    @property
+    def safe(self) -> bool:
+        return self.expected == ("pass",)
+
+    def run(self, profile: str = "quick", base_seed: int = 0, **_ignored):
+        from properties.suites import SuiteResult
+
+        res = SuiteResult(name=self.name, expected=self.expected)
+        st = settings(max_examples=EXAMPLES[profile], deadline=None, database=None, derandomize=False,
+                      suppress_health_check=list(HealthCheck), stateful_step_count=40,
+                      phases=[Phase.generate, Phase.target, Phase.shrink], print_blob=False,
+                      report_multiple_bugs=False)
+        t0 = time.perf_counter()
+        counter = {"n": 0}
+        test = self.make_test(st, base_seed, counter)
+        try:
+            test()
+        except M.ViolationFound as e:
+            res.violations[e.violation.invariant] += 1
+            res.first_violation = e.violation.to_dict()
+            res.first_seed = base_seed
+        except Exception as e:  # an unexpected crash of the model is a failed suite, reported
+            res.error = f"{type(e).__name__}: {e}"
+        res.runs = counter["n"]
+        res.seconds = time.perf_counter() - t0
+        return res
+
+
+def _valve_test(knobs):
+    def make(st, base_seed, counter):
+        machine = M.make_valve_machine(knobs)
+
+        class Counted(machine):
+            def __init__(self):
+                counter["n"] += 1
+                super().__init__()
+
+        def test():
+            hseed(base_seed)(lambda: run_state_machine_as_test(Counted, settings=st))()
+        return test
+    return make
+
+
+def _window_test(legacy):
+    def make(st, base_seed, counter):
+        @hseed(base_seed)
+        @st
+        @given(M.window_assignment_args)
+        def test(args):
+            counter["n"] += 1
+            ts, size, offset, slide = args
+            M.check_window_assignment(ts, size, offset, slide, legacy)
+        return test
+    return make
+
+
+def _cluster_test(variant_name):
+    def make(st, base_seed, counter):
+        machine = M.make_cluster_machine(VARIANTS[variant_name])
+
+        class Counted(machine):
+            def __init__(self):
+                counter["n"] += 1
+                super().__init__()
+
+        def test():
+            hseed(base_seed)(lambda: run_state_machine_as_test(Counted, settings=st))()
+        return test
+    return make
+
+
+FOCUSED: dict[str, FocusedSuite] = {}
+
+
+def _add(s: FocusedSuite) -> None:
+    FOCUSED[s.name] = s
+
+
+_add(FocusedSuite("valve", "StatusWatermarkValve with the FLINK-40475 fix: strictly increasing, bounded, "
+                  "all-idle flush", ("pass",), _valve_test({"flink_40475": True})))
+_add(FocusedSuite("valve-FLINK-7728", "valve that only emits IDLE when all inputs go idle (no flush of the max)",
+                  ("valve_all_idle_flush",), _valve_test({"flink_40475": True, "flush_on_all_idle": False}),
+                  "FLINK-7728"))
+_add(FocusedSuite("valve-FLINK-7721", "valve that emits a watermark when no channel is aligned "
+                  "(Long.MAX_VALUE)", ("valve_output_bounded", "valve_output_strictly_increasing"),
+                  _valve_test({"check_aligned_nonempty": False}), "FLINK-7721"))
+_add(FocusedSuite("window-assigner", "tumbling and sliding event-time window assignment with offsets and "
+                  "negative timestamps", ("pass",), _window_test(False)))
+_add(FocusedSuite("window-assigner-FLINK-26334", "pre-FLINK-26334 window start formula (Java % on negative "
+                  "timestamps)", ("window_contains_timestamp",), _window_test(True), "FLINK-26334"))
+_add(FocusedSuite("hypothesis-cluster-aligned-2pc", "Hypothesis stateful machine over the whole cluster: "
+                  "aligned exactly-once, 2PC sink, failures", ("pass",), _cluster_test("aligned-2pc")))
+_add(FocusedSuite("hypothesis-cluster-at-least-once", "Hypothesis stateful machine over the whole cluster: "
+                  "at-least-once with a 2PC sink", ("consistent_cut",), _cluster_test("at-least-once-2pc")))
