@@ -439,9 +439,8 @@ class Cluster:
         """Back-pressure: a task starts on its next element only while every pipelined output
         channel has a free buffer (blocking partitions are written to disk, unbounded)."""
         cap = self.config.channel_capacity
-        chans = self.channels
-        for c in task.barrier_outputs:
-            if len(chans[c]) >= cap:
+        for q in task.out_deques:
+            if len(q) >= cap:
                 return False
         return True
 
@@ -532,10 +531,10 @@ class Cluster:
         return out
 
     def step(self, action) -> None:
-        t = type(action)
-        fn = _DISPATCH.get(t)
-        if fn is None:
-            raise ActionNotEnabled(f"unknown action {action!r}")
+        try:
+            fn = _DISPATCH[type(action)]
+        except KeyError:
+            raise ActionNotEnabled(f"unknown action {action!r}") from None
         if self.new_completed:
             self.new_completed = []
         fn(self, action)
@@ -554,8 +553,11 @@ class Cluster:
         task = self.tasks[self.consumer_of[c]]
         if task.status != RUNNING:
             raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is {task.status}")
-        if not self.outputs_free(task):
-            raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is back-pressured (an output channel is full)")
+        cap = self.config.channel_capacity
+        for q in task.out_deques:
+            if len(q) >= cap:
+                raise ActionNotEnabled(
+                    f"{a!r}: consumer task {task.subtask.name} is back-pressured (an output channel is full)")
         if self.blocking[c]:
             pos = self.read_pos[c]
             if pos >= len(ch):

@@ -75,6 +75,19 @@ class TaskSnapshot:
     finished: bool = False
 
 
+_WM_CACHE: dict = {}
+
+
+def _watermark(ts: int) -> Watermark:
+    """Watermark values are immutable: share one object per timestamp (bounded cache)."""
+    wm = _WM_CACHE.get(ts)
+    if wm is None:
+        if len(_WM_CACHE) > 4096:
+            _WM_CACHE.clear()
+        wm = _WM_CACHE[ts] = MAX_WATERMARK if ts == LONG_MAX else Watermark(ts)
+    return wm
+
+
 class ChainNode:
     """An operator in a chain: ``process`` a record, ``watermark``, ``snapshot``/``restore``."""
 
@@ -193,7 +206,7 @@ class PartitionOutput(ChainNode):
         self.write((k, v, ts))
 
     def watermark(self, ts):
-        wm = Watermark(ts) if ts != LONG_MAX else MAX_WATERMARK
+        wm = _watermark(ts)
         for ch in self.channels:
             ch.append(wm)
 
@@ -324,7 +337,7 @@ class StreamTask:
         "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "bug_20645", "bug_17568", "deferred",
+        "barrier_channels", "barrier_outputs", "out_deques", "bug_20645", "bug_17568", "deferred",
     )
 
     def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
@@ -345,6 +358,7 @@ class StreamTask:
         self.bug_17568 = "FLINK-17568" in bugs
         self.deferred = None
         self.barrier_outputs = [c for c in output_channels if not blocking[c]]
+        self.out_deques = [cluster.channels[c] for c in self.barrier_outputs]
         self.valve = None
         self.handler = None
         self.status = RUNNING

@@ -127,6 +127,19 @@ class Topology:
     def n_actions(self) -> int:
         return 2 * self.channels + 1
 
+    @property
+    def width(self) -> int:
+        """Bit width of the counters: every value stays below ``2**(width-1)`` (so signed
+        comparisons are exact and nothing wraps)."""
+        top = max(self.records + self.checkpoints + self.capacity, self.n_actions, self.checkpoints + 1) + 2
+        return top.bit_length() + 1
+
+    def num(self, name: str):
+        return z3.BitVec(name, self.width)
+
+    def val(self, v: int):
+        return z3.BitVecVal(v, self.width)
+
 
 class BState:
     """The state after some step, as z3 terms. Per channel ``c`` and checkpoint ``k``
@@ -149,7 +162,7 @@ class BState:
     @classmethod
     def fresh(cls, topo: Topology, tag: str) -> "BState":
         n, K = topo.channels, topo.checkpoints
-        I, B = z3.Int, z3.Bool
+        I, B = topo.num, z3.Bool
         return cls(
             sent=[I(f"sent_{c}_{tag}") for c in range(n)],
             recv=[I(f"recv_{c}_{tag}") for c in range(n)],
@@ -195,7 +208,8 @@ def _head_barrier(topo: Topology, s: BState, c: int, k: int) -> z3.BoolRef:
 
 
 def _length(topo: Topology, s: BState, c: int):
-    inflight = [z3.If(z3.And(s.ntrig >= k, z3.Not(s.bdone[c][k - 1])), 1, 0)
+    one, zero = topo.val(1), topo.val(0)
+    inflight = [z3.If(z3.And(s.ntrig >= k, z3.Not(s.bdone[c][k - 1])), one, zero)
                 for k in range(1, topo.checkpoints + 1)]
     return s.sent[c] - s.recv[c] + z3.Sum(inflight) if inflight else s.sent[c] - s.recv[c]
 
@@ -232,7 +246,7 @@ def _effect(topo: Topology, s: BState, code: int) -> dict:
         for c in range(n):
             queued = s.sent[c] - s.recv[c]
             pos = s.recv[c] if (topo.unaligned and topo.overtake) else s.sent[c]
-            out_state = queued if (topo.keep_state and topo.overtake) else z3.IntVal(0)
+            out_state = queued if (topo.keep_state and topo.overtake) else topo.val(0)
             bpos.append([z3.If(new == k, pos, s.bpos[c][k - 1]) for k in ks])
             ssent.append([z3.If(new == k, s.sent[c], s.ssent[c][k - 1]) for k in ks])
             ocs.append([z3.If(new == k, out_state, s.ocs[c][k - 1]) for k in ks])
@@ -330,7 +344,7 @@ class Unrolling:
 
     def __init__(self, topo: Topology, timeout_s: float | None = None, tag: str = ""):
         self.topo = topo
-        self.solver = z3.Solver()
+        self.solver = z3.SolverFor("QF_BV")
         if timeout_s is not None:
             self.solver.set("timeout", int(timeout_s * 1000))
         self.tag = tag
@@ -340,7 +354,7 @@ class Unrolling:
 
     def extend(self) -> None:
         i = len(self.acts)
-        act = z3.Int(f"act_{self.tag}{i}")
+        act = self.topo.num(f"act_{self.tag}{i}")
         t = BState.fresh(self.topo, f"{self.tag}{i + 1}")
         self.solver.add(self.transition_constraint(self.states[i], act, t))
         self.acts.append(act)
