@@ -84,6 +84,9 @@ def _config_from_dict(d: dict) -> RuntimeConfig:
 
 
 def scenario_from_dict(d: dict) -> Scenario:
+    unknown = set(d) - {"graph", "job_input", "config", "seed"}
+    if unknown:
+        raise ValueError(f"unknown scenario key(s) {sorted(unknown)}")
     splits = {}
     for name, sp in d["job_input"].items():
         splits[name] = tuple(tuple((r[0], int(r[1]), int(r[2])) for r in split) for split in sp)
