@@ -521,11 +521,25 @@ class Cluster:
     def rescale_choices(self) -> list[tuple]:
         """The RestartFromSavepoint parallelisms offered: the current ones and, per operator in
         ``config.rescale_options``, each listed parallelism."""
-        current = tuple((o.name, o.parallelism) for o in self.eg.stream_graph.operators)
+        sg = self.eg.stream_graph
+        current = tuple((o.name, o.parallelism) for o in sg.operators)
+        # a forward edge needs equal parallelisms: an operator rescales together with every
+        # operator forward-connected to it (e.g. a keyed operator and its chained sink)
+        forward: dict[str, list[str]] = {}
+        for e in sg.edges:
+            if e.partitioner == "forward":
+                forward.setdefault(e.source, []).append(e.target)
+                forward.setdefault(e.target, []).append(e.source)
         out = [current]
         for name, ps in self.config.rescale_options:
+            group, todo = {name}, [name]
+            while todo:
+                for n in forward.get(todo.pop(), ()):
+                    if n not in group:
+                        group.add(n)
+                        todo.append(n)
             for p in ps:
-                opt = tuple((n, p if n == name else q) for n, q in current)
+                opt = tuple((n, p if n in group else q) for n, q in current)
                 if opt not in out:
                     out.append(opt)
         return out
@@ -864,6 +878,9 @@ class Cluster:
     def _restart_from_savepoint(self, a) -> None:
         if self.status != "STOPPED" or self.savepoint is None:
             raise ActionNotEnabled(f"{a!r}: the job is not stopped with a savepoint")
+        if tuple(a.parallelism) not in self.rescale_choices():
+            raise ActionNotEnabled(f"{a!r}: not one of the offered parallelisms {self.rescale_choices()} "
+                                   "(RuntimeConfig.rescale_options)")
         from model.rescaling import rescale_graph, rescale_states
 
         old_eg = self.eg

@@ -260,17 +260,35 @@ def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True) -> tup
     return None, run
 
 
+def replay_lenient(scenario: Scenario, actions: Sequence) -> tuple[Violation | None, Run]:
+    """Replay ``actions`` skipping those that are not enabled at their turn (used while
+    shrinking: removing one action often disables a later one), then drain and judge."""
+    run = Run(scenario)
+    c = run.cluster
+    for a in actions:
+        if a not in c.enabled_actions():
+            continue
+        v = run.step(a)
+        if v is not None:
+            return v, run
+        if c.status == "FAILED":
+            return None, run
+    return run.finish(), run
+
+
 def _violates(scenario: Scenario, actions: Sequence, invariant: str) -> bool:
     try:
-        v, _ = replay(scenario, actions, finish=True)
+        v, _ = replay_lenient(scenario, actions)
     except (FlinkspecError, ActionNotEnabled):
         return False
     return v is not None and v.invariant == invariant
 
 
-def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: int = 400) -> list:
-    """ddmin over the action list: a smaller list whose replay (then drain) still violates
-    ``invariant``. Actions that are not enabled at their turn make a candidate fail."""
+def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: int = 1500) -> list:
+    """ddmin over the action list, then one-at-a-time removal: a smaller list whose lenient
+    replay (actions not enabled at their turn are skipped; then the run is drained) still
+    violates ``invariant``. Returns the executed trace up to the violation, which replays
+    strictly (``replay``) to the same violation."""
     actions = list(actions)
     # first cut: the violation happens at some step; nothing after it is needed
     v, run = replay(scenario, actions, finish=False)
@@ -295,8 +313,21 @@ def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: 
             if chunk == 1:
                 break
             n = min(len(actions), n * 2)
-    # the drain policy may have supplied the tail; keep exactly the steps up to the violation
-    v, run = replay(scenario, actions, finish=True)
+    # one-at-a-time removal until nothing more can go (1-minimality, within the budget)
+    changed = True
+    while changed and tests < max_tests:
+        changed = False
+        for i in range(len(actions) - 1, -1, -1):
+            if tests >= max_tests:
+                break
+            candidate = actions[:i] + actions[i + 1:]
+            tests += 1
+            if candidate and _violates(scenario, candidate, invariant):
+                actions = candidate
+                changed = True
+    # keep exactly the steps executed up to the violation (skipped actions dropped; the drain
+    # policy may have supplied the tail)
+    v, run = replay_lenient(scenario, actions)
     if v is not None and v.step is not None:
         return list(run.cluster.trace[: v.step + 1])
     return actions

@@ -93,12 +93,24 @@ def model_shrink(variant: str, seed: int, actions, invariant: str) -> list:
 
 
 def model_write_counterexample(directory, variant, seed, engine, actions, violation):
-    """``properties.counterexample.write_counterexample`` (imported when first needed)."""
+    """``properties.counterexample.write_counterexample`` with the scenario of (variant, seed)
+    and the violation the (shrunk) ``actions`` replay to, so the file states what it shows."""
     try:
         from properties.counterexample import write_counterexample
     except ImportError as e:
         raise FlinkspecError(f"counterexamples cannot be written: {e}") from None
-    return write_counterexample(directory, variant, seed, engine, actions, violation)
+    from model.variants import generate, variant as get_variant
+    from properties import engines
+
+    v = get_variant(variant)
+    scenario = generate(v, seed)
+    found, _run = engines.replay(scenario, actions, finish=True)
+    if found is None or (violation is not None and found.invariant != violation.get("invariant")):
+        raise FlinkspecError(f"seed {seed} of {variant}: the shrunk trace does not replay to "
+                             f"{(violation or {}).get('invariant')} (got {found and found.invariant})")
+    return write_counterexample(directory, variant=v.name, expected=tuple(v.expected), engine=engine,
+                                seed=seed, scenario=scenario, actions=list(actions),
+                                violation=found)
 
 
 def default_engine() -> Engine:

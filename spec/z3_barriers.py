@@ -300,12 +300,21 @@ def _effect(topo: Topology, s: BState, code: int) -> dict:
 
 def transition(topo: Topology, s: BState, act: z3.ArithRef, t: BState) -> z3.BoolRef:
     """``s --act--> t``: ``act`` is enabled in ``s`` and ``t`` is its effect."""
-    cases = []
+    # functional form: each variable of t is an if-then-else over the actions that change it
+    cur = s.flat()
+    nxts = []
     for code in range(topo.n_actions):
         eff = _effect(topo, s, code)
-        nxt = BState(**{f: eff.get(f, getattr(s, f)) for f in BState.FIELDS})
-        cases.append(z3.And(act == code, enabled(topo, s, code), t.equal(nxt)))
-    return z3.Or(cases)
+        nxts.append(BState(**{f: eff.get(f, getattr(s, f)) for f in BState.FIELDS}).flat())
+    cs = [z3.Or([z3.And(act == code, enabled(topo, s, code)) for code in range(topo.n_actions)])]
+    for j, (old, new) in enumerate(zip(cur, t.flat())):
+        term = old
+        for code in range(topo.n_actions):
+            e = nxts[code][j]
+            if not e.eq(old):
+                term = z3.If(act == code, e, term)
+        cs.append(new == term)
+    return z3.And(cs)
 
 
 def violation(topo: Topology, s: BState) -> z3.BoolRef:

@@ -19,7 +19,6 @@ import pyarrow.dataset as ds
 import pytest
 
 from flinkspec.commands import bench
-from flinkspec.commands.spark_replay import register as _register_replay  # noqa: F401
 from spark import replay as R
 from spark import standin
 from spark.session import active_session, start_session, stop_session, validate_master
