@@ -42,6 +42,23 @@ def _describe(run: Run, a) -> str:
         return f"TaskManager tm{a.task_manager} is LOST"
     if type(a) is A.FailJobManager:
         return "the JobManager FAILS OVER"
+    if type(a) is A.SourceWatermark:
+        return f"{name(a.subtask)} emits watermark {c.tasks[a.subtask].source.current_watermark()}"
+    if type(a) is A.SourceEnd:
+        return f"{name(a.subtask)} has read everything: MAX_WATERMARK and EndOfPartition"
+    if type(a) is A.SourceIdle:
+        return f"{name(a.subtask)} goes IDLE"
+    if type(a) is A.SourceActive:
+        return f"{name(a.subtask)} becomes ACTIVE again"
+    if type(a) is A.AlignmentTimeout:
+        return f"the aligned-checkpoint timeout of {name(a.subtask)} fires: it switches to an unaligned checkpoint"
+    if type(a) is A.CheckpointTimeout:
+        return f"checkpoint {a.checkpoint_id} expires"
+    if type(a) is A.StopWithSavepoint:
+        return f"stop-with-savepoint: a synchronous savepoint {c.coordinator.next_checkpoint_id}, then the job stops"
+    if type(a) is A.RestartFromSavepoint:
+        return "the job restarts from its savepoint with parallelism " + \
+            ", ".join(f"{n}={p}" for n, p in a.parallelism)
     if hasattr(a, "subtask"):
         return f"{type(a).__name__} at {name(a.subtask)}"
     return type(a).__name__
@@ -81,7 +98,8 @@ def explain(cx, *, all_state: bool = False) -> str:
     g = sc.graph
     out.append("job:")
     for o in g.operators:
-        extra = {"source": f"ooo={o.watermark_out_of_orderness}", "window": f"size={o.window_size} slide={o.window_slide}",
+        extra = {"source": f"ooo={o.watermark_out_of_orderness}",
+                 "window": f"{o.aggregate} size={o.window_size} slide={o.window_slide} lateness={o.allowed_lateness}",
                  "sink": f"{o.sink_kind}", "map": o.function or "", "keyed_aggregate": o.aggregate or ""}.get(o.kind, "")
         out.append(f"  {o.name}: {o.kind} p={o.parallelism} {extra}")
     for e in g.edges:
@@ -110,8 +128,6 @@ def explain(cx, *, all_state: bool = False) -> str:
         if all_state or st != last:
             out.append(f"        -> {st}")
             last = st
-        for e in c.events[run.events_seen - 0:]:
-            pass
         if v is not None:
             break
     if v is None:
