@@ -419,6 +419,10 @@ class Cluster:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
                 self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
+                if self.stopping == e.checkpoint_id:
+                    # stop-with-savepoint failed: the job keeps running (as in Flink)
+                    self.stopping = None
+                    self.events.append(("stop_with_savepoint_failed", self.now, e.checkpoint_id, e.reason))
             elif isinstance(e, NotifyCheckpointComplete):
                 for tid in e.tasks:
                     self.notifications.append((tid, e.checkpoint_id))
@@ -644,6 +648,8 @@ class Cluster:
         t.finish()
 
     def _trigger(self, a) -> None:
+        if self.status != RUNNING or self.stopping is not None:
+            raise ActionNotEnabled(f"{a!r}: the job is {self.status}")
         coord = self.coordinator
         res = coord.trigger_checkpoint(self.now, "savepoint" if a.savepoint else "checkpoint")
         self.trigger_results.append(res)
@@ -989,7 +995,8 @@ def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
             if chosen is not None:
                 break
         if chosen is None:
-            if all(t.status == FINISHED for t in cluster.tasks) and not cluster.coordinator.num_pending:
+            if (all(t.status == FINISHED for t in cluster.tasks) and not cluster.coordinator.num_pending
+                    and cluster._uncommitted_sink_data()):
                 cluster.step(A.TriggerCheckpoint())
                 continue
             timeouts = [a for a in acts if type(a) is A.CheckpointTimeout]

@@ -156,13 +156,13 @@ def _drain_choice(c: Cluster):
                 return act
     from model.streamtask import FINISHED
 
-    if all(t.status == FINISHED for t in c.tasks) and not c.coordinator.num_pending:
-        return A.TriggerCheckpoint()
+    if all(t.status == FINISHED for t in c.tasks) and not c.coordinator.num_pending and c._uncommitted_sink_data():
+        return A.TriggerCheckpoint()  # the final checkpoint commits what the sinks still hold
     for act in acts:
         if type(act) is A.CheckpointTimeout:
             return act  # a checkpoint that can no longer complete expires
-    if c.stopping is not None:
-        return None
+    if c.stopping is not None or all(t.status == FINISHED for t in c.tasks):
+        return None  # cannot drain further (e.g. data left for a consumer that already finished)
     raise FlinkspecError(f"the run is stuck after {c.now} steps: no action drains it further")
 
 

@@ -304,11 +304,18 @@ def test_bench_spark_same_fingerprint_three_ways(sparks):
         assert figures[key] > 0
 
 
-def test_model_random_walk_on_executors_equals_the_driver(sparks, tmp_path):
-    """The real engine: 2 seeds of every variant on local[2], replayed in the driver."""
+def test_model_random_walk_on_executors_equals_the_driver(sparks, tmp_path, capsys):
+    """The real engine: 3 seeds of every variant on local[2], replayed in the driver; the
+    stored counterexamples reproduce with ``flinkspec replay``."""
     engine = R.default_engine()
-    plan = R.ReplayPlan(runs=2 * len(engine.expected), variants=tuple(engine.expected), seed=11)
-    outcome = R.replay(sparks.use("local[2]"), plan, tmp_path / "out", engine=engine)
+    plan = R.ReplayPlan(runs=3 * len(engine.expected), variants=tuple(engine.expected), seed=11)
+    outcome = R.replay(sparks.use("local[2]"), plan, tmp_path / "out", engine=engine,
+                       counterexamples_dir=tmp_path / "cx")
     rows = stored_rows(outcome.runs_dir)
     assert rows == driver_rows(plan, engine.run)
     assert {r[0] for r in rows} == set(engine.expected)
+    stored = [c for c in outcome.counterexamples if "path" in c]
+    assert stored and len(stored) == len(outcome.counterexamples)
+    for c in stored:
+        code, out, _ = cli(["replay", c["path"]], capsys)
+        assert code == 0 and "reproduced" in out and c["invariant"] in out
