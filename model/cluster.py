@@ -174,6 +174,7 @@ class Cluster:
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
         self.last_failover = None
+        self._tm_cache = None
         self.events: list = []
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
@@ -510,8 +511,11 @@ class Cluster:
             for t in tasks:
                 if t.status == RUNNING:
                     acts.append(A.FailTask(t.id))
-            for i, tm in enumerate(self.task_managers):
-                if self.allocation.subtasks_on(tm.id):
+            alloc = self.allocation
+            if self._tm_cache is None or self._tm_cache[0] is not alloc:
+                self._tm_cache = (alloc, [bool(alloc.subtasks_on(tm.id)) for tm in self.task_managers])
+            for i, busy in enumerate(self._tm_cache[1]):
+                if busy:
                     acts.append(A.LoseTaskManager(i))
             acts.append(A.FailJobManager())
         if self.config.savepoints:
