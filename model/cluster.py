@@ -82,8 +82,13 @@ class RuntimeConfig:
     #: inject; 0 = a failure-free run.
     max_failures: int = 0
     failover_strategy: str = "region"
-    #: fixed-delay restart strategy: restarts allowed before the job is FAILED (None = unbounded).
+    #: restart strategy: "fixed-delay" (``restart_attempts``), "failure-rate"
+    #: (``failure_rate_max_failures`` within ``failure_rate_interval`` steps) or "none".
+    restart_strategy: str = "fixed-delay"
+    #: fixed-delay: restarts allowed before the job is FAILED (None = unbounded).
     restart_attempts: int | None = None
+    failure_rate_max_failures: int = 3
+    failure_rate_interval: int = 100
     task_managers: int = 2
     #: slots per TaskManager; None = just enough for the job (ceil(required / task_managers)).
     slots_per_task_manager: int | None = None
@@ -113,6 +118,11 @@ class RuntimeConfig:
             raise FlinkspecError("max_concurrent_checkpoints must be >= 1")
         if self.failover_strategy not in ("region", "full"):
             raise FlinkspecError(f"failover_strategy must be 'region' or 'full', not {self.failover_strategy!r}")
+        if self.restart_strategy not in ("fixed-delay", "failure-rate", "none"):
+            raise FlinkspecError(f"restart_strategy must be 'fixed-delay', 'failure-rate' or 'none', "
+                                 f"not {self.restart_strategy!r}")
+        if self.failure_rate_max_failures < 1 or self.failure_rate_interval < 1:
+            raise FlinkspecError("failure-rate restart strategy: max failures and interval must be >= 1")
         if self.keygroup_assignment not in ("range", "modulo"):
             raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
@@ -174,6 +184,7 @@ class Cluster:
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
         self.last_failover = None
+        self.failure_times: list[int] = []
         self._tm_cache = None
         self.events: list = []
         self.coordinator = self._new_coordinator(execution_graph)
@@ -745,8 +756,7 @@ class Cluster:
 
     def _failover(self, failed: set, unavailable: frozenset) -> None:
         self.restarts += 1
-        limit = self.config.restart_attempts
-        if limit is not None and self.restarts > limit:
+        if not self._can_restart():
             self.status = "FAILED"
             self.events.append(("job_failed", self.now, self.restarts - 1))
             for t in self.tasks:
@@ -761,6 +771,24 @@ class Cluster:
         self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
         self.acks.clear()
         self._restart(restart, self.coordinator.restore_latest_checkpointed_state())
+
+    def _can_restart(self) -> bool:
+        """The RestartBackoffTimeStrategy after ``notifyFailure`` (the failure is counted):
+        FixedDelayRestartBackoffTimeStrategy (``currentRestartAttempt <= maxAttempts``),
+        FailureRateRestartBackoffTimeStrategy (a full queue of the last N failure times whose
+        oldest lies more than the interval back) or NoRestartBackoffTimeStrategy."""
+        cfg = self.config
+        if cfg.restart_strategy == "none":
+            return False
+        if cfg.restart_strategy == "fixed-delay":
+            return cfg.restart_attempts is None or self.restarts <= cfg.restart_attempts
+        q = self.failure_times
+        if len(q) >= cfg.failure_rate_max_failures:
+            q.pop(0)
+        q.append(self.now)
+        if len(q) >= cfg.failure_rate_max_failures:
+            return self.now - q[0] > cfg.failure_rate_interval
+        return True
 
     def _restart(self, restart: frozenset, checkpoint) -> None:
         """Cancel and redeploy the subtasks in ``restart`` and restore them from ``checkpoint``."""
