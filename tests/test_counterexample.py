@@ -121,3 +121,13 @@ def test_cli_check_selected_suites(capsys, tmp_path):
     assert "2/2 unsafe variants caught" in out
     assert list(tmp_path.rglob("*.ndjson")), "the shrunk counterexample was not written"
     assert main(["check", "--only", "no-such-suite"]) == 2
+
+
+def test_show_writes_a_self_contained_html_page(tmp_path, capsys):
+    good = _a_counterexample(tmp_path)
+    out = tmp_path / "cx.html"
+    assert main(["show", str(good), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert page.startswith("<!doctype html>") and "<svg" in page
+    assert "consistent_cut" in page and "<script" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', "")

@@ -8,6 +8,7 @@ def register(sub) -> None:
     p = sub.add_parser("show", help="print a counterexample step by step")
     p.add_argument("file", metavar="FILE")
     p.add_argument("--all-state", action="store_true", help="print the state after every step, not only when it changed")
+    p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page with per-task swimlanes")
     p.set_defaults(func=run)
 
 
@@ -17,4 +18,18 @@ def run(args) -> int:
 
     cx = load_counterexample(args.file)
     print(explain(cx, all_state=args.all_state))
+    if args.html:
+        import os
+        import tempfile
+        from pathlib import Path
+
+        from properties.html import render_html
+
+        out = Path(args.html)
+        page = render_html(cx)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".html", dir=out.parent if str(out.parent) else ".")
+        with os.fdopen(fd, "w") as f:
+            f.write(page)
+        os.replace(tmp, out)
+        print(f"wrote {out}")
     return 0
