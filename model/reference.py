@@ -1,8 +1,10 @@
 """The exactly-once reference: the same logical job on the same input, run sequentially.
 
 Invariant upheld: ``reference_output(graph, job_input)`` is what the job must produce —
-every operator at parallelism 1, no failures, no checkpoints, a fixed FIFO schedule,
-plain append sinks (without failures an append sink shows everything written). Any
+every operator at parallelism 1 (except in jobs with a broadcast edge, whose result depends
+on the consumers' parallelism: those keep their parallelism), no failures, no checkpoints,
+a fixed FIFO schedule, plain append sinks (without failures an append sink shows
+everything written). Any
 correct run of the job, however parallel and however often it failed, must end with
 the same sink output (DESIGN.md §4, "failure transparency", Veresov, Spenger, Carbone
 and Haller, ECOOP 2024), compared per key and window (``model.oracle.diff_outputs``).
@@ -24,10 +26,16 @@ from model.streamgraph import StreamGraph
 
 
 def reference_stream_graph(graph: StreamGraph) -> StreamGraph:
-    """``graph`` with every operator at parallelism 1 and every sink a plain append sink."""
+    """``graph`` with every operator at parallelism 1 and every sink a plain append sink.
+
+    Exception: a broadcast edge delivers every record once per consumer subtask, so its
+    result depends on the consumer's parallelism; a job with a broadcast edge keeps its
+    parallelisms (the reference is then the same job run sequentially without failures).
+    """
+    keep = any(e.partitioner == "broadcast" for e in graph.edges)
     ops = []
     for o in graph.operators:
-        changes = {"parallelism": 1}
+        changes = {} if keep else {"parallelism": 1}
         if o.kind == "sink":
             changes["sink_kind"] = "append"
         ops.append(attrs.evolve(o, **changes))

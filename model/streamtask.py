@@ -506,7 +506,9 @@ class StreamTask:
             self.handler.process_cancellation(e.checkpoint_id)
         elif t is EndOfPartitionEvent:
             self.eop_seen += 1
-            self.handler.process_end_of_partition(ch)
+            if not cluster.blocking[c]:
+                # the barrier handler counts only the channels that carry barriers
+                self.handler.process_end_of_partition(ch)
             if self.eop_seen == len(self.input_channels):
                 self.finish()
 

@@ -87,7 +87,7 @@ def _window_test(legacy):
 
 def _cluster_test(variant_name):
     def make(st, base_seed, counter):
-        machine = M.make_cluster_machine(VARIANTS[variant_name])
+        machine = M.make_cluster_machine(VARIANTS[variant_name] if variant_name else None)
 
         class Counted(machine):
             def __init__(self):
@@ -121,5 +121,8 @@ _add(FocusedSuite("window-assigner-FLINK-26334", "pre-FLINK-26334 window start f
                   "timestamps)", ("window_contains_timestamp",), _window_test(True), "FLINK-26334"))
 _add(FocusedSuite("hypothesis-cluster-aligned-2pc", "Hypothesis stateful machine over the whole cluster: "
                   "aligned exactly-once, 2PC sink, failures", ("pass",), _cluster_test("aligned-2pc")))
+_add(FocusedSuite("hypothesis-cluster-any-job", "Hypothesis stateful machine over generated jobs (every "
+                  "partitioner, exchange mode, chaining and slot sharing layout), inputs and safe configurations, "
+                  "with failures and savepoints", ("pass",), _cluster_test(None)))
 _add(FocusedSuite("hypothesis-cluster-at-least-once", "Hypothesis stateful machine over the whole cluster: "
                   "at-least-once with a 2PC sink", ("consistent_cut",), _cluster_test("at-least-once-2pc")))

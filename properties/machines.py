@@ -34,8 +34,13 @@ class ViolationFound(AssertionError):
         super().__init__(f"[{violation.invariant}] {violation.message}")
 
 
-def make_cluster_machine(variant: Variant, *, max_steps: int = 250):
-    """A machine class searching ``variant``'s scenarios (the seed is drawn)."""
+def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
+    """A machine class searching ``variant``'s scenarios (the seed is drawn), or, with
+    ``variant=None``, any job, input and safe configuration (``properties.strategies``)."""
+    from properties.strategies import scenarios
+
+    scenario_strategy = (st.integers(0, 10_000).map(lambda seed: generate(variant, seed))
+                         if variant is not None else scenarios(safe=True))
 
     class ClusterMachine(RuleBasedStateMachine):
         last_trace: tuple = ()
@@ -47,9 +52,8 @@ def make_cluster_machine(variant: Variant, *, max_steps: int = 250):
             self.kinds = set(CORE_KINDS)
             self.max_pending = 0
 
-        @initialize(seed=st.integers(0, 10_000), kinds=st.sets(st.sampled_from(SWARM_KINDS)))
-        def start(self, seed, kinds):
-            scenario = generate(variant, seed)
+        @initialize(scenario=scenario_strategy, kinds=st.sets(st.sampled_from(SWARM_KINDS)))
+        def start(self, scenario, kinds):
             self.run = Run(scenario)
             ClusterMachine.last_scenario = scenario
             self.kinds = set(CORE_KINDS) | set(kinds)
@@ -79,7 +83,7 @@ def make_cluster_machine(variant: Variant, *, max_steps: int = 250):
             if v is not None:
                 raise ViolationFound(v, self.run.cluster.trace)
 
-    ClusterMachine.__name__ = f"ClusterMachine[{variant.name}]"
+    ClusterMachine.__name__ = f"ClusterMachine[{variant.name if variant else 'any job'}]"
     return ClusterMachine
 
 
