@@ -241,41 +241,67 @@ def _as_unaligned(b: CheckpointBarrier) -> CheckpointBarrier:
 
 class CheckpointBarrierTracker:
     """At-least-once barrier tracking (Flink's ``CheckpointBarrierTracker``): never blocks;
-    checkpoint ``n`` triggers once barriers ``n`` arrived on every open channel."""
+    checkpoint ``n`` triggers once barrier ``n`` (or, FLIP-147, EndOfPartition) arrived on
+    every channel that was open when ``n``'s first barrier came.
+
+    Like Flink, each pending entry keeps the *set* of channels that delivered its barrier or
+    cancel marker and the channel count it waits for (``targetChannelCount``, fixed when the
+    entry is created), so an EndOfPartition on a channel that already delivered counts once.
+    ``process_cancellation(id, ch)`` needs the channel for that; without it (``ch=None``) each
+    cancel marker counts as a channel of its own.
+
+    ``checkpoints_after_tasks_finish=False``: an EndOfPartition aborts every pending
+    checkpoint (``CHECKPOINT_DECLINED_INPUT_END_OF_STREAM``), as Flink does without FLIP-147.
+
+    ``recreate_aborted=True`` is the known-unsafe pre-FLINK-5285 mechanism (kept as a knob for
+    the ``barrier-tracker-FLINK-5285`` suite): a trailing cancel marker of a checkpoint whose
+    entry is gone re-creates an aborted entry and aborts that id again, so interleaved cancel
+    markers of consecutive checkpoints flood declines and CancelCheckpointMarkers downstream.
+    """
 
     MAX_CHECKPOINTS_TO_TRACK = 50
 
-    __slots__ = ("ctx", "num_open_channels", "pending", "latest_pending_id")
+    __slots__ = ("ctx", "num_open_channels", "pending", "latest_pending_id", "checkpoints_after_tasks_finish",
+                 "recreate_aborted")
 
-    def __init__(self, ctx, num_channels: int):
+    def __init__(self, ctx, num_channels: int, *, checkpoints_after_tasks_finish: bool = True,
+                 recreate_aborted: bool = False):
         self.ctx = ctx
         self.num_open_channels = num_channels
-        # entries: [checkpoint_id, barrier, count, aborted, channels]
+        self.checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
+        self.recreate_aborted = recreate_aborted
+        # entries (CheckpointBarrierCount): [checkpoint_id, barrier or None, aligned channels,
+        # aborted, target channel count]
         self.pending: list[list] = []
         self.latest_pending_id = -1
 
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         if b.id > self.latest_pending_id and self.num_open_channels == 1:
+            # fast path (Flink leaves latestPendingCheckpointID alone here; it is kept for has_seen,
+            # which cannot change the outcome: the one open channel only brings newer ids)
             self.latest_pending_id = b.id
             self.ctx.trigger(b, False)
             return
         for pos, entry in enumerate(self.pending):
             if entry[0] == b.id:
-                entry[2] += 1
-                if entry[2] == self.num_open_channels:
+                entry[2].add(ch)
+                if len(entry[2]) == entry[4]:
                     del self.pending[: pos + 1]
                     if not entry[3]:
-                        self.ctx.trigger(b, False)
+                        self.ctx.trigger(entry[1], False)
                 return
         if b.id > self.latest_pending_id:
             self.latest_pending_id = b.id
-            self.pending.append([b.id, b, 1, False])
+            self.pending.append([b.id, b, {ch}, False, self.num_open_channels])
             if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
                 self.pending.pop(0)
 
-    def process_cancellation(self, checkpoint_id: int) -> None:
+    def process_cancellation(self, checkpoint_id: int, ch: int | None = None) -> None:
         ctx = self.ctx
-        if self.num_open_channels == 1:
+        if ch is None:
+            ch = object()  # an anonymous channel: counts once
+        if checkpoint_id > self.latest_pending_id and self.num_open_channels == 1:
+            self.latest_pending_id = checkpoint_id  # model bookkeeping for has_seen (as above)
             ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
             return
         while self.pending and self.pending[0][0] < checkpoint_id:
@@ -288,23 +314,36 @@ class CheckpointBarrierTracker:
             if not entry[3]:
                 entry[3] = True
                 ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
-            entry[2] += 1
-            if entry[2] == self.num_open_channels:
+            entry[2].add(ch)
+            if len(entry[2]) == entry[4]:
                 self.pending.pop(0)
-        elif checkpoint_id > self.latest_pending_id:
+        elif checkpoint_id > self.latest_pending_id or self.recreate_aborted:
             ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
-            self.latest_pending_id = checkpoint_id
-            self.pending.insert(0, [checkpoint_id, None, 1, True])
+            if not self.recreate_aborted:
+                self.latest_pending_id = checkpoint_id
+            self.pending.insert(0, [checkpoint_id, None, {ch}, True, self.num_open_channels])
             if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
                 self.pending.pop(0)
 
     def process_end_of_partition(self, ch: int) -> None:
         self.num_open_channels -= 1
-        # A pending checkpoint whose barriers arrived on every still-open channel triggers.
-        while self.pending and self.pending[0][2] >= self.num_open_channels > 0:
-            entry = self.pending.pop(0)
-            if not entry[3] and entry[1] is not None:
-                self.ctx.trigger(entry[1], False)
+        if not self.checkpoints_after_tasks_finish:
+            while self.pending:
+                entry = self.pending.pop(0)
+                if not entry[3]:
+                    entry[3] = True
+                    self.ctx.abort(entry[0], DECLINED_INPUT_END_OF_STREAM)
+            return
+        # checkAlignmentOnEndOfPartitionIfEnabled: newest first, the EndOfPartition stands for
+        # this channel's barrier; the newest entry it completes triggers, older ones are dropped.
+        for pos in range(len(self.pending) - 1, -1, -1):
+            entry = self.pending[pos]
+            entry[2].add(ch)
+            if len(entry[2]) == entry[4]:
+                del self.pending[: pos + 1]
+                if not entry[3]:
+                    self.ctx.trigger(entry[1], False)
+                return
 
     def on_alignment_timeout(self, checkpoint_id: int) -> None:  # never registered
         return None

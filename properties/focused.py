@@ -126,3 +126,61 @@ _add(FocusedSuite("hypothesis-cluster-any-job", "Hypothesis stateful machine ove
                   "with failures and savepoints", ("pass",), _cluster_test(None)))
 _add(FocusedSuite("hypothesis-cluster-at-least-once", "Hypothesis stateful machine over the whole cluster: "
                   "at-least-once with a 2PC sink", ("consistent_cut",), _cluster_test("at-least-once-2pc")))
+
+
+def _machine_test(factory, *args):
+    """A focused suite running the stateful machine ``factory(*args)``."""
+    def make(st, base_seed, counter):
+        machine = factory(*args)
+
+        class Counted(machine):
+            def __init__(self):
+                counter["n"] += 1
+                super().__init__()
+
+        def test():
+            hseed(base_seed)(lambda: run_state_machine_as_test(Counted, settings=st))()
+        return test
+    return make
+
+
+def _rescaling_test(assignment):
+    def make(st, base_seed, counter):
+        @hseed(base_seed)
+        @st
+        @given(M.rescale_args)
+        def test(args):
+            counter["n"] += 1
+            M.check_rescaling(args, assignment)
+        return test
+    return make
+
+
+_add(FocusedSuite("barrier-handler-aligned", "SingleCheckpointBarrierHandler, aligned exactly-once: barriers, "
+                  "cancel markers, EndOfPartition (FLIP-147 on/off) on 1-4 channels; blocking, triggers, aborts",
+                  ("pass",), _machine_test(M.make_barrier_handler_machine, "aligned")))
+_add(FocusedSuite("barrier-handler-alternating", "SingleCheckpointBarrierHandler with aligned checkpoint timeout "
+                  "(alternating aligned/unaligned): timers fire, unaligned snapshots complete after all barriers",
+                  ("pass",), _machine_test(M.make_barrier_handler_machine, "alternating")))
+_add(FocusedSuite("barrier-tracker", "CheckpointBarrierTracker (at-least-once): never blocks, triggers once all "
+                  "barriers arrived, aborts each checkpoint once", ("pass",),
+                  _machine_test(M.make_barrier_handler_machine, "at_least_once")))
+_add(FocusedSuite("barrier-tracker-FLINK-5285", "CheckpointBarrierTracker that re-creates counts for already-aborted "
+                  "checkpoints (pre-FLINK-5285): interleaved cancel markers abort a checkpoint again",
+                  ("handler_abort_once",),
+                  _machine_test(M.make_barrier_handler_machine, "at_least_once", {"recreate_aborted": True}),
+                  "FLINK-5285"))
+_add(FocusedSuite("checkpoint-coordinator", "CheckpointCoordinator alone: checkpoints and savepoints, acks, "
+                  "declines, task/region/JobManager failover, timeouts, queued and unqueued requests",
+                  ("pass",), _machine_test(M.make_coordinator_machine)))
+_add(FocusedSuite("checkpoint-coordinator-restore-pending", "CheckpointCoordinator that restores a checkpoint "
+                  "which got acknowledgements but never completed", ("coordinator_restore_latest_completed",),
+                  _machine_test(M.make_coordinator_machine, {"restore_pending_checkpoints": True})))
+_add(FocusedSuite("checkpoint-coordinator-FLINK-10354", "CheckpointCoordinator that notifies the tasks when a "
+                  "plain savepoint completes", ("coordinator_no_notify_for_savepoint",),
+                  _machine_test(M.make_coordinator_machine, {"notify_savepoint_complete": True}), "FLINK-10354"))
+_add(FocusedSuite("rescaling-state-assignment", "StateAssignmentOperation and RoundRobinOperatorStateRepartitioner "
+                  "for any old/new parallelism and max parallelism: keyed, SPLIT_DISTRIBUTE, UNION, BROADCAST",
+                  ("pass",), _rescaling_test("range")))
+_add(FocusedSuite("rescaling-keygroups-modulo", "restore that hands new subtask i the key groups kg % p' == i "
+                  "instead of its KeyGroupRange", ("keygroup_assigned_to_range_owner",), _rescaling_test("modulo")))

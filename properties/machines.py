@@ -159,3 +159,374 @@ def _window_args(size: int, slide: int | None):
 #: (timestamp, size, offset, slide or None) with |offset| < slide (or size for tumbling windows).
 window_assignment_args = st.integers(1, 20).flatmap(
     lambda size: st.one_of(st.none(), st.integers(1, size)).flatmap(lambda slide: _window_args(size, slide)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Focused machines: one task's barrier handler, the CheckpointCoordinator, rescaling
+# ---------------------------------------------------------------------------------------------
+
+
+class RecordingBarrierContext:
+    """The task context a barrier handler talks to, recording what it is asked (the subject of
+    ``spec.focused``'s handler invariants). Channels are the task's local input indices.
+
+    ``blocked`` is what the input gate blocks: the machine blocks a channel when it delivers an
+    aligned barrier in exactly-once mode (credit-based blocking upstream), the handler resumes
+    it. ``log`` holds ("trigger", id, unaligned, covered), ("abort", id, reason) and
+    ("complete", id, covered), where ``covered`` = channels that delivered barrier ``id`` or
+    their EndOfPartition by then.
+    """
+
+    def __init__(self, n: int, mode: str):
+        self.mode = mode
+        self.num_channels = n
+        self.barrier_channels = list(range(n))
+        self.bug_20645 = False
+        self.blocked: set = set()
+        self.closed: set = set()
+        self.arrived: dict = {}
+        self.log: list = []
+        self.timers: dict = {}
+        self.waiting = True
+
+    def _covered(self, cid):
+        return frozenset(self.arrived.get(cid, ())) | frozenset(self.closed)
+
+    def block(self, ch):
+        self.blocked.add(ch)
+
+    def resume(self, ch):
+        self.blocked.discard(ch)
+
+    def resume_all(self):
+        self.blocked.clear()
+
+    def trigger(self, b, unaligned):
+        self.log.append(("trigger", b.id, bool(unaligned), self._covered(b.id)))
+
+    def abort(self, cid, reason):
+        self.log.append(("abort", cid, reason))
+
+    def start_persisting(self, cid, chans):
+        pass
+
+    def stop_persisting(self, ch):
+        pass
+
+    def stop_persisting_all(self):
+        pass
+
+    def channel_state_complete(self, cid):
+        self.log.append(("complete", cid, self._covered(cid)))
+
+    def register_timer(self, cid, deadline):
+        self.timers[cid] = deadline
+
+
+def _handler_waiting(h) -> bool:
+    from model.checkpointbarrierhandler import ALT_WAITING, WAITING, SingleCheckpointBarrierHandler
+
+    if not isinstance(h, SingleCheckpointBarrierHandler):
+        return not h.pending
+    return h.state in (WAITING, ALT_WAITING) and not h.pending
+
+
+def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
+    """A machine driving one task's barrier handler over 1-4 input channels.
+
+    ``mode``: ``"aligned"`` / ``"alternating"`` (SingleCheckpointBarrierHandler) or
+    ``"at_least_once"`` (CheckpointBarrierTracker; ``knobs`` go to its constructor). Each
+    channel is a FIFO from one producer: it delivers, for increasing checkpoint ids, either
+    the barrier or a CancelCheckpointMarker (ids may be skipped), then maybe EndOfPartition;
+    a blocked channel delivers nothing.
+    """
+    from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
+    from model.events import CheckpointBarrier
+    from spec import focused as F
+
+    knobs = dict(knobs or {})
+
+    class BarrierHandlerMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.ctx = None
+
+        @initialize(n=st.integers(1, 4), flip147=st.booleans(), timeout=st.integers(0, 3))
+        def start(self, n, flip147, timeout):
+            self.n = n
+            self.ctx = RecordingBarrierContext(n, mode)
+            if mode == "at_least_once":
+                self.h = CheckpointBarrierTracker(self.ctx, n, checkpoints_after_tasks_finish=flip147, **knobs)
+            else:
+                self.h = SingleCheckpointBarrierHandler(
+                    self.ctx, n, mode, timeout=timeout if mode == "alternating" else None,
+                    checkpoints_after_tasks_finish=flip147, **knobs)
+            self.latest = 0  # newest checkpoint id the coordinator triggered
+            self.ts = {}
+            self.last_id = [0] * n
+            self.now = 0
+
+        def _free(self):
+            c = self.ctx
+            return [ch for ch in range(self.n) if ch not in c.closed and ch not in c.blocked]
+
+        def _pick(self, data, ids: bool):
+            free = self._free()
+            if ids:
+                free = [ch for ch in free if self.last_id[ch] < self.latest]
+            if not free:
+                return None, None
+            ch = data.draw(st.sampled_from(free), label="channel")
+            if not ids:
+                return ch, None
+            cid = data.draw(st.integers(self.last_id[ch] + 1, self.latest), label="checkpoint")
+            self.last_id[ch] = cid
+            return ch, cid
+
+        @precondition(lambda self: self.ctx is not None and self.latest < 8)
+        @rule()
+        def trigger_newer(self):
+            self.now += 1
+            self.latest += 1
+            self.ts[self.latest] = self.now
+
+        @precondition(lambda self: self.ctx is not None)
+        @rule(data=st.data())
+        def barrier(self, data):
+            ch, cid = self._pick(data, True)
+            if ch is None:
+                return
+            self.now += 1
+            self.ctx.arrived.setdefault(cid, set()).add(ch)
+            if mode != "at_least_once":
+                self.ctx.blocked.add(ch)  # an aligned barrier blocks its channel upstream (credit)
+            b = CheckpointBarrier(cid, self.ts[cid], timeoutable=(mode == "alternating"))
+            self.h.process_barrier(b, ch, self.now)
+
+        @precondition(lambda self: self.ctx is not None)
+        @rule(data=st.data())
+        def cancel(self, data):
+            ch, cid = self._pick(data, True)
+            if ch is None:
+                return
+            self.now += 1
+            if mode == "at_least_once":
+                self.h.process_cancellation(cid, ch)
+            else:
+                self.h.process_cancellation(cid)
+
+        @precondition(lambda self: self.ctx is not None)
+        @rule(data=st.data())
+        def end_of_partition(self, data):
+            ch, _ = self._pick(data, False)
+            if ch is None:
+                return
+            self.now += 1
+            self.ctx.closed.add(ch)
+            self.h.process_end_of_partition(ch)
+
+        @precondition(lambda self: self.ctx is not None)
+        @rule(data=st.data())
+        def alignment_timeout(self, data):
+            """The alignment timer of a registered checkpoint fires (a no-op without timers)."""
+            timers = sorted(self.ctx.timers.items())
+            if timers:
+                cid, deadline = data.draw(st.sampled_from(timers), label="timer")
+                del self.ctx.timers[cid]
+                self.now = max(self.now, deadline)
+            else:
+                cid = self.latest
+            self.h.on_alignment_timeout(cid)
+
+        @invariant()
+        def spec_holds(self):
+            if self.ctx is None:
+                return
+            self.ctx.waiting = _handler_waiting(self.h)
+            for inv in F.BARRIER_INVARIANTS:
+                v = inv.check(self.ctx)
+                if v is not None:
+                    raise ViolationFound(v)
+
+    BarrierHandlerMachine.__name__ = f"BarrierHandlerMachine[{mode}{knobs or ''}]"
+    return BarrierHandlerMachine
+
+
+class CoordinatorSubject:
+    """What a CoordinatorMachine observed (the subject of ``spec.focused``'s coordinator invariants)."""
+
+    def __init__(self, coordinator, tasks_to_ack, max_concurrent):
+        self.coordinator = coordinator
+        self.tasks_to_ack = frozenset(tasks_to_ack)
+        self.max_concurrent = max_concurrent
+        self.effects: list = []
+        self.kinds: dict = {}
+        self.acked: dict = {}
+        self.acked_at_completion: dict = {}
+        self.restores: list = []
+
+    def record(self, effects):
+        from model.checkpointcoordinator import CheckpointCompleted, CheckpointTriggered
+
+        for e in effects:
+            self.effects.append(e)
+            if type(e) is CheckpointTriggered:
+                self.kinds[e.checkpoint_id] = e.properties
+            elif type(e) is CheckpointCompleted:
+                self.acked_at_completion[e.checkpoint_id] = frozenset(self.acked.get(e.checkpoint_id, ()))
+
+
+def make_coordinator_machine(knobs: dict | None = None):
+    """A machine driving one CheckpointCoordinator: trigger checkpoints and savepoints, acks and
+    declines from tasks, task failures, region failover (abort pending), JobManager failover,
+    time passing (min pause, checkpoint timeout) and restores. ``knobs`` go to the coordinator
+    (e.g. the unsafe ``restore_pending_checkpoints`` / ``notify_savepoint_complete``)."""
+    from model.checkpointcoordinator import CheckpointCoordinator
+    from spec import focused as F
+
+    knobs = dict(knobs or {})
+
+    class CoordinatorMachine(RuleBasedStateMachine):
+        def __init__(self):
+            super().__init__()
+            self.s = None
+
+        @initialize(tasks=st.integers(1, 3), max_concurrent=st.integers(1, 3), retained=st.integers(1, 3),
+                    min_pause=st.integers(0, 2), timeout=st.one_of(st.none(), st.integers(2, 6)),
+                    queue=st.booleans(), unaligned=st.booleans())
+        def start(self, tasks, max_concurrent, retained, min_pause, timeout, queue, unaligned):
+            self.tasks = list(range(tasks))
+            c = CheckpointCoordinator(self.tasks, self.tasks, max_concurrent_checkpoints=max_concurrent,
+                                      max_retained=retained, min_pause_between_checkpoints=min_pause,
+                                      checkpoint_timeout=timeout, queue_requests=queue,
+                                      unaligned_checkpoints_enabled=unaligned, **knobs)
+            self.c = c
+            self.now = 0
+            self.s = CoordinatorSubject(c, self.tasks, max_concurrent)
+
+        def _cid(self, data):
+            """A pending checkpoint mostly; sometimes a finished or never-used id."""
+            ids = sorted(self.c.pending)
+            return data.draw(st.sampled_from(ids) if ids and data.draw(st.integers(0, 4), label="stale") else
+                             st.integers(1, self.c.next_checkpoint_id), label="checkpoint")
+
+        @precondition(lambda self: self.s is not None)
+        @rule(kind=st.sampled_from(("checkpoint", "checkpoint", "savepoint", "stop_with_savepoint")),
+              periodic=st.booleans())
+        def trigger(self, kind, periodic):
+            r = self.c.trigger_checkpoint(self.now, kind, periodic)
+            self.s.record(r.effects)
+
+        @precondition(lambda self: self.s is not None)
+        @rule(data=st.data())
+        def ack(self, data):
+            cid = self._cid(data)
+            sub = data.draw(st.sampled_from(self.tasks + [len(self.tasks)]), label="subtask")
+            self.s.acked.setdefault(cid, set()).add(sub)
+            self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
+
+        @precondition(lambda self: self.s is not None)
+        @rule(data=st.data())
+        def decline(self, data):
+            cid = self._cid(data)
+            sub = data.draw(st.sampled_from(self.tasks), label="subtask")
+            self.s.record(self.c.receive_decline(cid, sub, now=self.now))
+
+        @precondition(lambda self: self.s is not None)
+        @rule(data=st.data())
+        def task_failure(self, data):
+            sub = data.draw(st.sampled_from(self.tasks), label="subtask")
+            self.s.record(self.c.fail_unacknowledged_pending_checkpoints_for(sub))
+
+        @precondition(lambda self: self.s is not None)
+        @rule()
+        def failover(self):
+            """A region/global failover: abort every pending checkpoint, then restore."""
+            self.s.record(self.c.abort_pending("JOB_FAILOVER_REGION", now=self.now))
+            self._restore()
+
+        @precondition(lambda self: self.s is not None)
+        @rule()
+        def job_manager_failover(self):
+            self.s.record(self.c.job_manager_failover())
+            self._restore()
+
+        @precondition(lambda self: self.s is not None)
+        @rule(dt=st.integers(1, 3))
+        def tick(self, dt):
+            self.now += dt
+            self.s.record(self.c.expire_overdue(self.now))
+
+        def _restore(self):
+            from model.checkpointcoordinator import CheckpointCompleted
+
+            done = [e.checkpoint_id for e in self.s.effects
+                    if type(e) is CheckpointCompleted and not e.properties.is_savepoint]
+            self.s.restores.append((self.c.restore_latest_checkpointed_state(), max(done) if done else None))
+
+        @invariant()
+        def spec_holds(self):
+            if self.s is None:
+                return
+            for inv in F.COORDINATOR_INVARIANTS:
+                v = inv.check(self.s)
+                if v is not None:
+                    raise ViolationFound(v)
+
+    CoordinatorMachine.__name__ = f"CoordinatorMachine{knobs or ''}"
+    return CoordinatorMachine
+
+
+class RescaleSubject:
+    """One restore with new parallelism (the subject of ``spec.focused``'s rescaling invariants)."""
+
+    __slots__ = ("max_parallelism", "old_parallelism", "new_parallelism", "old_keyed", "new_keyed",
+                 "old_lists", "new_split", "union_old", "union_new", "broadcast_old", "broadcast_new")
+
+
+def _rescale_case(draw_maxp):
+    return draw_maxp.flatmap(lambda maxp: st.tuples(
+        st.just(maxp), st.integers(1, maxp), st.integers(1, maxp),
+        st.sets(st.integers(0, maxp - 1), max_size=maxp),
+        st.lists(st.lists(st.integers(0, 9), max_size=5), min_size=1, max_size=2)))
+
+
+#: (maxP, old p, new p, key groups holding state, per state name: list sizes seed) --
+#: maxP mostly small (uneven ranges), sometimes Flink's default 128.
+rescale_args = _rescale_case(st.one_of(st.integers(1, 24), st.just(128)))
+
+
+def check_rescaling(args, assignment: str = "range"):
+    """Snapshot keyed state (by old ranges), list, union and broadcast state with ``old p``,
+    restore it with ``new p`` through ``model.stateassignment``; raise ViolationFound when a
+    rescaling invariant fails."""
+    from model.stateassignment import (
+        assign_keyed_state, key_groups_for, repartition_broadcast, repartition_split_distribute,
+        repartition_union)
+    from spec import focused as F
+
+    maxp, oldp, newp, kgs, sizes = args
+    s = RescaleSubject()
+    s.max_parallelism, s.old_parallelism, s.new_parallelism = maxp, oldp, newp
+    # old keyed state: each old subtask holds the key groups of its own range (what Flink wrote)
+    s.old_keyed = []
+    for i in range(oldp):
+        mine = set(key_groups_for(maxp, oldp, i))
+        s.old_keyed.append({kg: ("v", kg) for kg in sorted(kgs & mine)})
+    s.new_keyed = assign_keyed_state(s.old_keyed, maxp, newp, assignment)
+    # list state: per state name, old subtask i holds sizes[name][i % len] distinct entries
+    s.old_lists, s.new_split = [], []
+    start = 0
+    for name, sz in enumerate(sizes):
+        old = [[(name, i, j) for j in range(sz[i % len(sz)] if sz else 0)] for i in range(oldp)]
+        new, start = repartition_split_distribute(old, newp, start)
+        s.old_lists.append(old)
+        s.new_split.append(new)
+    s.union_old = s.old_lists[0]
+    s.union_new = repartition_union(s.union_old, newp)
+    s.broadcast_old = [[("b", i, j) for j in range(2)] for i in range(oldp)]
+    s.broadcast_new = repartition_broadcast(s.broadcast_old, newp)
+    for inv in F.RESCALING_INVARIANTS:
+        v = inv.check(s)
+        if v is not None:
+            raise ViolationFound(v)
