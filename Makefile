@@ -17,7 +17,7 @@ env: $(STAMP)
 
 ## The main job: verify the model (suites, proofs, a short Spark replay) and print a summary.
 check: $(STAMP)
-	@$(VENV)/bin/flinkspec check --profile quick
+	@$(VENV)/bin/flinkspec verify
 
 ## The default test run (slow suites excluded).
 test: $(STAMP)

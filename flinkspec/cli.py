@@ -25,6 +25,7 @@ COMMANDS = (
     "replay",
     "show",
     "spark_replay",  # the parser is named "spark-replay"
+    "verify",
 )
 
 

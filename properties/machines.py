@@ -425,6 +425,15 @@ def make_coordinator_machine(knobs: dict | None = None):
             self.s.acked.setdefault(cid, set()).add(sub)
             self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
 
+        @precondition(lambda self: self.s is not None and bool(self.c.pending))
+        @rule(data=st.data())
+        def ack_all(self, data):
+            """Every task to ack acknowledges one pending checkpoint (in subtask order)."""
+            cid = data.draw(st.sampled_from(sorted(self.c.pending)), label="checkpoint")
+            for sub in self.tasks:
+                self.s.acked.setdefault(cid, set()).add(sub)
+                self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
+
         @precondition(lambda self: self.s is not None)
         @rule(data=st.data())
         def decline(self, data):
