@@ -411,7 +411,7 @@ def make_coordinator_machine(knobs: dict | None = None):
                              st.integers(1, self.c.next_checkpoint_id), label="checkpoint")
 
         @precondition(lambda self: self.s is not None)
-        @rule(kind=st.sampled_from(("checkpoint", "checkpoint", "savepoint", "stop_with_savepoint")),
+        @rule(kind=st.sampled_from(("checkpoint", "savepoint", "checkpoint", "stop_with_savepoint")),
               periodic=st.booleans())
         def trigger(self, kind, periodic):
             r = self.c.trigger_checkpoint(self.now, kind, periodic)
@@ -421,7 +421,11 @@ def make_coordinator_machine(knobs: dict | None = None):
         @rule(data=st.data())
         def ack(self, data):
             cid = self._cid(data)
-            sub = data.draw(st.sampled_from(self.tasks + [len(self.tasks)]), label="subtask")
+            cp = self.c.pending.get(cid)
+            todo = sorted(cp.not_yet_acknowledged) if cp is not None else []
+            # mostly a task that still owes its ack; sometimes a duplicate or unknown subtask
+            subs = todo if todo and data.draw(st.integers(0, 3), label="owed") else self.tasks + [len(self.tasks)]
+            sub = data.draw(st.sampled_from(subs), label="subtask")
             self.s.acked.setdefault(cid, set()).add(sub)
             self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
 

@@ -415,25 +415,21 @@ def bmc(topo: Topology, depth: int | None = None, timeout_s: float | None = None
     u = Unrolling(topo, timeout_s)
     for i in range(1, K + 1):
         u.extend()
-        u.solver.push()
-        u.solver.add(violation(topo, u.states[i]))
-        r = u.solver.check()
+        bad = violation(topo, u.states[i])
+        r = u.solver.check(bad)
         if r == z3.sat:
             m = u.solver.model()
             vals = u.values(m, i)
             k, c = _violating_checkpoint(topo, vals)
             return "counterexample", {"trace": u.trace(m), "step": i, "checkpoint": k, "channel": c,
                                       "state": vals}
-        u.solver.pop()
         if r != z3.unsat:
             return "unknown", {"depth": i, "reason": u.solver.reason_unknown()}
+        u.solver.add(z3.Not(bad))  # deeper queries look for a *first* violation only
     # non-vacuity: the last checkpoint completes in some execution of this length
     reach = "n/a"
     if topo.checkpoints:
-        u.solver.push()
-        u.solver.add(z3.Or([s.done[topo.checkpoints - 1] for s in u.states]))
-        reach = str(u.solver.check())
-        u.solver.pop()
+        reach = str(u.solver.check(z3.Or([s.done[topo.checkpoints - 1] for s in u.states])))
     return "proved", {"depth": K, "last_checkpoint_completes": reach}
 
 
