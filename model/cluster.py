@@ -749,7 +749,7 @@ class Cluster:
             raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
         self.failures += 1
         self.events.append(("job_manager_failover", self.now))
-        self.coordinator.job_manager_failover()
+        self._effects(self.coordinator.job_manager_failover())
         self.acks.clear()
         self.notifications.clear()
         self._restart(frozenset(range(len(self.tasks))), self.coordinator.restore_latest_checkpointed_state())
@@ -800,6 +800,8 @@ class Cluster:
         self.events.append(("restored", self.now, None if checkpoint is None else checkpoint.checkpoint_id,
                             tuple(sorted(restart))))
         self.notifications = [n for n in self.notifications if n[0] not in restart]
+        if self.stopping is not None and self.stopping not in self.coordinator.pending:
+            self.stopping = None  # the stop-with-savepoint was aborted by the failover
         for c in range(len(self.channels)):
             if self.consumer_of[c] in restart or self.producer_of[c] in restart:
                 if self.blocking[c] and self.producer_of[c] not in restart:

@@ -251,8 +251,9 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             super().__init__()
             self.ctx = None
 
-        @initialize(n=st.integers(1, 4), flip147=st.booleans(), timeout=st.integers(0, 3))
-        def start(self, n, flip147, timeout):
+        @initialize(n=st.integers(1, 4), flip147=st.booleans(), timeout=st.integers(0, 3),
+                    triggered=st.integers(0, 3))
+        def start(self, n, flip147, timeout, triggered):
             self.n = n
             self.ctx = RecordingBarrierContext(n, mode)
             if mode == "at_least_once":
@@ -261,8 +262,8 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
                 self.h = SingleCheckpointBarrierHandler(
                     self.ctx, n, mode, timeout=timeout if mode == "alternating" else None,
                     checkpoints_after_tasks_finish=flip147, **knobs)
-            self.latest = 0  # newest checkpoint id the coordinator triggered
-            self.ts = {}
+            self.latest = triggered  # newest checkpoint id the coordinator triggered
+            self.ts = {i: 0 for i in range(1, triggered + 1)}
             self.last_id = [0] * n
             self.now = 0
 
@@ -338,6 +339,10 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
                 cid = self.latest
             self.h.on_alignment_timeout(cid)
 
+        def teardown(self):
+            if self.ctx is not None:
+                target(float(len(self.ctx.log)), label="triggers and aborts")
+
         @invariant()
         def spec_holds(self):
             if self.ctx is None:
@@ -403,6 +408,7 @@ def make_coordinator_machine(knobs: dict | None = None):
             self.c = c
             self.now = 0
             self.s = CoordinatorSubject(c, self.tasks, max_concurrent)
+            self.in_flight_at_restore = 0
 
         def _cid(self, data):
             """A pending checkpoint mostly; sometimes a finished or never-used id."""
@@ -455,12 +461,14 @@ def make_coordinator_machine(knobs: dict | None = None):
         @rule()
         def failover(self):
             """A region/global failover: abort every pending checkpoint, then restore."""
+            self._note_in_flight()
             self.s.record(self.c.abort_pending("JOB_FAILOVER_REGION", now=self.now))
             self._restore()
 
         @precondition(lambda self: self.s is not None)
         @rule()
         def job_manager_failover(self):
+            self._note_in_flight()
             self.s.record(self.c.job_manager_failover())
             self._restore()
 
@@ -469,6 +477,15 @@ def make_coordinator_machine(knobs: dict | None = None):
         def tick(self, dt):
             self.now += dt
             self.s.record(self.c.expire_overdue(self.now))
+
+        def teardown(self):
+            if self.s is not None:
+                target(float(self.in_flight_at_restore), label="acknowledged checkpoints in flight at a failover")
+                target(float(sum(1 for p in self.s.kinds.values() if p.is_savepoint)), label="savepoints")
+
+        def _note_in_flight(self):
+            self.in_flight_at_restore = max(self.in_flight_at_restore,
+                                            sum(1 for p in self.c.pending.values() if p.acknowledged))
 
         def _restore(self):
             from model.checkpointcoordinator import CheckpointCompleted

@@ -80,7 +80,12 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
     t0 = time.perf_counter()
     for i in range(total):
         seed = base_seed + i
-        r = random_walk(v, seed)
+        try:
+            r = random_walk(v, seed)
+        except Exception as e:  # a crash of the model is a finding: report it with its seed
+            res.error = f"seed {seed}: {type(e).__name__}: {e}"
+            res.first_seed = seed
+            break
         res.runs += 1
         res.steps += r.steps
         res.goals.update(r.goals)

@@ -77,6 +77,8 @@ __all__ = [
     "replay_in_model",
     "z3_accepts_model_trace",
     "random_model_trace",
+    "z3_traces",
+    "Disagreement",
     "CHECKS",
 ]
 
@@ -659,6 +661,25 @@ def random_model_trace(topo: Topology, seed: int, partitioner: str = "hash", max
         e, a = cands[rng.randrange(len(cands))]
         cluster.step(a)
         out.append(e)
+    return out
+
+
+def z3_traces(topo: Topology, count: int, depth: int | None = None, seed: int = 0) -> list[list[tuple]]:
+    """Up to ``count`` distinct executions of exactly ``depth`` steps (default: the longest)
+    drawn from the z3 relation (each new one differs from the earlier ones)."""
+    K = topo.full_length if depth is None else depth
+    u = Unrolling(topo, tag="t")
+    u.solver.set("random_seed", seed)
+    for _ in range(K):
+        u.extend()
+    out = []
+    for _ in range(count):
+        if u.solver.check() != z3.sat:
+            break
+        m = u.solver.model()
+        codes = [m.eval(a, model_completion=True) for a in u.acts]
+        out.append(u.trace(m))
+        u.solver.add(z3.Or([a != v for a, v in zip(u.acts, codes)]))
     return out
 
 

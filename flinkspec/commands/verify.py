@@ -45,7 +45,7 @@ def run(args) -> int:
     if args.spark_runs:
         steps.append(("spark-replay", ["spark-replay", "--runs", str(args.spark_runs), "--master", args.spark_master,
                                        "--seed", str(args.seed), "--out", f"{args.out}/spark-replay",
-                                       "--counterexamples", f"{args.out}/spark-counterexamples"],
+                                       "--counterexamples", f"{args.out}/spark-counterexamples", "--smoke"],
                       "randomized replays on Spark, results as Parquet"))
     results = []
     for name, argv, what in steps:
