@@ -552,7 +552,8 @@ def format_summary(summary: dict) -> str:
         exp = v["expected"][0] + (f" (+{len(v['expected']) - 1})" if len(v["expected"]) > 1 else "")
         rows.append((v["variant"], exp, str(v["runs"]), str(v["violations"]),
                      str(v["errors"]), str(v["signatures"]), str(v["goals_reached"]),
-                     f"{v['runs_per_second_per_core'] or 0:.0f}", "ok" if v["ok"] else "UNEXPECTED"))
+                     f"{v['runs_per_second_per_core'] or 0:.0f}",
+                     v.get("verdict_note") or ("ok" if v["ok"] else "UNEXPECTED")))
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines = ["  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
              for r in rows]

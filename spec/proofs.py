@@ -31,6 +31,8 @@ EXPECTED = ("proved", "counterexample")
 PROOF_MODULES = (
     "spec.z3_keygroups",
     "spec.z3_valve",
+    "spec.z3_barriers",
+    "spec.z3_slots",
 )
 
 Outcome = tuple[str, str, "dict[str, Any] | None"]
