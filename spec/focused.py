@@ -115,9 +115,17 @@ def handler_trigger_after_all_barriers(s) -> Violation | None:
     return None
 
 
-@invariant("handler_triggers_increasing", kind="always", concept="CheckpointBarrierHandler",
-           statement="The checkpoint ids a handler triggers are strictly increasing.")
+@invariant("handler_triggers_increasing", kind="always", concept="SingleCheckpointBarrierHandler",
+           statement="The checkpoint ids an exactly-once barrier handler triggers are strictly increasing.")
 def handler_triggers_increasing(s) -> Violation | None:
+    """Not checked for the at-least-once ``CheckpointBarrierTracker``: Flink's tracker can hand
+    its task an older checkpoint after a newer one (barrier 1 on channel 0, EndOfPartition on
+    0, barrier 2 on channel 1 takes the one-open-channel fast path and triggers 2 leaving 1's
+    entry behind, EndOfPartition on 1 then completes and triggers 1). The task drops it:
+    ``SubtaskCheckpointCoordinatorImpl.checkpointState`` ignores an "Out of order checkpoint
+    barrier" whose id is <= the last one it snapshotted."""
+    if s.mode == "at_least_once":
+        return None
     last = None
     for e in s.log:
         if e[0] == "trigger":

@@ -61,6 +61,7 @@ import attrs
 import z3
 
 from model import actions as A
+from model.errors import InvalidArgument
 
 __all__ = [
     "MODES",
@@ -107,9 +108,9 @@ class Topology:
 
     def __attrs_post_init__(self):
         if self.mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, not {self.mode!r}")
+            raise InvalidArgument(f"Topology: mode must be one of {MODES}, not {self.mode!r}")
         if self.channels < 1 or self.records < 0 or self.checkpoints < 0 or self.capacity < 1:
-            raise ValueError(f"bad topology {self!r}")
+            raise InvalidArgument(f"{self!r}: needs channels >= 1, records >= 0, checkpoints >= 0, capacity >= 1")
 
     @property
     def unaligned(self) -> bool:

@@ -30,7 +30,6 @@ from __future__ import annotations
 import glob
 import os
 import time
-from typing import Iterable
 
 import attrs
 import z3
@@ -169,7 +168,7 @@ def generated_graphs(count: int = 12, *, max_operators: int = 6, max_parallelism
     return [(f"generated-{i}", compile_stream_graph(g)) for i, g in enumerate(graphs)]
 
 
-def _check_layouts(layouts_fn) -> callable:
+def _check_layouts(layouts_fn):
     def run(timeout_s: float | None = None):
         t0 = time.perf_counter()
         rows = {}
