@@ -25,6 +25,9 @@ channels)``/``stop_persisting(ch)``/``channel_state_complete(checkpoint_id)`` (u
 channel state) and ``register_timer(checkpoint_id, deadline)``; ``ctx.barrier_channels`` lists the local indices of
 the inputs that carry barriers (pipelined channels; blocking partitions carry none).
 
+Known-unsafe knob: ``CheckpointBarrierTracker(recreate_aborted=True)`` is the pre-FLINK-5285
+tracker (a trailing cancel marker of a finished entry aborts that checkpoint again).
+
 Leaves out: barrier *announcements* and the upstream conversion of timed-out aligned
 barriers into priority barriers (FLINK-27251): after a timeout the consumer persists input
 until the (still aligned) barrier arrives in FIFO order, which yields the same channel

@@ -28,6 +28,8 @@ class FocusedSuite:
     expected: tuple
     make_test: Callable  # (settings, seed) -> callable raising ViolationFound on a violation
     flink_key: str | None = None
+    #: max_examples = EXAMPLES[profile] * scale (unsafe suites whose bug needs a longer program)
+    scale: int = 1
 
     @property
     def safe(self) -> bool:
@@ -37,7 +39,7 @@ class FocusedSuite:
         from properties.suites import SuiteResult
 
         res = SuiteResult(name=self.name, expected=self.expected)
-        st = settings(max_examples=EXAMPLES[profile], deadline=None, database=None, derandomize=False,
+        st = settings(max_examples=EXAMPLES[profile] * self.scale, deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), stateful_step_count=40,
                       phases=[Phase.generate, Phase.target, Phase.shrink], print_blob=False,
                       report_multiple_bugs=False)
@@ -67,7 +69,7 @@ def _valve_test(knobs):
                 super().__init__()
 
         def test():
-            hseed(base_seed)(lambda: run_state_machine_as_test(Counted, settings=st))()
+            run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
         return test
     return make
 
@@ -95,7 +97,7 @@ def _cluster_test(variant_name):
                 super().__init__()
 
         def test():
-            hseed(base_seed)(lambda: run_state_machine_as_test(Counted, settings=st))()
+            run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
         return test
     return make
 
@@ -139,7 +141,7 @@ def _machine_test(factory, *args):
                 super().__init__()
 
         def test():
-            hseed(base_seed)(lambda: run_state_machine_as_test(Counted, settings=st))()
+            run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
         return test
     return make
 
@@ -169,16 +171,17 @@ _add(FocusedSuite("barrier-tracker-FLINK-5285", "CheckpointBarrierTracker that r
                   "checkpoints (pre-FLINK-5285): interleaved cancel markers abort a checkpoint again",
                   ("handler_abort_once",),
                   _machine_test(M.make_barrier_handler_machine, "at_least_once", {"recreate_aborted": True}),
-                  "FLINK-5285"))
+                  "FLINK-5285", scale=3))
 _add(FocusedSuite("checkpoint-coordinator", "CheckpointCoordinator alone: checkpoints and savepoints, acks, "
                   "declines, task/region/JobManager failover, timeouts, queued and unqueued requests",
                   ("pass",), _machine_test(M.make_coordinator_machine)))
 _add(FocusedSuite("checkpoint-coordinator-restore-pending", "CheckpointCoordinator that restores a checkpoint "
                   "which got acknowledgements but never completed", ("coordinator_restore_latest_completed",),
-                  _machine_test(M.make_coordinator_machine, {"restore_pending_checkpoints": True})))
+                  _machine_test(M.make_coordinator_machine, {"restore_pending_checkpoints": True}), scale=3))
 _add(FocusedSuite("checkpoint-coordinator-FLINK-10354", "CheckpointCoordinator that notifies the tasks when a "
                   "plain savepoint completes", ("coordinator_no_notify_for_savepoint",),
-                  _machine_test(M.make_coordinator_machine, {"notify_savepoint_complete": True}), "FLINK-10354"))
+                  _machine_test(M.make_coordinator_machine, {"notify_savepoint_complete": True}), "FLINK-10354",
+                  scale=3))
 _add(FocusedSuite("rescaling-state-assignment", "StateAssignmentOperation and RoundRobinOperatorStateRepartitioner "
                   "for any old/new parallelism and max parallelism: keyed, SPLIT_DISTRIBUTE, UNION, BROADCAST",
                   ("pass",), _rescaling_test("range")))

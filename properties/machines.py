@@ -6,6 +6,18 @@
   step; teardown drains the run and applies the exactly-once oracle.
 * :class:`ValveMachine` — one StatusWatermarkValve fed watermarks, idle and active statuses.
 * :func:`window_assignment_test` — window assigners over timestamps, sizes and offsets.
+* :func:`make_barrier_handler_machine` — BarrierHandlerMachine: one task's
+  SingleCheckpointBarrierHandler (aligned / alternating) or CheckpointBarrierTracker
+  (at-least-once) fed barriers, cancel markers and EndOfPartition per FIFO channel, newer
+  checkpoint ids and alignment timeouts, through a :class:`RecordingBarrierContext`.
+* :func:`make_coordinator_machine` — CoordinatorMachine: one CheckpointCoordinator fed
+  checkpoint/savepoint triggers, acks, declines, task failures, region and JobManager
+  failovers (each followed by a restore) and time.
+* :func:`check_rescaling` with :data:`rescale_args` — keyed, SPLIT_DISTRIBUTE, UNION and
+  BROADCAST state restored with a new parallelism.
+
+The focused machines' invariants are in ``spec.focused``; their subjects are recordings of
+what was sent to the mechanism and what it answered.
 
 ``make_*`` functions build a machine class for a variant (knobs), so safe and unsafe
 configurations are searched by the same machine.
@@ -449,31 +461,25 @@ def make_coordinator_machine(knobs: dict | None = None):
                 self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
 
         @precondition(lambda self: self.s is not None)
-        @rule(data=st.data())
-        def decline(self, data):
-            cid = self._cid(data)
+        @rule(data=st.data(), failed=st.booleans())
+        def decline(self, data, failed):
+            """A task declines a checkpoint, or fails (its unacknowledged checkpoints abort)."""
             sub = data.draw(st.sampled_from(self.tasks), label="subtask")
-            self.s.record(self.c.receive_decline(cid, sub, now=self.now))
+            if failed:
+                self.s.record(self.c.fail_unacknowledged_pending_checkpoints_for(sub))
+            else:
+                self.s.record(self.c.receive_decline(self._cid(data), sub, now=self.now))
 
         @precondition(lambda self: self.s is not None)
-        @rule(data=st.data())
-        def task_failure(self, data):
-            sub = data.draw(st.sampled_from(self.tasks), label="subtask")
-            self.s.record(self.c.fail_unacknowledged_pending_checkpoints_for(sub))
-
-        @precondition(lambda self: self.s is not None)
-        @rule()
-        def failover(self):
-            """A region/global failover: abort every pending checkpoint, then restore."""
+        @rule(job_manager=st.booleans())
+        def failover(self, job_manager):
+            """A region/global failover (abort every pending checkpoint) or a JobManager failover
+            (pending checkpoints lost), then a restore."""
             self._note_in_flight()
-            self.s.record(self.c.abort_pending("JOB_FAILOVER_REGION", now=self.now))
-            self._restore()
-
-        @precondition(lambda self: self.s is not None)
-        @rule()
-        def job_manager_failover(self):
-            self._note_in_flight()
-            self.s.record(self.c.job_manager_failover())
+            if job_manager:
+                self.s.record(self.c.job_manager_failover())
+            else:
+                self.s.record(self.c.abort_pending("JOB_FAILOVER_REGION", now=self.now))
             self._restore()
 
         @precondition(lambda self: self.s is not None)
