@@ -326,7 +326,7 @@ class Cluster:
         cfg = self.config
         mode = cfg.barrier_mode
         if mode == "at_least_once":
-            return CheckpointBarrierTracker(task, n)
+            return CheckpointBarrierTracker(task, n, checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
         # with unaligned checkpoints enabled Flink always builds the *alternating* handler
         # (InputProcessorUtil.createCheckpointBarrierHandler): unaligned checkpoint barriers take
         # its timeout path at once, savepoints (always aligned) are aligned by it

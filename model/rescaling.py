@@ -20,7 +20,7 @@ from __future__ import annotations
 import attrs
 
 from model.errors import FlinkspecError
-from model.stateassignment import assign_keyed_state, check_max_parallelism, repartition_split_distribute
+from model.stateassignment import assign_keyed_state, check_max_parallelism, repartition_operator_state
 from model.streamgraph import effective_max_parallelism
 from model.streamtask import TaskSnapshot
 
@@ -88,7 +88,7 @@ def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: 
     start = 0
     for name in sorted(list_old):
         new_op = new_ops[name]
-        parts, start = repartition_split_distribute(list_old[name], new_op.parallelism, start)
+        parts, start = repartition_operator_state(list_old[name], new_op.parallelism, "split_distribute", start)
         subs = new_eg.subtasks_of(vertex_of[name])
         for i, sid in enumerate(subs):
             per_new[sid].operator[name] = parts[i]

@@ -116,3 +116,19 @@ def repartition_union(old: list[list], new_parallelism: int) -> list[list]:
 def repartition_broadcast(old: list[list], new_parallelism: int) -> list[list]:
     """BROADCAST: new subtask i gets old subtask ``i % oldP``'s copy."""
     return [list(old[i % len(old)]) for i in range(new_parallelism)]
+
+
+def repartition_operator_state(old: list[list], new_parallelism: int, mode: str = "split_distribute",
+                               start: int = 0) -> tuple[list[list], int]:
+    """``RoundRobinOperatorStateRepartitioner.repartitionState`` for one state name: with
+    unchanged parallelism SPLIT_DISTRIBUTE state keeps its layout (Flink returns the previous
+    assignment as is); otherwise ``mode`` picks SPLIT_DISTRIBUTE / UNION / BROADCAST."""
+    if mode == "split_distribute":
+        if len(old) == new_parallelism:
+            return [list(x) for x in old], start
+        return repartition_split_distribute(old, new_parallelism, start)
+    if mode == "union":
+        return repartition_union(old, new_parallelism), start
+    if mode == "broadcast":
+        return repartition_broadcast(old, new_parallelism), start
+    raise StateAssignmentError(f"unknown operator state distribution mode {mode!r}")

@@ -337,7 +337,7 @@ class StreamTask:
         "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "out_deques", "bug_20645", "bug_17568", "deferred",
+        "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "bug_20645", "bug_17568", "deferred",
     )
 
     def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
@@ -357,6 +357,7 @@ class StreamTask:
         self.bug_20645 = "FLINK-20645" in bugs
         self.bug_17568 = "FLINK-17568" in bugs
         self.deferred = None
+        self.last_triggered = -1
         self.barrier_outputs = [c for c in output_channels if not blocking[c]]
         self.out_deques = [cluster.channels[c] for c in self.barrier_outputs]
         self.valve = None
@@ -414,11 +415,17 @@ class StreamTask:
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
         cluster = self.cluster
+        if barrier.id <= self.last_triggered:
+            # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
+            # previously?)": an older checkpoint than one already taken is declined
+            self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")
+            return
         if unaligned and self.bug_17568 and self.barrier_channels and self.deferred is None:
             # FLINK-17568 (re-introduced on purpose): the barrier was announced, but the task
             # thread processes one more input element before it takes the snapshot.
             self.deferred = barrier
             return
+        self.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
         if unaligned:
             keep = cluster.config.unaligned_channel_state
@@ -503,7 +510,10 @@ class StreamTask:
                 cluster.blocked[c] = True
             self.handler.process_barrier(e, ch, cluster.now)
         elif t is CancelCheckpointMarker:
-            self.handler.process_cancellation(e.checkpoint_id)
+            if isinstance(self.handler, CheckpointBarrierTracker):
+                self.handler.process_cancellation(e.checkpoint_id, ch)
+            else:
+                self.handler.process_cancellation(e.checkpoint_id)
         elif t is EndOfPartitionEvent:
             self.eop_seen += 1
             if not cluster.blocking[c]:
