@@ -460,6 +460,8 @@ class StreamTask:
             self.deferred = None
 
     def abort(self, checkpoint_id: int, reason: str) -> None:
+        if self.deferred and self.deferred.id <= checkpoint_id:
+            self.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
         self.timer = None
         self.output.emit_barrier(CancelCheckpointMarker(checkpoint_id))
         self.cluster.decline(self, checkpoint_id, reason)
