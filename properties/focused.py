@@ -59,9 +59,10 @@ class FocusedSuite:
         return res
 
 
-def _valve_test(knobs):
+def _machine_test(factory, *args):
+    """A focused suite running the stateful machine ``factory(*args)``."""
     def make(st, base_seed, counter):
-        machine = M.make_valve_machine(knobs)
+        machine = factory(*args)
 
         class Counted(machine):
             def __init__(self):
@@ -72,6 +73,10 @@ def _valve_test(knobs):
             run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
         return test
     return make
+
+
+def _valve_test(knobs):
+    return _machine_test(M.make_valve_machine, knobs)
 
 
 def _window_test(legacy):
@@ -88,18 +93,7 @@ def _window_test(legacy):
 
 
 def _cluster_test(variant_name):
-    def make(st, base_seed, counter):
-        machine = M.make_cluster_machine(VARIANTS[variant_name] if variant_name else None)
-
-        class Counted(machine):
-            def __init__(self):
-                counter["n"] += 1
-                super().__init__()
-
-        def test():
-            run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
-        return test
-    return make
+    return _machine_test(M.make_cluster_machine, VARIANTS[variant_name] if variant_name else None)
 
 
 FOCUSED: dict[str, FocusedSuite] = {}
@@ -128,22 +122,6 @@ _add(FocusedSuite("hypothesis-cluster-any-job", "Hypothesis stateful machine ove
                   "with failures and savepoints", ("pass",), _cluster_test(None)))
 _add(FocusedSuite("hypothesis-cluster-at-least-once", "Hypothesis stateful machine over the whole cluster: "
                   "at-least-once with a 2PC sink", ("consistent_cut",), _cluster_test("at-least-once-2pc")))
-
-
-def _machine_test(factory, *args):
-    """A focused suite running the stateful machine ``factory(*args)``."""
-    def make(st, base_seed, counter):
-        machine = factory(*args)
-
-        class Counted(machine):
-            def __init__(self):
-                counter["n"] += 1
-                super().__init__()
-
-        def test():
-            run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
-        return test
-    return make
 
 
 def _rescaling_test(assignment):
