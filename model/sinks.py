@@ -331,72 +331,56 @@ class TwoPhaseCommitSink:
             self._records = None
 
 
-class UpsertSink:
-    """An idempotent upsert sink for sink subtask ``subtask``: each write overwrites
-    ``external.upsert_table[key]``. Stateless (snapshot_state returns None)."""
+class _StatelessSink:
+    """A sink writing straight to the external system: no state, nothing to commit."""
 
     __slots__ = ("external", "subtask")
-
-    kind = UPSERT
 
     def __init__(self, external: ExternalSystem, subtask: int, restored_state=None):
         self.external = external
         self.subtask = subtask
 
     def __repr__(self) -> str:
-        return f"<UpsertSink subtask={self.subtask}>"
+        return f"<{type(self).__name__} subtask={self.subtask}>"
 
     def initialize_state(self, restored_state=None) -> None:
         return None
+
+    def snapshot_state(self, checkpoint_id: int) -> None:
+        return None
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> list:
+        return []
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        return None
+
+    def close(self) -> None:
+        return None
+
+
+class UpsertSink(_StatelessSink):
+    """An idempotent upsert sink for sink subtask ``subtask``: each write overwrites
+    ``external.upsert_table[key]``. Stateless (snapshot_state returns None)."""
+
+    __slots__ = ()
+
+    kind = UPSERT
 
     def write(self, key, value, timestamp) -> None:
         self.external.upsert(key, value, timestamp, self.subtask)
 
-    def snapshot_state(self, checkpoint_id: int) -> None:
-        return None
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> list:
-        return []
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
-
-
-class AppendSink:
+class AppendSink(_StatelessSink):
     """A plain append sink for sink subtask ``subtask``: each write is visible at once
     (known unsafe under failures: duplicates after a restore). Stateless."""
 
-    __slots__ = ("external", "subtask")
+    __slots__ = ()
 
     kind = APPEND
 
-    def __init__(self, external: ExternalSystem, subtask: int, restored_state=None):
-        self.external = external
-        self.subtask = subtask
-
-    def __repr__(self) -> str:
-        return f"<AppendSink subtask={self.subtask}>"
-
-    def initialize_state(self, restored_state=None) -> None:
-        return None
-
     def write(self, key, value, timestamp) -> None:
         self.external.committed.append((key, value, timestamp, self.subtask))
-
-    def snapshot_state(self, checkpoint_id: int) -> None:
-        return None
-
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> list:
-        return []
-
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        return None
-
-    def close(self) -> None:
-        return None
 
 
 _SINK_CLASSES = {TWO_PHASE_COMMIT: TwoPhaseCommitSink, UPSERT: UpsertSink, APPEND: AppendSink}
