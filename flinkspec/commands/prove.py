@@ -59,7 +59,7 @@ def _print_table(runs) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=sys.stdout, width=max(120, Console().width), highlight=False)
+    console = Console(file=sys.stdout, width=max(160, Console().width), highlight=False)
     table = Table(title="flinkspec prove (z3)")
     table.add_column("property", no_wrap=True)
     table.add_column("scope")
