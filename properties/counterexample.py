@@ -11,7 +11,8 @@
    "actual": ..., "message": ...}``.
 
 Files are written atomically (a temporary file in the same folder, then ``os.replace``);
-the name is a hash of the content, so writing the same counterexample twice is a no-op.
+the name is a hash of the failing run (variant, engine, seed, actions, invariant), so writing
+the same counterexample twice is a no-op and names survive additions to the header.
 Reading checks everything and raises :class:`CounterexampleError` naming the file, the
 line and the problem.
 """
@@ -125,7 +126,10 @@ def write_counterexample(directory, *, variant: str, expected: tuple, engine: st
     """Write atomically to ``directory/<invariant>/<hash>.ndjson``; returns the path."""
     text = render(variant=variant, expected=expected, engine=engine, seed=seed, scenario=scenario,
                   actions=actions, violation=violation)
-    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    # the name identifies the failing run (variant, engine, seed, actions, invariant), not the
+    # file's text, so it stays the same when the header gains a configuration field
+    ident = "\n".join([variant, engine, str(seed), violation.invariant] + [repr(a) for a in actions])
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
     folder = Path(directory) / violation.invariant
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{digest}.ndjson"

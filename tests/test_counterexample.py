@@ -131,3 +131,16 @@ def test_show_writes_a_self_contained_html_page(tmp_path, capsys):
     assert page.startswith("<!doctype html>") and "<svg" in page
     assert "consistent_cut" in page and "<script" not in page and "http://" not in page.replace(
         'xmlns="http://www.w3.org/2000/svg"', "")
+
+
+def test_docs_name_existing_counterexample_files():
+    """The walk-through in docs/ names a corpus file: it must exist and be the one described."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    for doc in (root / "docs").glob("*.md"):
+        for rel in set(re.findall(r"counterexamples/[a-z_]+/[0-9a-f]{12}\.ndjson", doc.read_text())):
+            assert (root / rel).exists(), f"{doc.name} names {rel}, which is not in the corpus"
+    walk = (root / "docs" / "reading-a-counterexample.md").read_text()
+    rel = re.search(r"counterexamples/[a-z_]+/[0-9a-f]{12}\.ndjson", walk).group(0)
+    assert load_counterexample(root / rel).variant == "at-least-once-2pc"

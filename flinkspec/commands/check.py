@@ -91,7 +91,11 @@ def run(args) -> int:
         if r.error:
             console.print(f"    error: {r.error}")
         if r.counterexample:
-            console.print(f"    counterexample: {r.counterexample}")
+            import os
+
+            shown = os.path.relpath(r.counterexample) if not os.path.relpath(r.counterexample).startswith("..") \
+                else r.counterexample
+            console.print(f"    counterexample: {shown}")
 
     table = Table(title=f"flinkspec check — {args.profile} profile, seed {args.seed}")
     for col in ("suite", "runs", "steps", "verdict", "expected", "as expected", "time"):
