@@ -35,7 +35,9 @@ class FocusedSuite:
     def safe(self) -> bool:
         return self.expected == ("pass",)
 
-    def run(self, profile: str = "quick", base_seed: int = 0, **_ignored):
+    def run(self, profile: str = "quick", base_seed: int = 0, corpus_dir=None, **_ignored):
+        """Run the search. A whole-cluster violation (the machine carries its scenario and
+        trace) is written to ``corpus_dir`` as a counterexample file (engine "hypothesis")."""
         from properties.suites import SuiteResult
 
         res = SuiteResult(name=self.name, expected=self.expected)
@@ -52,11 +54,46 @@ class FocusedSuite:
             res.violations[e.violation.invariant] += 1
             res.first_violation = e.violation.to_dict()
             res.first_seed = base_seed
+            if corpus_dir is not None and e.scenario is not None and e.trace:
+                res.counterexample = self._write(corpus_dir, e, base_seed)
         except Exception as e:  # an unexpected crash of the model is a failed suite, reported
             res.error = f"{type(e).__name__}: {e}"
         res.runs = counter["n"]
         res.seconds = time.perf_counter() - t0
         return res
+
+    def _write(self, corpus_dir, e, base_seed):
+        return _write_hypothesis_counterexample(self, corpus_dir, e, base_seed)
+
+
+def _write_hypothesis_counterexample(suite, corpus_dir, e, base_seed):
+    """Store Hypothesis' shrunk cluster trace if it replays to the same violation; drop older
+    files of the same suite (one per suite, like the random-walk corpus)."""
+    from pathlib import Path
+
+    from properties.counterexample import (
+        CounterexampleError,
+        corpus_files,
+        load_counterexample,
+        write_counterexample,
+    )
+    from properties.engines import replay
+
+    v, _ = replay(e.scenario, e.trace, finish=True)
+    if v is None or v.invariant != e.violation.invariant:
+        return None
+    path = write_counterexample(corpus_dir, variant=suite.name, expected=suite.expected, engine="hypothesis",
+                                seed=base_seed, scenario=e.scenario, actions=e.trace, violation=v)
+    for f in corpus_files(corpus_dir):
+        if Path(f) == Path(path):
+            continue
+        try:
+            cx = load_counterexample(f)
+        except CounterexampleError:
+            continue
+        if cx.variant == suite.name and cx.header.get("engine") == "hypothesis":
+            Path(f).unlink()
+    return str(path)
 
 
 def _machine_test(factory, *args):

@@ -40,9 +40,10 @@ from spec import watermarks as W
 class ViolationFound(AssertionError):
     """Raised by a machine when an invariant is violated; carries the violation."""
 
-    def __init__(self, violation, trace=()):
+    def __init__(self, violation, trace=(), scenario=None):
         self.violation = violation
         self.trace = tuple(trace)
+        self.scenario = scenario
         super().__init__(f"[{violation.invariant}] {violation.message}")
 
 
@@ -84,7 +85,7 @@ def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
             ClusterMachine.last_trace = tuple(c.trace)
             self.max_pending = max(self.max_pending, c.coordinator.num_pending + sum(c.blocked))
             if v is not None:
-                raise ViolationFound(v, c.trace)
+                raise ViolationFound(v, c.trace, self.run.scenario)
 
         def teardown(self):
             if self.run is None:
@@ -93,7 +94,7 @@ def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
             v = self.run.finish()
             ClusterMachine.last_trace = tuple(self.run.cluster.trace)
             if v is not None:
-                raise ViolationFound(v, self.run.cluster.trace)
+                raise ViolationFound(v, self.run.cluster.trace, self.run.scenario)
 
     ClusterMachine.__name__ = f"ClusterMachine[{variant.name if variant else 'any job'}]"
     return ClusterMachine

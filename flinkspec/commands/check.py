@@ -74,7 +74,7 @@ def run(args) -> int:
             r = run_variant_suite(VARIANTS[name], profile=args.profile, base_seed=args.seed,
                                   corpus_dir=corpus, progress=progress)
         else:
-            r = FOCUSED[name].run(args.profile, args.seed)
+            r = FOCUSED[name].run(args.profile, args.seed, corpus_dir=corpus)
         results.append(r)
         mark = "ok" if r.as_expected else "UNEXPECTED"
         extra = ""
