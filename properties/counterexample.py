@@ -228,3 +228,17 @@ def replay_counterexample(cx: Counterexample):
 
 def corpus_files(directory) -> list[Path]:
     return sorted(Path(directory).glob("*/*.ndjson"))
+
+
+def drop_stale(corpus_dir, variant: str, engine: str, keep) -> None:
+    """The corpus keeps one counterexample per (variant, engine): remove the others (e.g.
+    after a model change made the search find a different, shorter run)."""
+    for f in corpus_files(corpus_dir):
+        if Path(f) == Path(keep):
+            continue
+        try:
+            cx = load_counterexample(f)
+        except CounterexampleError:
+            continue
+        if cx.variant == variant and cx.header.get("engine") == engine:
+            Path(f).unlink()

@@ -69,14 +69,7 @@ class FocusedSuite:
 def _write_hypothesis_counterexample(suite, corpus_dir, e, base_seed):
     """Store Hypothesis' shrunk cluster trace if it replays to the same violation; drop older
     files of the same suite (one per suite, like the random-walk corpus)."""
-    from pathlib import Path
-
-    from properties.counterexample import (
-        CounterexampleError,
-        corpus_files,
-        load_counterexample,
-        write_counterexample,
-    )
+    from properties.counterexample import drop_stale, write_counterexample
     from properties.engines import replay
 
     v, _ = replay(e.scenario, e.trace, finish=True)
@@ -84,15 +77,7 @@ def _write_hypothesis_counterexample(suite, corpus_dir, e, base_seed):
         return None
     path = write_counterexample(corpus_dir, variant=suite.name, expected=suite.expected, engine="hypothesis",
                                 seed=base_seed, scenario=e.scenario, actions=e.trace, violation=v)
-    for f in corpus_files(corpus_dir):
-        if Path(f) == Path(path):
-            continue
-        try:
-            cx = load_counterexample(f)
-        except CounterexampleError:
-            continue
-        if cx.variant == suite.name and cx.header.get("engine") == "hypothesis":
-            Path(f).unlink()
+    drop_stale(corpus_dir, suite.name, "hypothesis", path)
     return str(path)
 
 

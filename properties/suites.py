@@ -106,31 +106,15 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                                                engine="random_walk", seed=seed, scenario=scenario,
                                                actions=small, violation=vio)
                     res.counterexample = str(path)
-                    _drop_stale(corpus_dir, v.name, path)
+                    from properties.counterexample import drop_stale
+
+                    drop_stale(corpus_dir, v.name, "random_walk", path)
             if not v.safe:
                 break  # found: the unsafe variant has its counterexample
         if progress is not None:
             progress(i + 1, total)
     res.seconds = time.perf_counter() - t0
     return res
-
-
-def _drop_stale(corpus_dir, variant_name: str, keep) -> None:
-    """The corpus keeps one random-walk counterexample per variant: remove older ones (for
-    example after a model change made the search find a different, shorter one)."""
-    from pathlib import Path
-
-    from properties.counterexample import CounterexampleError, corpus_files, load_counterexample
-
-    for f in corpus_files(corpus_dir):
-        if Path(f) == Path(keep):
-            continue
-        try:
-            cx = load_counterexample(f)
-        except CounterexampleError:
-            continue
-        if cx.variant == variant_name and cx.header.get("engine") == "random_walk":
-            Path(f).unlink()
 
 
 def suite_names() -> list[str]:

@@ -14,24 +14,13 @@ from model.jobgraph import (
     is_chainable,
     logical_pipelined_regions,
 )
-from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph, load_stream_graph
+from model.streamgraph import load_stream_graph
 from properties.jobgraphs import stream_graphs
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
-def op(name, kind, p=1, **kw):
-    defaults = {"keyed_aggregate": {"aggregate": "count"}, "window": {"aggregate": "count", "window_size": 10},
-                "sink": {"sink_kind": "append"}}.get(kind, {})
-    return OperatorSpec(name=name, kind=kind, parallelism=p, **{**defaults, **kw})
-
-
-def edge(a, b, partitioner="forward", mode="pipelined"):
-    return EdgeSpec(source=a, target=b, partitioner=partitioner, exchange_mode=mode)
-
-
-def graph(ops, edges, **flags):
-    return StreamGraph(name="t", operators=tuple(ops), edges=tuple(edges), **flags)
+from graph_util import edge, graph, op  # noqa: E402
 
 
 def chains(g):

@@ -10,9 +10,6 @@ from hypothesis import given, settings
 
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.streamgraph import (
-    EdgeSpec,
-    OperatorSpec,
-    StreamGraph,
     StreamGraphBuilder,
     load_stream_graph,
     resolve_slot_sharing_groups,
@@ -22,18 +19,7 @@ from model.streamgraph import (
 from properties.jobgraphs import invalid_stream_graphs, stream_graphs
 
 
-def op(name, kind, p=1, **kw):
-    defaults = {"keyed_aggregate": {"aggregate": "count"}, "window": {"aggregate": "count", "window_size": 10},
-                "sink": {"sink_kind": "append"}}.get(kind, {})
-    return OperatorSpec(name=name, kind=kind, parallelism=p, **{**defaults, **kw})
-
-
-def edge(a, b, partitioner="forward", mode="pipelined"):
-    return EdgeSpec(source=a, target=b, partitioner=partitioner, exchange_mode=mode)
-
-
-def graph(ops, edges, **flags):
-    return StreamGraph(name="t", operators=tuple(ops), edges=tuple(edges), **flags)
+from graph_util import edge, graph, op  # noqa: E402
 
 
 def base_ops():
