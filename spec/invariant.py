@@ -7,6 +7,16 @@ An invariant is a pure function ``check(subject) -> Violation | None`` registere
 * ``eventually`` -- must hold once the run is drained (checked at the end);
 * ``sometimes``  -- a coverage goal: some run must reach it, or the search is blind.
 
+Its *scope* says what it reads: ``state`` (the state after a step, and what that one step
+changed: ``Cluster.delta``), ``trace`` (the history of the run) or ``end`` (a drained run).
+Its *subject* says what it judges, and so which engines check it: ``run`` (a whole-cluster
+run: random walks, the Hypothesis cluster machines, Spark replays, exploration) or one
+mechanism driven alone by a focused machine (``barrier_handler``, ``coordinator``,
+``rescaling``, ``valve``, ``window``, ``placement``).
+
+Invariants are pure: they read their subject and never write into it. Engines take their
+lists from :func:`invariants`, never from a hand-kept list.
+
 Violations are data (which invariant, which step, expected vs actual); rendering them as
 text or HTML is done elsewhere.
 """
@@ -18,6 +28,8 @@ from typing import Any, Callable
 import attrs
 
 KINDS = ("always", "eventually", "sometimes")
+SCOPES = ("state", "trace", "end")
+SUBJECTS = ("run", "barrier_handler", "coordinator", "rescaling", "valve", "window", "placement")
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -59,6 +71,8 @@ class Invariant:
     kind: str
     concept: str
     statement: str
+    subject: str = "run"
+    scope: str = "state"
     check: Callable[..., Violation | None] = attrs.field(repr=False, eq=False)
 
     def __call__(self, subject: Any) -> Violation | None:
@@ -68,20 +82,38 @@ class Invariant:
 REGISTRY: dict[str, Invariant] = {}
 
 
-def invariant(name: str, *, kind: str, concept: str, statement: str):
+def invariant(name: str, *, kind: str, concept: str, statement: str, subject: str = "run",
+              scope: str | None = None):
     """Register ``fn`` as the invariant ``name``; returns the :class:`Invariant`.
 
     The decorated function keeps its name in its module but becomes an :class:`Invariant`
-    (callable, with ``.name``, ``.kind``, ``.concept``, ``.statement``).
+    (callable, with ``.name``, ``.kind``, ``.concept``, ``.statement``, ``.subject``,
+    ``.scope``). ``scope`` defaults to ``end`` for *eventually* invariants, else ``state``.
     """
     if kind not in KINDS:
         raise ValueError(f"invariant {name!r}: kind must be one of {KINDS}, not {kind!r}")
+    if scope is None:
+        scope = "end" if kind == "eventually" else "state"
+    if scope not in SCOPES:
+        raise ValueError(f"invariant {name!r}: scope must be one of {SCOPES}, not {scope!r}")
+    if subject not in SUBJECTS:
+        raise ValueError(f"invariant {name!r}: subject must be one of {SUBJECTS}, not {subject!r}")
 
     def wrap(fn: Callable[..., Violation | None]) -> Invariant:
         if name in REGISTRY:
             raise ValueError(f"invariant {name!r} is registered twice")
-        inv = Invariant(name=name, kind=kind, concept=concept, statement=statement, check=fn)
+        inv = Invariant(name=name, kind=kind, concept=concept, statement=statement, subject=subject,
+                        scope=scope, check=fn)
         REGISTRY[name] = inv
         return inv
 
     return wrap
+
+
+def invariants(subject: str, kind: str | None = None) -> tuple[Invariant, ...]:
+    """The registered invariants of ``subject`` (and ``kind``), in registration order.
+
+    Engines call this after importing the modules that register them (``spec.load_all``)."""
+    if subject not in SUBJECTS:
+        raise ValueError(f"unknown invariant subject {subject!r}; known: {SUBJECTS}")
+    return tuple(i for i in REGISTRY.values() if i.subject == subject and (kind is None or i.kind == kind))
