@@ -1,15 +1,45 @@
-"""Actions: every nondeterministic choice of a run is one of these values.
+"""Actions, and the one registry of action kinds.
 
-``enabled_actions(state)`` lists the actions possible now; ``step(state, action)`` applies
-one deterministically (``model.cluster``). All actions are frozen, slotted attrs classes
-whose repr is valid Python (``Deliver(channel=3)``), so a trace is a list of reprs that
-``parse_action`` reads back.
+Every nondeterministic choice of a run is an action: a frozen, slotted attrs value whose repr
+is valid Python (``Deliver(channel=3)``), so a trace is a list of reprs that
+:func:`parse_action` reads back.
+
+Each action *kind* is one registered unit (:class:`ActionKind`) that says, in one place:
+
+* ``candidates(c)`` -- the actions of this kind that can be formed over the state's ids
+  (every channel, every source subtask, every pending checkpoint...), enabled or not;
+* ``guard(c, a)``   -- the kind's only guard: ``None`` when ``a`` is enabled, else the reason
+  it is not (a sentence). ``Cluster.enabled_actions`` is exactly the candidates whose guard
+  holds, and ``Cluster.step`` refuses every other action with ``ActionNotEnabled``;
+* ``apply(c, a)``   -- what the action does (never re-checks the guard);
+* ``describe(c, a)`` and ``mark(c, a)`` -- how a counterexample shows it (text, HTML lane);
+* ``weight``        -- how often a random walk picks the kind, relative to the others;
+* ``optional``      -- whether swarm testing may switch the kind off for a run;
+* ``drain``         -- its priority in the one drain policy (``model.cluster.drain_choice``),
+  lower first; ``None`` if draining never picks it; ``drains(c, a)`` narrows that further.
+
+``KINDS`` (in registration order) is the registry; the cluster's ``enabled_actions``, its
+dispatch, the engines' swarm lists, the drain order and the renderers are all generated
+from it. Adding an action kind = one action class + one unit here (+ the mechanism it
+drives, in its own module) + its tests.
+
+The units read the cluster through its public state (``tasks``, ``net``, ``coordinator``,
+``job``, ``config``) and call its mechanisms (``c.deliver(...)``...); they import nothing
+from ``model.cluster``.
 """
 
 from __future__ import annotations
 
+import ast
+from typing import Iterable
+
 import attrs
 
+from model.events import CheckpointBarrier, Watermark
+from model.streamtask import FINISHED, RUNNING
+
+
+# -- the action values -------------------------------------------------------------------------
 
 @attrs.frozen(slots=True)
 class Deliver:
@@ -113,26 +143,529 @@ class RestartFromSavepoint:
     parallelism: tuple = ()
 
 
-ACTION_TYPES = (
-    Deliver,
-    SourceEmit,
-    SourceWatermark,
-    SourceIdle,
-    SourceActive,
-    SourceEnd,
-    TriggerCheckpoint,
-    CheckpointTimeout,
-    NotifyCheckpointComplete,
-    AlignmentTimeout,
-    FailTask,
-    LoseTaskManager,
-    FailJobManager,
-    StopWithSavepoint,
-    RestartFromSavepoint,
-)
+# -- the registry ------------------------------------------------------------------------------
+
+class ActionKind:
+    """One kind of action. Subclasses set ``action`` and override what differs."""
+
+    action: type
+    weight: float = 1.0
+    optional: bool = True
+    drain: int | None = None
+
+    @property
+    def name(self) -> str:
+        return self.action.__name__
+
+    def candidates(self, c) -> Iterable:
+        return (self.action(),)
+
+    def guard(self, c, a) -> str | None:  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
+
+    def apply(self, c, a) -> None:  # pragma: no cover - every kind overrides it
+        raise NotImplementedError
+
+    def enabled(self, c) -> list:
+        guard = self.guard
+        return [a for a in self.candidates(c) if guard(c, a) is None]
+
+    def drains(self, c, a) -> bool:
+        """Whether the drain policy may pick this enabled action (only asked when ``drain``
+        is not None)."""
+        return True
+
+    def describe(self, c, a) -> str:
+        return repr(a)
+
+    def mark(self, c, a) -> dict:
+        """How the HTML swimlanes show ``a`` (before it is applied): ``lane`` (a subtask id,
+        or None for the coordinator's lane), ``shape`` and ``color``."""
+        return {"lane": getattr(a, "subtask", None), "shape": "dot", "color": "#7b3fb5"}
+
+
+#: action class -> its unit, in registration order.
+KINDS: dict[type, ActionKind] = {}
+
+
+def register(unit_cls: type) -> type:
+    unit = unit_cls()
+    if unit.action in KINDS:
+        raise ValueError(f"action kind {unit.name} is registered twice")
+    KINDS[unit.action] = unit
+    return unit_cls
+
+
+def kind_of(action) -> ActionKind | None:
+    return KINDS.get(type(action))
+
+
+def _is_id(x, n: int) -> bool:
+    return type(x) is int and 0 <= x < n
+
+
+def _name(c, tid) -> str:
+    return c.eg.subtasks[tid].name
+
+
+def _elem(e) -> str:
+    if type(e) is tuple:
+        return f"record(key={e[0]!r}, value={e[1]!r}, ts={e[2]})"
+    if isinstance(e, CheckpointBarrier):
+        kind = "savepoint" if e.savepoint else "checkpoint"
+        return f"barrier {e.id} ({kind}, {'unaligned' if e.unaligned else 'aligned'})"
+    return repr(e)
+
+
+# interned candidate actions (frozen values: one object per id is enough)
+_DELIVER: list = []
+
+
+def _delivers(n: int) -> list:
+    while len(_DELIVER) < n:
+        _DELIVER.append(Deliver(len(_DELIVER)))
+    return _DELIVER[:n]
+
+
+@register
+class DeliverKind(ActionKind):
+    action = Deliver
+    weight = 12.0
+    optional = False
+    drain = 0
+
+    def candidates(self, c):
+        return _delivers(len(c.net.queues))
+
+    def guard(self, c, a):
+        net = c.net
+        ch = a.channel
+        if not _is_id(ch, len(net.queues)):
+            return f"there is no channel {ch!r}"
+        q = net.queues[ch]
+        if not q:
+            return f"channel {ch} is empty"
+        if net.blocked[ch] and not net.prio[ch]:
+            return f"channel {ch} is blocked by checkpoint alignment"
+        if net.blocking[ch]:
+            if c.tasks[net.producer_of[ch]].status != FINISHED:
+                return f"blocking channel {ch} is consumable only once its producer finished"
+            if net.read_pos[ch] >= len(q):
+                return f"blocking channel {ch} has been read to its end"
+        task = c.tasks[net.consumer_of[ch]]
+        if task.status != RUNNING:
+            return f"consumer task {task.subtask.name} is {task.status}"
+        if not c.outputs_free(task):
+            return f"consumer task {task.subtask.name} is back-pressured (an output channel is full)"
+        return None
+
+    def apply(self, c, a):
+        c.deliver(a.channel)
+
+    def describe(self, c, a):
+        ch = c.eg.channels[a.channel]
+        return (f"{_name(c, ch.consumer)} takes {_elem(c.net.head(a.channel))} from channel {a.channel} "
+                f"(from {_name(c, ch.producer)})")
+
+    def mark(self, c, a):
+        ch = c.eg.channels[a.channel]
+        head = c.net.head(a.channel)
+        what = "barrier" if isinstance(head, CheckpointBarrier) else "watermark" if isinstance(head, Watermark) \
+            else "record" if type(head) is tuple else "event"
+        color = {"barrier": "#c77c02", "watermark": "#888", "record": "#2a6fdb"}.get(what, "#7b3fb5")
+        return {"lane": ch.consumer, "from_lane": ch.producer, "shape": what, "color": color}
+
+
+class _SourceKind(ActionKind):
+    """A source subtask's action: candidates are the source subtasks."""
+
+    #: whether the kind is disabled by back-pressure (a full output channel)
+    needs_free_output = True
+    color = "#1b9e3e"
+
+    def candidates(self, c):
+        act = self.action
+        return [act(t.id) for t in c.source_tasks]
+
+    def guard(self, c, a):
+        tid = a.subtask
+        if not _is_id(tid, len(c.tasks)) or c.tasks[tid].source is None:
+            return f"subtask {tid!r} is not a source subtask"
+        t = c.tasks[tid]
+        if t.status != RUNNING:
+            return f"{t.subtask.name} is {t.status}"
+        if self.needs_free_output and not c.outputs_free(t):
+            return f"{t.subtask.name} is back-pressured (an output channel is full)"
+        return self.source_guard(t.source)
+
+    def source_guard(self, src) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def mark(self, c, a):
+        return {"lane": a.subtask, "shape": "dot", "color": self.color}
+
+
+@register
+class SourceEmitKind(_SourceKind):
+    action = SourceEmit
+    weight = 6.0
+    optional = False
+    drain = 3
+
+    def source_guard(self, src):
+        if not src.has_next():
+            return "the source has no record left to emit"
+        if src.wm_output.is_idle:
+            return "the source is idle"
+        return None
+
+    def apply(self, c, a):
+        c.source_emit(c.tasks[a.subtask])
+
+    def describe(self, c, a):
+        src = c.tasks[a.subtask].source
+        s = src.splits[src.current] if src.has_next() else None
+        if s is None:
+            return f"{_name(c, a.subtask)} reads nothing (no record left)"
+        return f"{_name(c, a.subtask)} reads {_elem(s[1][s[2]])} (split {s[0]}, offset {s[2]})"
+
+
+@register
+class SourceWatermarkKind(_SourceKind):
+    action = SourceWatermark
+    weight = 2.0
+    drain = 4
+    color = "#888"
+
+    def source_guard(self, src):
+        if src.current_watermark() <= src.wm_output.max_watermark_so_far:
+            return "the generator's watermark does not advance"
+        return None
+
+    def apply(self, c, a):
+        c.source_watermark(c.tasks[a.subtask])
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} emits watermark {c.tasks[a.subtask].source.current_watermark()}"
+
+
+@register
+class SourceIdleKind(_SourceKind):
+    action = SourceIdle
+    weight = 0.4
+    color = "#bbb"
+
+    def source_guard(self, src):
+        return "the source is idle already" if src.wm_output.is_idle else None
+
+    def apply(self, c, a):
+        c.tasks[a.subtask].source.wm_output.mark_idle()
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} goes IDLE"
+
+
+@register
+class SourceActiveKind(_SourceKind):
+    action = SourceActive
+    weight = 1.0
+    drain = 2
+    needs_free_output = False
+    color = "#5a5"
+
+    def source_guard(self, src):
+        return None if src.wm_output.is_idle else "the source is active already"
+
+    def apply(self, c, a):
+        c.tasks[a.subtask].source.wm_output.mark_active()
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} becomes ACTIVE again"
+
+
+@register
+class SourceEndKind(_SourceKind):
+    action = SourceEnd
+    weight = 1.0
+    optional = False
+    drain = 5
+    color = "#000"
+
+    def source_guard(self, src):
+        return "the source has records left" if src.has_next() else None
+
+    def apply(self, c, a):
+        c.source_end(c.tasks[a.subtask])
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} has read everything: MAX_WATERMARK and EndOfPartition"
+
+
+@register
+class TriggerCheckpointKind(ActionKind):
+    """Offered while the job runs, no stop-with-savepoint is in progress, fewer than
+    ``max_concurrent_checkpoints`` are pending, and there is something to checkpoint: a
+    running source, or (FLIP-147's final checkpoint) finished tasks whose two-phase-commit
+    sinks still hold uncommitted output. The coordinator may still decline it (min pause)."""
+
+    action = TriggerCheckpoint
+    weight = 1.0
+    drain = 7
+
+    def candidates(self, c):
+        if c.config.trigger_savepoints:
+            return (TriggerCheckpoint(False), TriggerCheckpoint(True))
+        return (TriggerCheckpoint(False),)
+
+    def guard(self, c, a):
+        if type(a.savepoint) is not bool:
+            return f"savepoint must be True or False, not {a.savepoint!r}"
+        if a.savepoint and not c.config.trigger_savepoints:
+            return "savepoints while running are not enabled (RuntimeConfig.trigger_savepoints)"
+        if c.job.status != RUNNING:
+            return f"the job is {c.job.status}"
+        if c.job.stopping is not None:
+            return "a stop-with-savepoint is in progress"
+        if c.coordinator.num_pending >= c.config.max_concurrent_checkpoints:
+            return "max_concurrent_checkpoints checkpoints are pending"
+        if not any(t.status == RUNNING for t in c.source_tasks) and not c.final_checkpoint_needed():
+            return "no source runs and no sink waits for a final checkpoint"
+        return None
+
+    def drains(self, c, a):
+        return not a.savepoint and c.final_checkpoint_needed()
+
+    def apply(self, c, a):
+        c.trigger_checkpoint(a.savepoint)
+
+    def describe(self, c, a):
+        return (f"the CheckpointCoordinator triggers {'a savepoint' if a.savepoint else 'checkpoint'} "
+                f"{c.coordinator.next_checkpoint_id}")
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": "square", "color": "#c77c02"}
+
+
+@register
+class CheckpointTimeoutKind(ActionKind):
+    action = CheckpointTimeout
+    weight = 0.1
+    drain = 8
+
+    def candidates(self, c):
+        return [CheckpointTimeout(cid) for cid in c.coordinator.pending_ids()]
+
+    def guard(self, c, a):
+        if c.job.status != RUNNING:
+            return f"the job is {c.job.status}"
+        if a.checkpoint_id not in c.coordinator.pending:
+            return f"checkpoint {a.checkpoint_id!r} is not pending"
+        return None
+
+    def apply(self, c, a):
+        c.expire_checkpoint(a.checkpoint_id)
+
+    def describe(self, c, a):
+        return f"checkpoint {a.checkpoint_id} expires"
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": "square", "color": "#c77c02"}
+
+
+@register
+class NotifyCheckpointCompleteKind(ActionKind):
+    action = NotifyCheckpointComplete
+    weight = 2.0
+    optional = False
+    drain = 1
+
+    def candidates(self, c):
+        return [NotifyCheckpointComplete(t, cid) for (t, cid) in dict.fromkeys(c.job.notifications)]
+
+    def guard(self, c, a):
+        if (a.subtask, a.checkpoint_id) not in c.job.notifications:
+            return "no such notification is in flight"
+        return None
+
+    def apply(self, c, a):
+        c.notify_checkpoint_complete(a.subtask, a.checkpoint_id)
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} learns that checkpoint {a.checkpoint_id} completed (sinks commit)"
+
+
+@register
+class AlignmentTimeoutKind(ActionKind):
+    action = AlignmentTimeout
+    weight = 1.0
+    drain = 6
+
+    def candidates(self, c):
+        return [AlignmentTimeout(t.id) for t in c.tasks if t.timer is not None]
+
+    def guard(self, c, a):
+        if not _is_id(a.subtask, len(c.tasks)):
+            return f"there is no subtask {a.subtask!r}"
+        t = c.tasks[a.subtask]
+        if t.timer is None or t.handler is None or not t.handler.timer_due(c.now, t.timer[1]):
+            return "no alignment timer is due"
+        return None
+
+    def apply(self, c, a):
+        c.alignment_timeout(c.tasks[a.subtask])
+
+    def describe(self, c, a):
+        return f"the aligned-checkpoint timeout of {_name(c, a.subtask)} fires: it switches to an unaligned checkpoint"
+
+
+class _FailureKind(ActionKind):
+    """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
+
+    def guard(self, c, a):
+        if not c.failures_left():
+            return "no failure may be injected now (the job is not running or the failure budget is spent)"
+        return self.failure_guard(c, a)
+
+    def failure_guard(self, c, a):
+        return None
+
+
+@register
+class FailTaskKind(_FailureKind):
+    action = FailTask
+    weight = 0.25
+
+    def candidates(self, c):
+        return [FailTask(t.id) for t in c.tasks]
+
+    def failure_guard(self, c, a):
+        if not _is_id(a.subtask, len(c.tasks)) or c.tasks[a.subtask].status != RUNNING:
+            return f"subtask {a.subtask!r} is not running"
+        return None
+
+    def apply(self, c, a):
+        c.fail_task(a.subtask)
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} FAILS"
+
+    def mark(self, c, a):
+        return {"lane": a.subtask, "shape": "cross", "color": "#d00"}
+
+
+@register
+class LoseTaskManagerKind(_FailureKind):
+    action = LoseTaskManager
+    weight = 0.15
+
+    def candidates(self, c):
+        return [LoseTaskManager(i) for i in range(len(c.task_managers))]
+
+    def failure_guard(self, c, a):
+        if not _is_id(a.task_manager, len(c.task_managers)):
+            return f"there is no TaskManager {a.task_manager!r}"
+        if not c.task_manager_busy(a.task_manager):
+            return f"TaskManager {c.task_managers[a.task_manager].id} runs no task"
+        return None
+
+    def apply(self, c, a):
+        c.lose_task_manager(a.task_manager)
+
+    def describe(self, c, a):
+        return f"TaskManager tm{a.task_manager} is LOST"
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": "square", "color": "#d00"}
+
+
+@register
+class FailJobManagerKind(_FailureKind):
+    action = FailJobManager
+    weight = 0.08
+
+    def apply(self, c, a):
+        c.fail_job_manager()
+
+    def describe(self, c, a):
+        return "the JobManager FAILS OVER"
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": "square", "color": "#d00"}
+
+
+@register
+class StopWithSavepointKind(ActionKind):
+    action = StopWithSavepoint
+    weight = 0.1
+
+    def guard(self, c, a):
+        if not c.config.savepoints:
+            return "stop-with-savepoint is not enabled (RuntimeConfig.savepoints)"
+        job = c.job
+        if job.status != RUNNING or job.stopping is not None or job.savepoint is not None:
+            return "stop-with-savepoint is not possible now"
+        return None
+
+    def apply(self, c, a):
+        c.stop_with_savepoint()
+
+    def describe(self, c, a):
+        return f"stop-with-savepoint: a synchronous savepoint {c.coordinator.next_checkpoint_id}, then the job stops"
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": "square", "color": "#c77c02"}
+
+
+@register
+class RestartFromSavepointKind(ActionKind):
+    """Offered when the job stopped with a savepoint: the current parallelisms first (the
+    drain policy takes that one), then each option of ``RuntimeConfig.rescale_options``."""
+
+    action = RestartFromSavepoint
+    weight = 5.0
+    optional = False
+    drain = 9
+
+    def candidates(self, c):
+        if c.job.status != "STOPPED":
+            return ()
+        return [RestartFromSavepoint(o) for o in c.rescale_choices()]
+
+    def guard(self, c, a):
+        if c.job.status != "STOPPED" or c.job.savepoint is None:
+            return "the job is not stopped with a savepoint"
+        if not isinstance(a.parallelism, tuple) or a.parallelism not in c.rescale_choices():
+            return (f"{a.parallelism!r} is not one of the offered parallelisms {c.rescale_choices()} "
+                    "(RuntimeConfig.rescale_options)")
+        return None
+
+    def drains(self, c, a):
+        return a.parallelism == c.rescale_choices()[0]
+
+    def apply(self, c, a):
+        c.restart_from_savepoint(a.parallelism)
+
+    def describe(self, c, a):
+        return "the job restarts from its savepoint with parallelism " + ", ".join(f"{n}={p}" for n, p in a.parallelism)
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": "square", "color": "#c77c02"}
+
+
+# -- views generated from the registry ------------------------------------------------------
+
+ACTION_TYPES = tuple(KINDS)
 ACTIONS_BY_NAME = {t.__name__: t for t in ACTION_TYPES}
-#: Action kinds for swarm testing: a run may disable some of these.
+#: every action kind's name, in registration order
 ACTION_KINDS = tuple(t.__name__ for t in ACTION_TYPES)
+#: kinds a run always has (without them nothing progresses or drains)
+CORE_KINDS = tuple(u.name for u in KINDS.values() if not u.optional)
+#: kinds swarm testing switches on or off per run
+SWARM_KINDS = tuple(u.name for u in KINDS.values() if u.optional)
+#: relative weight of picking an action of each kind (then uniform within the kind)
+WEIGHTS = {u.name: u.weight for u in KINDS.values()}
+#: the drain policy's order of kinds
+DRAIN_ORDER = tuple(u for u in sorted((u for u in KINDS.values() if u.drain is not None), key=lambda u: u.drain))
 
 
 def parse_action(text: str):
@@ -140,8 +673,6 @@ def parse_action(text: str):
 
     Raises ValueError with the reason when the text is not a known action.
     """
-    import ast
-
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:

@@ -36,6 +36,7 @@ state, only later. Channels are addressed by the task's flat input index.
 
 from __future__ import annotations
 
+from model import seams
 from model.events import CheckpointBarrier
 
 # Handler states (names of Flink's BarrierHandlerState classes).
@@ -103,17 +104,16 @@ class SingleCheckpointBarrierHandler:
         return checkpoint_id <= self.current_id
 
     # -- barriers -------------------------------------------------------------------------
+    def on_obsolete_barrier(self, b: CheckpointBarrier, ch: int) -> None:
+        """A barrier of a checkpoint this handler already finished or skipped: an aligned one
+        blocked its channel upstream when it was sent, so the channel is resumed."""
+        if not b.unaligned:
+            self.ctx.resume(ch)
+
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         ctx = self.ctx
         if self.current_id > b.id or (self.current_id == b.id and not self.pending):
-            # Obsolete barrier: an aligned barrier blocked its channel upstream; resume it.
-            if not b.unaligned:
-                ctx.resume(ch)
-            if ctx.bug_20645:
-                # FLINK-20645 (re-introduced on purpose): a late barrier of an older checkpoint
-                # switches the channel's persister off, so in-flight data of the current
-                # unaligned checkpoint is not persisted.
-                ctx.stop_persisting(ch)
+            self.on_obsolete_barrier(b, ch)
             return
         if b.id > self.current_id:
             if self.pending:
@@ -356,3 +356,14 @@ class CheckpointBarrierTracker:
 
     def timer_due(self, now: int, deadline: int) -> bool:
         return False
+
+
+@seams.override("FLINK-20645", SingleCheckpointBarrierHandler, "on_obsolete_barrier",
+                "a late barrier of an older checkpoint (an aligned savepoint overtaken by an unaligned "
+                "checkpoint) switches the channel's channel-state persistence off")
+def _on_obsolete_barrier_flink_20645(self, b: CheckpointBarrier, ch: int) -> None:
+    if not b.unaligned:
+        self.ctx.resume(ch)
+    # the bug: the channel's persister is switched off, so in-flight data of the current
+    # unaligned checkpoint behind this late barrier is not persisted
+    self.ctx.stop_persisting(ch)

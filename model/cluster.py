@@ -1,63 +1,106 @@
 """The cluster state and the one step function every engine drives.
 
-``Cluster(graph, job_input, config, seed)`` deploys a compiled job; ``enabled_actions(c)``
-lists the actions possible now (``model.actions``) in a deterministic order and
-``step(c, action)`` applies one. A *trace* (configuration + seed + actions) therefore
-replays to an identical state: nothing in here reads a clock or an unseeded random source.
+``Cluster.from_scenario(scenario)`` (or ``Cluster(execution_graph, job_input, config, seed)``)
+deploys a compiled job. The action kinds of ``model.actions`` are the only way the state
+changes:
 
-Invariant upheld: the state only changes through ``step``; ``enabled_actions`` never offers
-an action whose preconditions do not hold (a blocked or empty channel, a back-pressured
-producer, a finished source, a checkpoint beyond the concurrency limit...), and ``step``
-refuses one that is not enabled with :class:`ActionNotEnabled`.
+* ``candidate_actions()`` -- every action the registered kinds can form over the state's ids,
+  enabled or not; ``enabled_actions()`` -- exactly those whose kind's guard holds, in a
+  deterministic order (registration order of the kinds, then ids);
+* ``step(a)`` -- applies an enabled action; any other raises ``model.errors.ActionNotEnabled``
+  with the guard's reason and leaves the state untouched. No mechanism re-checks a guard;
+* ``copy()`` -- an independent copy; ``fingerprint()`` -- a canonical hash of the state
+  (``model.fingerprint``): equal states have equal fingerprints, whatever path led there.
 
-Follows: DESIGN.md §2. Time is logical: ``now`` counts the steps taken; a barrier's
-timestamp is the step at which the CheckpointCoordinator triggered it, and the aligned
-checkpoint timeout is measured in steps.
+A *trace* (configuration + seed + actions) replays to an identical state: nothing in here
+reads a clock or an unseeded random source.
+
+The state is data, in parts: ``net`` (``model.channels.Channels``: every channel), ``tasks``
+(``model.streamtask.StreamTask``: chains, valves, barrier handlers, sources, sinks),
+``coordinator`` (``model.checkpointcoordinator.CheckpointCoordinator``), ``external`` (the
+outside world the sinks write to, ``model.sinks.ExternalSystem``), ``job`` (:class:`JobState`:
+status, attempts, failures, stop-with-savepoint, in-flight notifications) and the completed
+checkpoints' task snapshots (``completed``). ``delta`` says what the last step changed (for
+the spec's incremental checks); ``trace``, ``events`` and ``restored_from`` are history, not
+state.
+
+Follows: the Flink runtime's components named in each module. Time is logical: ``now``
+counts the steps taken; a barrier's timestamp is the step at which the CheckpointCoordinator
+triggered it, and the aligned checkpoint timeout is measured in steps.
 
 Deliberate differences from Flink: the trigger RPC reaches every running source at once
 (one step); a finished task acknowledges a checkpoint immediately with its final state
 (FLIP-147 without the "finished on restore" bookkeeping); the coordinator's periodic
-scheduler is replaced by the ``TriggerCheckpoint`` action, which an engine chooses.
-The state is mutated in place (speed); engines that need to go back replay a prefix.
+scheduler is replaced by the ``TriggerCheckpoint`` action, which an engine chooses; once
+every task finished, a final checkpoint lets two-phase-commit sinks commit (FLIP-147's
+final checkpoint, without the tasks waiting for it). The state is mutated in place (speed);
+``copy()`` is there for engines that branch.
 """
 
 from __future__ import annotations
 
+import copy as _copy
 import random
-from collections import deque
-from typing import Iterable, Sequence
+from typing import Iterable
 
 import attrs
 
 from model import actions as A
+from model import seams, sinks, slotsharing
+from model.channels import Channels
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
-from model.errors import FlinkspecError
+from model.checkpointcoordinator import (
+    CheckpointAborted,
+    CheckpointCompleted,
+    CheckpointCoordinator,
+    CompletedCheckpoint,
+    NotifyCheckpointComplete,
+)
+from model.errors import ActionNotEnabled, FlinkspecError
 from model.eventtime import BoundedOutOfOrdernessWatermarks, WatermarkToDataOutput
 from model.events import LONG_MAX, CheckpointBarrier
+from model.executiongraph import compile_stream_graph
+from model.failover import failover_strategy
+from model.fingerprint import fingerprint_of
 from model.functions import filter_function, map_function
+from model.jobgraph import BLOCKING
 from model.keygroups import assign_key_to_parallel_operator, assign_to_key_group
+from model.rescaling import rescale_graph, rescale_states
 from model.streamtask import (
     FINISHED,
     RUNNING,
+    BroadcastPartitioner,
     Discard,
     Fanout,
     FilterNode,
     KeyedNode,
+    KeyGroupStreamPartitioner,
     MapNode,
     PartitionOutput,
+    RebalancePartitioner,
     SinkNode,
     SourceReader,
     StreamTask,
     TaskOutput,
 )
+from model.watermarkstatus import StatusWatermarkValve
+from model.windowing import (
+    KeyedAggregateOperator,
+    SlidingEventTimeWindows,
+    TumblingEventTimeWindows,
+    WindowOperator,
+)
+
+__all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig", "StepDelta", "drain",
+           "drain_choice", "enabled_actions", "step"]
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
-#: Historical bug mechanisms the model can re-introduce (RuntimeConfig.bugs).
-KNOWN_BUGS = ("FLINK-17568", "FLINK-20645", "FLINK-12068")
 
 
-class ActionNotEnabled(FlinkspecError):
-    """``step`` was given an action that is not enabled in the current state."""
+def known_bugs() -> tuple[str, ...]:
+    """Historical bug mechanisms the model can re-introduce (``RuntimeConfig.bugs``): the
+    registered seams (``model.seams``)."""
+    return seams.known_bugs()
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -99,8 +142,8 @@ class RuntimeConfig:
     #: whether TriggerCheckpoint(savepoint=True) (a savepoint while running) is offered.
     trigger_savepoints: bool = False
     # -- known-unsafe variants (see model.variants) --
-    #: historical bug mechanisms to re-introduce, by FLINK key: "FLINK-17568", "FLINK-20645",
-    #: "FLINK-12068" (see model.variants for what each does).
+    #: historical bug mechanisms to re-introduce, by FLINK key: each switches on the seam that
+    #: overrides one definition (``model.seams``).
     bugs: tuple = ()
     skip_consumer_regions: bool = False
     restore_pending_checkpoints: bool = False
@@ -127,9 +170,9 @@ class RuntimeConfig:
             raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
             raise FlinkspecError("task_managers must be >= 1")
-        unknown = set(self.bugs) - set(KNOWN_BUGS)
+        unknown = set(self.bugs) - set(known_bugs())
         if unknown:
-            raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(KNOWN_BUGS)}")
+            raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
 
     @property
     def barrier_mode(self) -> str:
@@ -143,6 +186,14 @@ class RuntimeConfig:
     def timeoutable_barriers(self) -> bool:
         return self.barrier_mode == "alternating"
 
+    @property
+    def time_sensitive(self) -> bool:
+        """Whether logical time changes what can happen next (an alignment timeout, a minimum
+        pause between checkpoints, a failure-rate restart strategy). If not, the fingerprint
+        leaves out ``now`` and the timestamps, so states reached at different steps are equal."""
+        return (self.aligned_checkpoint_timeout is not None or self.min_pause_between_checkpoints > 0
+                or self.restart_strategy == "failure-rate")
+
 
 @attrs.frozen(slots=True)
 class JobInput:
@@ -152,48 +203,156 @@ class JobInput:
     splits: dict = attrs.field(factory=dict)
 
 
+@attrs.define(slots=True)
+class JobState:
+    """What the JobMaster knows of the job besides its tasks and checkpoints.
+
+    ``status``: RUNNING, STOPPED (stop-with-savepoint done) or FAILED (restarts exhausted);
+    ``attempt`` counts (re)deployments; ``failures`` the injected failures (bounded by
+    ``max_failures``); ``restarts`` the failovers (for the restart strategy); ``stopping`` the
+    id of a stop-with-savepoint in progress; ``savepoint`` the savepoint a STOPPED job stopped
+    with; ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
+    RPCs in flight as ``(subtask, checkpoint_id)``; ``failure_times`` the failure-rate
+    strategy's queue; ``last_failover`` (failed, unavailable channels, restarted) of the
+    latest failover."""
+
+    status: str = RUNNING
+    attempt: int = 0
+    failures: int = 0
+    restarts: int = 0
+    stopping: int | None = None
+    savepoint: int | None = None
+    generation: int = 0
+    notifications: list = attrs.field(factory=list)
+    failure_times: list = attrs.field(factory=list)
+    last_failover: tuple | None = None
+
+
+@attrs.define(slots=True)
+class StepDelta:
+    """What the last step changed, for checks that only need to look at the change:
+    checkpoints that completed, a failover it ran, whether it (re)deployed tasks or changed
+    the slot allocation, and where the external system's committed output stood before it."""
+
+    completed: list = attrs.field(factory=list)
+    failover: tuple | None = None
+    redeployed: bool = False
+    allocation_changed: bool = False
+    committed_before: int = 0
+
+
 class Cluster:
-    """The whole runtime state of one job run."""
+    """The whole runtime state of one job run (see the module docstring)."""
+
+    #: history and derived data a fingerprint leaves out (``model.fingerprint``)
+    FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
+                        "completed_ids", "new_completed", "delta", "_tm_busy", "_ops", "strategy", "task_managers",
+                        "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
+                        "producer_of", "source_tasks", "_scenario_key", "_task_cls", "_handler_cls")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
-        from model.checkpointcoordinator import CheckpointCoordinator
-        from model.sinks import ExternalSystem
-
         self.eg = execution_graph
         self.job_input = job_input
         self.config = config or RuntimeConfig()
         self.seed = seed
         self.now = 0
         self.trace: list = []
-        self.external = ExternalSystem()
-        self.late: list = []
-        self.notifications: list[tuple[int, int]] = []
-        self.completed_ids: list[int] = []
+        self.events: list = []
+        self.restored_from: list = []
         self.trigger_results: list = []
-        self.status = RUNNING
-        self.attempt = 0
-        self.failures = 0
-        self.restarts = 0
+        self.completed_ids: list[int] = []
+        self.external = sinks.ExternalSystem()
+        self.late: list = []
+        self.job = JobState()
         self.acks: dict[int, dict] = {}
         self.completed: dict[int, dict] = {}
-        self.new_completed: list[int] = []
-        self.restored_from: list = []
-        self.savepoint = None
-        self.stopping: int | None = None
-        self.generation = 0
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
-        self.last_failover = None
-        self.failure_times: list[int] = []
-        self._tm_cache = None
-        self.events: list = []
+        self.delta = StepDelta()
+        self.new_completed = self.delta.completed
+        self._tm_busy = None
+        self._task_cls = seams.variant_class(StreamTask, self.config.bugs)
+        self._handler_cls = seams.variant_class(SingleCheckpointBarrierHandler, self.config.bugs)
+        self._scenario_key = None
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
 
-    def _new_coordinator(self, execution_graph):
-        from model.checkpointcoordinator import CheckpointCoordinator
+    @classmethod
+    def from_scenario(cls, scenario) -> "Cluster":
+        """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, seed)."""
+        return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed)
 
+    # -- the job's status, for readers (the JobState holds it) ---------------------------------
+    status = property(lambda self: self.job.status)
+    stopping = property(lambda self: self.job.stopping)
+    savepoint = property(lambda self: self.job.savepoint)
+    notifications = property(lambda self: self.job.notifications)
+    attempt = property(lambda self: self.job.attempt)
+    failures = property(lambda self: self.job.failures)
+    restarts = property(lambda self: self.job.restarts)
+    generation = property(lambda self: self.job.generation)
+    last_failover = property(lambda self: self.job.last_failover)
+
+    # -- the contract ----------------------------------------------------------------------------
+    def candidate_actions(self) -> list:
+        """Every action the registered kinds form over the current state's ids, enabled or not."""
+        out = []
+        for unit in A.KINDS.values():
+            out.extend(unit.candidates(self))
+        return out
+
+    def enabled_actions(self) -> list:
+        """Exactly the candidate actions whose kind's guard holds."""
+        out = []
+        for unit in A.KINDS.values():
+            out.extend(unit.enabled(self))
+        return out
+
+    def why_not_enabled(self, action) -> str | None:
+        """None if ``action`` is enabled, else the reason it is not."""
+        unit = A.KINDS.get(type(action))
+        if unit is None:
+            return f"{action!r} is not an action of any registered kind"
+        return unit.guard(self, action)
+
+    def step(self, action) -> None:
+        """Apply ``action`` if it is enabled; else raise ActionNotEnabled (the state is untouched)."""
+        unit = A.KINDS.get(type(action))
+        if unit is None:
+            raise ActionNotEnabled(f"{action!r} is not an action of any registered kind")
+        why = unit.guard(self, action)
+        if why is not None:
+            raise ActionNotEnabled(f"{action!r}: {why}")
+        delta = self.delta
+        if delta.completed or delta.failover is not None or delta.redeployed or delta.allocation_changed:
+            delta = self.delta = StepDelta()
+            self.new_completed = delta.completed
+        delta.committed_before = len(self.external.committed)
+        unit.apply(self, action)
+        self.now += 1
+        self.trace.append(action)
+
+    def copy(self) -> "Cluster":
+        """An independent copy: stepping one never changes the other. The ExecutionGraph, the
+        job input and the configuration (immutable) are shared."""
+        memo = {id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
+                id(self.strategy): self.strategy, id(self.task_managers): self.task_managers,
+                id(self._ops): self._ops}
+        for st in self.eg.subtasks:
+            memo[id(st)] = st
+        return _copy.deepcopy(self, memo)
+
+    def fingerprint(self) -> str:
+        """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left
+        out, and so are ``now`` and timestamps unless ``config.time_sensitive``."""
+        if self._scenario_key is None:
+            self._scenario_key = fingerprint_of((repr(self.eg.stream_graph), repr(self.job_input), repr(self.config),
+                                                 self.seed), drop_time=False)
+        return fingerprint_of((self._scenario_key, self), drop_time=not self.config.time_sensitive)
+
+    # -- deployment --------------------------------------------------------------------------------
+    def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:
         all_ids = [s.id for s in execution_graph.subtasks]
         cfg = self.config
         return CheckpointCoordinator(
@@ -208,30 +367,24 @@ class Cluster:
 
     def _install(self, execution_graph, restored=None) -> None:
         """Deploy every subtask of ``execution_graph`` (fresh, or from ``restored``)."""
-        from model.failover import failover_strategy
-        from model import slotsharing
-
         self.eg = execution_graph
-        n = len(execution_graph.channels)
-        self.channels: list[deque] = [deque() for _ in range(n)]
-        self.prio = [0] * n
-        self.blocked = [False] * n
-        self.received = [0] * n
-        self.blocking = [self._channel_blocking(ch) for ch in execution_graph.channels]
-        #: blocking channels: the deque is the whole partition (append-only), ``read_pos`` the
-        #: consumer's position in it; pipelined channels are consumed from the head.
-        self.read_pos = [0] * n
+        blocking = [execution_graph.job_graph.edges[ch.job_edge].result_partition_type == BLOCKING
+                    for ch in execution_graph.channels]
+        net = self.net = Channels(execution_graph.channels, blocking)
+        # the hot paths and the StreamTasks read the channel arrays directly
+        self.channels, self.prio, self.blocked, self.received = net.queues, net.prio, net.blocked, net.received
+        self.read_pos, self.blocking = net.read_pos, net.blocking
+        self.consumer_of, self.producer_of = net.consumer_of, net.producer_of
         self._ops = {o.name: o for o in execution_graph.stream_graph.operators}
-        self.consumer_of = [ch.consumer for ch in execution_graph.channels]
-        self.producer_of = [ch.producer for ch in execution_graph.channels]
         self.strategy = failover_strategy(execution_graph, self.config.failover_strategy,
                                           skip_consumer_regions=self.config.skip_consumer_regions,
-                                          backtrack_producers="FLINK-12068" not in self.config.bugs)
+                                          bugs=self.config.bugs)
         required = sum(slotsharing.required_slots(execution_graph).values())
         cfg = self.config
         per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
         self.task_managers = tuple(slotsharing.TaskManager(f"tm{i}", per_tm) for i in range(cfg.task_managers))
         self.allocation = slotsharing.allocate(execution_graph, self.task_managers)
+        self.delta.allocation_changed = True
         self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
         for st in execution_graph.subtasks:
             self.tasks[st.id] = self._deploy(st)
@@ -240,12 +393,6 @@ class Cluster:
             self._restore_tasks(set(range(len(self.tasks))), restored)
         ids = [s.id for s in execution_graph.subtasks]
         self.coordinator.update_tasks(ids, ids)
-
-    def _channel_blocking(self, ch) -> bool:
-        from model.jobgraph import BLOCKING
-
-        return self.eg.job_graph.edges[ch.job_edge].result_partition_type == BLOCKING
-
     # -- deployment -------------------------------------------------------------------------
     def _check_input(self) -> None:
         sg = self.eg.stream_graph
@@ -307,7 +454,7 @@ class Cluster:
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
         output = TaskOutput([self.channels[c] for c in out_channels],
                             [self.channels[c] for c in out_channels if not self.blocking[c]])
-        task = StreamTask(self, st, head, op_nodes, output, None, input_channels, out_channels)
+        task = self._task_cls(self, st, head, op_nodes, output, None, input_channels, out_channels)
         head_spec = ops[head_name]
         if head_spec.kind == "source":
             splits = self.job_input.splits.get(head_spec.name, ())
@@ -316,8 +463,6 @@ class Cluster:
                     for j, s in enumerate(splits) if j % st.parallelism == st.subtask_index]
             task.source = SourceReader(head_spec.name, mine, ooo, WatermarkToDataOutput(task))
         else:
-            from model.watermarkstatus import StatusWatermarkValve
-
             task.valve = StatusWatermarkValve(len(input_channels), task)
             task.handler = self._barrier_handler(task, len(task.barrier_channels))
         return task
@@ -330,18 +475,11 @@ class Cluster:
         # with unaligned checkpoints enabled Flink always builds the *alternating* handler
         # (InputProcessorUtil.createCheckpointBarrierHandler): unaligned checkpoint barriers take
         # its timeout path at once, savepoints (always aligned) are aligned by it
-        return SingleCheckpointBarrierHandler(
+        return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
 
     def _keyed_operator(self, spec, max_parallelism):
-        from model.windowing import (
-            KeyedAggregateOperator,
-            SlidingEventTimeWindows,
-            TumblingEventTimeWindows,
-            WindowOperator,
-        )
-
         cache: dict = {}
 
         def key_group_of(key, _m=max_parallelism, _c=cache):
@@ -361,51 +499,31 @@ class Cluster:
     def _sink(self, spec, st):
         """The sink writer of subtask ``st``. Its owner id (transaction owner and the subtask
         recorded with each committed record) is unique across rescalings."""
-        from model import sinks
-
-        owner = self.generation * 100_000 + st.id
+        owner = self.job.generation * 100_000 + st.id
         self.sink_owners[owner] = spec.name
         return sinks.make_sink(spec.sink_kind, self.external, owner, None)
 
     def _writer(self, st, part):
+        """The RecordWriter's channel selection for result partition ``part`` of ``st``: a
+        bound ``write(record)`` (state, like the rebalance position, lives in the partitioner
+        object, so ``copy()`` and ``fingerprint()`` see it)."""
         chans = [self.channels[c] for c in part.channels]
         n = len(chans)
         kind = part.partitioner
         if n == 1 or kind == "forward":
-            ch = chans[0]
-            return ch.append
+            return chans[0].append
         if kind == "broadcast":
-            def write(rec, _chans=chans):
-                for ch in _chans:
-                    ch.append(rec)
-            return write
+            return BroadcastPartitioner(chans).write
         if kind == "hash":
             maxp = part.consumer_max_parallelism
-            cache: dict = {}
-
-            def write(rec, _chans=chans, _cache=cache, _m=maxp, _n=n):
-                k = rec[0]
-                i = _cache.get(k)
-                if i is None:
-                    i = _cache[k] = assign_key_to_parallel_operator(k, _m, _n)
-                _chans[i].append(rec)
-            return write
-        # rebalance: random start (seeded), then round robin; rescale: round robin from 0.
+            return KeyGroupStreamPartitioner(chans, lambda k, _m=maxp, _n=n: assign_key_to_parallel_operator(k, _m, _n)).write
         if kind == "rebalance":
-            rng = random.Random(f"{self.seed}:{self.attempt}:{st.id}:{part.job_edge}")
-            state = [rng.randrange(n)]
-        else:
-            state = [-1]
+            # RebalancePartitioner: a random start (seeded by the run), then round robin
+            rng = random.Random(f"{self.seed}:{self.job.attempt}:{st.id}:{part.job_edge}")
+            return RebalancePartitioner(chans, rng.randrange(n)).write
+        return RebalancePartitioner(chans, -1).write  # RescalePartitioner: round robin from 0
 
-        def write(rec, _chans=chans, _s=state, _n=n):
-            i = _s[0] + 1
-            if i >= _n:
-                i = 0
-            _s[0] = i
-            _chans[i].append(rec)
-        return write
-
-    # -- coordinator plumbing ----------------------------------------------------------------
+    # -- coordinator plumbing (what the tasks call) -------------------------------------------
     def acknowledge(self, task: StreamTask, snap) -> None:
         cid = snap.checkpoint_id
         task.acked.add(cid)
@@ -414,30 +532,30 @@ class Cluster:
         self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))
 
     def decline(self, task: StreamTask, checkpoint_id: int, reason: str) -> None:
-        self.declines.append((task.id, checkpoint_id, self.attempt))
+        self.declines.append((task.id, checkpoint_id, self.job.attempt))
         self._effects(self.coordinator.receive_decline(checkpoint_id, task.id, reason))
 
     def _effects(self, effects) -> None:
-        from model.checkpointcoordinator import CheckpointAborted, CheckpointCompleted, NotifyCheckpointComplete
-
+        """Apply the CheckpointCoordinator's effects."""
+        job = self.job
         for e in effects or ():
             if isinstance(e, CheckpointCompleted):
                 cid = e.checkpoint_id
                 self.completed_ids.append(cid)
                 self.completed[cid] = self.acks.pop(cid, {})
-                self.new_completed.append(cid)
+                self.delta.completed.append(cid)
                 self.events.append(("completed", self.now, cid, e.properties.is_savepoint))
-                if self.stopping == cid:
+                if job.stopping == cid:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
                 self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
-                if self.stopping == e.checkpoint_id:
+                if job.stopping == e.checkpoint_id:
                     # stop-with-savepoint failed: the job keeps running (as in Flink)
-                    self.stopping = None
+                    job.stopping = None
                     self.events.append(("stop_with_savepoint_failed", self.now, e.checkpoint_id, e.reason))
             elif isinstance(e, NotifyCheckpointComplete):
                 for tid in e.tasks:
-                    self.notifications.append((tid, e.checkpoint_id))
+                    job.notifications.append((tid, e.checkpoint_id))
 
     def task_finished(self, task: StreamTask) -> None:
         """FLIP-147: a task that finished acknowledges, with its final state, the pending
@@ -450,7 +568,7 @@ class Cluster:
             if cid not in task.acked and cid in self.coordinator.pending_ids():
                 self.acknowledge(task, task.take_snapshot(cid))
 
-    # -- actions ----------------------------------------------------------------------------
+    # -- what the guards ask --------------------------------------------------------------------
     def outputs_free(self, task: StreamTask) -> bool:
         """Back-pressure: a task starts on its next element only while every pipelined output
         channel has a free buffer (blocking partitions are written to disk, unbounded)."""
@@ -460,82 +578,21 @@ class Cluster:
                 return False
         return True
 
-    def enabled_actions(self) -> list:
-        acts = []
-        tasks = self.tasks
-        for t in self.source_tasks:
-            if t.status != RUNNING:
-                continue
-            src = t.source
-            free = self.outputs_free(t)
-            wo = src.wm_output
-            if src.has_next():
-                if free and not wo.is_idle:
-                    acts.append(A.SourceEmit(t.id))
-            elif free:
-                acts.append(A.SourceEnd(t.id))
-            if free and src.current_watermark() > wo.max_watermark_so_far:
-                acts.append(A.SourceWatermark(t.id))
-            if wo.is_idle:
-                acts.append(A.SourceActive(t.id))
-            elif free:
-                acts.append(A.SourceIdle(t.id))
-        chans = self.channels
-        blocked = self.blocked
-        prio = self.prio
-        consumer_of = self.consumer_of
-        free_cache: dict[int, bool] = {}
-        blocking = self.blocking
-        for c in range(len(chans)):
-            if not chans[c] or (blocked[c] and not prio[c]):
-                continue
-            if blocking[c] and (tasks[self.producer_of[c]].status != FINISHED
-                                or self.read_pos[c] >= len(chans[c])):
-                continue
-            tid = consumer_of[c]
-            t = tasks[tid]
-            if t.status != RUNNING:
-                continue
-            f = free_cache.get(tid)
-            if f is None:
-                f = free_cache[tid] = self.outputs_free(t)
-            if f:
-                acts.append(A.Deliver(c))
-        if (self.status == RUNNING and self.stopping is None
-                and self.coordinator.num_pending < self.config.max_concurrent_checkpoints
-                and any(t.status == RUNNING for t in self.source_tasks)):
-            acts.append(A.TriggerCheckpoint())
-            if self.config.trigger_savepoints:
-                acts.append(A.TriggerCheckpoint(savepoint=True))
-        if self.status == RUNNING:
-            for cid in self.coordinator.pending_ids():
-                acts.append(A.CheckpointTimeout(cid))
-        seen = set()
-        for n in self.notifications:
-            if n not in seen:
-                seen.add(n)
-                acts.append(A.NotifyCheckpointComplete(n[0], n[1]))
-        for t in tasks:
-            if t.timer is not None and t.handler is not None and t.handler.timer_due(self.now, t.timer[1]):
-                acts.append(A.AlignmentTimeout(t.id))
-        if self._failures_left():
-            for t in tasks:
-                if t.status == RUNNING:
-                    acts.append(A.FailTask(t.id))
-            alloc = self.allocation
-            if self._tm_cache is None or self._tm_cache[0] is not alloc:
-                self._tm_cache = (alloc, [bool(alloc.subtasks_on(tm.id)) for tm in self.task_managers])
-            for i, busy in enumerate(self._tm_cache[1]):
-                if busy:
-                    acts.append(A.LoseTaskManager(i))
-            acts.append(A.FailJobManager())
-        if self.config.savepoints:
-            if self.status == RUNNING and self.stopping is None and self.savepoint is None:
-                acts.append(A.StopWithSavepoint())
-            elif self.status == "STOPPED":
-                for option in self.rescale_choices():
-                    acts.append(A.RestartFromSavepoint(option))
-        return acts
+    def failures_left(self) -> bool:
+        return self.job.status == RUNNING and self.job.failures < self.config.max_failures
+
+    def task_manager_busy(self, i: int) -> bool:
+        """Whether TaskManager ``i`` runs a task (cached per slot allocation)."""
+        alloc = self.allocation
+        if self._tm_busy is None or self._tm_busy[0] is not alloc:
+            self._tm_busy = (alloc, [bool(alloc.subtasks_on(tm.id)) for tm in self.task_managers])
+        return self._tm_busy[1][i]
+
+    def final_checkpoint_needed(self) -> bool:
+        """Every task finished, no checkpoint is pending, and a two-phase-commit sink still
+        holds output only a checkpoint can commit."""
+        return (all(t.status == FINISHED for t in self.tasks) and not self.coordinator.num_pending
+                and self._uncommitted_sink_data())
 
     def rescale_choices(self) -> list[tuple]:
         """The RestartFromSavepoint parallelisms offered: the current ones and, per operator in
@@ -563,44 +620,11 @@ class Cluster:
                     out.append(opt)
         return out
 
-    def step(self, action) -> None:
-        try:
-            fn = _DISPATCH[type(action)]
-        except KeyError:
-            raise ActionNotEnabled(f"unknown action {action!r}") from None
-        if self.new_completed:
-            self.new_completed = []
-        fn(self, action)
-        self.now += 1
-        self.trace.append(action)
-
-    def _deliver(self, a) -> None:
-        c = a.channel
-        ch = self.channels[c]
-        if not ch:
-            raise ActionNotEnabled(f"{a!r}: channel {c} is empty")
-        if self.blocked[c] and not self.prio[c]:
-            raise ActionNotEnabled(f"{a!r}: channel {c} is blocked by checkpoint alignment")
-        if self.blocking[c] and self.tasks[self.producer_of[c]].status != FINISHED:
-            raise ActionNotEnabled(f"{a!r}: blocking channel {c} is consumable only once its producer finished")
+    # -- mechanisms the action kinds apply (their guards hold) ------------------------------------
+    def deliver(self, c: int) -> None:
+        """The consumer of channel ``c`` takes the head element and processes it."""
         task = self.tasks[self.consumer_of[c]]
-        if task.status != RUNNING:
-            raise ActionNotEnabled(f"{a!r}: consumer task {task.subtask.name} is {task.status}")
-        cap = self.config.channel_capacity
-        for q in task.out_deques:
-            if len(q) >= cap:
-                raise ActionNotEnabled(
-                    f"{a!r}: consumer task {task.subtask.name} is back-pressured (an output channel is full)")
-        if self.blocking[c]:
-            pos = self.read_pos[c]
-            if pos >= len(ch):
-                raise ActionNotEnabled(f"{a!r}: blocking channel {c} has been read to its end")
-            e = ch[pos]
-            self.read_pos[c] = pos + 1
-        else:
-            e = ch.popleft()
-            if self.prio[c]:
-                self.prio[c] -= 1
+        e = self.net.take(c)
         if type(e) is tuple:
             self.received[c] += 1
             if task.persisting and task.local_of[c] in task.persisting:
@@ -611,71 +635,31 @@ class Cluster:
         else:
             task.process_event(e, c)
 
-    def _free_source(self, a) -> StreamTask:
-        """``_source`` for the actions back-pressure disables (a full output channel)."""
-        t = self._source(a)
-        if not self.outputs_free(t):
-            raise ActionNotEnabled(f"{a!r}: {t.subtask.name} is back-pressured (an output channel is full)")
-        return t
-
-    def _source(self, a) -> StreamTask:
-        if not 0 <= a.subtask < len(self.tasks) or self.tasks[a.subtask].source is None:
-            raise ActionNotEnabled(f"{a!r}: subtask {a.subtask} is not a source subtask")
-        t = self.tasks[a.subtask]
-        if t.status != RUNNING:
-            raise ActionNotEnabled(f"{a!r}: {t.subtask.name} is {t.status}")
-        return t
-
-    def _source_emit(self, a) -> None:
-        t = self._free_source(a)
-        src = t.source
-        if not src.has_next() or src.wm_output.is_idle:
-            raise ActionNotEnabled(f"{a!r}: source has no record to emit or is idle")
-        rec = src.next_record()
+    def source_emit(self, t: StreamTask) -> None:
+        rec = t.source.next_record()
         t.head.process(rec[0], rec[1], rec[2])
 
-    def _source_watermark(self, a) -> None:
-        t = self._free_source(a)
+    def source_watermark(self, t: StreamTask) -> None:
         src = t.source
-        if not src.wm_output.emit_watermark(src.current_watermark()):
-            raise ActionNotEnabled(f"{a!r}: the generator's watermark does not advance")
+        src.wm_output.emit_watermark(src.current_watermark())
 
-    def _source_idle(self, a) -> None:
-        t = self._free_source(a)
-        if t.source.wm_output.is_idle:
-            raise ActionNotEnabled(f"{a!r}: source is idle already")
-        t.source.wm_output.mark_idle()
-
-    def _source_active(self, a) -> None:
-        t = self._source(a)
-        if not t.source.wm_output.is_idle:
-            raise ActionNotEnabled(f"{a!r}: source is active already")
-        t.source.wm_output.mark_active()
-
-    def _source_end(self, a) -> None:
-        t = self._free_source(a)
+    def source_end(self, t: StreamTask) -> None:
         src = t.source
-        if src.has_next():
-            raise ActionNotEnabled(f"{a!r}: source has records left")
         src.wm_output.mark_active()
         src.wm_output.emit_watermark(LONG_MAX)
         src.ended = True
         t.finish()
 
-    def _trigger(self, a) -> None:
-        if self.status != RUNNING or self.stopping is not None:
-            raise ActionNotEnabled(f"{a!r}: the job is {self.status}")
-        coord = self.coordinator
-        res = coord.trigger_checkpoint(self.now, "savepoint" if a.savepoint else "checkpoint")
+    def trigger_checkpoint(self, savepoint: bool) -> None:
+        res = self.coordinator.trigger_checkpoint(self.now, "savepoint" if savepoint else "checkpoint")
         self.trigger_results.append(res)
         self._effects(res.effects)
         if not res.ok:
-            return  # declined (e.g. TOO_MANY_CONCURRENT_CHECKPOINTS): the request fails, as in Flink
+            return  # declined (e.g. the minimum pause): the request fails, as in Flink
         cid = res.checkpoint_id
-        cfg = self.config
-        unaligned = cfg.barrier_mode == "unaligned" and not a.savepoint
-        barrier = CheckpointBarrier(cid, self.now, savepoint=a.savepoint, unaligned=unaligned)
-        if a.savepoint:
+        unaligned = self.config.barrier_mode == "unaligned" and not savepoint
+        barrier = CheckpointBarrier(cid, self.now, savepoint=savepoint, unaligned=unaligned)
+        if savepoint:
             self.events.append(("savepoint_triggered", self.now, cid))
         for t in self.tasks:
             if t.status == FINISHED:
@@ -684,54 +668,30 @@ class Cluster:
                 # sources, and tasks fed only by blocking partitions, are triggered directly
                 t.trigger(barrier, unaligned)
 
-    def _checkpoint_timeout(self, a) -> None:
-        if a.checkpoint_id not in self.coordinator.pending:
-            raise ActionNotEnabled(f"{a!r}: checkpoint {a.checkpoint_id} is not pending")
-        self.acks.pop(a.checkpoint_id, None)
-        self._effects(self.coordinator.receive_decline(a.checkpoint_id, -1, "CHECKPOINT_EXPIRED", now=self.now))
+    def expire_checkpoint(self, checkpoint_id: int) -> None:
+        self.acks.pop(checkpoint_id, None)
+        self._effects(self.coordinator.receive_decline(checkpoint_id, -1, "CHECKPOINT_EXPIRED", now=self.now))
 
-    def _notify(self, a) -> None:
-        key = (a.subtask, a.checkpoint_id)
-        try:
-            self.notifications.remove(key)
-        except ValueError:
-            raise ActionNotEnabled(f"{a!r}: no such notification is in flight") from None
-        for node in self.tasks[a.subtask].nodes:
-            node.notify_complete(a.checkpoint_id)
+    def notify_checkpoint_complete(self, subtask: int, checkpoint_id: int) -> None:
+        self.job.notifications.remove((subtask, checkpoint_id))
+        for node in self.tasks[subtask].nodes:
+            node.notify_complete(checkpoint_id)
 
-    def _alignment_timeout(self, a) -> None:
-        t = self.tasks[a.subtask]
-        if t.timer is None or not t.handler.timer_due(self.now, t.timer[1]):
-            raise ActionNotEnabled(f"{a!r}: no alignment timer is due")
+    def alignment_timeout(self, t: StreamTask) -> None:
         cid = t.timer[0]
         t.timer = None
         t.handler.on_alignment_timeout(cid)
 
-
     # -- failures and recovery ------------------------------------------------------------------
-    def _failures_left(self) -> bool:
-        return self.status == RUNNING and self.failures < self.config.max_failures
+    def fail_task(self, subtask: int) -> None:
+        self.job.failures += 1
+        self.events.append(("task_failed", self.now, subtask))
+        self._failover({subtask}, frozenset())
 
-    def _fail_task(self, a) -> None:
-        if not self._failures_left():
-            raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
-        if not 0 <= a.subtask < len(self.tasks) or self.tasks[a.subtask].status != RUNNING:
-            raise ActionNotEnabled(f"{a!r}: subtask {a.subtask} is not running")
-        self.failures += 1
-        self.events.append(("task_failed", self.now, a.subtask))
-        self._failover({a.subtask}, frozenset())
-
-    def _lose_task_manager(self, a) -> None:
-        if not self._failures_left():
-            raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
-        tm = a.task_manager
-        if not 0 <= tm < len(self.task_managers):
-            raise ActionNotEnabled(f"{a!r}: there is no TaskManager {tm}")
-        tm_id = self.task_managers[tm].id
+    def lose_task_manager(self, i: int) -> None:
+        tm_id = self.task_managers[i].id
         lost = set(self.allocation.subtasks_on(tm_id))
-        if not lost:
-            raise ActionNotEnabled(f"{a!r}: TaskManager {tm_id} runs no task")
-        self.failures += 1
+        self.job.failures += 1
         self.events.append(("task_manager_lost", self.now, tm_id))
         # blocking partitions held by the lost TaskManager are gone; running consumers that
         # still read one fail with a PartitionNotFoundException
@@ -744,28 +704,27 @@ class Cluster:
             return
         self._failover(failed, unavailable)
 
-    def _fail_job_manager(self, a) -> None:
-        if not self._failures_left():
-            raise ActionNotEnabled(f"{a!r}: no failure may be injected now")
-        self.failures += 1
+    def fail_job_manager(self) -> None:
+        self.job.failures += 1
         self.events.append(("job_manager_failover", self.now))
         self._effects(self.coordinator.job_manager_failover())
         self.acks.clear()
-        self.notifications.clear()
+        self.job.notifications.clear()
         self._restart(frozenset(range(len(self.tasks))), self.coordinator.restore_latest_checkpointed_state())
 
     def _failover(self, failed: set, unavailable: frozenset) -> None:
-        self.restarts += 1
+        job = self.job
+        job.restarts += 1
         if not self._can_restart():
-            self.status = "FAILED"
-            self.events.append(("job_failed", self.now, self.restarts - 1))
+            job.status = "FAILED"
+            self.events.append(("job_failed", self.now, job.restarts - 1))
             for t in self.tasks:
                 if t.status == RUNNING:
                     t.status = "CANCELED"
             return
         restart = self.strategy.tasks_to_restart(failed, unavailable)
         during_alignment = any(self.blocked) or any(t.persisting for t in self.tasks)
-        self.last_failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
+        job.last_failover = self.delta.failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
         self.events.append(("failover", self.now, tuple(sorted(failed)), tuple(sorted(unavailable)),
                             tuple(sorted(restart)), during_alignment))
         self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
@@ -781,8 +740,8 @@ class Cluster:
         if cfg.restart_strategy == "none":
             return False
         if cfg.restart_strategy == "fixed-delay":
-            return cfg.restart_attempts is None or self.restarts <= cfg.restart_attempts
-        q = self.failure_times
+            return cfg.restart_attempts is None or self.job.restarts <= cfg.restart_attempts
+        q = self.job.failure_times
         if len(q) >= cfg.failure_rate_max_failures:
             q.pop(0)
         q.append(self.now)
@@ -792,24 +751,21 @@ class Cluster:
 
     def _restart(self, restart: frozenset, checkpoint) -> None:
         """Cancel and redeploy the subtasks in ``restart`` and restore them from ``checkpoint``."""
-        from model import slotsharing
-
-        self.attempt += 1
+        job = self.job
+        job.attempt += 1
+        self.delta.redeployed = True
         self.restored_from.append((self.now, None if checkpoint is None else checkpoint.checkpoint_id,
                                    tuple(sorted(restart))))
         self.events.append(("restored", self.now, None if checkpoint is None else checkpoint.checkpoint_id,
                             tuple(sorted(restart))))
-        self.notifications = [n for n in self.notifications if n[0] not in restart]
-        if self.stopping is not None and self.stopping not in self.coordinator.pending:
-            self.stopping = None  # the stop-with-savepoint was aborted by the failover
+        job.notifications[:] = [n for n in job.notifications if n[0] not in restart]
+        if job.stopping is not None and job.stopping not in self.coordinator.pending:
+            job.stopping = None  # the stop-with-savepoint was aborted by the failover
         for c in range(len(self.channels)):
             if self.consumer_of[c] in restart or self.producer_of[c] in restart:
                 if self.blocking[c] and self.producer_of[c] not in restart:
                     continue  # the partition survives; the restarted consumer re-reads it
-                self.channels[c].clear()
-                self.prio[c] = 0
-                self.blocked[c] = False
-                self.read_pos[c] = 0
+                self.net.reset(c)
         for tid in restart:
             self.tasks[tid].status = "CANCELED"
         eg = self.eg
@@ -817,6 +773,7 @@ class Cluster:
             self.tasks[tid] = self._deploy(eg.subtasks[tid])
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         self.allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
+        self.delta.allocation_changed = True
         self._restore_tasks(set(restart), checkpoint)
 
     def _restore_tasks(self, restart: set, checkpoint) -> None:
@@ -874,16 +831,15 @@ class Cluster:
                     node.sink.initialize_state(state)
 
     # -- savepoints and rescaling --------------------------------------------------------------
-    def _stop_with_savepoint(self, a) -> None:
-        if not self.config.savepoints or self.status != RUNNING or self.stopping is not None:
-            raise ActionNotEnabled(f"{a!r}: stop-with-savepoint is not possible now")
+    def stop_with_savepoint(self) -> None:
+        job = self.job
         res = self.coordinator.trigger_checkpoint(self.now, "stop_with_savepoint")
         self._effects(res.effects)
         if not res.ok:
             self.events.append(("savepoint_declined", self.now, res.reason))
             return
         cid = res.checkpoint_id
-        self.stopping = cid
+        job.stopping = cid
         self.events.append(("stop_with_savepoint", self.now, cid))
         barrier = CheckpointBarrier(cid, self.now, savepoint=True, unaligned=False)
         for t in self.tasks:
@@ -891,19 +847,20 @@ class Cluster:
                 self.acknowledge(t, t.take_snapshot(cid))
             elif t.status == RUNNING and not t.barrier_channels:
                 t.trigger(barrier, False)
-                if self.stopping is None:
+                if job.stopping is None:
                     return
 
     def _stop_after_savepoint(self, cid: int) -> None:
         """The synchronous savepoint completed: commit (notifyCheckpointComplete reaches every
         task before it stops), then the job is STOPPED."""
-        self.stopping = None
-        self.savepoint = cid
-        for (tid, ncid) in list(self.notifications):
+        job = self.job
+        job.stopping = None
+        job.savepoint = cid
+        for (tid, ncid) in list(job.notifications):
             if ncid <= cid:
                 for node in self.tasks[tid].nodes:
                     node.notify_complete(ncid)
-        self.notifications = []
+        job.notifications.clear()
         for t in self.tasks:
             for node in t.nodes:
                 if isinstance(node, SinkNode):
@@ -912,39 +869,29 @@ class Cluster:
                 t.status = "STOPPED"
         for ch in self.channels:
             ch.clear()
-        self.status = "STOPPED"
+        job.status = "STOPPED"
         self.events.append(("stopped", self.now, cid))
 
-    def _restart_from_savepoint(self, a) -> None:
-        if self.status != "STOPPED" or self.savepoint is None:
-            raise ActionNotEnabled(f"{a!r}: the job is not stopped with a savepoint")
-        if tuple(a.parallelism) not in self.rescale_choices():
-            raise ActionNotEnabled(f"{a!r}: not one of the offered parallelisms {self.rescale_choices()} "
-                                   "(RuntimeConfig.rescale_options)")
-        from model.rescaling import rescale_graph, rescale_states
-
+    def restart_from_savepoint(self, parallelism: tuple) -> None:
+        job = self.job
         old_eg = self.eg
-        snaps = self.completed[self.savepoint]
-        new_sg = rescale_graph(old_eg.stream_graph, dict(a.parallelism))
-        from model.executiongraph import compile_stream_graph
-
-        new_eg = compile_stream_graph(new_sg)
-        restored = rescale_states(old_eg, new_eg, snaps, self.savepoint, self.config.keygroup_assignment)
-        sp = self.savepoint
-        self.notifications = []
+        snaps = self.completed[job.savepoint]
+        new_eg = compile_stream_graph(rescale_graph(old_eg.stream_graph, dict(parallelism)))
+        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment)
+        sp = job.savepoint
+        job.notifications.clear()
         self.acks.clear()
         # a new job: a fresh CheckpointCoordinator whose store starts with the (rescaled)
         # savepoint (CheckpointCoordinator.restoreSavepoint, NO_CLAIM)
-        from model.checkpointcoordinator import CompletedCheckpoint
-
         self.coordinator = self._new_coordinator(new_eg)
         self.coordinator.restore_savepoint(CompletedCheckpoint(sp, self.now, task_states=dict(restored.task_states)))
-        self.status = RUNNING
-        self.attempt += 1
-        self.generation += 1
-        self.savepoint = None
-        self.events.append(("rescaled", self.now, sp, tuple(a.parallelism)))
-        self.restored_from.append((self.now, sp, ("rescale",) + tuple(a.parallelism)))
+        job.status = RUNNING
+        job.attempt += 1
+        job.generation += 1
+        job.savepoint = None
+        self.delta.redeployed = True
+        self.events.append(("rescaled", self.now, sp, tuple(parallelism)))
+        self.restored_from.append((self.now, sp, ("rescale",) + tuple(parallelism)))
         self._install(new_eg, restored)
 
     # -- whole runs -------------------------------------------------------------------------
@@ -952,16 +899,9 @@ class Cluster:
         """Every task finished, nothing in flight, and every sink's output committed."""
         if any(t.status != FINISHED for t in self.tasks):
             return False
-        if self.notifications or self.coordinator.num_pending or self._in_flight():
+        if self.job.notifications or self.coordinator.num_pending or self.net.in_flight():
             return False
         return not self._uncommitted_sink_data()
-
-    def _in_flight(self) -> bool:
-        blocking = self.blocking
-        for c, ch in enumerate(self.channels):
-            if ch and (not blocking[c] or self.read_pos[c] < len(ch)):
-                return True
-        return False
 
     def _uncommitted_sink_data(self) -> bool:
         """A live two-phase-commit sink still holds written records that are not committed
@@ -979,25 +919,6 @@ class Cluster:
         return False
 
 
-_DISPATCH = {
-    A.Deliver: Cluster._deliver,
-    A.SourceEmit: Cluster._source_emit,
-    A.SourceWatermark: Cluster._source_watermark,
-    A.SourceIdle: Cluster._source_idle,
-    A.SourceActive: Cluster._source_active,
-    A.SourceEnd: Cluster._source_end,
-    A.TriggerCheckpoint: Cluster._trigger,
-    A.NotifyCheckpointComplete: Cluster._notify,
-    A.CheckpointTimeout: Cluster._checkpoint_timeout,
-    A.AlignmentTimeout: Cluster._alignment_timeout,
-    A.FailTask: Cluster._fail_task,
-    A.LoseTaskManager: Cluster._lose_task_manager,
-    A.FailJobManager: Cluster._fail_job_manager,
-    A.StopWithSavepoint: Cluster._stop_with_savepoint,
-    A.RestartFromSavepoint: Cluster._restart_from_savepoint,
-}
-
-
 def enabled_actions(cluster: Cluster) -> list:
     return cluster.enabled_actions()
 
@@ -1007,36 +928,32 @@ def step(cluster: Cluster, action) -> Cluster:
     return cluster
 
 
-#: Order in which ``drain`` prefers actions: finish the data first, then commit.
-_DRAIN_ORDER = (A.Deliver, A.NotifyCheckpointComplete, A.SourceActive, A.SourceEmit,
-                A.SourceWatermark, A.SourceEnd, A.AlignmentTimeout)
+def drain_choice(cluster: Cluster):
+    """The one drain policy, as a single choice: the first enabled action of the kinds with a
+    drain priority (``model.actions.DRAIN_ORDER``: finish the data, commit, then a final
+    checkpoint, then expire what can no longer complete, then restart a stopped job at its
+    parallelism) that the kind lets the drain take. None when the run is drained, or when it
+    cannot drain further (a stop-with-savepoint in progress, or every task finished with data
+    left for a consumer that already finished). Raises FlinkspecError when the run is stuck."""
+    if cluster.is_drained():
+        return None
+    for unit in A.DRAIN_ORDER:
+        for a in unit.enabled(cluster):
+            if unit.drains(cluster, a):
+                return a
+    if cluster.job.stopping is not None or all(t.status == FINISHED for t in cluster.tasks):
+        return None
+    raise FlinkspecError(f"the run is stuck after {cluster.now} steps: no action drains it further")
 
 
 def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
-    """Run ``cluster`` to the end with a fixed, deterministic policy (no failures): deliver
-    everything, end the sources, and take a final checkpoint so that two-phase-commit sinks
-    commit. Raises FlinkspecError if the run does not drain within ``max_steps``."""
+    """Run ``cluster`` to the end with the drain policy (no failures). Raises FlinkspecError if
+    the run does not drain within ``max_steps`` or cannot drain."""
     for _ in range(max_steps):
-        if cluster.is_drained():
-            return
-        acts = cluster.enabled_actions()
-        chosen = None
-        for kind in _DRAIN_ORDER:
-            for act in acts:
-                if type(act) is kind:
-                    chosen = act
-                    break
-            if chosen is not None:
-                break
-        if chosen is None:
-            if (all(t.status == FINISHED for t in cluster.tasks) and not cluster.coordinator.num_pending
-                    and cluster._uncommitted_sink_data()):
-                cluster.step(A.TriggerCheckpoint())
-                continue
-            timeouts = [a for a in acts if type(a) is A.CheckpointTimeout]
-            if timeouts:
-                cluster.step(timeouts[0])
-                continue
-            raise FlinkspecError(f"the run is stuck after {cluster.now} steps: no action drains it further")
-        cluster.step(chosen)
+        act = drain_choice(cluster)
+        if act is None:
+            if cluster.is_drained():
+                return
+            raise FlinkspecError(f"the run cannot drain after {cluster.now} steps (status {cluster.job.status})")
+        cluster.step(act)
     raise FlinkspecError(f"the run did not drain within {max_steps} steps")

@@ -29,3 +29,8 @@ class InvalidJobSpec(FlinkspecError, ValueError):
 
 class InvalidArgument(FlinkspecError, ValueError):
     """A precondition Flink checks (e.g. ``checkArgument`` in KeyGroupRangeAssignment) failed."""
+
+
+class ActionNotEnabled(FlinkspecError):
+    """``Cluster.step`` was given an action that is not enabled in the current state (the
+    message names the action and the guard that does not hold); the state is unchanged."""

@@ -13,8 +13,8 @@ of the region graph over blocking channels merged into one region (FLINK-17330).
 
 Known-unsafe variants: ``skip_consumer_regions=True``, the pre-FLINK-13222 reasoning that
 consumers of a deterministic producer need no restart (with a rebalance edge, a
-non-deterministic partitioner, it loses or duplicates data); ``backtrack_producers=False``,
-FLINK-12068: the producers of lost blocking partitions are not restarted, so a restarted
+non-deterministic partitioner, it loses or duplicates data); the seam FLINK-12068
+(``producer_to_backtrack`` answers no): the producers of lost blocking partitions are not restarted, so a restarted
 consumer waits for data nobody produces.
 
 Leaves out: ``PartitionException`` parsing (a lost TaskManager marks every blocking
@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import networkx as nx
 
+from model import seams
+from model.errors import FlinkspecError
 from model.jobgraph import BLOCKING
 
 
@@ -79,10 +81,9 @@ class RestartPipelinedRegionFailoverStrategy:
 
     name = "region"
 
-    def __init__(self, eg, *, skip_consumer_regions: bool = False, backtrack_producers: bool = True):
+    def __init__(self, eg, *, skip_consumer_regions: bool = False):
         self.eg = eg
         self.skip_consumer_regions = skip_consumer_regions
-        self.backtrack_producers = backtrack_producers
         self.regions = pipelined_regions(eg)
         self.region_of = {}
         for i, r in enumerate(self.regions):
@@ -107,19 +108,29 @@ class RestartPipelinedRegionFailoverStrategy:
                 continue
             involved.add(r)
             for ch in self.inputs_of[r]:
-                if self.backtrack_producers and ch.id in unavailable_channels:
+                if self.producer_to_backtrack(ch, unavailable_channels):
                     todo.append(self.region_of[ch.producer])
             if not self.skip_consumer_regions:
                 todo.extend(self.consumed_by[r])
         return frozenset().union(*(self.regions[r] for r in involved)) if involved else frozenset()
 
+    def producer_to_backtrack(self, ch, unavailable_channels) -> bool:
+        """Whether the region producing input channel ``ch`` of a restarting region must restart
+        too: its blocking partition is lost, so a restarted consumer could not read it."""
+        return ch.id in unavailable_channels
 
-def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, backtrack_producers: bool = True):
+
+@seams.override("FLINK-12068", RestartPipelinedRegionFailoverStrategy, "producer_to_backtrack",
+                "region failover does not backtrack to the producers of lost blocking partitions")
+def _producer_to_backtrack_flink_12068(self, ch, unavailable_channels) -> bool:
+    return False
+
+
+def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, bugs=()):
+    """The FailoverStrategy ``name`` ("full" or "region"); ``bugs`` switches on seams (FLINK-12068)."""
     if name == "full":
         return RestartAllFailoverStrategy(eg)
     if name == "region":
-        return RestartPipelinedRegionFailoverStrategy(eg, skip_consumer_regions=skip_consumer_regions,
-                                                      backtrack_producers=backtrack_producers)
-    from model.errors import FlinkspecError
-
+        cls = seams.variant_class(RestartPipelinedRegionFailoverStrategy, bugs)
+        return cls(eg, skip_consumer_regions=skip_consumer_regions)
     raise FlinkspecError(f"failover_strategy must be 'full' or 'region', not {name!r}")

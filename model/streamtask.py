@@ -26,6 +26,7 @@ from collections import deque
 
 import attrs
 
+from model import seams
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
 from model.events import (
     ACTIVE,
@@ -214,6 +215,57 @@ class PartitionOutput(ChainNode):
         return None
 
 
+class RebalancePartitioner:
+    """``RebalancePartitioner`` (``start`` drawn at random by the caller, then round robin) and
+    ``RescalePartitioner`` (``start=-1``: round robin from channel 0) of one RecordWriter."""
+
+    __slots__ = ("channels", "next_channel")
+
+    def __init__(self, channels, start: int):
+        self.channels = channels
+        self.next_channel = start
+
+    def write(self, rec) -> None:
+        i = self.next_channel + 1
+        if i >= len(self.channels):
+            i = 0
+        self.next_channel = i
+        self.channels[i].append(rec)
+
+
+class BroadcastPartitioner:
+    """``BroadcastPartitioner``: every record to every channel."""
+
+    __slots__ = ("channels",)
+
+    def __init__(self, channels):
+        self.channels = channels
+
+    def write(self, rec) -> None:
+        for ch in self.channels:
+            ch.append(rec)
+
+
+class KeyGroupStreamPartitioner:
+    """``KeyGroupStreamPartitioner``: the channel of the subtask whose KeyGroupRange holds the
+    record's key group (``assign_channel(key)``; the key -> channel cache is not state)."""
+
+    __slots__ = ("channels", "assign_channel", "cache")
+    FINGERPRINT_SKIP = ("cache",)
+
+    def __init__(self, channels, assign_channel):
+        self.channels = channels
+        self.assign_channel = assign_channel
+        self.cache: dict = {}
+
+    def write(self, rec) -> None:
+        k = rec[0]
+        i = self.cache.get(k)
+        if i is None:
+            i = self.cache[k] = self.assign_channel(k)
+        self.channels[i].append(rec)
+
+
 class Fanout(ChainNode):
     """An operator with several outputs (chained operators and/or result partitions)."""
 
@@ -337,8 +389,12 @@ class StreamTask:
         "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "bug_20645", "bug_17568", "deferred",
+        "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred",
     )
+    #: fields a state fingerprint leaves out: the link to the cluster, and what the task's
+    #: position in the (static) ExecutionGraph determines
+    FINGERPRINT_SKIP = ("cluster", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
+                        "barrier_outputs", "out_deques", "nodes", "output")
 
     def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
         self.cluster = cluster
@@ -353,9 +409,6 @@ class StreamTask:
         self.output_channels = output_channels
         blocking = cluster.blocking
         self.barrier_channels = [i for i, c in enumerate(input_channels) if not blocking[c]]
-        bugs = cluster.config.bugs
-        self.bug_20645 = "FLINK-20645" in bugs
-        self.bug_17568 = "FLINK-17568" in bugs
         self.deferred = None
         self.last_triggered = -1
         self.barrier_outputs = [c for c in output_channels if not blocking[c]]
@@ -420,11 +473,6 @@ class StreamTask:
             # previously?)": an older checkpoint than one already taken is declined
             self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")
             return
-        if unaligned and self.bug_17568 and self.barrier_channels and self.deferred is None:
-            # FLINK-17568 (re-introduced on purpose): the barrier was announced, but the task
-            # thread processes one more input element before it takes the snapshot.
-            self.deferred = barrier
-            return
         self.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
         if unaligned:
@@ -452,7 +500,7 @@ class StreamTask:
             cluster.acknowledge(self, snap)
 
     def run_deferred(self) -> None:
-        """FLINK-17568 variant: take the snapshot that was deferred past one more element."""
+        """Take the snapshot that the FLINK-17568 seam deferred past one more element."""
         barrier = self.deferred
         if barrier is not None:
             self.deferred = False  # taken; the next unaligned barrier defers again once reset
@@ -532,3 +580,15 @@ class StreamTask:
         self.status = FINISHED
         self.output.emit(END_OF_PARTITION)
         self.cluster.task_finished(self)
+
+
+@seams.override("FLINK-17568", StreamTask, "trigger",
+                "unaligned: the task processes one more input element after the barrier was announced and "
+                "before it snapshots, so a post-barrier record enters the cut")
+def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
+    if barrier.id > self.last_triggered and unaligned and self.barrier_channels and self.deferred is None:
+        # the bug: the snapshot is deferred until the task processed one more element
+        # (``Cluster.deliver`` runs ``run_deferred`` after it)
+        self.deferred = barrier
+        return
+    StreamTask.trigger(self, barrier, unaligned)

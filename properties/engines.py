@@ -25,39 +25,25 @@ from typing import Iterable, Sequence
 
 import attrs
 
+import spec
 from model import actions as A
-from model.cluster import ActionNotEnabled, Cluster, drain
-from model.errors import FlinkspecError
-from model.executiongraph import compile_stream_graph
+from model.cluster import Cluster, drain_choice
+from model.errors import ActionNotEnabled, FlinkspecError
 from model.variants import Scenario, Variant, generate, variant as get_variant
-from spec import checkpoint, coverage, exactly_once, recovery  # noqa: F401  (registers invariants)
-from spec.coverage import GOALS
 from spec.exactly_once import Expected
-from spec.invariant import Violation
+from spec.invariant import Violation, invariants
 
-ALWAYS = (
-    checkpoint.consistent_cut,
-    checkpoint.decline_at_most_once,
-    exactly_once.committed_output_within_reference,
-    recovery.restart_set_sufficient,
-    recovery.keyed_state_on_owner,
-    recovery.placement_valid,
-)
-EVENTUALLY = (exactly_once.exactly_once,)
+spec.load_all()  # every invariant module registers its invariants before the lists below are taken
+#: what a run checks: every registered invariant of subject "run", by kind (the registry is
+#: the only list; a new invariant is checked by every engine that drives a Run)
+ALWAYS = invariants("run", "always")
+EVENTUALLY = invariants("run", "eventually")
+GOALS = {g.name: g for g in invariants("run", "sometimes")}
 
-#: Action kinds a run always has (without them nothing progresses or drains).
-CORE_KINDS = ("Deliver", "SourceEmit", "SourceEnd", "NotifyCheckpointComplete", "RestartFromSavepoint")
-#: Optional kinds that swarm testing switches on or off per run.
-SWARM_KINDS = ("SourceWatermark", "SourceIdle", "SourceActive", "TriggerCheckpoint", "AlignmentTimeout",
-               "CheckpointTimeout",
-               "FailTask", "LoseTaskManager", "FailJobManager", "StopWithSavepoint")
-#: Relative weight of picking an action of each kind (then uniform within the kind).
-WEIGHTS = {
-    "Deliver": 12.0, "SourceEmit": 6.0, "SourceEnd": 1.0, "NotifyCheckpointComplete": 2.0,
-    "RestartFromSavepoint": 5.0, "SourceWatermark": 2.0, "SourceIdle": 0.4, "SourceActive": 1.0,
-    "TriggerCheckpoint": 1.0, "AlignmentTimeout": 1.0, "CheckpointTimeout": 0.1, "FailTask": 0.25, "LoseTaskManager": 0.15,
-    "FailJobManager": 0.08, "StopWithSavepoint": 0.1,
-}
+#: the action kinds, their swarm switches and weights, from the registry (``model.actions``)
+CORE_KINDS = A.CORE_KINDS
+SWARM_KINDS = A.SWARM_KINDS
+WEIGHTS = A.WEIGHTS
 
 _EXPECTED_CACHE: dict = {}
 
@@ -73,26 +59,33 @@ def expected_for(scenario: Scenario) -> Expected:
 
 
 class Run:
-    """One run of a scenario under the judge of the spec."""
+    """One run of a scenario under the judge of the spec: after every step it evaluates every
+    registered *always* invariant of subject "run" (each reads the state and what the step
+    changed, ``Cluster.delta``) and the *sometimes* goals; ``finish`` drains the run and
+    evaluates the *eventually* invariants. The invariants never write into the run."""
 
-    def __init__(self, scenario: Scenario, *, check_always: bool = True):
+    def __init__(self, scenario: Scenario, *, check_always: bool = True, cluster: Cluster | None = None):
         self.scenario = scenario
-        self.cluster = Cluster(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config,
-                               seed=scenario.seed)
+        self.cluster = cluster if cluster is not None else Cluster.from_scenario(scenario)
         self.expected = expected_for(scenario)
-        self.remaining = {n: Counter(c) for n, c in self.expected.remaining.items()}
-        self.committed_seen = 0
-        self.checked_failover = None
-        self.checked_restores = 0
-        self.checked_allocation = None
         self.check_always = check_always
         self.goals: Counter = Counter()
-        self.events_seen = 0
+        self.events_seen = len(self.cluster.events)
         self.violation: Violation | None = None
+        if check_always:
+            # the initial deployment (its slot placement, its key groups) is judged too
+            self.violation = self._check_always(step=0)
 
     @property
     def sink_of_subtask(self) -> dict:
         return self.cluster.sink_owners
+
+    def _check_always(self, step: int) -> Violation | None:
+        for inv in ALWAYS:
+            v = inv.check(self)
+            if v is not None:
+                return v.at_step(step)
+        return None
 
     def step(self, action) -> Violation | None:
         """Apply ``action``; return the first violated *always* invariant (or None)."""
@@ -106,24 +99,19 @@ class Run:
                 self.goals[name] += 1
         if not self.check_always:
             return None
-        for inv in ALWAYS:
-            v = inv.check(self)
-            if v is not None:
-                self.violation = v.at_step(c.now - 1)
-                return self.violation
-        return None
+        v = self._check_always(c.now - 1)
+        if v is not None:
+            self.violation = v
+        return v
 
     def finish(self, max_steps: int = 100_000) -> Violation | None:
-        """Drain the run with the fixed policy (checking *always* invariants on the way), then
-        apply the *eventually* invariants."""
+        """Drain the run with the one drain policy (``model.cluster.drain_choice``), checking
+        *always* invariants on the way, then apply the *eventually* invariants."""
         c = self.cluster
         if c.status == "FAILED":
             return None  # a job that exhausted its restarts has nothing to compare
         for _ in range(max_steps):
-            if c.status == "STOPPED":
-                act = A.RestartFromSavepoint(c.rescale_choices()[0])
-            else:
-                act = _drain_choice(c)
+            act = drain_choice(c)
             if act is None:
                 break
             v = self.step(act)
@@ -139,31 +127,6 @@ class Run:
                 self.violation = v.at_step(c.now)
                 return self.violation
         return None
-
-
-_DRAIN_ORDER = (A.Deliver, A.NotifyCheckpointComplete, A.SourceActive, A.SourceEmit,
-                A.SourceWatermark, A.SourceEnd, A.AlignmentTimeout)
-
-
-def _drain_choice(c: Cluster):
-    """The drain policy of ``model.cluster.drain`` as single choices (None when drained)."""
-    if c.is_drained():
-        return None
-    acts = c.enabled_actions()
-    for kind in _DRAIN_ORDER:
-        for act in acts:
-            if type(act) is kind:
-                return act
-    from model.streamtask import FINISHED
-
-    if all(t.status == FINISHED for t in c.tasks) and not c.coordinator.num_pending and c._uncommitted_sink_data():
-        return A.TriggerCheckpoint()  # the final checkpoint commits what the sinks still hold
-    for act in acts:
-        if type(act) is A.CheckpointTimeout:
-            return act  # a checkpoint that can no longer complete expires
-    if c.stopping is not None or all(t.status == FINISHED for t in c.tasks):
-        return None  # cannot drain further (e.g. data left for a consumer that already finished)
-    raise FlinkspecError(f"the run is stuck after {c.now} steps: no action drains it further")
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -217,8 +180,8 @@ def random_walk(variant: str | Variant, seed: int, *, swarm: bool = True, max_st
     run = Run(scenario)
     c = run.cluster
     budget = v.max_steps if max_steps is None else max_steps
-    violation = None
-    for _ in range(budget):
+    violation = run.violation
+    for _ in range(budget if violation is None else 0):
         acts = [a for a in c.enabled_actions() if type(a).__name__ in kinds]
         if not acts:
             break
@@ -246,6 +209,8 @@ def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True) -> tup
     """Re-execute ``actions`` on ``scenario``; stop at the first violation. With ``finish``,
     a run whose actions end without a violation is drained and judged as the walk was."""
     run = Run(scenario)
+    if run.violation is not None:
+        return run.violation, run
     for i, a in enumerate(actions):
         try:
             v = run.step(a)
@@ -265,8 +230,10 @@ def replay_lenient(scenario: Scenario, actions: Sequence) -> tuple[Violation | N
     shrinking: removing one action often disables a later one), then drain and judge."""
     run = Run(scenario)
     c = run.cluster
+    if run.violation is not None:
+        return run.violation, run
     for a in actions:
-        if a not in c.enabled_actions():
+        if c.why_not_enabled(a) is not None:
             continue
         v = run.step(a)
         if v is not None:
@@ -279,7 +246,7 @@ def replay_lenient(scenario: Scenario, actions: Sequence) -> tuple[Violation | N
 def _violates(scenario: Scenario, actions: Sequence, invariant: str) -> bool:
     try:
         v, _ = replay_lenient(scenario, actions)
-    except (FlinkspecError, ActionNotEnabled):
+    except FlinkspecError:  # (ActionNotEnabled is one)
         return False
     return v is not None and v.invariant == invariant
 

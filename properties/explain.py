@@ -4,64 +4,14 @@ state that matters afterwards, and the violation as expected vs actual, in plain
 from __future__ import annotations
 
 from model import actions as A
-from model.events import CheckpointBarrier
 from properties.engines import Run
-
-
-def _elem(e) -> str:
-    if type(e) is tuple:
-        return f"record(key={e[0]!r}, value={e[1]!r}, ts={e[2]})"
-    if isinstance(e, CheckpointBarrier):
-        kind = "savepoint" if e.savepoint else "checkpoint"
-        return f"barrier {e.id} ({kind}, {'unaligned' if e.unaligned else 'aligned'})"
-    return repr(e)
+from spec.invariant import REGISTRY
 
 
 def _describe(run: Run, a) -> str:
-    c = run.cluster
-    eg = c.eg
-    name = lambda t: eg.subtasks[t].name  # noqa: E731
-    if type(a) is A.Deliver:
-        ch = eg.channels[a.channel]
-        q = c.channels[a.channel]
-        head = q[c.read_pos[a.channel]] if c.blocking[a.channel] else (q[0] if q else None)
-        return f"{name(ch.consumer)} takes {_elem(head)} from channel {a.channel} (from {name(ch.producer)})"
-    if type(a) is A.SourceEmit:
-        src = c.tasks[a.subtask].source
-        s = src.splits[src.current] if src.has_next() else None
-        rec = s[1][s[2]] if s else None
-        return f"{name(a.subtask)} reads {_elem(rec) if rec else '?'} (split {s[0] if s else '?'}, offset {s[2] if s else '?'})"
-    if type(a) is A.TriggerCheckpoint:
-        return f"the CheckpointCoordinator triggers {'a savepoint' if a.savepoint else 'checkpoint'} " \
-               f"{c.coordinator.next_checkpoint_id}"
-    if type(a) is A.NotifyCheckpointComplete:
-        return f"{name(a.subtask)} learns that checkpoint {a.checkpoint_id} completed (sinks commit)"
-    if type(a) is A.FailTask:
-        return f"{name(a.subtask)} FAILS"
-    if type(a) is A.LoseTaskManager:
-        return f"TaskManager tm{a.task_manager} is LOST"
-    if type(a) is A.FailJobManager:
-        return "the JobManager FAILS OVER"
-    if type(a) is A.SourceWatermark:
-        return f"{name(a.subtask)} emits watermark {c.tasks[a.subtask].source.current_watermark()}"
-    if type(a) is A.SourceEnd:
-        return f"{name(a.subtask)} has read everything: MAX_WATERMARK and EndOfPartition"
-    if type(a) is A.SourceIdle:
-        return f"{name(a.subtask)} goes IDLE"
-    if type(a) is A.SourceActive:
-        return f"{name(a.subtask)} becomes ACTIVE again"
-    if type(a) is A.AlignmentTimeout:
-        return f"the aligned-checkpoint timeout of {name(a.subtask)} fires: it switches to an unaligned checkpoint"
-    if type(a) is A.CheckpointTimeout:
-        return f"checkpoint {a.checkpoint_id} expires"
-    if type(a) is A.StopWithSavepoint:
-        return f"stop-with-savepoint: a synchronous savepoint {c.coordinator.next_checkpoint_id}, then the job stops"
-    if type(a) is A.RestartFromSavepoint:
-        return "the job restarts from its savepoint with parallelism " + \
-            ", ".join(f"{n}={p}" for n, p in a.parallelism)
-    if hasattr(a, "subtask"):
-        return f"{type(a).__name__} at {name(a.subtask)}"
-    return type(a).__name__
+    """What ``a`` does, in words: the action kind's own description (``model.actions``)."""
+    unit = A.kind_of(a)
+    return unit.describe(run.cluster, a) if unit is not None else repr(a)
 
 
 def _state(run: Run) -> str:
@@ -140,8 +90,6 @@ def explain(cx, *, all_state: bool = False) -> str:
     out.append(f"  {rec.message}")
     out.append(f"  expected: {rec.expected}")
     out.append(f"  actual:   {rec.actual}")
-    from spec.invariant import REGISTRY
-
     inv = REGISTRY.get(rec.invariant)
     if inv is not None:
         out.append(f"  the invariant ({inv.kind}, guards {inv.concept}): {inv.statement}")

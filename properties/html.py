@@ -12,7 +12,6 @@ from __future__ import annotations
 import html
 
 from model import actions as A
-from model.events import CheckpointBarrier, Watermark
 from properties.engines import Run
 from properties.explain import _describe
 
@@ -20,6 +19,31 @@ COL = 22
 LANE = 34
 LEFT = 170
 TOP = 40
+
+
+def _mark(m: dict, x: int, y: dict, coord_y: int, desc: str) -> str:
+    """The SVG of one step from its action kind's ``mark`` (lane, shape, color)."""
+    lane = m.get("lane")
+    yy = coord_y if lane is None else y[lane]
+    color = m["color"]
+    shape = m["shape"]
+    tip = f"<title>{desc}</title>"
+    if "from_lane" in m:  # a delivery: an arrow from the producer's lane, then what arrived
+        arrow = (f'<line x1="{x - COL // 2}" y1="{y[m["from_lane"]]}" x2="{x}" y2="{yy}" stroke="{color}" '
+                 f'stroke-width="1.2" marker-end="url(#arrow)">{tip}</line>')
+    else:
+        arrow = ""
+    if shape == "barrier":
+        return arrow + f'<rect x="{x - 2}" y="{yy - 10}" width="4" height="20" fill="{color}">{tip}</rect>'
+    if shape == "watermark":
+        return arrow + f'<polygon points="{x - 5},{yy + 6} {x + 5},{yy + 6} {x},{yy - 6}" fill="{color}">{tip}</polygon>'
+    if shape == "cross":
+        return arrow + (f'<text x="{x - 6}" y="{yy + 6}" fill="{color}" font-size="18" font-weight="bold">✕'
+                        f'{tip}</text>')
+    if shape == "square":
+        return arrow + f'<rect x="{x - 5}" y="{yy - 5}" width="10" height="10" fill="{color}">{tip}</rect>'
+    r = 4 if shape in ("record", "event") else 5
+    return arrow + f'<circle cx="{x}" cy="{yy}" r="{r}" fill="{color}">{tip}</circle>'
 
 
 def render_html(cx) -> str:
@@ -34,36 +58,8 @@ def render_html(cx) -> str:
     for i, a in enumerate(cx.actions):
         desc = html.escape(f"{i}. {a!r} — {_describe(run, a)}")
         x = LEFT + i * COL + COL // 2
-        t = type(a)
-        if t is A.Deliver:
-            ch = eg.channels[a.channel]
-            q = c.channels[a.channel]
-            head = q[c.read_pos[a.channel]] if c.blocking[a.channel] else (q[0] if q else None)
-            y0, y1 = y[ch.producer], y[ch.consumer]
-            color = "#c77c02" if isinstance(head, CheckpointBarrier) else "#888" if isinstance(head, Watermark) else "#2a6fdb"
-            marks.append(f'<line x1="{x - COL // 2}" y1="{y0}" x2="{x}" y2="{y1}" stroke="{color}" '
-                         f'stroke-width="1.2" marker-end="url(#arrow)"><title>{desc}</title></line>')
-            if isinstance(head, CheckpointBarrier):
-                marks.append(f'<rect x="{x - 2}" y="{y1 - 10}" width="4" height="20" fill="#c77c02"><title>{desc}</title></rect>')
-            elif isinstance(head, Watermark):
-                marks.append(f'<polygon points="{x - 5},{y1 + 6} {x + 5},{y1 + 6} {x},{y1 - 6}" fill="#888"><title>{desc}</title></polygon>')
-            else:
-                marks.append(f'<circle cx="{x}" cy="{y1}" r="4" fill="#2a6fdb"><title>{desc}</title></circle>')
-        elif t in (A.SourceEmit, A.SourceWatermark, A.SourceEnd, A.SourceIdle, A.SourceActive):
-            yy = y[a.subtask]
-            fill = {A.SourceEmit: "#1b9e3e", A.SourceWatermark: "#888", A.SourceEnd: "#000",
-                    A.SourceIdle: "#bbb", A.SourceActive: "#5a5"}[t]
-            marks.append(f'<circle cx="{x}" cy="{yy}" r="5" fill="{fill}"><title>{desc}</title></circle>')
-        elif t is A.FailTask:
-            yy = y[a.subtask]
-            marks.append(f'<text x="{x - 6}" y="{yy + 6}" fill="#d00" font-size="18" font-weight="bold">✕<title>{desc}</title></text>')
-        elif t in (A.TriggerCheckpoint, A.CheckpointTimeout, A.StopWithSavepoint, A.RestartFromSavepoint,
-                   A.FailJobManager, A.LoseTaskManager):
-            color = "#d00" if t in (A.FailJobManager, A.LoseTaskManager) else "#c77c02"
-            marks.append(f'<rect x="{x - 5}" y="{coord_y - 5}" width="10" height="10" fill="{color}"><title>{desc}</title></rect>')
-        else:
-            yy = y.get(getattr(a, "subtask", -1), coord_y)
-            marks.append(f'<circle cx="{x}" cy="{yy}" r="3" fill="#7b3fb5"><title>{desc}</title></circle>')
+        m = A.kind_of(a).mark(c, a)
+        marks.append(_mark(m, x, y, coord_y, desc))
         before = len(c.completed_ids)
         run.step(a)
         if len(c.completed_ids) > before:

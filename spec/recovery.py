@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from model.keygroups import compute_key_group_range_for_operator_index
 from spec.invariant import Violation, invariant
+from spec.placement import check_placement
 
 
 @invariant(
@@ -27,10 +28,9 @@ from spec.invariant import Violation, invariant
 )
 def restart_set_sufficient(run) -> Violation | None:
     cluster = run.cluster
-    lf = cluster.last_failover
-    if lf is None or lf is run.checked_failover:
+    lf = cluster.delta.failover  # the failover the last step ran, if any
+    if lf is None:
         return None
-    run.checked_failover = lf
     failed, unavailable, restart = lf
     eg = cluster.eg
     for ch in eg.channels:
@@ -62,10 +62,8 @@ def restart_set_sufficient(run) -> Violation | None:
 )
 def keyed_state_on_owner(run) -> Violation | None:
     cluster = run.cluster
-    marker = len(cluster.restored_from)
-    if marker == run.checked_restores:
-        return None
-    run.checked_restores = marker
+    if not cluster.delta.redeployed and cluster.now:
+        return None  # keyed state only moves when tasks are (re)deployed and restored
     eg = cluster.eg
     for task in cluster.tasks:
         for node in task.nodes:
@@ -96,16 +94,13 @@ def keyed_state_on_owner(run) -> Violation | None:
     "every subtask exactly once.",
 )
 def placement_valid(run) -> Violation | None:
-    from spec.placement import check_placement
-
     cluster = run.cluster
-    alloc = cluster.allocation
-    if alloc is run.checked_allocation:
+    if not cluster.delta.allocation_changed:
         return None
-    run.checked_allocation = alloc
-    problems = check_placement(cluster.eg, alloc)
+    problems = check_placement(cluster.eg, cluster.allocation)
     if problems:
         v = problems[0]
         return Violation(invariant="placement_valid", expected=v.expected, actual=v.actual,
                          message=f"{v.invariant}: {v.message}")
     return None
+
