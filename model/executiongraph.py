@@ -225,5 +225,8 @@ def build_execution_graph(job_graph: JobGraph) -> ExecutionGraph:
 
 
 def compile_stream_graph(stream_graph: StreamGraph) -> ExecutionGraph:
-    """Validate, chain and expand: StreamGraph -> JobGraph -> ExecutionGraph."""
+    """Validate, chain and expand: StreamGraph -> JobGraph -> ExecutionGraph.
+
+    The chaining runs once (``model.jobgraph.build_job_graph``, which also checks the
+    co-location rule); ``StreamGraph.validate`` does not chain."""
     return build_execution_graph(compile_job_graph(stream_graph))

@@ -1,9 +1,13 @@
 """JobGraph: operator chaining (Flink's ``StreamingJobGraphGenerator``).
 
 Invariant upheld: two operators share a :class:`JobVertex` exactly when Flink's
-``isChainable`` holds for the edge between them (flink-facts §5), and the slot sharing
+``isChainable`` holds for the edge between them (flink-facts §5), the slot sharing
 group of every vertex is the one ``StreamGraphGenerator.determineSlotSharingGroup`` and
-``StreamingJobGraphGenerator.setSlotSharing`` give it.
+``StreamingJobGraphGenerator.setSlotSharing`` give it, and the vertices of one co-location
+group are in one (JobGraph-level) slot sharing group. That last rule is the one job-spec
+rule that needs the chains (only a chain head's co-location group counts), so it is checked
+here, by :func:`build_job_graph`, as Flink's ``setCoLocation`` checks it while generating the
+JobGraph; every other rule is ``StreamGraph.validate``'s.
 
 Follows ``StreamingJobGraphGenerator`` (2.x): ``isChainable``/``isChainableInput``/
 ``areOperatorsChainable``/``arePartitionerAndExchangeModeChainable`` for chaining,
@@ -33,17 +37,20 @@ resource profiles and managed memory.
 
 from __future__ import annotations
 
+import os
 from typing import Mapping
 
 import attrs
 import networkx as nx
 
+from model.errors import InvalidJobSpec
 from model.streamgraph import (
     DEFAULT_SLOT_SHARING_GROUP,
     POINTWISE_PARTITIONERS,
     EdgeSpec,
     StreamGraph,
     effective_max_parallelism,
+    load_stream_graph,
     resolve_slot_sharing_groups,
 )
 
@@ -137,18 +144,28 @@ def _partitioner_chainable(edge: EdgeSpec) -> bool:
     return edge.partitioner == "forward" and edge.exchange_mode != "blocking"
 
 
+def chainable_edges(
+    stream_graph: StreamGraph, slot_sharing_groups: Mapping[str, str] | None = None
+) -> dict[tuple[str, str], bool]:
+    """The chaining decision of every StreamEdge, ``(source, target) -> chained``.
+
+    The one place the chaining is computed: :func:`build_job_graph` calls it once per
+    JobGraph, :func:`chain_heads` derives the heads from it. ``is_chainable`` is asked only
+    for edges whose target has exactly one input (the others never chain).
+    """
+    g = stream_graph
+    ssg = slot_sharing_groups if slot_sharing_groups is not None else resolve_slot_sharing_groups(g)
+    in_count: dict[str, int] = {op.name: 0 for op in g.operators}
+    for e in g.edges:
+        in_count[e.target] += 1
+    return {(e.source, e.target): in_count[e.target] == 1 and is_chainable(g, e, ssg) for e in g.edges}
+
+
 def chain_heads(stream_graph: StreamGraph, slot_sharing_groups: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """Operators that head a chain (a JobVertex), in declaration order: every operator
     except those whose single input edge is chainable."""
-    g = stream_graph
-    ssg = slot_sharing_groups if slot_sharing_groups is not None else resolve_slot_sharing_groups(g)
-    heads = []
-    for op in g.operators:
-        ins = [e for e in g.edges if e.target == op.name]
-        if len(ins) == 1 and is_chainable(g, ins[0], ssg):
-            continue
-        heads.append(op.name)
-    return tuple(heads)
+    chained_targets = {t for (_s, t), chained in chainable_edges(stream_graph, slot_sharing_groups).items() if chained}
+    return tuple(op.name for op in stream_graph.operators if op.name not in chained_targets)
 
 
 # ------------------------------------------------------------------------------------------
@@ -230,15 +247,30 @@ def logical_pipelined_regions(vertex_ids: tuple[str, ...], edges: tuple[JobEdge,
 
 def compile_job_graph(stream_graph: StreamGraph) -> JobGraph:
     """Validate ``stream_graph`` and chain it into a :class:`JobGraph` (Flink's
-    ``StreamingJobGraphGenerator.createJobGraph`` restricted to the model)."""
+    ``StreamingJobGraphGenerator.createJobGraph`` restricted to the model).
+
+    Raises :class:`InvalidJobSpec` for every broken job-spec rule: the StreamGraph's own
+    (``StreamGraph.validate``) and the co-location rule (:func:`build_job_graph`)."""
     return build_job_graph(stream_graph.validate())
 
 
-def co_location_violation(job_graph: JobGraph):
-    """``setCoLocation``: every vertex of one co-location key must be in the same (JobGraph
-    level) slot sharing group. Returns the :class:`InvalidJobSpec` to raise, or ``None``."""
-    from model.errors import InvalidJobSpec
+def load_job_graph(path: str | os.PathLike) -> JobGraph:
+    """Load a job spec file (``.toml``/``.json``, :func:`model.streamgraph.load_stream_graph`)
+    and chain it. Every :class:`InvalidJobSpec` names the file first, including a broken
+    co-location rule, which only the chaining can check."""
+    graph = load_stream_graph(path)
+    try:
+        return build_job_graph(graph)
+    except InvalidJobSpec as e:
+        raise InvalidJobSpec(f"{os.fspath(path)}: {e.subject}", e.rule) from None
 
+
+def co_location_violation(job_graph: JobGraph) -> InvalidJobSpec | None:
+    """``setCoLocation``: every vertex of one co-location key must be in the same (JobGraph
+    level) slot sharing group. Returns the :class:`InvalidJobSpec` to raise, or ``None``.
+
+    Only chain heads are vertices, so a chained operator's co-location group is ignored,
+    as in Flink, whose ``setCoLocation`` reads the head's StreamNode only."""
     first_of_key: dict[str, JobVertex] = {}
     for v in job_graph.vertices.values():
         if v.co_location_group is None:
@@ -255,19 +287,17 @@ def co_location_violation(job_graph: JobGraph):
 
 
 def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
-    """Chain an already validated StreamGraph (no validation; use :func:`compile_job_graph`)."""
+    """Chain a StreamGraph that passed ``StreamGraph.validate`` (whose rules are not checked
+    again; :func:`compile_job_graph` validates first), then check the co-location rule on
+    the chains (:func:`co_location_violation`, raised as :class:`InvalidJobSpec`)."""
     g = stream_graph
     ssg = resolve_slot_sharing_groups(g)
     ops = g.operators_by_name()
     pos = {op.name: i for i, op in enumerate(g.operators)}
     out_edges: dict[str, list[EdgeSpec]] = {op.name: [] for op in g.operators}
-    in_count: dict[str, int] = {op.name: 0 for op in g.operators}
     for e in g.edges:
         out_edges[e.source].append(e)
-        in_count[e.target] += 1
-    chainable = {
-        (e.source, e.target): (in_count[e.target] == 1 and is_chainable(g, e, ssg)) for e in g.edges
-    }
+    chainable = chainable_edges(g, ssg)
 
     # createChain: depth-first from the sources in id order; vertices are created post-order.
     built: set[str] = set()
@@ -353,7 +383,7 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
             graph.edges[e.source_vertex, e.target_vertex]["job_edges"] += (e.index,)
         else:
             graph.add_edge(e.source_vertex, e.target_vertex, job_edges=(e.index,))
-    return JobGraph(
+    job_graph = JobGraph(
         stream_graph=g,
         vertices=vertices,
         edges=edges,
@@ -361,6 +391,10 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
         graph=graph,
         operator_slot_sharing_groups=ssg,
     )
+    err = co_location_violation(job_graph)
+    if err is not None:
+        raise err
+    return job_graph
 
 
 def _sorted_topologically_from_sources(creation_order: list[str], edges: tuple[JobEdge, ...]) -> list[str]:

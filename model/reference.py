@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import attrs
 
+from model.cluster import Cluster, RuntimeConfig, drain
+from model.executiongraph import compile_stream_graph
 from model.streamgraph import StreamGraph
 
 
@@ -58,9 +60,6 @@ def sink_output_by_operator(cluster) -> dict[str, list[tuple]]:
 
 def reference_output(graph: StreamGraph, job_input) -> dict[str, list[tuple]]:
     """Run the reference job to the end and return its sink output per sink operator."""
-    from model.cluster import Cluster, RuntimeConfig, drain
-    from model.executiongraph import compile_stream_graph
-
     eg = compile_stream_graph(reference_stream_graph(graph))
     cluster = Cluster(eg, job_input, RuntimeConfig(), seed=0)
     drain(cluster)

@@ -47,6 +47,9 @@ def rescale_graph(graph, parallelism: dict):
             changes["max_parallelism"] = effective_max_parallelism(o)
         ops.append(attrs.evolve(o, **changes))
     new = attrs.evolve(graph, operators=tuple(ops))
+    # StreamGraph rules only: the co-location rule (checked when the graph is chained) cannot
+    # break here, because a rescale that passes validate() splits no chain (a chained edge is
+    # forward, so both ends keep one parallelism and, if auto-configured, one max parallelism).
     new.validate()
     return new
 

@@ -3,15 +3,17 @@
 Invariant upheld: a :class:`StreamGraph` that passed :meth:`StreamGraph.validate` is a DAG
 whose every node and edge obeys the rules Flink enforces when it builds and schedules a
 job (parallelism within ``(0, maxParallelism]``, ``maxParallelism <= 32768``, forward only
-between equal parallelisms, keyed operators fed only by keyBy edges, co-location only
-inside one slot sharing group, ...). Anything else raises :class:`model.errors.InvalidJobSpec`
-naming the operator or edge and the rule.
+between equal parallelisms, keyed operators fed only by keyBy edges, ...). Anything else
+raises :class:`model.errors.InvalidJobSpec` naming the operator or edge and the rule.
+The one rule that needs the operator chains, co-location only inside one slot sharing
+group (``StreamingJobGraphGenerator.setCoLocation`` reads the chain heads only), is checked
+where the chains are built, by ``model.jobgraph.build_job_graph``; ``compile_job_graph``
+and ``compile_stream_graph`` check both. This module does not import ``model.jobgraph``.
 
 Follows: ``org.apache.flink.streaming.api.graph.StreamGraph``/``StreamNode``/``StreamEdge``
 and ``StreamGraphGenerator.determineSlotSharingGroup``; the rules come from
 ``OperatorValidationUtils`` (parallelism, max parallelism), ``StreamGraph.addEdgeInternal``
 (forward needs equal parallelism), ``KeyedStream`` (keyed operators sit behind keyBy),
-``StreamingJobGraphGenerator.setCoLocation`` (co-location inside one slot sharing group),
 ``SchedulerBase``/``ExecutionJobVertex`` (parallelism <= max parallelism) and the window
 assigners' constructors (``TumblingEventTimeWindows``: ``|offset| < size``;
 ``SlidingEventTimeWindows``: ``|offset| < slide and size > 0``). The full rule table is in
@@ -40,7 +42,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import attrs
 import networkx as nx
 
+from model import functions
 from model.errors import FlinkspecError, InvalidJobSpec
+from model.keygroups import compute_default_max_parallelism
 
 #: Operator kinds the model knows.
 OPERATOR_KINDS = ("source", "map", "filter", "keyed_aggregate", "window", "sink")
@@ -170,6 +174,8 @@ class StreamGraph:
 
         Rules are checked in the order of the table in ``docs/job-specs.md``; operators and
         edges are visited in declaration order, so the reported violation is deterministic.
+        The co-location rule (the table's last) needs the chains and is checked by
+        ``model.jobgraph.build_job_graph`` instead (``compile_job_graph`` does both).
         """
         _validate(self)
         return self
@@ -185,8 +191,6 @@ def effective_max_parallelism(op: OperatorSpec) -> int:
     (what ``SchedulerBase`` gives a vertex whose max parallelism was not set)."""
     if op.max_parallelism is not None:
         return op.max_parallelism
-    from model.keygroups import compute_default_max_parallelism
-
     return compute_default_max_parallelism(op.parallelism)
 
 
@@ -303,8 +307,6 @@ def _validate_operator(op: OperatorSpec) -> None:
     elif op.kind in ("map", "filter"):
         if op.function is not None and not isinstance(op.function, str):
             raise InvalidJobSpec(subj, f"function must be a string, not {op.function!r}")
-        from model import functions
-
         (functions.map_function if op.kind == "map" else functions.filter_function)(op.function, subj)
     elif op.kind in KEYED_KINDS:
         if op.aggregate is None:
@@ -419,20 +421,9 @@ def _validate(g: StreamGraph) -> None:
                 f"keyed operator {down.name!r} ({down.kind}) needs every input to be a keyBy ('hash') edge,"
                 f" not {e.partitioner!r}",
             )
-    # -- co-location (StreamingJobGraphGenerator.setCoLocation reads the chain head's group)
-    _validate_co_location(g)
-
-
-def _validate_co_location(g: StreamGraph) -> None:
-    # StreamingJobGraphGenerator.setCoLocation works on JobVertices (chain heads) and their
-    # JobGraph-level slot sharing groups, so chain the graph (already checked above) first.
-    if not any(op.co_location_group is not None for op in g.operators):
-        return
-    from model.jobgraph import build_job_graph, co_location_violation
-
-    err = co_location_violation(build_job_graph(g))
-    if err is not None:
-        raise err
+    # -- co-location is not checked here: StreamingJobGraphGenerator.setCoLocation works on
+    # JobVertices (chain heads) and their JobGraph-level slot sharing groups, so the chaining
+    # (model.jobgraph.build_job_graph) checks it, once, when it builds the chains.
 
 
 # ------------------------------------------------------------------------------------------
@@ -674,6 +665,7 @@ def load_stream_graph(path: str | os.PathLike) -> StreamGraph:
 
     Every problem (unreadable file, malformed TOML/JSON, unknown keys, wrong types, a broken
     rule) raises a :class:`FlinkspecError` whose message starts with the file name.
+    ``model.jobgraph.load_job_graph`` loads and chains, so the co-location rule is checked too.
     """
     p = os.fspath(path)
     ext = os.path.splitext(p)[1].lower()

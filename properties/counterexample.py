@@ -33,6 +33,7 @@ from model.cluster import JobInput, RuntimeConfig
 from model.errors import FlinkspecError
 from model.streamgraph import stream_graph_from_dict, stream_graph_to_dict
 from model.variants import Scenario
+from properties.engines import replay
 from spec.invariant import Violation
 
 FORMAT_VERSION = 1
@@ -216,8 +217,6 @@ def load_counterexample(path) -> Counterexample:
 def replay_counterexample(cx: Counterexample):
     """Re-execute ``cx``; returns ``(reproduced, violation_now)``: reproduced iff the same
     invariant is violated at the same step."""
-    from properties.engines import replay
-
     try:
         v, _run = replay(cx.scenario, cx.actions, finish=True)
     except FlinkspecError as e:

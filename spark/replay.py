@@ -27,11 +27,17 @@ One representative per signature (fewest steps, then smallest seed) is shrunk an
 
 The engine is a parameter (:class:`Engine`); :func:`default_engine` is the model
 (``properties.engines.random_walk`` and friends), ``spark.standin.ENGINE`` a synthetic one.
+
+Imports: the model engine (``model.variants``, ``properties.engines``: ~0.7 s) is imported by
+the functions that use it, so the pipeline with the standin engine, ``flinkspec`` start-up
+and every executor that imports this module do not load it; likewise pyspark is imported by
+the driver-side functions that build DataFrames only.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import os
 import sys
@@ -44,6 +50,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 import attrs
 
 from model.errors import FlinkspecError, InvalidArgument
+from spark import standin
 
 #: Columns of a result row (the Parquet schema; ``variant`` becomes the partition directory).
 RESULT_COLUMNS = (
@@ -86,8 +93,8 @@ class Engine:
 
 def model_shrink(variant: str, seed: int, actions, invariant: str) -> list:
     """``properties.engines.shrink`` on the scenario of (variant, seed)."""
-    from model.variants import generate, variant as get_variant
-    from properties import engines
+    from model.variants import generate, variant as get_variant  # the model engine: lazy (module docstring)
+    from properties import engines  # the model engine: lazy (module docstring)
 
     return engines.shrink(generate(get_variant(variant), seed), actions, invariant)
 
@@ -96,11 +103,12 @@ def model_write_counterexample(directory, variant, seed, engine, actions, violat
     """``properties.counterexample.write_counterexample`` with the scenario of (variant, seed)
     and the violation the (shrunk) ``actions`` replay to, so the file states what it shows."""
     try:
+        # the model engine: lazy (module docstring); a broken install is a one-line error here
         from properties.counterexample import write_counterexample
     except ImportError as e:
         raise FlinkspecError(f"counterexamples cannot be written: {e}") from None
-    from model.variants import generate, variant as get_variant
-    from properties import engines
+    from model.variants import generate, variant as get_variant  # the model engine: lazy (module docstring)
+    from properties import engines  # the model engine: lazy (module docstring)
 
     v = get_variant(variant)
     scenario = generate(v, seed)
@@ -115,8 +123,8 @@ def model_write_counterexample(directory, variant, seed, engine, actions, violat
 
 def default_engine() -> Engine:
     """The model: ``properties.engines.random_walk`` over ``model.variants.VARIANTS``."""
-    from model.variants import VARIANTS
-    from properties import engines
+    from model.variants import VARIANTS  # the model engine: lazy (module docstring)
+    from properties import engines  # the model engine: lazy (module docstring)
 
     return Engine(
         name="random_walk",
@@ -145,8 +153,6 @@ def verdict_ok(expected, violations: int, errors: int, invariants) -> bool:
 
 def standin_engine() -> Engine:
     """The synthetic engine of ``spark.standin`` (fast; for tests and smoke tests)."""
-    from spark import standin
-
     return Engine(
         name="standin",
         run=standin.standin_walk,
@@ -252,7 +258,7 @@ def run_partition(run_fn: Callable, rows: Iterator) -> Iterator[tuple]:
 
 def plan_frame(spark, plan: ReplayPlan, partitions: int):
     """The input DataFrame: one (variant, seed, swarm, max_steps) row per run."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # pyspark only on the driver, when used (module docstring)
 
     v = len(plan.variants)
     return spark.range(0, plan.runs, 1, partitions).select(
@@ -379,7 +385,7 @@ def summarize(df, expected: Mapping[str, str], wall_s: float | None = None) -> d
     (distinct signatures), the coverage goals reached, the engine's CPU seconds and runs per
     second per core (runs / CPU seconds), whether the verdict is the expected one.
     """
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # pyspark only on the driver, when used (module docstring)
 
     viol = F.col("verdict") == "violation"
     rows = (
@@ -425,7 +431,7 @@ def summarize(df, expected: Mapping[str, str], wall_s: float | None = None) -> d
 
 def representatives(df) -> list[dict]:
     """One failing run per signature (variant, invariant): fewest steps, then smallest seed."""
-    from pyspark.sql import functions as F
+    from pyspark.sql import functions as F  # pyspark only on the driver, when used (module docstring)
 
     rows = (
         df.where(F.col("verdict") == "violation")
@@ -575,8 +581,6 @@ def format_summary(summary: dict) -> str:
 def fingerprint(rows: Iterable) -> dict:
     """Totals and a hash over (variant, seed, verdict, invariant, steps, trace hash) of result
     rows (tuples or Rows) -- equal fingerprints = the same runs with the same outcomes."""
-    import hashlib
-
     keyed = sorted((r[0], int(r[1]), r[4], r[5] or "", int(r[6]), r[8]) for r in rows)
     h = hashlib.sha256("\n".join(map(repr, keyed)).encode()).hexdigest()
     return {

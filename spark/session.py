@@ -1,6 +1,6 @@
 """One quiet SparkSession factory for flinkspec (local by default, any ``--master``).
 
-What it takes care of (measured pitfalls, see /work/shared/notes-spark-and-flink.md):
+What it takes care of (measured pitfalls):
 
 * executors run *this* interpreter (``PYSPARK_PYTHON = sys.executable``; override with the
   environment variable ``FLINKSPEC_PYSPARK_PYTHON`` when a cluster's workers need another path);
@@ -14,6 +14,9 @@ What it takes care of (measured pitfalls, see /work/shared/notes-spark-and-flink
 ``session(master)`` is a context manager; ``start_session`` / ``stop_session`` the plain
 functions. Only one SparkContext can live in a process: asking for a different master stops
 the active one first; asking for the active master reuses it (and then does not stop it).
+
+pyspark (~0.13 s to import) is imported by the functions that start or look up a session
+only, so ``flinkspec`` start-up and ``validate_master`` do not load it.
 """
 
 from __future__ import annotations
@@ -124,8 +127,8 @@ def base_conf(master: str, warehouse_dir: str) -> dict[str, str]:
 
 def active_session():
     """The SparkSession of the live SparkContext of this process, or None."""
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
+    from pyspark import SparkContext  # pyspark only when used (module docstring)
+    from pyspark.sql import SparkSession  # pyspark only when used (module docstring)
 
     sc = SparkContext._active_spark_context
     if sc is None:
@@ -146,7 +149,7 @@ def start_session(
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     if _binds_loopback(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # pyspark only when used (module docstring)
 
     temp_dir = tempfile.mkdtemp(prefix="warehouse-", dir=_process_temp())
     builder = SparkSession.builder.master(master).appName(app_name)

@@ -61,7 +61,12 @@ import attrs
 import z3
 
 from model import actions as A
+from model.cluster import ActionNotEnabled, Cluster, JobInput, RuntimeConfig
 from model.errors import InvalidArgument
+from model.executiongraph import compile_stream_graph
+from model.streamgraph import StreamGraphBuilder
+from spec import proofs
+from spec.checkpoint import cut_violations
 
 __all__ = [
     "MODES",
@@ -443,10 +448,6 @@ def model_topology(records: int = 3, channels: int = 2, partitioner: str = "hash
     """The same topology in the model: ``src`` (p=channels) --partitioner--> ``count``
     (keyed_aggregate, p=1) --forward, chained--> ``out`` (append sink). Returns
     ``(execution_graph, job_input)``; source subtask ``c`` reads split ``c``."""
-    from model.cluster import JobInput
-    from model.executiongraph import compile_stream_graph
-    from model.streamgraph import StreamGraphBuilder
-
     b = StreamGraphBuilder("z3-barriers")
     b.source("src", parallelism=channels)
     if partitioner == "hash":
@@ -461,8 +462,6 @@ def model_topology(records: int = 3, channels: int = 2, partitioner: str = "hash
 
 def make_cluster(topo: Topology, partitioner: str = "hash", seed: int = 0):
     """A model Cluster of ``topo`` (same mode, capacity, one checkpoint at a time)."""
-    from model.cluster import Cluster, RuntimeConfig
-
     eg, job_input = model_topology(topo.records, topo.channels, partitioner)
     cfg = RuntimeConfig(channel_capacity=topo.capacity, max_concurrent_checkpoints=1,
                         **MODE_CONFIG[topo.mode])
@@ -500,8 +499,6 @@ def from_model_action(cluster, a) -> tuple | None:
 def model_cut_violations(cluster) -> list[tuple[int, int]]:
     """``(checkpoint, encoding channel)`` pairs where a completed checkpoint of the model is
     not a consistent cut, by ``spec.checkpoint.cut_violations`` on ``cluster.completed``."""
-    from spec.checkpoint import cut_violations
-
     chans, _ = _wiring(cluster)
     out = []
     for cid in sorted(cluster.completed):
@@ -628,8 +625,6 @@ def replay_in_model(topo: Topology, trace: Sequence[tuple], partitioner: str = "
     ``first`` is ``(step, [(checkpoint, channel), ...])`` for the first step after which the
     model has an inconsistent completed checkpoint (None if never). Raises
     ``model.cluster.ActionNotEnabled`` naming the step if the model refuses an action."""
-    from model.cluster import ActionNotEnabled
-
     cluster = make_cluster(topo, partitioner, seed)
     first = None
     for i, a in enumerate(trace, start=1):
@@ -749,7 +744,5 @@ CHECKS: list[tuple[str, str, str, Callable[..., tuple]]] = [
 
 def register() -> None:
     """Register :data:`CHECKS` in ``spec.proofs``."""
-    from spec import proofs  # noqa: PLC0415
-
     for name, scope, expected, fn in CHECKS:
         proofs.register(name, scope, expected, fn, f"checkpoint barriers: {fn.__doc__}")

@@ -34,7 +34,10 @@ import time
 import attrs
 import z3
 
-from model.executiongraph import ExecutionGraph, compile_stream_graph
+from model import slotsharing
+from model.executiongraph import ExecutionGraph, build_execution_graph, compile_stream_graph
+from model.jobgraph import load_job_graph
+from spec import proofs
 
 __all__ = ["SlotLayout", "min_slots", "fits_in", "scheduler_slots", "compare", "example_graphs",
            "generated_graphs", "CHECKS", "register"]
@@ -113,8 +116,6 @@ def scheduler_slots(eg: ExecutionGraph) -> dict[str, int]:
     """What the model's scheduler asks for: ``required`` (sum of max parallelism per slot
     sharing group), ``groups`` (execution slot sharing groups) and ``allocated`` (slots
     occupied by ``allocate`` on one TaskManager with ``required`` slots)."""
-    from model import slotsharing
-
     required = sum(slotsharing.required_slots(eg).values())
     groups = slotsharing.compute_execution_slot_sharing_groups(eg)
     alloc = slotsharing.allocate(eg, [slotsharing.TaskManager("tm0", max(required, len(groups)))])
@@ -136,12 +137,10 @@ def compare(eg: ExecutionGraph, timeout_s: float | None = None) -> dict:
 
 def example_graphs(root: str | None = None) -> list[tuple[str, ExecutionGraph]]:
     """The job specs of ``examples/`` (TOML and JSON), compiled."""
-    from model.streamgraph import load_stream_graph
-
     root = root or os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
     out = []
     for path in sorted(glob.glob(os.path.join(root, "*.toml")) + glob.glob(os.path.join(root, "*.json"))):
-        out.append((os.path.basename(path), compile_stream_graph(load_stream_graph(path))))
+        out.append((os.path.basename(path), build_execution_graph(load_job_graph(path))))
     return out
 
 
@@ -149,10 +148,11 @@ def generated_graphs(count: int = 12, *, max_operators: int = 6, max_parallelism
                      seed: int = 0) -> list[tuple[str, ExecutionGraph]]:
     """``count`` layouts drawn by ``properties.jobgraphs.stream_graphs`` with Hypothesis
     derandomised and seeded (the same graphs for one Hypothesis version), compiled."""
-    from hypothesis import HealthCheck, Phase, given, settings
-    from hypothesis import seed as hseed
+    # Hypothesis (with properties.jobgraphs ~0.35 s to import) is needed only to draw these
+    # layouts, so `flinkspec prove --only <another check>` and importing this module skip it.
+    from hypothesis import HealthCheck, Phase, given, seed as hseed, settings
 
-    from properties.jobgraphs import stream_graphs
+    from properties.jobgraphs import stream_graphs  # Hypothesis strategies: lazy, as above
 
     graphs: list = []
 
@@ -209,7 +209,5 @@ CHECKS = [
 
 def register() -> None:
     """Register :data:`CHECKS` in ``spec.proofs``."""
-    from spec import proofs  # noqa: PLC0415
-
     for name, scope, expected, fn in CHECKS:
         proofs.register(name, scope, expected, fn, f"slot sharing: {fn.__doc__}")

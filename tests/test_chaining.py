@@ -7,9 +7,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 
+from model import jobgraph
+from model.executiongraph import compile_stream_graph
 from model.jobgraph import (
     BLOCKING,
     PIPELINED_BOUNDED,
+    chain_heads,
     compile_job_graph,
     is_chainable,
     logical_pipelined_regions,
@@ -228,3 +231,31 @@ def test_chains_follow_is_chainable(g):
     for v in jg.vertices.values():
         ops = [g.operator(o) for o in v.operators]
         assert v.operators[0] == v.id and {o.parallelism for o in ops} == {v.parallelism}
+
+
+def test_compile_chains_once(monkeypatch):
+    """StreamGraph.validate does not chain; compiling chains exactly once (one
+    ``chainable_edges`` call, ``is_chainable`` at most once per StreamEdge), also for a job
+    with a co-location group, whose rule is checked on those same chains."""
+    g = load_stream_graph(EXAMPLES / "pipeline-features.toml")
+    assert any(o.co_location_group for o in g.operators)
+    calls = {"chainable_edges": 0, "is_chainable": 0}
+    for name in calls:
+        real = getattr(jobgraph, name)
+
+        def counting(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(jobgraph, name, counting)
+    g.validate()
+    assert calls == {"chainable_edges": 0, "is_chainable": 0}
+    eg = compile_stream_graph(g)
+    assert calls["chainable_edges"] == 1
+    assert 0 < calls["is_chainable"] <= len(g.edges)
+    assert eg.job_graph.co_location_groups() == {"agg-store": ("agg", "store")}
+
+
+def test_chain_heads_are_the_job_vertices():
+    g = load_stream_graph(EXAMPLES / "pipeline-features.toml")
+    assert sorted(chain_heads(g)) == sorted(compile_job_graph(g).vertices)

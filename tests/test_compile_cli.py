@@ -73,6 +73,12 @@ def test_json_output(run):
          'aggregate = "count"\nwindow_size = 5\n[[edges]]\nsource = "s"\ntarget = "w"\npartitioner = "rebalance"\n',
          "edge 's' -> 'w': keyed operator 'w'"),
         ("[[operators]\n", "malformed TOML"),
+        # the co-location rule is checked on the chains; the error still names the file
+        ('[[operators]]\nname = "s"\nkind = "source"\nslot_sharing_group = "x"\nco_location_group = "c"\n'
+         '[[operators]]\nname = "m"\nkind = "map"\nslot_sharing_group = "y"\nco_location_group = "c"\n'
+         '[[edges]]\nsource = "s"\ntarget = "m"\n',
+         "operator 'm': co-location group 'c' spans different slot sharing groups ('s' is in 'x', 'm' is in 'y')"
+         " (Flink: Cannot co-locate operators from different slot sharing groups)"),
     ],
 )
 def test_invalid_spec_is_one_line_and_exit_2(run, tmp_path, text, expected):

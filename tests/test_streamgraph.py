@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 
 from model.errors import FlinkspecError, InvalidJobSpec
+from model.executiongraph import compile_stream_graph
+from model.jobgraph import compile_job_graph, load_job_graph
 from model.streamgraph import (
     StreamGraphBuilder,
     load_stream_graph,
@@ -122,6 +124,12 @@ INVALID = [
      "operator 'm'", "'window_size' does not apply to a map"),
     ("empty slot sharing group", graph([op("a", "source", slot_sharing_group="")], []),
      "operator 'a'", "non-empty string"),
+]
+
+# The co-location rule needs the operator chains (only a chain head's group counts), so it is
+# checked where the chains are built (model.jobgraph.build_job_graph), as Flink's
+# StreamingJobGraphGenerator.setCoLocation does; compile_job_graph / compile_stream_graph raise it.
+CO_LOCATION_INVALID = [
     ("co-location across named slot sharing groups",
      graph([op("a", "source", slot_sharing_group="x", co_location_group="c"),
             op("m", "map", slot_sharing_group="y", co_location_group="c")], [edge("a", "m")]),
@@ -148,6 +156,36 @@ def test_invalid_spec_raises_naming_subject_and_rule(name, g, subject, rule):
     assert "\n" not in str(err)
 
 
+@pytest.mark.parametrize("name,g,subject,rule", CO_LOCATION_INVALID, ids=[x[0] for x in CO_LOCATION_INVALID])
+@pytest.mark.parametrize("compile_", [compile_job_graph, compile_stream_graph], ids=["job_graph", "stream_graph"])
+def test_co_location_rule_raises_at_compile_naming_subject_and_rule(name, g, subject, rule, compile_):
+    g.validate()  # the StreamGraph's own rules hold; the broken rule needs the chains
+    with pytest.raises(InvalidJobSpec) as info:
+        compile_(g)
+    err = info.value
+    assert subject in err.subject, (err.subject, subject)
+    assert rule in err.rule, (err.rule, rule)
+    assert str(err) == f"{err.subject}: {err.rule}"
+    assert "\n" not in str(err)
+    assert "(Flink: Cannot co-locate operators from different slot sharing groups)" in err.rule
+
+
+def test_co_location_error_from_a_file_names_the_file(tmp_path):
+    path = tmp_path / "colocate.toml"
+    path.write_text(
+        '[[operators]]\nname = "a"\nkind = "source"\nslot_sharing_group = "x"\nco_location_group = "c"\n'
+        '[[operators]]\nname = "m"\nkind = "map"\nslot_sharing_group = "y"\nco_location_group = "c"\n'
+        '[[edges]]\nsource = "a"\ntarget = "m"\n'
+    )
+    load_stream_graph(path)  # the StreamGraph's own rules hold
+    with pytest.raises(InvalidJobSpec) as info:
+        load_job_graph(path)
+    assert str(info.value) == (
+        f"{path}: operator 'm': co-location group 'c' spans different slot sharing groups ('a' is in 'x', 'm' is in"
+        " 'y') (Flink: Cannot co-locate operators from different slot sharing groups)"
+    )
+
+
 def test_co_location_of_a_chained_operator_is_ignored_like_flink():
     """Flink's setCoLocation reads only the chain head's co-location key.
 
@@ -157,11 +195,11 @@ def test_co_location_of_a_chained_operator_is_ignored_like_flink():
     """
     ok = graph([op("a", "source", slot_sharing_group="x", co_location_group="c"),
                 op("m", "map", co_location_group="c")], [edge("a", "m")])
-    ok.validate()
+    compile_job_graph(ok)
     bad = graph(list(ok.operators) + [op("b", "source", slot_sharing_group="y", co_location_group="c")],
                 list(ok.edges))
     with pytest.raises(InvalidJobSpec, match="operator 'b'.*co-location group 'c'"):
-        bad.validate()
+        compile_job_graph(bad)
 
 
 def test_resolve_slot_sharing_groups_follows_determine_slot_sharing_group():

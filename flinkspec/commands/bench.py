@@ -15,6 +15,10 @@ import multiprocessing
 import sys
 import time
 
+from model.errors import InvalidArgument
+from spark.replay import ENGINES, ReplayPlan, check_variants, fingerprint, result_frame, run_one
+from spark.session import start_session, stop_session
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -63,17 +67,12 @@ def register_spark(sub) -> None:
 
 
 def _pool_chunk(job):
-    from spark.replay import run_one
-
     run_fn, swarm, max_steps, chunk = job
     return [run_one(run_fn, variant, seed, swarm, max_steps) for variant, seed in chunk]
 
 
 def bench_spark(engine, plan, *, masters=SPARK_MASTERS, processes=POOL_PROCESSES) -> dict:
     """The figures of ``flinkspec bench spark`` as a dict."""
-    from spark.replay import fingerprint, result_frame, ReplayPlan
-    from spark.session import start_session, stop_session
-
     parts = plan.partitions or plan.num_partitions(processes)
     runs = plan.all_runs()
     chunks = [runs[i::parts] for i in range(parts)]  # round-robin, like Spark's range split
@@ -124,9 +123,6 @@ def bench_spark(engine, plan, *, masters=SPARK_MASTERS, processes=POOL_PROCESSES
 
 
 def run_spark(args) -> int:
-    from spark.replay import ENGINES, ReplayPlan, check_variants
-    from model.errors import InvalidArgument
-
     try:
         engine = ENGINES[args.engine]()
     except ImportError as e:
@@ -158,8 +154,8 @@ def register_model(sub) -> None:
 
 
 def run_model(args) -> int:
+    # lazy: the model runtime it loads is needed by `bench model` only, not at flinkspec start-up
     from benchmarks.model_bench import bench_model
-    from model.errors import InvalidArgument
 
     if args.records < 2 or args.repeat < 1:
         raise InvalidArgument("--records must be >= 2 and --repeat >= 1")

@@ -14,9 +14,8 @@ import json
 
 from model.errors import InvalidArgument
 from model.executiongraph import ExecutionGraph, build_execution_graph
-from model.jobgraph import compile_job_graph
+from model.jobgraph import load_job_graph
 from model.slotsharing import SlotAllocation, TaskManager, allocate, required_slots
-from model.streamgraph import load_stream_graph
 
 
 def register(subparsers) -> None:
@@ -40,9 +39,7 @@ def task_managers(n: int, slots: int) -> list[TaskManager]:
 
 
 def run(args: argparse.Namespace) -> int:
-    graph = load_stream_graph(args.file)
-    jg = compile_job_graph(graph)
-    eg = build_execution_graph(jg)
+    eg = build_execution_graph(load_job_graph(args.file))  # loads, validates and chains once
     n = 1 if args.task_managers is None else args.task_managers
     if n < 1:
         raise InvalidArgument(f"--task-managers must be >= 1, not {n}")

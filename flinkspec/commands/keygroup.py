@@ -118,8 +118,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(result, ensure_ascii=False))
         return 0
 
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: rich only for the table output, not at flinkspec start-up
+    from rich.table import Table  # lazy, as above
 
     console = Console(file=sys.stdout, width=max(100, Console().width), highlight=False)
     max_p, p = result["max_parallelism"], result["parallelism"]

@@ -34,6 +34,7 @@ def _expand(files) -> list[Path]:
 
 
 def run(args) -> int:
+    # lazy: the model runtime and engines (~0.3 s) are needed by this command only, not at flinkspec start-up
     from properties.counterexample import load_counterexample, replay_counterexample
 
     failed = 0

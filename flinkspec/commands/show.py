@@ -3,6 +3,10 @@ after each step, and the violation explained as expected vs actual."""
 
 from __future__ import annotations
 
+import os
+import tempfile
+from pathlib import Path
+
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="print a counterexample step by step")
@@ -13,17 +17,14 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
+    # lazy: the model runtime and engines (~0.3 s) are needed by this command only, not at flinkspec start-up
     from properties.counterexample import load_counterexample
-    from properties.explain import explain
+    from properties.explain import explain  # lazy, as above
 
     cx = load_counterexample(args.file)
     print(explain(cx, all_state=args.all_state))
     if args.html:
-        import os
-        import tempfile
-        from pathlib import Path
-
-        from properties.html import render_html
+        from properties.html import render_html  # lazy, as above
 
         out = Path(args.html)
         page = render_html(cx)

@@ -14,6 +14,8 @@ import argparse
 import json
 
 from model.errors import InvalidArgument
+from spark.replay import ENGINES, ReplayPlan, check_variants, format_summary, replay
+from spark.session import session, validate_master
 
 DEFAULT_OUT = "spark-replay-out"
 
@@ -73,9 +75,6 @@ def parse_conf(items) -> dict:
 
 def plan_from_args(args):
     """(engine, plan, master, conf) from parsed arguments; every check happens before Spark starts."""
-    from spark.replay import ENGINES, ReplayPlan, check_variants
-    from spark.session import validate_master
-
     master = validate_master(args.master)
     conf = parse_conf(args.conf)
     try:
@@ -89,9 +88,6 @@ def plan_from_args(args):
 
 
 def run(args) -> int:
-    from spark.replay import format_summary, replay
-    from spark.session import session
-
     engine, plan, master, conf = plan_from_args(args)
 
     with session(master, app_name="flinkspec spark-replay", conf=conf) as spark:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import time
 
+from flinkspec.cli import build_parser
+
 DEFAULT_SPARK_RUNS = 400
 
 
@@ -34,8 +36,6 @@ def _section(title: str) -> None:
 
 
 def run(args) -> int:
-    from flinkspec.cli import build_parser
-
     parser = build_parser()
     steps = [
         ("check", ["check", "--profile", args.profile, "--seed", str(args.seed)],
