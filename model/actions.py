@@ -9,7 +9,9 @@ Each action *kind* is one registered unit (:class:`ActionKind`) that says, in on
 * ``candidates(c)`` -- the actions of this kind that can be formed over the state's ids
   (every channel, every source subtask, every pending checkpoint...), enabled or not;
 * ``guard(c, a)``   -- the kind's only guard: ``None`` when ``a`` is enabled, else the reason
-  it is not (a sentence). ``Cluster.enabled_actions`` is exactly the candidates whose guard
+  it is not (a sentence). A kind writes it in two parts, ``precondition(c)`` (what does not
+  depend on the action's ids: "the job runs", "failures are left") and ``admits(c, a)``;
+  ``guard`` is always the two together, and ``enabled(c)`` evaluates the precondition once. ``Cluster.enabled_actions`` is exactly the candidates whose guard
   holds, and ``Cluster.step`` refuses every other action with ``ActionNotEnabled``;
 * ``apply(c, a)``   -- what the action does (never re-checks the guard);
 * ``describe(c, a)`` and ``mark(c, a)`` -- how a counterexample shows it (text, HTML lane);
@@ -160,15 +162,27 @@ class ActionKind:
     def candidates(self, c) -> Iterable:
         return (self.action(),)
 
-    def guard(self, c, a) -> str | None:  # pragma: no cover - every kind overrides it
-        raise NotImplementedError
+    def precondition(self, c) -> str | None:
+        """The part of the guard that does not depend on the action's ids (None: holds)."""
+        return None
+
+    def admits(self, c, a) -> str | None:
+        """The part of the guard about ``a`` itself (None: ``a`` is admitted)."""
+        return None
+
+    def guard(self, c, a) -> str | None:
+        """The kind's one guard: its precondition, then whether it admits ``a``."""
+        return self.precondition(c) or self.admits(c, a)
 
     def apply(self, c, a) -> None:  # pragma: no cover - every kind overrides it
         raise NotImplementedError
 
     def enabled(self, c) -> list:
-        guard = self.guard
-        return [a for a in self.candidates(c) if guard(c, a) is None]
+        """The candidates whose guard holds (the precondition is evaluated once)."""
+        if self.precondition(c) is not None:
+            return []
+        admits = self.admits
+        return [a for a in self.candidates(c) if admits(c, a) is None]
 
     def drains(self, c, a) -> bool:
         """Whether the drain policy may pick this enabled action (only asked when ``drain``
@@ -219,6 +233,17 @@ def _elem(e) -> str:
 
 # interned candidate actions (frozen values: one object per id is enough)
 _DELIVER: list = []
+_INTERNED: dict = {}
+
+
+def _interned(cls, *args):
+    key = (cls, args)
+    a = _INTERNED.get(key)
+    if a is None:
+        if len(_INTERNED) > 100_000:
+            _INTERNED.clear()
+        a = _INTERNED[key] = cls(*args)
+    return a
 
 
 def _delivers(n: int) -> list:
@@ -237,7 +262,7 @@ class DeliverKind(ActionKind):
     def candidates(self, c):
         return _delivers(len(c.net.queues))
 
-    def guard(self, c, a):
+    def admits(self, c, a):
         net = c.net
         ch = a.channel
         if not _is_id(ch, len(net.queues)):
@@ -287,7 +312,7 @@ class _SourceKind(ActionKind):
         act = self.action
         return [act(t.id) for t in c.source_tasks]
 
-    def guard(self, c, a):
+    def admits(self, c, a):
         tid = a.subtask
         if not _is_id(tid, len(c.tasks)) or c.tasks[tid].source is None:
             return f"subtask {tid!r} is not a source subtask"
@@ -324,7 +349,7 @@ class SourceEmitKind(_SourceKind):
 
     def describe(self, c, a):
         src = c.tasks[a.subtask].source
-        s = src.splits[src.current] if src.has_next() else None
+        s = src.splits[src.next_split()] if src.has_next() else None
         if s is None:
             return f"{_name(c, a.subtask)} reads nothing (no record left)"
         return f"{_name(c, a.subtask)} reads {_elem(s[1][s[2]])} (split {s[0]}, offset {s[2]})"
@@ -417,11 +442,14 @@ class TriggerCheckpointKind(ActionKind):
             return (TriggerCheckpoint(False), TriggerCheckpoint(True))
         return (TriggerCheckpoint(False),)
 
-    def guard(self, c, a):
+    def admits(self, c, a):
         if type(a.savepoint) is not bool:
             return f"savepoint must be True or False, not {a.savepoint!r}"
         if a.savepoint and not c.config.trigger_savepoints:
             return "savepoints while running are not enabled (RuntimeConfig.trigger_savepoints)"
+        return None
+
+    def precondition(self, c):
         if c.job.status != RUNNING:
             return f"the job is {c.job.status}"
         if c.job.stopping is not None:
@@ -455,9 +483,10 @@ class CheckpointTimeoutKind(ActionKind):
     def candidates(self, c):
         return [CheckpointTimeout(cid) for cid in c.coordinator.pending_ids()]
 
-    def guard(self, c, a):
-        if c.job.status != RUNNING:
-            return f"the job is {c.job.status}"
+    def precondition(self, c):
+        return None if c.job.status == RUNNING else f"the job is {c.job.status}"
+
+    def admits(self, c, a):
         if a.checkpoint_id not in c.coordinator.pending:
             return f"checkpoint {a.checkpoint_id!r} is not pending"
         return None
@@ -480,9 +509,9 @@ class NotifyCheckpointCompleteKind(ActionKind):
     drain = 1
 
     def candidates(self, c):
-        return [NotifyCheckpointComplete(t, cid) for (t, cid) in dict.fromkeys(c.job.notifications)]
+        return [_interned(NotifyCheckpointComplete, t, cid) for (t, cid) in c.job.notifications]
 
-    def guard(self, c, a):
+    def admits(self, c, a):
         if (a.subtask, a.checkpoint_id) not in c.job.notifications:
             return "no such notification is in flight"
         return None
@@ -503,7 +532,7 @@ class AlignmentTimeoutKind(ActionKind):
     def candidates(self, c):
         return [AlignmentTimeout(t.id) for t in c.tasks if t.timer is not None]
 
-    def guard(self, c, a):
+    def admits(self, c, a):
         if not _is_id(a.subtask, len(c.tasks)):
             return f"there is no subtask {a.subtask!r}"
         t = c.tasks[a.subtask]
@@ -521,12 +550,9 @@ class AlignmentTimeoutKind(ActionKind):
 class _FailureKind(ActionKind):
     """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
 
-    def guard(self, c, a):
+    def precondition(self, c):
         if not c.failures_left():
             return "no failure may be injected now (the job is not running or the failure budget is spent)"
-        return self.failure_guard(c, a)
-
-    def failure_guard(self, c, a):
         return None
 
 
@@ -536,9 +562,9 @@ class FailTaskKind(_FailureKind):
     weight = 0.25
 
     def candidates(self, c):
-        return [FailTask(t.id) for t in c.tasks]
+        return [_interned(FailTask, t.id) for t in c.tasks]
 
-    def failure_guard(self, c, a):
+    def admits(self, c, a):
         if not _is_id(a.subtask, len(c.tasks)) or c.tasks[a.subtask].status != RUNNING:
             return f"subtask {a.subtask!r} is not running"
         return None
@@ -559,9 +585,9 @@ class LoseTaskManagerKind(_FailureKind):
     weight = 0.15
 
     def candidates(self, c):
-        return [LoseTaskManager(i) for i in range(len(c.task_managers))]
+        return [_interned(LoseTaskManager, i) for i in range(len(c.task_managers))]
 
-    def failure_guard(self, c, a):
+    def admits(self, c, a):
         if not _is_id(a.task_manager, len(c.task_managers)):
             return f"there is no TaskManager {a.task_manager!r}"
         if not c.task_manager_busy(a.task_manager):
@@ -598,7 +624,7 @@ class StopWithSavepointKind(ActionKind):
     action = StopWithSavepoint
     weight = 0.1
 
-    def guard(self, c, a):
+    def precondition(self, c):
         if not c.config.savepoints:
             return "stop-with-savepoint is not enabled (RuntimeConfig.savepoints)"
         job = c.job
@@ -631,9 +657,12 @@ class RestartFromSavepointKind(ActionKind):
             return ()
         return [RestartFromSavepoint(o) for o in c.rescale_choices()]
 
-    def guard(self, c, a):
+    def precondition(self, c):
         if c.job.status != "STOPPED" or c.job.savepoint is None:
             return "the job is not stopped with a savepoint"
+        return None
+
+    def admits(self, c, a):
         if not isinstance(a.parallelism, tuple) or a.parallelism not in c.rescale_choices():
             return (f"{a.parallelism!r} is not one of the offered parallelisms {c.rescale_choices()} "
                     "(RuntimeConfig.rescale_options)")

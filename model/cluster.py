@@ -73,6 +73,7 @@ from model.streamtask import (
     Discard,
     Fanout,
     FilterNode,
+    ForwardPartitioner,
     KeyedNode,
     KeyGroupStreamPartitioner,
     MapNode,
@@ -212,7 +213,7 @@ class JobState:
     ``max_failures``); ``restarts`` the failovers (for the restart strategy); ``stopping`` the
     id of a stop-with-savepoint in progress; ``savepoint`` the savepoint a STOPPED job stopped
     with; ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
-    RPCs in flight as ``(subtask, checkpoint_id)``; ``failure_times`` the failure-rate
+    RPCs in flight: ``(subtask, checkpoint_id)`` -> how many, in the order they were sent; ``failure_times`` the failure-rate
     strategy's queue; ``last_failover`` (failed, unavailable channels, restarted) of the
     latest failover."""
 
@@ -223,7 +224,7 @@ class JobState:
     stopping: int | None = None
     savepoint: int | None = None
     generation: int = 0
-    notifications: list = attrs.field(factory=list)
+    notifications: dict = attrs.field(factory=dict)
     failure_times: list = attrs.field(factory=list)
     last_failover: tuple | None = None
 
@@ -511,7 +512,7 @@ class Cluster:
         n = len(chans)
         kind = part.partitioner
         if n == 1 or kind == "forward":
-            return chans[0].append
+            return ForwardPartitioner(chans[0]).write
         if kind == "broadcast":
             return BroadcastPartitioner(chans).write
         if kind == "hash":
@@ -554,8 +555,10 @@ class Cluster:
                     job.stopping = None
                     self.events.append(("stop_with_savepoint_failed", self.now, e.checkpoint_id, e.reason))
             elif isinstance(e, NotifyCheckpointComplete):
+                sent = job.notifications
                 for tid in e.tasks:
-                    job.notifications.append((tid, e.checkpoint_id))
+                    key = (tid, e.checkpoint_id)
+                    sent[key] = sent.get(key, 0) + 1
 
     def task_finished(self, task: StreamTask) -> None:
         """FLIP-147: a task that finished acknowledges, with its final state, the pending
@@ -589,10 +592,11 @@ class Cluster:
         return self._tm_busy[1][i]
 
     def final_checkpoint_needed(self) -> bool:
-        """Every task finished, no checkpoint is pending, and a two-phase-commit sink still
-        holds output only a checkpoint can commit."""
-        return (all(t.status == FINISHED for t in self.tasks) and not self.coordinator.num_pending
-                and self._uncommitted_sink_data())
+        """Every task finished, no checkpoint is pending, no completion notification is in
+        flight (it would commit), and a two-phase-commit sink still holds output that only
+        another checkpoint can commit."""
+        return (not self.coordinator.num_pending and not self.job.notifications
+                and all(t.status == FINISHED for t in self.tasks) and self._uncommitted_sink_data())
 
     def rescale_choices(self) -> list[tuple]:
         """The RestartFromSavepoint parallelisms offered: the current ones and, per operator in
@@ -673,7 +677,12 @@ class Cluster:
         self._effects(self.coordinator.receive_decline(checkpoint_id, -1, "CHECKPOINT_EXPIRED", now=self.now))
 
     def notify_checkpoint_complete(self, subtask: int, checkpoint_id: int) -> None:
-        self.job.notifications.remove((subtask, checkpoint_id))
+        sent = self.job.notifications
+        key = (subtask, checkpoint_id)
+        if sent[key] == 1:
+            del sent[key]
+        else:
+            sent[key] -= 1
         for node in self.tasks[subtask].nodes:
             node.notify_complete(checkpoint_id)
 
@@ -758,7 +767,8 @@ class Cluster:
                                    tuple(sorted(restart))))
         self.events.append(("restored", self.now, None if checkpoint is None else checkpoint.checkpoint_id,
                             tuple(sorted(restart))))
-        job.notifications[:] = [n for n in job.notifications if n[0] not in restart]
+        for key in [k for k in job.notifications if k[0] in restart]:
+            del job.notifications[key]
         if job.stopping is not None and job.stopping not in self.coordinator.pending:
             job.stopping = None  # the stop-with-savepoint was aborted by the failover
         for c in range(len(self.channels)):
@@ -856,7 +866,7 @@ class Cluster:
         job = self.job
         job.stopping = None
         job.savepoint = cid
-        for (tid, ncid) in list(job.notifications):
+        for (tid, ncid) in list(job.notifications):  # each in-flight notification once
             if ncid <= cid:
                 for node in self.tasks[tid].nodes:
                     node.notify_complete(ncid)

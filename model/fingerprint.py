@@ -7,8 +7,9 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
   those the class lists in ``FINGERPRINT_SKIP`` (history, caches, links to static structure);
 * dicts and sets are sorted (by the canonical form of their keys/elements), so insertion
   order -- which depends on the path -- does not count; lists, tuples and deques keep order;
-* an object met again becomes a back-reference ``("ref", n)`` numbered in traversal order,
-  so shared structure (a channel deque that a task also writes to) counts once and cycles end;
+* a mutable object met again becomes a back-reference ``("ref", n)`` numbered in traversal
+  order, so shared structure (a channel deque that a task also writes to) counts once and
+  cycles end; frozen attrs values (events, barriers, snapshots) count by content only;
 * functions and bound methods are named by their qualified name (the model's functions are
   pure, or their state lives in the object a bound method belongs to);
 * with ``drop_time``, the fields named in ``TIME_FIELDS`` (logical time and timestamps) are
@@ -23,6 +24,8 @@ from __future__ import annotations
 import hashlib
 from collections import deque
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
+
+import attrs
 
 #: field names that hold logical time (the step counter and the timestamps derived from it)
 TIME_FIELDS = frozenset({"now", "timestamp", "request_timestamp", "last_completion_time", "failure_times"})
@@ -48,6 +51,15 @@ def _fields(cls, drop_time: bool) -> tuple:
     return f
 
 
+_VALUE: dict = {}
+
+
+def _is_value_type(cls) -> bool:
+    """Frozen attrs classes are values (events, barriers, snapshots): compared by content,
+    never by identity, so a copied singleton and the original count as the same value."""
+    return attrs.has(cls) and getattr(cls.__setattr__, "__name__", "") == "_frozen_setattrs"
+
+
 def canonical(obj, drop_time: bool = False):
     memo: dict = {}
     return _canon(obj, drop_time, memo)
@@ -66,11 +78,15 @@ def _canon(x, drop_time, memo):
         return ("frozenset",) + tuple(sorted((_canon(e, drop_time, memo) for e in x), key=repr))
     if t is FunctionType or (t is BuiltinMethodType and (x.__self__ is None or type(x.__self__) is ModuleType)):
         return ("fn", getattr(x, "__qualname__", repr(x)))
-    i = id(x)
-    ref = memo.get(i)
-    if ref is not None:
-        return ("ref", ref)
-    memo[i] = len(memo)
+    value = _VALUE.get(t)
+    if value is None:
+        value = _VALUE[t] = _is_value_type(t)
+    if not value:
+        i = id(x)
+        ref = memo.get(i)
+        if ref is not None:
+            return ("ref", ref)
+        memo[i] = len(memo)
     if t is list or t is deque:
         return (t.__name__,) + tuple(_canon(e, drop_time, memo) for e in x)
     if t is dict:

@@ -215,6 +215,18 @@ class PartitionOutput(ChainNode):
         return None
 
 
+class ForwardPartitioner:
+    """``ForwardPartitioner`` (and any partition with one channel): everything to its channel."""
+
+    __slots__ = ("channel",)
+
+    def __init__(self, channel):
+        self.channel = channel
+
+    def write(self, rec) -> None:
+        self.channel.append(rec)
+
+
 class RebalancePartitioner:
     """``RebalancePartitioner`` (``start`` drawn at random by the caller, then round robin) and
     ``RescalePartitioner`` (``start=-1``: round robin from channel 0) of one RecordWriter."""
@@ -351,16 +363,23 @@ class SourceReader:
         self.wm_output = wm_output
         self.ended = False
 
-    def has_next(self) -> bool:
+    def next_split(self) -> int:
+        """The index of the split the next record comes from (``len(splits)`` if none is left).
+        Pure: guards ask it."""
         splits = self.splits
-        while self.current < len(splits):
-            s = splits[self.current]
+        i = self.current
+        while i < len(splits):
+            s = splits[i]
             if s[2] < len(s[1]):
-                return True
-            self.current += 1
-        return False
+                return i
+            i += 1
+        return i
+
+    def has_next(self) -> bool:
+        return self.next_split() < len(self.splits)
 
     def next_record(self):
+        self.current = self.next_split()
         s = self.splits[self.current]
         rec = s[1][s[2]]
         s[2] += 1
