@@ -10,6 +10,10 @@ The jobs are generated, not fixed, so the search stays general: parallelisms, wi
 sizes, partitioners, keys, disorder and input sizes vary with the seed.
 
 Expected verdicts are invariant *names* (strings): ``model`` never imports ``spec``.
+
+Every variant is also an entry of ``model.catalog`` (family ``cluster/<job family>``), with
+its *seam*: the definition a re-introduced bug overrides (``model.seams``), or the unsafe
+knobs it switches (``switches``), e.g. ``RuntimeConfig.skip_consumer_regions=True``.
 """
 
 from __future__ import annotations
@@ -18,11 +22,14 @@ import random
 
 import attrs
 
+from model import catalog, seams
+from model.catalog import PASS
 from model.cluster import JobInput, RuntimeConfig
-from model.errors import FlinkspecError
+from model.errors import FlinkspecError, InvalidJobSpec
+from model.rescaling import rescale_graph
 from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
 
-PASS = "pass"
+DEFAULT_SINK = "two_phase_commit"
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -46,10 +53,31 @@ class Variant:
     flink_key: str | None = None
     #: random-walk step budget before the run is drained.
     max_steps: int = 400
+    #: the sink of the generated jobs ("two_phase_commit", "upsert", "append").
+    sink_kind: str = DEFAULT_SINK
+    #: the knobs that make this variant unsafe: ``RuntimeConfig`` field names, or
+    #: ``"sink_kind"``; each must differ from its default (checked when registered).
+    switches: tuple = ()
 
     @property
     def safe(self) -> bool:
         return self.expected == (PASS,)
+
+    @property
+    def seam(self) -> str | None:
+        """What this variant switches: the ``Class.method`` each re-introduced bug overrides
+        (``model.seams``; a bug whose seam is not registered is named as its knob), then the
+        unsafe knobs. None for a variant that switches nothing unsafe."""
+        parts = [seams.SEAMS[k].definition for k in self.config.bugs if k in seams.SEAMS]
+        pending = tuple(k for k in self.config.bugs if k not in seams.SEAMS)
+        if pending:
+            parts.append(f"RuntimeConfig.bugs={pending!r}")
+        for knob in self.switches:
+            if knob == "sink_kind":
+                parts.append(f"OperatorSpec.sink_kind={self.sink_kind!r}")
+            else:
+                parts.append(f"RuntimeConfig.{knob}={getattr(self.config, knob)!r}")
+        return ", ".join(parts) or None
 
 
 # -- job families ----------------------------------------------------------------------------
@@ -154,7 +182,7 @@ FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_
 def generate(variant: Variant, seed: int) -> Scenario:
     """The scenario of ``variant`` for ``seed`` (deterministic)."""
     rng = random.Random(f"{variant.name}:{seed}")
-    sink_kind = _SINK_OF.get(variant.name, "two_phase_commit")
+    sink_kind = variant.sink_kind
     if variant.family == "keyed":
         graph = _keyed_job(rng, sink_kind, upsert_safe=sink_kind == "upsert")
     else:
@@ -164,9 +192,6 @@ def generate(variant: Variant, seed: int) -> Scenario:
                        negative=negative)
     config = variant.config
     if variant.family == "rescale":
-        from model.errors import InvalidJobSpec
-        from model.rescaling import rescale_graph
-
         keyed = next(o for o in graph.operators if o.name == "agg")
         options = []
         for p in range(1, keyed.max_parallelism + 1):
@@ -181,18 +206,27 @@ def generate(variant: Variant, seed: int) -> Scenario:
     return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
 
 
-_SINK_OF = {
-    "upsert-sink": "upsert",
-    "append-sink-under-failures": "append",
-}
-
 _F = dict(max_failures=2)
 
 VARIANTS: dict[str, Variant] = {}
 
 
 def _add(v: Variant) -> None:
+    """Register ``v`` here and in ``model.catalog``."""
+    if v.family not in FAMILIES:
+        raise ValueError(f"variant {v.name!r}: unknown job family {v.family!r}")
+    for knob in v.switches:
+        default = DEFAULT_SINK if knob == "sink_kind" else getattr(RuntimeConfig(), knob)
+        value = v.sink_kind if knob == "sink_kind" else getattr(v.config, knob)
+        if value == default:
+            raise ValueError(f"variant {v.name!r}: switch {knob!r} is at its default {default!r}")
+    if v.name in VARIANTS:
+        raise ValueError(f"variant {v.name!r} is declared twice")
     VARIANTS[v.name] = v
+    catalog.register(catalog.Entry(
+        name=v.name, family=f"cluster/{v.family.replace('_', '-')}", expected=v.expected,
+        description=v.description, flink_key=v.flink_key, seam=lambda: v.seam,  # read when asked: see seam
+        command=f"flinkspec check --only {v.name}"))
 
 
 # -- safe configurations ---------------------------------------------------------------------
@@ -212,7 +246,7 @@ _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
                                   channel_capacity=3, **_F)))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
-             config=RuntimeConfig(**_F)))
+             sink_kind="upsert", config=RuntimeConfig(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
              "TaskManager loss (producer regions backtracked, consumers restarted)", family="blocking",
              config=RuntimeConfig(**_F)))
@@ -223,23 +257,27 @@ _add(Variant(name="rescale-savepoint", description="stop-with-savepoint and rest
 # -- known-unsafe configurations -------------------------------------------------------------
 _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracking with a two-phase-commit "
              "sink: post-barrier records enter the snapshot", expected=("consistent_cut",),
+             switches=("checkpointing_mode",),
              config=RuntimeConfig(checkpointing_mode="at_least_once", **_F)))
 _add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
-             "in-flight data", expected=("consistent_cut",),
+             "in-flight data", expected=("consistent_cut",), switches=("unaligned_channel_state",),
              config=RuntimeConfig(unaligned=True, unaligned_channel_state=False, channel_capacity=3, **_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
                                                                         "exactly_once"),
-             config=RuntimeConfig(**_F)))
+             sink_kind="append", switches=("sink_kind",), config=RuntimeConfig(**_F)))
 _add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
              "consumer regions, behind a rebalance edge", family="blocking",
              expected=("restart_set_sufficient", "exactly_once", "committed_output_within_reference"),
+             switches=("skip_consumer_regions",),
              config=RuntimeConfig(skip_consumer_regions=True, **_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference"),
+             switches=("restore_pending_checkpoints",),
              config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
              "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
+             switches=("keygroup_assignment",),
              config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500))
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
@@ -257,6 +295,7 @@ _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region fa
 _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
              "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
              "output is written again", expected=("committed_output_within_reference", "exactly_once"),
+             switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F)))
 

@@ -1,8 +1,12 @@
 """Focused suites: Hypothesis searches of one mechanism, each with its expected verdict.
 
 ``FOCUSED[name]`` is a :class:`FocusedSuite`; ``run(profile, seed)`` returns a
-``properties.suites.SuiteResult``. A suite whose expected verdict names an invariant
+``properties.result.SuiteResult``. A suite whose expected verdict names an invariant
 passes only if Hypothesis finds (and shrinks) a violation of it.
+
+Each suite is also an entry of ``model.catalog`` (family ``focused/<mechanism>``); its seam
+is the call that configures its search: the machine factory (or check function) and the
+knobs it is given, e.g. ``make_valve_machine({'flink_40475': True})``.
 """
 
 from __future__ import annotations
@@ -15,10 +19,33 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hseed
 from hypothesis.stateful import run_state_machine_as_test
 
-from model.variants import VARIANTS
+from model import catalog
+from model.catalog import PASS
+from model.variants import VARIANTS, Variant
 from properties import machines as M
+from properties.counterexample import drop_stale, write_counterexample
+from properties.engines import replay
+from properties.result import SuiteResult
 
 EXAMPLES = {"quick": 120, "thorough": 2000}
+
+
+@attrs.frozen
+class Search:
+    """How a focused suite searches: ``make_test(settings, seed, counter)`` returns a callable
+    raising ``ViolationFound`` on a violation; ``family`` is the mechanism searched, ``seam``
+    the call (with its knobs) that configures the search."""
+
+    make_test: Callable
+    family: str
+    seam: str
+
+
+def _call(fn: Callable, *args, **kwargs) -> str:
+    """``fn(args, k=v)`` as text, a Variant argument shown by its name."""
+    shown = [repr(a.name) if isinstance(a, Variant) else repr(a) for a in args]
+    shown += [f"{k}={v!r}" for k, v in kwargs.items()]
+    return f"{fn.__name__}({', '.join(shown)})"
 
 
 @attrs.frozen
@@ -26,20 +53,30 @@ class FocusedSuite:
     name: str
     description: str
     expected: tuple
-    make_test: Callable  # (settings, seed) -> callable raising ViolationFound on a violation
+    search: Search
     flink_key: str | None = None
     #: max_examples = EXAMPLES[profile] * scale (unsafe suites whose bug needs a longer program)
     scale: int = 1
 
     @property
     def safe(self) -> bool:
-        return self.expected == ("pass",)
+        return self.expected == (PASS,)
 
-    def run(self, profile: str = "quick", base_seed: int = 0, corpus_dir=None, **_ignored):
+    @property
+    def family(self) -> str:
+        return f"focused/{self.search.family}"
+
+    @property
+    def seam(self) -> str:
+        return self.search.seam
+
+    @property
+    def make_test(self) -> Callable:
+        return self.search.make_test
+
+    def run(self, profile: str = "quick", base_seed: int = 0, corpus_dir=None, **_ignored) -> SuiteResult:
         """Run the search. A whole-cluster violation (the machine carries its scenario and
         trace) is written to ``corpus_dir`` as a counterexample file (engine "hypothesis")."""
-        from properties.suites import SuiteResult
-
         res = SuiteResult(name=self.name, expected=self.expected)
         st = settings(max_examples=EXAMPLES[profile] * self.scale, deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), stateful_step_count=40,
@@ -55,23 +92,17 @@ class FocusedSuite:
             res.first_violation = e.violation.to_dict()
             res.first_seed = base_seed
             if corpus_dir is not None and e.scenario is not None and e.trace:
-                res.counterexample = self._write(corpus_dir, e, base_seed)
+                res.counterexample = _write_hypothesis_counterexample(self, corpus_dir, e, base_seed)
         except Exception as e:  # an unexpected crash of the model is a failed suite, reported
             res.error = f"{type(e).__name__}: {e}"
         res.runs = counter["n"]
         res.seconds = time.perf_counter() - t0
         return res
 
-    def _write(self, corpus_dir, e, base_seed):
-        return _write_hypothesis_counterexample(self, corpus_dir, e, base_seed)
-
 
 def _write_hypothesis_counterexample(suite, corpus_dir, e, base_seed):
     """Store Hypothesis' shrunk cluster trace if it replays to the same violation; drop older
     files of the same suite (one per suite, like the random-walk corpus)."""
-    from properties.counterexample import drop_stale, write_counterexample
-    from properties.engines import replay
-
     v, _ = replay(e.scenario, e.trace, finish=True)
     if v is None or v.invariant != e.violation.invariant:
         return None
@@ -81,7 +112,7 @@ def _write_hypothesis_counterexample(suite, corpus_dir, e, base_seed):
     return str(path)
 
 
-def _machine_test(factory, *args):
+def _machine_test(family: str, factory, *args) -> Search:
     """A focused suite running the stateful machine ``factory(*args)``."""
     def make(st, base_seed, counter):
         machine = factory(*args)
@@ -94,14 +125,14 @@ def _machine_test(factory, *args):
         def test():
             run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
         return test
-    return make
+    return Search(make, family, _call(factory, *args))
 
 
-def _valve_test(knobs):
-    return _machine_test(M.make_valve_machine, knobs)
+def _valve_test(knobs) -> Search:
+    return _machine_test("valve", M.make_valve_machine, knobs)
 
 
-def _window_test(legacy):
+def _window_test(legacy) -> Search:
     def make(st, base_seed, counter):
         @hseed(base_seed)
         @st
@@ -111,18 +142,45 @@ def _window_test(legacy):
             ts, size, offset, slide = args
             M.check_window_assignment(ts, size, offset, slide, legacy)
         return test
-    return make
+    return Search(make, "window", _call(M.check_window_assignment, legacy=legacy))
 
 
-def _cluster_test(variant_name):
-    return _machine_test(M.make_cluster_machine, VARIANTS[variant_name] if variant_name else None)
+def _cluster_test(variant_name) -> Search:
+    return _machine_test("hypothesis-cluster", M.make_cluster_machine,
+                         VARIANTS[variant_name] if variant_name else None)
+
+
+def _rescaling_test(assignment) -> Search:
+    def make(st, base_seed, counter):
+        @hseed(base_seed)
+        @st
+        @given(M.rescale_args)
+        def test(args):
+            counter["n"] += 1
+            M.check_rescaling(args, assignment)
+        return test
+    return Search(make, "rescaling", _call(M.check_rescaling, assignment=assignment))
+
+
+def _barrier_test(*args) -> Search:
+    return _machine_test("barrier-handler", M.make_barrier_handler_machine, *args)
+
+
+def _coordinator_test(*args) -> Search:
+    return _machine_test("coordinator", M.make_coordinator_machine, *args)
 
 
 FOCUSED: dict[str, FocusedSuite] = {}
 
 
 def _add(s: FocusedSuite) -> None:
+    """Register ``s`` here and in ``model.catalog``."""
+    if s.name in FOCUSED:
+        raise ValueError(f"focused suite {s.name!r} is declared twice")
     FOCUSED[s.name] = s
+    catalog.register(catalog.Entry(
+        name=s.name, family=s.family, expected=s.expected, description=s.description, flink_key=s.flink_key,
+        seam=s.seam, command=f"flinkspec check --only {s.name}"))
 
 
 _add(FocusedSuite("valve", "StatusWatermarkValve with the FLINK-40475 fix: strictly increasing, bounded, "
@@ -144,44 +202,27 @@ _add(FocusedSuite("hypothesis-cluster-any-job", "Hypothesis stateful machine ove
                   "with failures and savepoints", ("pass",), _cluster_test(None)))
 _add(FocusedSuite("hypothesis-cluster-at-least-once", "Hypothesis stateful machine over the whole cluster: "
                   "at-least-once with a 2PC sink", ("consistent_cut",), _cluster_test("at-least-once-2pc")))
-
-
-def _rescaling_test(assignment):
-    def make(st, base_seed, counter):
-        @hseed(base_seed)
-        @st
-        @given(M.rescale_args)
-        def test(args):
-            counter["n"] += 1
-            M.check_rescaling(args, assignment)
-        return test
-    return make
-
-
 _add(FocusedSuite("barrier-handler-aligned", "SingleCheckpointBarrierHandler, aligned exactly-once: barriers, "
                   "cancel markers, EndOfPartition (FLIP-147 on/off) on 1-4 channels; blocking, triggers, aborts",
-                  ("pass",), _machine_test(M.make_barrier_handler_machine, "aligned")))
+                  ("pass",), _barrier_test("aligned")))
 _add(FocusedSuite("barrier-handler-alternating", "SingleCheckpointBarrierHandler with aligned checkpoint timeout "
                   "(alternating aligned/unaligned): timers fire, unaligned snapshots complete after all barriers",
-                  ("pass",), _machine_test(M.make_barrier_handler_machine, "alternating")))
+                  ("pass",), _barrier_test("alternating")))
 _add(FocusedSuite("barrier-tracker", "CheckpointBarrierTracker (at-least-once): never blocks, triggers once all "
-                  "barriers arrived, aborts each checkpoint once", ("pass",),
-                  _machine_test(M.make_barrier_handler_machine, "at_least_once")))
+                  "barriers arrived, aborts each checkpoint once", ("pass",), _barrier_test("at_least_once")))
 _add(FocusedSuite("barrier-tracker-FLINK-5285", "CheckpointBarrierTracker that re-creates counts for already-aborted "
                   "checkpoints (pre-FLINK-5285): interleaved cancel markers abort a checkpoint again",
-                  ("handler_abort_once",),
-                  _machine_test(M.make_barrier_handler_machine, "at_least_once", {"recreate_aborted": True}),
+                  ("handler_abort_once",), _barrier_test("at_least_once", {"recreate_aborted": True}),
                   "FLINK-5285", scale=3))
 _add(FocusedSuite("checkpoint-coordinator", "CheckpointCoordinator alone: checkpoints and savepoints, acks, "
                   "declines, task/region/JobManager failover, timeouts, queued and unqueued requests",
-                  ("pass",), _machine_test(M.make_coordinator_machine)))
+                  ("pass",), _coordinator_test()))
 _add(FocusedSuite("checkpoint-coordinator-restore-pending", "CheckpointCoordinator that restores a checkpoint "
                   "which got acknowledgements but never completed", ("coordinator_restore_latest_completed",),
-                  _machine_test(M.make_coordinator_machine, {"restore_pending_checkpoints": True}), scale=3))
+                  _coordinator_test({"restore_pending_checkpoints": True}), scale=3))
 _add(FocusedSuite("checkpoint-coordinator-FLINK-10354", "CheckpointCoordinator that notifies the tasks when a "
                   "plain savepoint completes", ("coordinator_no_notify_for_savepoint",),
-                  _machine_test(M.make_coordinator_machine, {"notify_savepoint_complete": True}), "FLINK-10354",
-                  scale=3))
+                  _coordinator_test({"notify_savepoint_complete": True}), "FLINK-10354", scale=3))
 _add(FocusedSuite("rescaling-state-assignment", "StateAssignmentOperation and RoundRobinOperatorStateRepartitioner "
                   "for any old/new parallelism and max parallelism: keyed, SPLIT_DISTRIBUTE, UNION, BROADCAST",
                   ("pass",), _rescaling_test("range")))

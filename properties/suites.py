@@ -5,19 +5,25 @@ focused suites, Hypothesis). A *safe* variant passes when no run violates anythi
 *unsafe* one passes when the search finds a violation of one of its expected invariants —
 the first one found is shrunk and stored in the counterexample corpus. Seeds are
 ``base_seed, base_seed + 1, ...``: a check run is reproducible from its profile and seed.
+
+Which suites exist is ``model.catalog``'s business (the entries ``check`` runs:
+:func:`suite_names`); :func:`run_suite` runs one of them by name. A suite's outcome is a
+``properties.result.SuiteResult`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import time
-from collections import Counter
 from typing import Callable
 
-import attrs
-
+from model import catalog
 from model.variants import VARIANTS, Variant, generate
-from properties.engines import random_walk, shrink
-from spec.invariant import Violation
+from properties.counterexample import drop_stale, write_counterexample
+from properties.engines import random_walk, replay, shrink
+from properties.focused import FOCUSED
+from properties.result import SuiteResult
+
+__all__ = ["PROFILES", "SuiteResult", "run_suite", "run_variant_suite", "suite_names"]
 
 PROFILES = {
     # runs for a safe variant / at most for an unsafe one before it counts as not found
@@ -26,54 +32,10 @@ PROFILES = {
 }
 
 
-@attrs.define
-class SuiteResult:
-    name: str
-    expected: tuple
-    runs: int = 0
-    steps: int = 0
-    violations: Counter = attrs.field(factory=Counter)
-    goals: Counter = attrs.field(factory=Counter)
-    seconds: float = 0.0
-    first_violation: dict | None = None
-    first_seed: int | None = None
-    runs_to_find: int | None = None
-    counterexample: str | None = None
-    shrunk_from: int | None = None
-    shrunk_to: int | None = None
-    error: str | None = None
-
-    @property
-    def safe(self) -> bool:
-        return self.expected == ("pass",)
-
-    @property
-    def found(self) -> bool:
-        return any(inv in self.expected for inv in self.violations)
-
-    @property
-    def verdict(self) -> str:
-        if self.error:
-            return "error"
-        if not self.violations:
-            return "pass"
-        return "violation: " + ", ".join(sorted(self.violations))
-
-    @property
-    def as_expected(self) -> bool:
-        if self.error:
-            return False
-        if self.safe:
-            return not self.violations
-        return self.found and set(self.violations) <= set(self.expected)
-
-
 def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                       corpus_dir=None, progress: Callable[[int, int], None] | None = None,
                       max_runs: int | None = None) -> SuiteResult:
     """Random-walk ``v``; store the first (shrunk) counterexample in ``corpus_dir``."""
-    from properties.counterexample import write_counterexample
-
     prof = PROFILES[profile]
     total = max_runs or (prof["safe_runs"] if v.safe else prof["unsafe_max_runs"])
     res = SuiteResult(name=v.name, expected=v.expected)
@@ -98,16 +60,12 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                 scenario = generate(v, seed)
                 small = shrink(scenario, list(r.actions), r.invariant)
                 res.shrunk_from, res.shrunk_to = len(r.actions), len(small)
-                from properties.engines import replay
-
                 vio, _ = replay(scenario, small, finish=True)
                 if corpus_dir is not None and vio is not None:
                     path = write_counterexample(corpus_dir, variant=v.name, expected=v.expected,
                                                engine="random_walk", seed=seed, scenario=scenario,
                                                actions=small, violation=vio)
                     res.counterexample = str(path)
-                    from properties.counterexample import drop_stale
-
                     drop_stale(corpus_dir, v.name, "random_walk", path)
             if not v.safe:
                 break  # found: the unsafe variant has its counterexample
@@ -117,7 +75,16 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
     return res
 
 
-def suite_names() -> list[str]:
-    from properties.focused import FOCUSED
+def run_suite(name: str, *, profile: str = "quick", base_seed: int = 0, corpus_dir=None,
+              progress: Callable[[int, int], None] | None = None) -> SuiteResult:
+    """Run the suite ``name``: a whole-cluster variant (random walks, with ``progress``) or a
+    focused Hypothesis suite. KeyError if ``name`` is neither."""
+    if name in VARIANTS:
+        return run_variant_suite(VARIANTS[name], profile=profile, base_seed=base_seed,
+                                 corpus_dir=corpus_dir, progress=progress)
+    return FOCUSED[name].run(profile, base_seed, corpus_dir=corpus_dir)
 
-    return list(VARIANTS) + list(FOCUSED)
+
+def suite_names() -> list[str]:
+    """The names ``flinkspec check`` runs, in catalog order (cluster variants, then focused)."""
+    return [e.name for e in catalog.entries(runner="check")]

@@ -17,6 +17,7 @@ and the benchmark can be tested without the model (and independently of its chan
   attempt (after some runs) -- the retry test.
 
 Nothing here is used by ``flinkspec spark-replay`` unless ``--engine standin`` is given.
+The stand-in variants are entries of ``model.catalog`` (family ``spark-standin``).
 """
 
 from __future__ import annotations
@@ -30,12 +31,25 @@ from pathlib import Path
 
 import attrs
 
+from model import catalog
+from model.errors import InvalidArgument
+
+#: (name, expected verdict, what it does, the rule of ``_check`` that makes it unsafe)
+_STANDINS = (
+    ("standin-safe", ("pass",), "synthetic engine that never violates anything", None),
+    ("standin-lossy", ("standin_no_loss",), "synthetic engine: a Drop after a completed Checkpoint loses a "
+     "checkpointed record", "_check: Drop after a completed Checkpoint"),
+    ("standin-dup", ("standin_exactly_once",), "synthetic engine: two Replay actions of the same offset emit it "
+     "twice (rarer)", "_check: second Replay of an offset"),
+)
+
 #: variant -> expected verdict ('pass' or the invariant it must violate)
-STANDIN_VARIANTS = {
-    "standin-safe": ("pass",),
-    "standin-lossy": ("standin_no_loss",),
-    "standin-dup": ("standin_exactly_once",),
-}
+STANDIN_VARIANTS = {name: expected for name, expected, _what, _seam in _STANDINS}
+
+for _name, _expected, _what, _seam in _STANDINS:
+    catalog.register(catalog.Entry(
+        name=_name, family="spark-standin", expected=_expected, description=_what, seam=_seam,
+        command=f"flinkspec spark-replay --engine standin --runs 300 --variant {_name}"))
 
 KINDS = ("Emit", "Checkpoint", "Drop", "Replay")
 #: CPU work per step (iterations of a hash), so a run costs about as much as a small model walk.
@@ -117,8 +131,6 @@ def _check(variant: str, actions) -> tuple[str | None, dict | None, set]:
 
 
 def _unknown(variant: str) -> None:
-    from model.errors import InvalidArgument
-
     raise InvalidArgument(f"variant {variant!r}: unknown (known: {', '.join(STANDIN_VARIANTS)})")
 
 
@@ -211,7 +223,7 @@ class FailFirstAttempt:
     _runs: dict = attrs.field(factory=dict, repr=False, eq=False)  # task attempt id -> runs
 
     def __call__(self, variant, seed, **kw):
-        from pyspark import TaskContext
+        from pyspark import TaskContext  # lazy: importing spark.standin must not import pyspark
 
         ctx = TaskContext.get()
         if ctx is not None and ctx.attemptNumber() == 0:

@@ -11,6 +11,10 @@ Each check declares the result it is *expected* to give: ``"proved"`` for a prop
 real design, ``"counterexample"`` for a deliberately wrong variant (a mutation), which shows
 that the encoding can fail at all. Register with :func:`proof` (a decorator) and list the
 module in :data:`PROOF_MODULES` so :func:`load_all` imports it.
+
+Each check is also an entry of ``model.catalog`` (family ``z3/<module>``, e.g. ``z3/valve``
+for ``spec.z3_valve``): expected ``("pass",)`` for ``"proved"``, ``("counterexample",)`` for
+a mutation; its FLINK key, if any, is the one its name or scope mentions.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import re
 import time
 from typing import Any, Callable
 
 import attrs
+
+from model import catalog
 
 RESULTS = ("proved", "counterexample", "unknown")
 EXPECTED = ("proved", "counterexample")
@@ -72,21 +79,51 @@ class ProofRun:
 REGISTRY: dict[str, ProofCheck] = {}
 
 
-def proof(name: str, *, scope: str, expected: str, description: str = ""):
-    """Register ``fn(timeout_s) -> (result, details, counterexample)`` as check ``name``."""
+#: prove's expected result -> the catalog's expected verdict
+CATALOG_EXPECTED = {"proved": (catalog.PASS,), "counterexample": ("counterexample",)}
+_FLINK_KEY = re.compile(r"flink[-_](\d{4,})", re.IGNORECASE)
+
+
+def _family(module: str | None) -> str:
+    """``z3/<mechanism>`` for a check defined in ``spec.z3_<mechanism>``, else ``z3``."""
+    last = (module or "").rsplit(".", 1)[-1]
+    return f"z3/{last[3:]}" if last.startswith("z3_") and len(last) > 3 else "z3"
+
+
+def _flink_key(*texts: str) -> str | None:
+    """The first FLINK key (``FLINK-7721``, ``flink_7721``) in ``texts``, or None."""
+    for text in texts:
+        m = _FLINK_KEY.search(text or "")
+        if m:
+            return f"FLINK-{m.group(1)}"
+    return None
+
+
+def proof(name: str, *, scope: str, expected: str, description: str = "", family: str | None = None,
+          flink_key: str | None = None):
+    """Register ``fn(timeout_s) -> (result, details, counterexample)`` as check ``name``.
+
+    ``family`` (catalog family, default from ``fn``'s module) and ``flink_key`` (default:
+    the key the name or scope mentions) describe the check in ``model.catalog``."""
     if expected not in EXPECTED:
         raise ValueError(f"proof {name!r}: expected must be one of {EXPECTED}, not {expected!r}")
 
     def wrap(fn: Callable[[float | None], Outcome]) -> Callable[[float | None], Outcome]:
         if name in REGISTRY:
             raise ValueError(f"proof {name!r} registered twice")
-        REGISTRY[name] = ProofCheck(
+        check = ProofCheck(
             name=name,
             scope=scope,
             expected=expected,
             description=description or (fn.__doc__ or "").strip().split("\n")[0],
             run=fn,
         )
+        catalog.register(catalog.Entry(  # first: a name clash leaves both registries unchanged
+            name=name, family=family or _family(getattr(fn, "__module__", None)),
+            expected=CATALOG_EXPECTED[expected], description=check.description,
+            flink_key=flink_key or _flink_key(name, scope), command=f"flinkspec prove --only {name}",
+            scope=scope))
+        REGISTRY[name] = check
         return fn
 
     return wrap
@@ -106,7 +143,8 @@ def register(
     except (TypeError, ValueError):  # builtins / C callables
         takes_timeout = True
     run = fn if takes_timeout else (lambda _timeout_s, _fn=fn: _fn())
-    proof(name, scope=scope, expected=expected, description=description or (fn.__doc__ or ""))(run)
+    proof(name, scope=scope, expected=expected, description=description or (fn.__doc__ or ""),
+          family=_family(getattr(fn, "__module__", None)))(run)
     return REGISTRY[name]
 
 

@@ -5,18 +5,31 @@ configurations of the runtime) and the focused Hypothesis suites — then prints
 table: suite, runs, steps, verdict against the expected verdict, time, and the coverage
 goals. Exit 0 when every verdict is as expected and every coverage goal was reached, 1
 otherwise, 2 on a usage error.
+
+The command is a pipeline of named steps: :func:`select_suites` (which catalog entries) ->
+:func:`run_suites` (one line per suite as it finishes) -> :func:`judge` (verdicts and
+coverage, as data) -> :func:`render_summary` (tables and summary line) -> exit code.
+``--list [--json]`` prints the whole catalog instead: every configuration, also those run by
+``flinkspec prove`` and ``flinkspec spark-replay --engine standin``.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Callable
 
-from model.errors import FlinkspecError
+from spec.coverage import GOALS
 
 DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "counterexamples"
+
+# properties.catalog / properties.suites (Hypothesis, the engines, every registered suite:
+# ~0.25 s) and rich are imported inside the steps below, not here: flinkspec.cli imports every
+# command module at start-up, and the other commands do not need them.
 
 
 def register(sub) -> None:
@@ -31,112 +44,207 @@ def register(sub) -> None:
     p.add_argument("--corpus", default=str(DEFAULT_CORPUS),
                    help="where shrunk counterexamples are written (default: the repo's counterexamples/)")
     p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
-    p.add_argument("--list", action="store_true", help="list the suites and exit")
+    p.add_argument("--list", action="store_true",
+                   help="list every named configuration (suites, z3 checks, Spark stand-ins) and exit")
+    p.add_argument("--json", action="store_true", help="with --list: one JSON object per line")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    from rich.console import Console
-    from rich.table import Table
-
-    from model.variants import VARIANTS
-    from properties.focused import FOCUSED
-    from properties.suites import run_variant_suite
-    from spec.coverage import GOALS
-
-    console = Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 150)
     if args.list:
-        for name, v in VARIANTS.items():
-            console.print(f"{name:36s} expected: {'/'.join(v.expected):40s} {v.description}")
-        for name, s in FOCUSED.items():
-            console.print(f"{name:36s} expected: {'/'.join(s.expected):40s} {s.description}")
-        return 0
-    wanted = list(args.only or []) + list(args.variant or [])
-    known = list(VARIANTS) + list(FOCUSED)
-    unknown = [w for w in wanted if w not in known]
-    if unknown:
-        raise FlinkspecError(f"unknown suite(s) {', '.join(unknown)}; known suites: {', '.join(known)}")
-    names = wanted or known
-    corpus = None if args.no_write else Path(args.corpus)
+        return list_catalog(json_lines=args.json)
+    requested = list(args.only or []) + list(args.variant or [])
+    suites = select_suites(requested)
+    console = _console()
     console.print(f"[bold]flinkspec check[/bold] — profile {args.profile}, seed {args.seed}, "
-                  f"{len(names)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
+                  f"{len(suites)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
+    t0 = time.perf_counter()
+    results = run_suites(suites, profile=args.profile, seed=args.seed,
+                         corpus=None if args.no_write else Path(args.corpus), **_live_output(console))
+    verdict = judge(suites, results, selected=bool(requested), seconds=time.perf_counter() - t0)
+    render_summary(console, verdict, profile=args.profile, seed=args.seed)
+    return verdict.exit_code
+
+
+# -- steps -------------------------------------------------------------------------------------
+
+def select_suites(names: list[str]) -> list:
+    """The catalog entries ``check`` runs: those named (in order), or all of them. An unknown
+    name raises FlinkspecError (exit 2) naming the known suites."""
+    from properties.catalog import select  # lazy: heavy, see the note at the top
+
+    return select(names)
+
+
+def run_suites(suites, *, profile: str, seed: int, corpus: Path | None,
+               progress: Callable[[str, int, int], None] | None = None,
+               finished: Callable[[str, object], None] | None = None) -> list:
+    """Run each suite; ``progress(label, done, total)`` during a random-walk suite and
+    ``finished(label, result)`` after each one. Returns the ``SuiteResult`` list."""
+    from properties.suites import run_suite  # lazy: heavy, see the note at the top
+
     results = []
-    t_all = time.perf_counter()
-    tty = sys.stdout.isatty()
-    for i, name in enumerate(names, 1):
-        label = f"[{i}/{len(names)}] {name}"
-        if tty:
-            def progress(done, total, _label=label):
-                console.print(f"\r{_label}: run {done}/{total}", end="")
-        else:
-            progress = None
-        if name in VARIANTS:
-            r = run_variant_suite(VARIANTS[name], profile=args.profile, base_seed=args.seed,
-                                  corpus_dir=corpus, progress=progress)
-        else:
-            r = FOCUSED[name].run(args.profile, args.seed, corpus_dir=corpus)
+    for i, entry in enumerate(suites, 1):
+        label = f"[{i}/{len(suites)}] {entry.name}"
+        on_progress = None if progress is None else (lambda done, total, _l=label: progress(_l, done, total))
+        r = run_suite(entry.name, profile=profile, base_seed=seed, corpus_dir=corpus, progress=on_progress)
         results.append(r)
-        mark = "ok" if r.as_expected else "UNEXPECTED"
-        extra = ""
-        if not r.safe and r.found:
-            extra = f" (found after {r.runs} run(s)"
-            if r.shrunk_from:
-                extra += f", shrunk {r.shrunk_from} -> {r.shrunk_to} steps"
-            extra += ")"
-        if tty:
-            console.print("\r", end="")
-        console.print(f"{label}: {r.verdict} [{mark}] in {r.seconds:.1f}s{extra}")
-        if not r.as_expected and r.first_violation:
-            console.print(f"    first violation (seed {r.first_seed}): {r.first_violation.get('message')}")
-        if r.error:
-            console.print(f"    error: {r.error}")
-        if r.counterexample:
-            import os
+        if finished is not None:
+            finished(label, r)
+    return results
 
-            shown = os.path.relpath(r.counterexample) if not os.path.relpath(r.counterexample).startswith("..") \
-                else r.counterexample
-            console.print(f"    counterexample: {shown}")
 
-    table = Table(title=f"flinkspec check — {args.profile} profile, seed {args.seed}")
-    for col in ("suite", "runs", "steps", "verdict", "expected", "as expected", "time"):
-        table.add_column(col, justify="right" if col in ("runs", "steps", "time") else "left")
-    for r in results:
-        table.add_row(r.name, str(r.runs), str(r.steps) if r.steps else "-", r.verdict, "/".join(r.expected),
-                      "yes" if r.as_expected else "NO", f"{r.seconds:.1f}s")
-    console.print(table)
+@dataclasses.dataclass(frozen=True)
+class Judgement:
+    """What a check run concluded (plain data; :func:`render_summary` prints it)."""
 
+    results: tuple
+    #: coverage goal -> runs reaching it, over every result
+    goals: Counter
+    #: every coverage goal, and those no run reached
+    goal_names: tuple
+    missing: tuple
+    #: a whole-cluster variant suite ran (only those reach coverage goals)
+    cluster_ran: bool
+    #: suites were named (--only): missing goals are a note, not a failure
+    selected: bool
+    seconds: float = 0.0
+
+    @property
+    def bad(self) -> list:
+        return [r for r in self.results if not r.as_expected]
+
+    @property
+    def counts(self) -> dict:
+        """safe / safe_ok (passed) / unsafe / found (caught) suites, goals reached."""
+        rs = self.results
+        return {"safe": sum(1 for r in rs if r.safe), "safe_ok": sum(1 for r in rs if r.safe and r.as_expected),
+                "unsafe": sum(1 for r in rs if not r.safe), "found": sum(1 for r in rs if not r.safe and r.found),
+                "goals_reached": sum(1 for g in self.goal_names if self.goals.get(g))}
+
+    @property
+    def ok(self) -> bool:
+        """Every verdict as expected, and (for a full run) every coverage goal reached."""
+        return not self.bad and (not self.missing or self.selected)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+
+def judge(suites, results, *, selected: bool, seconds: float = 0.0) -> Judgement:
+    """Judge ``results`` (one per entry of ``suites``): verdicts against the expected ones,
+    coverage goals reached. ``selected``: suites were named (--only), so missing goals are a
+    note, not a failure."""
     goals: Counter = Counter()
     for r in results:
         goals.update(r.goals)
+    return Judgement(results=tuple(results), goals=goals, goal_names=tuple(GOALS),
+                     missing=tuple(g for g in GOALS if goals.get(g, 0) == 0),
+                     cluster_ran=any(e.kind == "cluster" for e in suites), selected=selected, seconds=seconds)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def suite_lines(label: str, r) -> list[str]:
+    """The lines printed when a suite finishes: verdict, and what to look at if any."""
+    extra = ""
+    if not r.safe and r.found:
+        extra = f" (found after {r.runs} run(s)"
+        if r.shrunk_from:
+            extra += f", shrunk {r.shrunk_from} -> {r.shrunk_to} steps"
+        extra += ")"
+    lines = [f"{label}: {r.verdict} [{'ok' if r.as_expected else 'UNEXPECTED'}] in {r.seconds:.1f}s{extra}"]
+    if not r.as_expected and r.first_violation:
+        lines.append(f"    first violation (seed {r.first_seed}): {r.first_violation.get('message')}")
+    if r.error:
+        lines.append(f"    error: {r.error}")
+    if r.counterexample:
+        rel = os.path.relpath(r.counterexample)
+        lines.append(f"    counterexample: {r.counterexample if rel.startswith('..') else rel}")
+    return lines
+
+
+def render_summary(console, verdict: Judgement, *, profile: str, seed: int) -> None:
+    """The results table, the coverage goals (if a variant suite ran) and the summary line."""
+    from rich.table import Table  # lazy: rich is only needed once check runs (CLI start-up)
+
+    table = Table(title=f"flinkspec check — {profile} profile, seed {seed}")
+    for col in ("suite", "runs", "steps", "verdict", "expected", "as expected", "time"):
+        table.add_column(col, justify="right" if col in ("runs", "steps", "time") else "left")
+    for r in verdict.results:
+        table.add_row(r.name, str(r.runs), str(r.steps) if r.steps else "-", r.verdict, "/".join(r.expected),
+                      "yes" if r.as_expected else "NO", f"{r.seconds:.1f}s")
+    console.print(table)
+    if verdict.cluster_ran:
+        console.print(_goals_table(verdict))
+    if verdict.bad:
+        console.print(f"[bold red]{len(verdict.bad)} suite(s) did not reach their expected verdict:[/bold red] "
+                      + ", ".join(r.name for r in verdict.bad))
+    if verdict.missing and not verdict.selected:
+        console.print("[bold red]coverage goal(s) never reached — the search is blind to:[/bold red] "
+                      + ", ".join(verdict.missing))
+    elif verdict.missing and verdict.cluster_ran:
+        console.print("note: goals not reached by the selected suites: " + ", ".join(verdict.missing))
+    n = verdict.counts
+    console.print(f"summary: {n['safe_ok']}/{n['safe']} safe suites passed, {n['found']}/{n['unsafe']} unsafe "
+                  f"variants caught, {n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached, "
+                  f"{verdict.seconds:.1f}s — {'OK' if verdict.ok else 'FAILED'}")
+
+
+def _goals_table(verdict: Judgement):
+    from rich.table import Table  # lazy: rich is only needed once check runs (CLI start-up)
+
     gt = Table(title="coverage goals (sometimes): how often each was reached")
     gt.add_column("goal")
     gt.add_column("runs reaching it", justify="right")
     gt.add_column("statement")
-    missing = []
-    variant_suites_ran = any(r.name in VARIANTS for r in results)
-    for name, g in GOALS.items():
-        n = goals.get(name, 0)
-        gt.add_row(name, str(n), g.statement)
-        if n == 0:
-            missing.append(name)
-    if variant_suites_ran:
-        console.print(gt)
-    bad = [r for r in results if not r.as_expected]
-    elapsed = time.perf_counter() - t_all
-    ok = not bad and (not missing or wanted)
-    if bad:
-        console.print(f"[bold red]{len(bad)} suite(s) did not reach their expected verdict:[/bold red] "
-                      + ", ".join(r.name for r in bad))
-    if missing and not wanted:
-        console.print("[bold red]coverage goal(s) never reached — the search is blind to:[/bold red] "
-                      + ", ".join(missing))
-    elif missing and variant_suites_ran:
-        console.print("note: goals not reached by the selected suites: " + ", ".join(missing))
-    found = sum(1 for r in results if not r.safe and r.found)
-    unsafe = sum(1 for r in results if not r.safe)
-    safe_ok = sum(1 for r in results if r.safe and r.as_expected)
-    safe = sum(1 for r in results if r.safe)
-    console.print(f"summary: {safe_ok}/{safe} safe suites passed, {found}/{unsafe} unsafe variants caught, "
-                  f"{sum(1 for g in GOALS if goals.get(g))}/{len(GOALS)} coverage goals reached, "
-                  f"{elapsed:.1f}s — {'OK' if ok else 'FAILED'}")
-    return 0 if ok else 1
+    for name in verdict.goal_names:
+        gt.add_row(name, str(verdict.goals.get(name, 0)), GOALS[name].statement)
+    return gt
+
+
+def list_catalog(*, json_lines: bool = False) -> int:
+    """Every catalog entry, one line each: a table with a header, or JSON objects (``--json``)."""
+    from properties.catalog import load_catalog  # lazy: heavy, see the note at the top
+
+    entries = load_catalog()
+    if json_lines:
+        lines = [e.to_json() for e in entries]
+    else:
+        rows = [("name", "family", "run by", "FLINK key", "expected", "what it is [seam]")]
+        rows += [(e.name, e.family, f"flinkspec {e.runner}", e.flink_key or "-", "/".join(e.expected),
+                  e.description + (f" [seam: {e.seam}]" if e.seam else "")) for e in entries]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        lines = ["  ".join([c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]) for r in rows]
+    try:
+        for line in lines:
+            print(line)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `flinkspec check --list | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _console():
+    from rich.console import Console  # lazy: rich is only needed once check runs (CLI start-up)
+
+    return Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 150)
+
+
+def _live_output(console) -> dict:
+    """``progress``/``finished`` callbacks printing to ``console`` (progress only on a tty)."""
+    from rich.markup import escape  # lazy: rich is only needed once check runs (CLI start-up)
+
+    tty = sys.stdout.isatty()
+
+    def progress(label, done, total):
+        console.print(f"\r{escape(label)}: run {done}/{total}", end="")
+
+    def finished(label, r):
+        if tty:
+            console.print("\r", end="")
+        for line in suite_lines(label, r):
+            console.print(escape(line))
+
+    return {"progress": progress if tty else None, "finished": finished}

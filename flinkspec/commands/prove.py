@@ -12,6 +12,7 @@ import json
 import sys
 
 from model.errors import FlinkspecError
+from spec.proofs import load_all, run_check
 
 
 class UnknownProof(FlinkspecError):
@@ -37,8 +38,6 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from spec.proofs import load_all, run_check
-
     if args.timeout is not None and args.timeout <= 0:
         raise FlinkspecError(f"--timeout must be > 0 seconds, got {args.timeout}")
     registry = load_all()
@@ -56,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(runs) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.console import Console  # lazy: flinkspec.cli imports every command module at start-up
+    from rich.table import Table  # lazy: CLI start-up imports every command module
 
     console = Console(file=sys.stdout, width=max(160, Console().width), highlight=False)
     table = Table(title="flinkspec prove (z3)")
