@@ -249,7 +249,7 @@ class Cluster:
     FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
                         "completed_ids", "new_completed", "delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
-                        "producer_of", "source_tasks", "_scenario_key", "_task_cls", "_handler_cls")
+                        "producer_of", "source_tasks", "_scenario_key", "_task_cls", "_handler_cls", "_committed")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
         self.eg = execution_graph
@@ -263,6 +263,7 @@ class Cluster:
         self.trigger_results: list = []
         self.completed_ids: list[int] = []
         self.external = sinks.ExternalSystem()
+        self._committed = self.external.committed
         self.late: list = []
         self.job = JobState()
         self.acks: dict[int, dict] = {}
@@ -319,18 +320,18 @@ class Cluster:
 
     def step(self, action) -> None:
         """Apply ``action`` if it is enabled; else raise ActionNotEnabled (the state is untouched)."""
-        unit = A.KINDS.get(type(action))
-        if unit is None:
+        fns = _GUARD_AND_APPLY.get(type(action))
+        if fns is None:
             raise ActionNotEnabled(f"{action!r} is not an action of any registered kind")
-        why = unit.guard(self, action)
+        why = fns[0](self, action)
         if why is not None:
             raise ActionNotEnabled(f"{action!r}: {why}")
         delta = self.delta
         if delta.completed or delta.failover is not None or delta.redeployed or delta.allocation_changed:
             delta = self.delta = StepDelta()
             self.new_completed = delta.completed
-        delta.committed_before = len(self.external.committed)
-        unit.apply(self, action)
+        delta.committed_before = len(self._committed)
+        fns[1](self, action)
         self.now += 1
         self.trace.append(action)
 
@@ -628,7 +629,12 @@ class Cluster:
     def deliver(self, c: int) -> None:
         """The consumer of channel ``c`` takes the head element and processes it."""
         task = self.tasks[self.consumer_of[c]]
-        e = self.net.take(c)
+        if self.blocking[c]:
+            e = self.net.take(c)
+        else:  # Channels.take, inlined for the pipelined case (the hot path)
+            if self.prio[c]:
+                self.prio[c] -= 1
+            e = self.channels[c].popleft()
         if type(e) is tuple:
             self.received[c] += 1
             if task.persisting and task.local_of[c] in task.persisting:
@@ -927,6 +933,10 @@ class Cluster:
                     if cur is not None and cur.records:
                         return True
         return False
+
+
+#: action class -> (its kind's guard, its apply), bound once (``step`` is the hot path)
+_GUARD_AND_APPLY = {t: (u.guard, u.apply) for t, u in A.KINDS.items()}
 
 
 def enabled_actions(cluster: Cluster) -> list:
