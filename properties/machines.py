@@ -4,8 +4,10 @@
   one of the enabled actions (swarm testing: the machine's initialisation switches a random
   subset of the optional action kinds off); every *always* invariant is checked after each
   step; teardown drains the run and applies the exactly-once oracle.
-* :class:`ValveMachine` — one StatusWatermarkValve fed watermarks, idle and active statuses.
-* :func:`window_assignment_test` — window assigners over timestamps, sizes and offsets.
+* :func:`make_valve_machine` — ValveMachine: one StatusWatermarkValve fed watermarks, idle and
+  active statuses, and every channel going idle in some order.
+* :func:`check_window_assignment` with :data:`window_assignment_args` — window assigners over
+  timestamps, sizes and offsets.
 * :func:`make_barrier_handler_machine` — BarrierHandlerMachine: one task's
   SingleCheckpointBarrierHandler (aligned / alternating) or CheckpointBarrierTracker
   (at-least-once) fed barriers, cancel markers and EndOfPartition per FIFO channel, newer
@@ -16,8 +18,13 @@
 * :func:`check_rescaling` with :data:`rescale_args` — keyed, SPLIT_DISTRIBUTE, UNION and
   BROADCAST state restored with a new parallelism.
 
-The focused machines' invariants are in ``spec.focused``; their subjects are recordings of
-what was sent to the mechanism and what it answered.
+Every focused machine judges one invariant *subject* (``spec.invariant.SUBJECTS``) and checks
+**every** registered invariant of it, as listed by ``spec.invariant.invariants(subject)`` at
+the time of the check (:func:`judge`): *always* invariants after every step, *eventually* ones
+when a machine's run ends (a one-shot check is its own end). No hand-kept list: an invariant
+registered with a focused subject is checked by its machine from then on. Subjects are
+recordings of what was sent to the mechanism and what it answered (``spec.focused``,
+``spec.watermarks``); ``properties.coverage_map`` says which engine checks which subject.
 
 ``make_*`` functions build a machine class for a variant (knobs), so safe and unsafe
 configurations are searched by the same machine.
@@ -25,16 +32,29 @@ configurations are searched by the same machine.
 
 from __future__ import annotations
 
+import sys
+
 from hypothesis import strategies as st
 from hypothesis import target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from model import actions as A
+from model import stateassignment as SA  # module, not names: tests patch its functions
+from model.checkpointbarrierhandler import (
+    ALT_WAITING,
+    WAITING,
+    CheckpointBarrierTracker,
+    SingleCheckpointBarrierHandler,
+)
+from model.checkpointcoordinator import CheckpointCompleted, CheckpointCoordinator, CheckpointTriggered
+from model.events import CheckpointBarrier
 from model.variants import Variant, generate
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
 from model.windowing import SlidingEventTimeWindows, TumblingEventTimeWindows
 from properties.engines import CORE_KINDS, SWARM_KINDS, Run
-from spec import watermarks as W
+from properties.strategies import scenarios
+from spec import load_all
+from spec.invariant import invariants as registered_invariants
 
 
 class ViolationFound(AssertionError):
@@ -47,11 +67,67 @@ class ViolationFound(AssertionError):
         super().__init__(f"[{violation.invariant}] {violation.message}")
 
 
+#: The kinds a focused machine checks: *always* after every step, *eventually* when its run
+#: ends. No focused machine tracks *sometimes* goals (coverage is a whole-cluster notion).
+FOCUSED_KINDS = ("always", "eventually")
+
+
+def focused_invariants(subject: str) -> tuple:
+    """Every registered invariant of ``subject``, from the registry (never a hand-kept list).
+
+    Raises ``ValueError`` if one has a kind no focused machine checks, so that an invariant
+    registered for a focused subject can never be silently skipped."""
+    load_all()  # every spec module registered before the registry is asked
+    invs = registered_invariants(subject)
+    odd = [f"{i.name} ({i.kind})" for i in invs if i.kind not in FOCUSED_KINDS]
+    if odd:
+        raise ValueError(f"no focused machine checks these {subject!r} invariants: {odd}; "
+                         f"focused machines check the kinds {FOCUSED_KINDS}")
+    return invs
+
+
+def judge(subject: str, observed, kinds=FOCUSED_KINDS) -> None:
+    """Check every registered invariant of ``subject`` whose kind is in ``kinds`` on the
+    observation ``observed``, in registration order; raise :class:`ViolationFound` on the
+    first violation."""
+    for inv in focused_invariants(subject):
+        if inv.kind in kinds:
+            v = inv.check(observed)
+            if v is not None:
+                raise ViolationFound(v)
+
+
+class FocusedMachine(RuleBasedStateMachine):
+    """Base of the focused stateful machines: judges ``SUBJECT``'s registered invariants on
+    :meth:`observed` -- the *always* ones after initialisation and every step, the
+    *eventually* ones at teardown when the run ended without an error."""
+
+    SUBJECT = ""
+
+    def observed(self):
+        """The subject of the invariants, refreshed from the machine; None before ``start``."""
+        return None
+
+    @invariant()
+    def spec_holds(self):
+        obs = self.observed()
+        if obs is not None:
+            judge(self.SUBJECT, obs, ("always",))
+
+    def teardown(self):
+        # Hypothesis calls teardown in a ``finally``: while a step's exception (a violation, a
+        # crash, the end of the example's data) propagates, the run did not end normally and
+        # its end state is not judged.
+        if sys.exc_info()[0] is not None:
+            return
+        obs = self.observed()
+        if obs is not None:
+            judge(self.SUBJECT, obs, ("eventually",))
+
+
 def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
     """A machine class searching ``variant``'s scenarios (the seed is drawn), or, with
     ``variant=None``, any job, input and safe configuration (``properties.strategies``)."""
-    from properties.strategies import scenarios
-
     scenario_strategy = (st.integers(0, 10_000).map(lambda seed: generate(variant, seed))
                          if variant is not None else scenarios(safe=True))
 
@@ -100,24 +176,41 @@ def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
     return ClusterMachine
 
 
-class _ValveSubject:
-    __slots__ = ("valve", "emitted")
+class ValveSubject:
+    """One valve and what it emitted (the subject of ``spec.watermarks``' valve invariants)."""
+
+    __slots__ = ("valve", "out")
+
+    def __init__(self, valve, out):
+        self.valve = valve
+        self.out = out
+
+    @property
+    def emitted(self) -> list:
+        """The watermarks the valve emitted, in order."""
+        return self.out.watermarks
 
 
 def make_valve_machine(knobs: dict | None = None):
+    """A machine feeding one StatusWatermarkValve (1-4 channels) watermarks, idle and active
+    statuses, and all channels going idle in a drawn order; judges every
+    registered ``valve`` invariant."""
     knobs = dict(knobs or {})
 
-    class ValveMachine(RuleBasedStateMachine):
+    class ValveMachine(FocusedMachine):
+        SUBJECT = "valve"
+
         def __init__(self):
             super().__init__()
             self.s = None
 
+        def observed(self):
+            return self.s
+
         @initialize(n=st.integers(1, 4))
         def start(self, n):
-            self.out = RecordingValveOutput()
-            self.s = _ValveSubject()
-            self.s.valve = StatusWatermarkValve(n, self.out, **knobs)
-            self.s.emitted = self.out.watermarks
+            out = RecordingValveOutput()
+            self.s = ValveSubject(StatusWatermarkValve(n, out, **knobs), out)
             self.n = n
 
         @rule(data=st.data(), wm=st.integers(-5, 30))
@@ -133,35 +226,37 @@ def make_valve_machine(knobs: dict | None = None):
         def active(self, data):
             self.s.valve.input_watermark_status(False, data.draw(st.integers(0, self.n - 1), label="channel"))
 
-        @invariant()
-        def spec_holds(self):
-            if self.s is None:
-                return
-            self.s.emitted = self.out.watermarks
-            for inv in (W.valve_output_strictly_increasing, W.valve_output_bounded, W.valve_all_idle_flush):
-                v = inv.check(self.s)
-                if v is not None:
-                    raise ViolationFound(v)
+        @precondition(lambda self: self.s is not None and not self.s.valve.is_idle
+                      and len(set(self.s.valve.channel_watermarks)) > 1)
+        @rule(data=st.data())
+        def all_idle(self, data):
+            """Every channel goes idle, in a drawn order (e.g. every upstream source ran out of
+            splits), once the channels' watermarks differ: the output must then flush to the
+            largest one whatever the order."""
+            for ch in data.draw(st.permutations(range(self.n)), label="order"):
+                self.s.valve.input_watermark_status(True, ch)
 
     ValveMachine.__name__ = f"ValveMachine{knobs or ''}"
     return ValveMachine
 
 
-class _WindowSubject:
+class WindowSubject:
+    """The windows one element was assigned to (the subject of the ``window`` invariants)."""
+
     __slots__ = ("windows", "timestamp", "size", "offset")
+
+    def __init__(self, windows, timestamp: int, size: int, offset: int):
+        self.windows, self.timestamp, self.size, self.offset = windows, timestamp, size, offset
 
 
 def check_window_assignment(ts: int, size: int, offset: int, slide: int | None, legacy: bool):
-    """Assign ``ts``; raise ViolationFound if a window does not contain it."""
+    """Assign ``ts``; raise ViolationFound on the first registered ``window`` invariant that fails
+    (one assignment is a whole run: *always* and *eventually* invariants are both checked)."""
     if slide is None:
         assigner = TumblingEventTimeWindows(size, offset, legacy_window_start=legacy)
     else:
         assigner = SlidingEventTimeWindows(size, slide, offset, legacy_window_start=legacy)
-    s = _WindowSubject()
-    s.windows, s.timestamp, s.size, s.offset = assigner.assign_windows(ts), ts, size, offset
-    v = W.window_contains_timestamp.check(s)
-    if v is not None:
-        raise ViolationFound(v)
+    judge("window", WindowSubject(assigner.assign_windows(ts), ts, size, offset))
 
 
 def _window_args(size: int, slide: int | None):
@@ -237,8 +332,6 @@ class RecordingBarrierContext:
 
 
 def _handler_waiting(h) -> bool:
-    from model.checkpointbarrierhandler import ALT_WAITING, WAITING, SingleCheckpointBarrierHandler
-
     if not isinstance(h, SingleCheckpointBarrierHandler):
         return not h.pending
     return h.state in (WAITING, ALT_WAITING) and not h.pending
@@ -251,18 +344,22 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
     ``"at_least_once"`` (CheckpointBarrierTracker; ``knobs`` go to its constructor). Each
     channel is a FIFO from one producer: it delivers, for increasing checkpoint ids, either
     the barrier or a CancelCheckpointMarker (ids may be skipped), then maybe EndOfPartition;
-    a blocked channel delivers nothing.
+    a blocked channel delivers nothing. Judges every registered ``barrier_handler`` invariant.
     """
-    from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
-    from model.events import CheckpointBarrier
-    from spec import focused as F
-
     knobs = dict(knobs or {})
 
-    class BarrierHandlerMachine(RuleBasedStateMachine):
+    class BarrierHandlerMachine(FocusedMachine):
+        SUBJECT = "barrier_handler"
+
         def __init__(self):
             super().__init__()
             self.ctx = None
+
+        def observed(self):
+            if self.ctx is None:
+                return None
+            self.ctx.waiting = _handler_waiting(self.h)  # the machine's observation, refreshed
+            return self.ctx
 
         @initialize(n=st.integers(1, 4), flip147=st.booleans(), timeout=st.integers(0, 3),
                     triggered=st.integers(0, 3))
@@ -359,16 +456,7 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             if self.ctx is not None:
                 target(float(len(self.ctx.log)), label="triggers and aborts")
                 target(float(self.late_cancels), label="late cancel markers")
-
-        @invariant()
-        def spec_holds(self):
-            if self.ctx is None:
-                return
-            self.ctx.waiting = _handler_waiting(self.h)
-            for inv in F.BARRIER_INVARIANTS:
-                v = inv.check(self.ctx)
-                if v is not None:
-                    raise ViolationFound(v)
+            super().teardown()
 
     BarrierHandlerMachine.__name__ = f"BarrierHandlerMachine[{mode}{knobs or ''}]"
     return BarrierHandlerMachine
@@ -388,8 +476,6 @@ class CoordinatorSubject:
         self.restores: list = []
 
     def record(self, effects):
-        from model.checkpointcoordinator import CheckpointCompleted, CheckpointTriggered
-
         for e in effects:
             self.effects.append(e)
             if type(e) is CheckpointTriggered:
@@ -402,16 +488,19 @@ def make_coordinator_machine(knobs: dict | None = None):
     """A machine driving one CheckpointCoordinator: trigger checkpoints and savepoints, acks and
     declines from tasks, task failures, region failover (abort pending), JobManager failover,
     time passing (min pause, checkpoint timeout) and restores. ``knobs`` go to the coordinator
-    (e.g. the unsafe ``restore_pending_checkpoints`` / ``notify_savepoint_complete``)."""
-    from model.checkpointcoordinator import CheckpointCoordinator
-    from spec import focused as F
-
+    (e.g. the unsafe ``restore_pending_checkpoints`` / ``notify_savepoint_complete``). Judges
+    every registered ``coordinator`` invariant."""
     knobs = dict(knobs or {})
 
-    class CoordinatorMachine(RuleBasedStateMachine):
+    class CoordinatorMachine(FocusedMachine):
+        SUBJECT = "coordinator"
+
         def __init__(self):
             super().__init__()
             self.s = None
+
+        def observed(self):
+            return self.s
 
         @initialize(tasks=st.integers(1, 3), max_concurrent=st.integers(1, 3), retained=st.integers(1, 3),
                     min_pause=st.integers(0, 2), timeout=st.one_of(st.none(), st.integers(2, 6)),
@@ -493,26 +582,16 @@ def make_coordinator_machine(knobs: dict | None = None):
             if self.s is not None:
                 target(float(self.in_flight_at_restore), label="acknowledged checkpoints in flight at a failover")
                 target(float(sum(1 for p in self.s.kinds.values() if p.is_savepoint)), label="savepoints")
+            super().teardown()
 
         def _note_in_flight(self):
             self.in_flight_at_restore = max(self.in_flight_at_restore,
                                             sum(1 for p in self.c.pending.values() if p.acknowledged))
 
         def _restore(self):
-            from model.checkpointcoordinator import CheckpointCompleted
-
             done = [e.checkpoint_id for e in self.s.effects
                     if type(e) is CheckpointCompleted and not e.properties.is_savepoint]
             self.s.restores.append((self.c.restore_latest_checkpointed_state(), max(done) if done else None))
-
-        @invariant()
-        def spec_holds(self):
-            if self.s is None:
-                return
-            for inv in F.COORDINATOR_INVARIANTS:
-                v = inv.check(self.s)
-                if v is not None:
-                    raise ViolationFound(v)
 
     CoordinatorMachine.__name__ = f"CoordinatorMachine{knobs or ''}"
     return CoordinatorMachine
@@ -539,35 +618,28 @@ rescale_args = _rescale_case(st.one_of(st.integers(1, 24), st.just(128)))
 
 def check_rescaling(args, assignment: str = "range"):
     """Snapshot keyed state (by old ranges), list, union and broadcast state with ``old p``,
-    restore it with ``new p`` through ``model.stateassignment``; raise ViolationFound when a
-    rescaling invariant fails."""
-    from model.stateassignment import (
-        assign_keyed_state, key_groups_for, repartition_broadcast, repartition_split_distribute,
-        repartition_union)
-    from spec import focused as F
-
+    restore it with ``new p`` through ``model.stateassignment``; raise ViolationFound on the
+    first registered ``rescaling`` invariant that fails (one restore is a whole run: *always*
+    and *eventually* invariants are both checked)."""
     maxp, oldp, newp, kgs, sizes = args
     s = RescaleSubject()
     s.max_parallelism, s.old_parallelism, s.new_parallelism = maxp, oldp, newp
     # old keyed state: each old subtask holds the key groups of its own range (what Flink wrote)
     s.old_keyed = []
     for i in range(oldp):
-        mine = set(key_groups_for(maxp, oldp, i))
+        mine = set(SA.key_groups_for(maxp, oldp, i))
         s.old_keyed.append({kg: ("v", kg) for kg in sorted(kgs & mine)})
-    s.new_keyed = assign_keyed_state(s.old_keyed, maxp, newp, assignment)
+    s.new_keyed = SA.assign_keyed_state(s.old_keyed, maxp, newp, assignment)
     # list state: per state name, old subtask i holds sizes[name][i % len] distinct entries
     s.old_lists, s.new_split = [], []
     start = 0
     for name, sz in enumerate(sizes):
         old = [[(name, i, j) for j in range(sz[i % len(sz)] if sz else 0)] for i in range(oldp)]
-        new, start = repartition_split_distribute(old, newp, start)
+        new, start = SA.repartition_split_distribute(old, newp, start)
         s.old_lists.append(old)
         s.new_split.append(new)
     s.union_old = s.old_lists[0]
-    s.union_new = repartition_union(s.union_old, newp)
+    s.union_new = SA.repartition_union(s.union_old, newp)
     s.broadcast_old = [[("b", i, j) for j in range(2)] for i in range(oldp)]
-    s.broadcast_new = repartition_broadcast(s.broadcast_old, newp)
-    for inv in F.RESCALING_INVARIANTS:
-        v = inv.check(s)
-        if v is not None:
-            raise ViolationFound(v)
+    s.broadcast_new = SA.repartition_broadcast(s.broadcast_old, newp)
+    judge("rescaling", s)

@@ -1,10 +1,16 @@
 """Invariants of the focused suites: one task's barrier handler, the CheckpointCoordinator
 alone, and state assignment on rescaling (flink-facts §1 and §3).
 
-All are pure ``check(subject) -> Violation | None`` functions of kind *always*; the
-subjects are plain observation records built by ``properties.machines`` (what was sent to
-the mechanism and what it answered), never the mechanism's own bookkeeping, so a wrong
-mechanism cannot vouch for itself.
+All are pure ``check(subject) -> Violation | None`` functions of kind *always*, registered
+with their subject (``barrier_handler``, ``coordinator``, ``rescaling``): the focused machine
+of that subject in ``properties.machines`` checks every one of them, as listed by
+``spec.invariant.invariants(subject)``. An invariant that holds only under some condition (a
+mode, an initialised handler) tests that condition itself. Those that read the recorded
+history (the handler's ``log``, the coordinator's ``effects`` and ``restores``) have scope
+``trace``; the others judge the current state. The subjects are plain observation records
+built by ``properties.machines`` (what was sent to the mechanism and what it answered), never
+the mechanism's own bookkeeping, so a wrong mechanism cannot vouch for itself; an invariant
+never writes into its subject.
 
 **Barrier handler subject** (``SingleCheckpointBarrierHandler`` / ``CheckpointBarrierTracker``
 driven through a recording context):
@@ -67,7 +73,7 @@ def _settled(log, cid: int) -> bool:
     return False
 
 
-@invariant("handler_blocked_until_settled", kind="always",
+@invariant("handler_blocked_until_settled", kind="always", subject="barrier_handler", scope="trace",
            concept="SingleCheckpointBarrierHandler alignment (CollectingBarriers)",
            statement="While checkpoint n is being aligned, every channel that delivered barrier n stays "
            "blocked until n is triggered or aborted.")
@@ -87,7 +93,7 @@ def handler_blocked_until_settled(s) -> Violation | None:
     return None
 
 
-@invariant("handler_trigger_after_all_barriers", kind="always",
+@invariant("handler_trigger_after_all_barriers", kind="always", subject="barrier_handler", scope="trace",
            concept="CheckpointBarrierHandler alignment / FLIP-147 EndOfPartition",
            statement="A handler triggers checkpoint n at most once, and an aligned snapshot of n (or the "
            "completion of n's channel state) only after barrier n or EndOfPartition arrived on every channel.")
@@ -115,7 +121,8 @@ def handler_trigger_after_all_barriers(s) -> Violation | None:
     return None
 
 
-@invariant("handler_triggers_increasing", kind="always", concept="SingleCheckpointBarrierHandler",
+@invariant("handler_triggers_increasing", kind="always", subject="barrier_handler", scope="trace",
+           concept="SingleCheckpointBarrierHandler",
            statement="The checkpoint ids an exactly-once barrier handler triggers are strictly increasing.")
 def handler_triggers_increasing(s) -> Violation | None:
     """Not checked for the at-least-once ``CheckpointBarrierTracker``: Flink's tracker can hand
@@ -136,7 +143,7 @@ def handler_triggers_increasing(s) -> Violation | None:
     return None
 
 
-@invariant("handler_abort_once", kind="always",
+@invariant("handler_abort_once", kind="always", subject="barrier_handler", scope="trace",
            concept="CheckpointBarrierTracker / SingleCheckpointBarrierHandler abort (FLINK-5285)",
            statement="A handler reports the abort of a checkpoint id at most once, and never aborts a "
            "checkpoint it snapshotted aligned.")
@@ -163,7 +170,7 @@ def handler_abort_once(s) -> Violation | None:
     return None
 
 
-@invariant("handler_unblocked_when_waiting", kind="always",
+@invariant("handler_unblocked_when_waiting", kind="always", subject="barrier_handler",
            concept="BarrierHandlerState WaitingForFirstBarrier / CheckpointBarrierTracker",
            statement="No channel is blocked while the handler waits for a first barrier, and the "
            "at-least-once tracker never blocks a channel.")
@@ -180,9 +187,6 @@ def handler_unblocked_when_waiting(s) -> Violation | None:
     return None
 
 
-BARRIER_INVARIANTS = (handler_blocked_until_settled, handler_trigger_after_all_barriers,
-                      handler_triggers_increasing, handler_abort_once, handler_unblocked_when_waiting)
-
 # ---------------------------------------------------------------------------------------
 # checkpoint coordinator
 # ---------------------------------------------------------------------------------------
@@ -192,7 +196,8 @@ def _completions(s):
     return [e for e in s.effects if type(e) is CheckpointCompleted]
 
 
-@invariant("coordinator_completed_ids_increasing", kind="always", concept="CheckpointCoordinator completion",
+@invariant("coordinator_completed_ids_increasing", kind="always", subject="coordinator", scope="trace",
+           concept="CheckpointCoordinator completion",
            statement="Completed checkpoints (not savepoints) complete in strictly increasing id order.")
 def coordinator_completed_ids_increasing(s) -> Violation | None:
     last = None
@@ -208,7 +213,7 @@ def coordinator_completed_ids_increasing(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_complete_only_when_all_acked", kind="always",
+@invariant("coordinator_complete_only_when_all_acked", kind="always", subject="coordinator", scope="trace",
            concept="PendingCheckpoint.isFullyAcknowledged",
            statement="A checkpoint completes only after every task to acknowledge acknowledged it.")
 def coordinator_complete_only_when_all_acked(s) -> Violation | None:
@@ -223,7 +228,7 @@ def coordinator_complete_only_when_all_acked(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_savepoints_outside_store", kind="always",
+@invariant("coordinator_savepoints_outside_store", kind="always", subject="coordinator", scope="trace",
            concept="CheckpointCoordinator savepoints (FLINK-6328, FLINK-25191) / PendingCheckpoint.canBeSubsumed",
            statement="Savepoints never enter the completed checkpoint store and are never subsumed.")
 def coordinator_savepoints_outside_store(s) -> Violation | None:
@@ -245,7 +250,8 @@ def coordinator_savepoints_outside_store(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_store_latest_is_newest", kind="always", concept="CompletedCheckpointStore",
+@invariant("coordinator_store_latest_is_newest", kind="always", subject="coordinator", scope="trace",
+           concept="CompletedCheckpointStore",
            statement="The store's latest checkpoint is the newest completed checkpoint (none before the first).")
 def coordinator_store_latest_is_newest(s) -> Violation | None:
     done = [e.checkpoint_id for e in _completions(s) if not e.properties.is_savepoint]
@@ -259,7 +265,8 @@ def coordinator_store_latest_is_newest(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_pending_within_max_concurrent", kind="always", concept="CheckpointRequestDecider",
+@invariant("coordinator_pending_within_max_concurrent", kind="always", subject="coordinator",
+           concept="CheckpointRequestDecider",
            statement="A non-forced checkpoint starts only while fewer than max-concurrent checkpoints are "
            "pending: every pending non-forced checkpoint has fewer than max-concurrent older pending ones.")
 def coordinator_pending_within_max_concurrent(s) -> Violation | None:
@@ -274,7 +281,7 @@ def coordinator_pending_within_max_concurrent(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_notify_only_completed", kind="always",
+@invariant("coordinator_notify_only_completed", kind="always", subject="coordinator", scope="trace",
            concept="CheckpointCoordinator.sendAcknowledgeMessages (notifyCheckpointOnComplete)",
            statement="Every notify-complete is sent once, for a checkpoint that completed before.")
 def coordinator_notify_only_completed(s) -> Violation | None:
@@ -294,7 +301,7 @@ def coordinator_notify_only_completed(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_no_notify_for_savepoint", kind="always",
+@invariant("coordinator_no_notify_for_savepoint", kind="always", subject="coordinator", scope="trace",
            concept="CheckpointCoordinator.cleanupAfterCompletedCheckpoint (FLINK-10354)",
            statement="A plain (not stop-with-) savepoint never sends notify-complete: it is not in the store, "
            "so side effects committed on its notification could be replayed from an older checkpoint.")
@@ -311,7 +318,7 @@ def coordinator_no_notify_for_savepoint(s) -> Violation | None:
     return None
 
 
-@invariant("coordinator_restore_latest_completed", kind="always",
+@invariant("coordinator_restore_latest_completed", kind="always", subject="coordinator", scope="trace",
            concept="CheckpointCoordinator.restoreLatestCheckpointedState",
            statement="A restore returns the newest completed checkpoint, complete (or nothing before the first).")
 def coordinator_restore_latest_completed(s) -> Violation | None:
@@ -327,12 +334,6 @@ def coordinator_restore_latest_completed(s) -> Violation | None:
     return None
 
 
-COORDINATOR_INVARIANTS = (coordinator_completed_ids_increasing, coordinator_complete_only_when_all_acked,
-                          coordinator_savepoints_outside_store, coordinator_store_latest_is_newest,
-                          coordinator_pending_within_max_concurrent, coordinator_notify_only_completed,
-                          coordinator_no_notify_for_savepoint, coordinator_restore_latest_completed)
-
-
 def triggered_kinds(effects) -> dict:
     """checkpoint id -> CheckpointProperties of every CheckpointTriggered in ``effects``."""
     return {e.checkpoint_id: e.properties for e in effects if type(e) is CheckpointTriggered}
@@ -342,7 +343,7 @@ def triggered_kinds(effects) -> dict:
 # ---------------------------------------------------------------------------------------
 
 
-@invariant("keygroup_assigned_to_range_owner", kind="always",
+@invariant("keygroup_assigned_to_range_owner", kind="always", subject="rescaling",
            concept="StateAssignmentOperation / KeyGroupRangeAssignment.computeOperatorIndexForKeyGroup",
            statement="After rescaling, each key group's state is on exactly the new subtask that records of "
            "that key group are routed to (kg * p' / maxP), and on no other.")
@@ -359,7 +360,8 @@ def keygroup_assigned_to_range_owner(s) -> Violation | None:
     return None
 
 
-@invariant("keyed_state_preserved", kind="always", concept="StateAssignmentOperation (key-group range intersection)",
+@invariant("keyed_state_preserved", kind="always", subject="rescaling",
+           concept="StateAssignmentOperation (key-group range intersection)",
            statement="Rescaling keyed state loses no key group, duplicates none and keeps every value.")
 def keyed_state_preserved(s) -> Violation | None:
     before = {}
@@ -383,7 +385,8 @@ def keyed_state_preserved(s) -> Violation | None:
     return None
 
 
-@invariant("split_distribute_exact_and_balanced", kind="always", concept="RoundRobinOperatorStateRepartitioner",
+@invariant("split_distribute_exact_and_balanced", kind="always", subject="rescaling",
+           concept="RoundRobinOperatorStateRepartitioner",
            statement="SPLIT_DISTRIBUTE list state: every old entry goes to exactly one new subtask, and the new "
            "subtasks' list sizes differ by at most one.")
 def split_distribute_exact_and_balanced(s) -> Violation | None:
@@ -405,7 +408,7 @@ def split_distribute_exact_and_balanced(s) -> Violation | None:
     return None
 
 
-@invariant("union_state_to_all", kind="always", concept="OperatorStateHandle.Mode.UNION",
+@invariant("union_state_to_all", kind="always", subject="rescaling", concept="OperatorStateHandle.Mode.UNION",
            statement="UNION list state: every new subtask gets every entry of every old subtask.")
 def union_state_to_all(s) -> Violation | None:
     want = Counter(e for lst in s.union_old for e in lst)
@@ -419,7 +422,8 @@ def union_state_to_all(s) -> Violation | None:
     return None
 
 
-@invariant("broadcast_state_copied", kind="always", concept="OperatorStateHandle.Mode.BROADCAST",
+@invariant("broadcast_state_copied", kind="always", subject="rescaling",
+           concept="OperatorStateHandle.Mode.BROADCAST",
            statement="BROADCAST state: new subtask i gets a copy of old subtask i % oldParallelism's state.")
 def broadcast_state_copied(s) -> Violation | None:
     if len(s.broadcast_new) != s.new_parallelism:
@@ -432,7 +436,3 @@ def broadcast_state_copied(s) -> Violation | None:
                              message=f"new subtask {i} should hold a copy of old subtask {i % s.old_parallelism}'s "
                              f"broadcast state")
     return None
-
-
-RESCALING_INVARIANTS = (keygroup_assigned_to_range_owner, keyed_state_preserved,
-                        split_distribute_exact_and_balanced, union_state_to_all, broadcast_state_copied)

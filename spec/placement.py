@@ -6,6 +6,10 @@ They read the allocation's per-subtask slots (``slot_of_subtask``), not the mode
 execution slot sharing groups, so a wrong grouping is caught too. A waiting allocation
 (``WAITING_FOR_RESOURCES``) places nothing and trivially satisfies all of them except
 that nothing may be placed.
+
+They are registered with subject ``placement``: :func:`check_placement` (called by the
+run-level invariant ``placement_valid`` in ``spec.recovery``) checks every one of them, as
+listed by ``spec.invariant.invariants("placement")``; ``PLACEMENT_INVARIANTS`` is that list.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import attrs
 
 from model.executiongraph import ExecutionGraph
 from model.slotsharing import SlotAllocation
-from spec.invariant import Violation, invariant
+from spec import load_all
+from spec.invariant import Violation, invariant, invariants
 
 
 @attrs.frozen(slots=True)
@@ -37,6 +42,7 @@ def _slots(p: Placement) -> dict:
 @invariant(
     "placement.one_subtask_per_vertex_per_slot",
     kind="always",
+    subject="placement",
     concept="SlotSharingGroup / LocalInputPreferredSlotSharingStrategy",
     statement="A shared slot holds at most one subtask of each JobVertex.",
 )
@@ -61,6 +67,7 @@ def one_subtask_per_vertex_per_slot(p: Placement) -> Violation | None:
 @invariant(
     "placement.slot_holds_one_slot_sharing_group",
     kind="always",
+    subject="placement",
     concept="SlotSharingGroup",
     statement="Subtasks share a slot only when their JobVertices are in the same slot sharing group.",
 )
@@ -82,6 +89,7 @@ def slot_holds_one_slot_sharing_group(p: Placement) -> Violation | None:
 @invariant(
     "placement.co_location_honoured",
     kind="always",
+    subject="placement",
     concept="CoLocationGroup / CoLocationConstraint",
     statement="Subtask i of every JobVertex of a co-location group runs in the same slot.",
 )
@@ -112,6 +120,7 @@ def co_location_honoured(p: Placement) -> Violation | None:
 @invariant(
     "placement.every_subtask_placed_once",
     kind="always",
+    subject="placement",
     concept="ExecutionSlotSharingGroup / SlotAllocation",
     statement="An allocated job places every subtask in exactly one slot; a waiting job places none.",
 )
@@ -166,6 +175,7 @@ def every_subtask_placed_once(p: Placement) -> Violation | None:
 @invariant(
     "placement.slots_used_equal_required",
     kind="always",
+    subject="placement",
     concept="SlotSharingSlotAllocator.calculateRequiredSlots",
     statement="An allocated job uses exactly sum over slot sharing groups of max parallelism slots,"
               " each a distinct slot of a live TaskManager.",
@@ -198,16 +208,23 @@ def slots_used_equal_required(p: Placement) -> Violation | None:
     return None
 
 
-PLACEMENT_INVARIANTS = (
-    one_subtask_per_vertex_per_slot,
-    slot_holds_one_slot_sharing_group,
-    co_location_honoured,
-    every_subtask_placed_once,
-    slots_used_equal_required,
-)
+def _registered() -> tuple:
+    load_all()  # a placement invariant registered by any spec module is checked too
+    return invariants("placement")
+
+
+def __getattr__(name: str):
+    """``PLACEMENT_INVARIANTS``: the registered placement invariants, read from the registry
+    (``spec.invariant.invariants("placement")``) whenever the name is looked up, so it cannot
+    drift from what :func:`check_placement` checks."""
+    if name == "PLACEMENT_INVARIANTS":
+        return _registered()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def check_placement(execution_graph: ExecutionGraph, allocation: SlotAllocation) -> list[Violation]:
-    """All placement violations (empty when the placement is valid)."""
+    """All placement violations (empty when the placement is valid): every registered invariant
+    of subject ``placement``, in registration order. The run-level invariant
+    ``spec.recovery.placement_valid`` calls this after every (re)start."""
     p = Placement(execution_graph, allocation)
-    return [v for inv in PLACEMENT_INVARIANTS if (v := inv(p)) is not None]
+    return [v for inv in _registered() if (v := inv(p)) is not None]

@@ -1,7 +1,11 @@
 """Invariants of watermarks and windows (flink-facts §2).
 
-Valve invariants take a subject with ``.valve`` (a ``StatusWatermarkValve``) and
-``.emitted`` (the watermarks it emitted, in order).
+Valve invariants (subject ``valve``) take a subject with ``.valve`` (a
+``StatusWatermarkValve``) and ``.emitted`` (the watermarks it emitted, in order; reading it
+makes ``valve_output_strictly_increasing`` a *trace* invariant). The window invariant
+(subject ``window``) takes ``.windows`` (what an assigner returned for one element),
+``.timestamp``, ``.size`` and ``.offset``. ``properties.machines`` checks every registered
+invariant of each subject (``spec.invariant.invariants``); none writes into its subject.
 """
 
 from __future__ import annotations
@@ -11,7 +15,8 @@ from spec.invariant import Violation, invariant
 LONG_MIN = -(1 << 63)
 
 
-@invariant("valve_output_strictly_increasing", kind="always", concept="StatusWatermarkValve",
+@invariant("valve_output_strictly_increasing", kind="always", subject="valve", scope="trace",
+           concept="StatusWatermarkValve",
            statement="The watermarks a StatusWatermarkValve emits are strictly increasing.")
 def valve_output_strictly_increasing(s) -> Violation | None:
     em = s.emitted
@@ -22,7 +27,7 @@ def valve_output_strictly_increasing(s) -> Violation | None:
     return None
 
 
-@invariant("valve_output_bounded", kind="always", concept="StatusWatermarkValve alignment",
+@invariant("valve_output_bounded", kind="always", subject="valve", concept="StatusWatermarkValve alignment",
            statement="Every aligned active channel is at or above the valve's output watermark, and the "
            "output never exceeds the largest watermark any channel sent.")
 def valve_output_bounded(s) -> Violation | None:
@@ -44,7 +49,7 @@ def valve_output_bounded(s) -> Violation | None:
     return None
 
 
-@invariant("valve_all_idle_flush", kind="always", concept="StatusWatermarkValve (FLINK-7728)",
+@invariant("valve_all_idle_flush", kind="always", subject="valve", concept="StatusWatermarkValve (FLINK-7728)",
            statement="When every channel is idle, the output watermark is the largest channel watermark, "
            "whatever the order in which the channels went idle.")
 def valve_all_idle_flush(s) -> Violation | None:
@@ -60,7 +65,8 @@ def valve_all_idle_flush(s) -> Violation | None:
                      f"{v.last_output_watermark}, not the largest channel watermark {top}")
 
 
-@invariant("window_contains_timestamp", kind="always", concept="TimeWindow.getWindowStartWithOffset (FLINK-26334)",
+@invariant("window_contains_timestamp", kind="always", subject="window",
+           concept="TimeWindow.getWindowStartWithOffset (FLINK-26334)",
            statement="Every window an element is assigned to contains its timestamp: start <= ts < end.")
 def window_contains_timestamp(s) -> Violation | None:
     for w in s.windows:

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import seed as hseed
 from hypothesis.stateful import run_state_machine_as_test
 
+from model import stateassignment as SA
 from model.checkpointbarrierhandler import (
     DECLINED_ON_CANCELLATION_BARRIER,
     CheckpointBarrierTracker,
@@ -38,6 +39,7 @@ from model.events import CheckpointBarrier
 from properties import machines as M
 from properties.focused import FOCUSED
 from spec import focused as F
+from spec.invariant import invariants
 
 SAFE = ["barrier-handler-aligned", "barrier-handler-alternating", "barrier-tracker", "checkpoint-coordinator",
         "rescaling-state-assignment"]
@@ -264,7 +266,9 @@ def _rs(**kw):
 
 def test_rescaling_invariants_hold_on_a_correct_restore():
     s = _rs()
-    assert [inv.check(s) for inv in F.RESCALING_INVARIANTS] == [None] * len(F.RESCALING_INVARIANTS)
+    registered = invariants("rescaling")
+    assert len(registered) == 5
+    assert [inv.check(s) for inv in registered] == [None] * len(registered)
 
 
 def test_keygroup_owner_and_preservation_fail_on_wrong_restores():
@@ -410,8 +414,6 @@ def test_coordinator_machine_catches_a_decider_without_the_concurrency_limit(mon
 
 
 def test_rescaling_property_catches_a_lossy_split_distribute(monkeypatch):
-    import model.stateassignment as SA
-
     real = SA.repartition_split_distribute
 
     def drop_last(old, p, start=0):
