@@ -154,6 +154,9 @@ class ActionKind:
     weight: float = 1.0
     optional: bool = True
     drain: int | None = None
+    #: HTML swimlane mark: "dot", "square" or "cross", and its color
+    shape: str = "dot"
+    color: str = "#7b3fb5"
 
     @property
     def name(self) -> str:
@@ -193,9 +196,9 @@ class ActionKind:
         return repr(a)
 
     def mark(self, c, a) -> dict:
-        """How the HTML swimlanes show ``a`` (before it is applied): ``lane`` (a subtask id,
-        or None for the coordinator's lane), ``shape`` and ``color``."""
-        return {"lane": getattr(a, "subtask", None), "shape": "dot", "color": "#7b3fb5"}
+        """How the HTML swimlanes show ``a`` (before it is applied): ``lane`` (the action's
+        subtask, or None for the coordinator's lane), ``shape`` and ``color``."""
+        return {"lane": getattr(a, "subtask", None), "shape": self.shape, "color": self.color}
 
 
 #: action class -> its unit, in registration order.
@@ -332,8 +335,6 @@ class _SourceKind(ActionKind):
     def source_guard(self, src) -> str | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def mark(self, c, a):
-        return {"lane": a.subtask, "shape": "dot", "color": self.color}
 
 
 @register
@@ -442,6 +443,8 @@ class TriggerCheckpointKind(ActionKind):
     action = TriggerCheckpoint
     weight = 1.0
     drain = 7
+    shape = "square"
+    color = "#c77c02"
 
     def candidates(self, c):
         if c.config.trigger_savepoints:
@@ -476,8 +479,6 @@ class TriggerCheckpointKind(ActionKind):
         return (f"the CheckpointCoordinator triggers {'a savepoint' if a.savepoint else 'checkpoint'} "
                 f"{c.coordinator.next_checkpoint_id}")
 
-    def mark(self, c, a):
-        return {"lane": None, "shape": "square", "color": "#c77c02"}
 
 
 @register
@@ -485,6 +486,8 @@ class CheckpointTimeoutKind(ActionKind):
     action = CheckpointTimeout
     weight = 0.1
     drain = 8
+    shape = "square"
+    color = "#c77c02"
 
     def candidates(self, c):
         return [CheckpointTimeout(cid) for cid in c.coordinator.pending_ids()]
@@ -503,8 +506,6 @@ class CheckpointTimeoutKind(ActionKind):
     def describe(self, c, a):
         return f"checkpoint {a.checkpoint_id} expires"
 
-    def mark(self, c, a):
-        return {"lane": None, "shape": "square", "color": "#c77c02"}
 
 
 @register
@@ -566,6 +567,8 @@ class _FailureKind(ActionKind):
 class FailTaskKind(_FailureKind):
     action = FailTask
     weight = 0.25
+    shape = "cross"
+    color = "#d00"
 
     def candidates(self, c):
         return [_interned(FailTask, t.id) for t in c.tasks]
@@ -581,14 +584,14 @@ class FailTaskKind(_FailureKind):
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} FAILS"
 
-    def mark(self, c, a):
-        return {"lane": a.subtask, "shape": "cross", "color": "#d00"}
 
 
 @register
 class LoseTaskManagerKind(_FailureKind):
     action = LoseTaskManager
     weight = 0.15
+    shape = "square"
+    color = "#d00"
 
     def candidates(self, c):
         return [_interned(LoseTaskManager, i) for i in range(len(c.task_managers))]
@@ -606,14 +609,14 @@ class LoseTaskManagerKind(_FailureKind):
     def describe(self, c, a):
         return f"TaskManager tm{a.task_manager} is LOST"
 
-    def mark(self, c, a):
-        return {"lane": None, "shape": "square", "color": "#d00"}
 
 
 @register
 class FailJobManagerKind(_FailureKind):
     action = FailJobManager
     weight = 0.08
+    shape = "square"
+    color = "#d00"
 
     def apply(self, c, a):
         c.fail_job_manager()
@@ -621,14 +624,14 @@ class FailJobManagerKind(_FailureKind):
     def describe(self, c, a):
         return "the JobManager FAILS OVER"
 
-    def mark(self, c, a):
-        return {"lane": None, "shape": "square", "color": "#d00"}
 
 
 @register
 class StopWithSavepointKind(ActionKind):
     action = StopWithSavepoint
     weight = 0.1
+    shape = "square"
+    color = "#c77c02"
 
     def precondition(self, c):
         if not c.config.savepoints:
@@ -644,8 +647,6 @@ class StopWithSavepointKind(ActionKind):
     def describe(self, c, a):
         return f"stop-with-savepoint: a synchronous savepoint {c.coordinator.next_checkpoint_id}, then the job stops"
 
-    def mark(self, c, a):
-        return {"lane": None, "shape": "square", "color": "#c77c02"}
 
 
 @register
@@ -657,6 +658,8 @@ class RestartFromSavepointKind(ActionKind):
     weight = 5.0
     optional = False
     drain = 9
+    shape = "square"
+    color = "#c77c02"
 
     def candidates(self, c):
         if c.job.status != "STOPPED":
@@ -683,8 +686,6 @@ class RestartFromSavepointKind(ActionKind):
     def describe(self, c, a):
         return "the job restarts from its savepoint with parallelism " + ", ".join(f"{n}={p}" for n, p in a.parallelism)
 
-    def mark(self, c, a):
-        return {"lane": None, "shape": "square", "color": "#c77c02"}
 
 
 # -- views generated from the registry ------------------------------------------------------
