@@ -11,22 +11,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
 import sys
+
+import flinkspec.commands
 
 from model.errors import FlinkspecError
 
-#: Subcommand modules, in the order ``--help`` lists them.
-COMMANDS = (
-    "bench",
-    "check",
-    "compile",
-    "keygroup",
-    "prove",
-    "replay",
-    "show",
-    "spark_replay",  # the parser is named "spark-replay"
-    "verify",
-)
+#: Subcommand modules, discovered from the package (``--help`` lists them alphabetically):
+#: adding a command is adding its module.
+COMMANDS = tuple(sorted(m.name for m in pkgutil.iter_modules(flinkspec.commands.__path__)
+                        if not m.name.startswith("_")))
 
 
 def build_parser() -> argparse.ArgumentParser:
