@@ -261,6 +261,7 @@ def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: 
     v, run = replay(scenario, actions, finish=False)
     if v is not None and v.invariant == invariant and v.step is not None:
         actions = actions[: v.step + 1]
+    first_cut = list(actions)
     tests = 0
     n = 2
     while len(actions) >= 2 and tests < max_tests:
@@ -296,5 +297,7 @@ def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: 
     # policy may have supplied the tail)
     v, run = replay_lenient(scenario, actions)
     if v is not None and v.step is not None:
-        return list(run.cluster.trace[: v.step + 1])
-    return actions
+        actions = list(run.cluster.trace[: v.step + 1])
+    # the drain policy may need more steps to reach the violation from the reduced list than
+    # the walk did: never return a longer counterexample than the one we started from
+    return actions if len(actions) <= len(first_cut) else first_cut

@@ -11,6 +11,8 @@ knobs it is given, e.g. ``make_valve_machine({'flink_40475': True})``.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import time
 from typing import Callable
 
@@ -91,6 +93,7 @@ class FocusedSuite:
             res.violations[e.violation.invariant] += 1
             res.first_violation = e.violation.to_dict()
             res.first_seed = base_seed
+            res.runs_to_find = counter.get("first")
             if corpus_dir is not None and e.scenario is not None and e.trace:
                 res.counterexample = _write_hypothesis_counterexample(self, corpus_dir, e, base_seed)
         except Exception as e:  # an unexpected crash of the model is a failed suite, reported
@@ -122,10 +125,32 @@ def _machine_test(family: str, factory, *args) -> Search:
                 counter["n"] += 1
                 super().__init__()
 
+            def teardown(self):
+                # Hypothesis calls teardown in a ``finally``: a violation raised by a step is
+                # propagating now; one raised by the end-of-run check comes out of it
+                if isinstance(sys.exc_info()[1], M.ViolationFound):
+                    counter.setdefault("first", counter["n"])
+                try:
+                    super().teardown()
+                except M.ViolationFound:
+                    counter.setdefault("first", counter["n"])
+                    raise
+
         def test():
             run_state_machine_as_test(hseed(base_seed)(Counted), settings=st)
         return test
     return Search(make, family, _call(factory, *args))
+
+
+@contextlib.contextmanager
+def _first_violation(counter):
+    """Note in ``counter["first"]`` the example that first raised a violation (the runs it
+    took to find it, before Hypothesis shrinks)."""
+    try:
+        yield
+    except M.ViolationFound:
+        counter.setdefault("first", counter["n"])
+        raise
 
 
 def _valve_test(knobs) -> Search:
@@ -140,7 +165,8 @@ def _window_test(legacy) -> Search:
         def test(args):
             counter["n"] += 1
             ts, size, offset, slide = args
-            M.check_window_assignment(ts, size, offset, slide, legacy)
+            with _first_violation(counter):
+                M.check_window_assignment(ts, size, offset, slide, legacy)
         return test
     return Search(make, "window", _call(M.check_window_assignment, legacy=legacy))
 
@@ -157,7 +183,8 @@ def _rescaling_test(assignment) -> Search:
         @given(M.rescale_args)
         def test(args):
             counter["n"] += 1
-            M.check_rescaling(args, assignment)
+            with _first_violation(counter):
+                M.check_rescaling(args, assignment)
         return test
     return Search(make, "rescaling", _call(M.check_rescaling, assignment=assignment))
 

@@ -3,7 +3,9 @@
 A suite searches one variant (``model.variants``) with seeded random walks (and, for the
 focused suites, Hypothesis). A *safe* variant passes when no run violates anything; an
 *unsafe* one passes when the search finds a violation of one of its expected invariants —
-the first one found is shrunk and stored in the counterexample corpus. Seeds are
+the first one found is shrunk and written to the given directory (``flinkspec check`` gives
+a fresh run directory under ``results/``; ``flinkspec corpus update`` merges it into the
+committed corpus). Seeds are
 ``base_seed, base_seed + 1, ...``: a check run is reproducible from its profile and seed.
 
 Which suites exist is ``model.catalog``'s business (the entries ``check`` runs:
@@ -18,7 +20,7 @@ from typing import Callable
 
 from model import catalog
 from model.variants import VARIANTS, Variant, generate
-from properties.counterexample import drop_stale, write_counterexample
+from properties.counterexample import write_counterexample
 from properties.engines import random_walk, replay, shrink
 from properties.focused import FOCUSED
 from properties.result import SuiteResult
@@ -34,8 +36,10 @@ PROFILES = {
 
 def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                       corpus_dir=None, progress: Callable[[int, int], None] | None = None,
-                      max_runs: int | None = None) -> SuiteResult:
-    """Random-walk ``v``; store the first (shrunk) counterexample in ``corpus_dir``."""
+                      max_runs: int | None = None, shrink_found: bool = True) -> SuiteResult:
+    """Random-walk ``v``; store the first (shrunk) counterexample in ``corpus_dir``.
+    ``shrink_found=False`` (a seed sweep measuring the search only) skips shrinking and
+    writing."""
     prof = PROFILES[profile]
     total = max_runs or (prof["safe_runs"] if v.safe else prof["unsafe_max_runs"])
     res = SuiteResult(name=v.name, expected=v.expected)
@@ -57,16 +61,8 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                 res.first_violation = r.violation
                 res.first_seed = seed
                 res.runs_to_find = i + 1
-                scenario = generate(v, seed)
-                small = shrink(scenario, list(r.actions), r.invariant)
-                res.shrunk_from, res.shrunk_to = len(r.actions), len(small)
-                vio, _ = replay(scenario, small, finish=True)
-                if corpus_dir is not None and vio is not None:
-                    path = write_counterexample(corpus_dir, variant=v.name, expected=v.expected,
-                                               engine="random_walk", seed=seed, scenario=scenario,
-                                               actions=small, violation=vio)
-                    res.counterexample = str(path)
-                    drop_stale(corpus_dir, v.name, "random_walk", path)
+                if shrink_found:
+                    res.counterexample = _shrink_and_store(v, seed, r, res, corpus_dir)
             if not v.safe:
                 break  # found: the unsafe variant has its counterexample
         if progress is not None:
@@ -75,13 +71,28 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
     return res
 
 
+def _shrink_and_store(v: Variant, seed: int, r, res: SuiteResult, corpus_dir) -> str | None:
+    """Shrink the failing walk ``r`` (recording the lengths in ``res``) and, with a
+    ``corpus_dir``, write it there; returns the file written, or None."""
+    scenario = generate(v, seed)
+    small = shrink(scenario, list(r.actions), r.invariant)
+    res.shrunk_from, res.shrunk_to = len(r.actions), len(small)
+    vio, _ = replay(scenario, small, finish=True)
+    if corpus_dir is None or vio is None:
+        return None
+    path = write_counterexample(corpus_dir, variant=v.name, expected=v.expected, engine="random_walk",
+                                seed=seed, scenario=scenario, actions=small, violation=vio)
+    return str(path)
+
+
 def run_suite(name: str, *, profile: str = "quick", base_seed: int = 0, corpus_dir=None,
-              progress: Callable[[int, int], None] | None = None) -> SuiteResult:
+              progress: Callable[[int, int], None] | None = None, shrink_found: bool = True) -> SuiteResult:
     """Run the suite ``name``: a whole-cluster variant (random walks, with ``progress``) or a
-    focused Hypothesis suite. KeyError if ``name`` is neither."""
+    focused Hypothesis suite. KeyError if ``name`` is neither. ``shrink_found=False``: a
+    random-walk suite does not shrink what it finds (a seed sweep measures the search only)."""
     if name in VARIANTS:
         return run_variant_suite(VARIANTS[name], profile=profile, base_seed=base_seed,
-                                 corpus_dir=corpus_dir, progress=progress)
+                                 corpus_dir=corpus_dir, progress=progress, shrink_found=shrink_found)
     return FOCUSED[name].run(profile, base_seed, corpus_dir=corpus_dir)
 
 

@@ -3,8 +3,12 @@
 Runs every suite of the profile — a random-walk search per variant (safe and known-unsafe
 configurations of the runtime) and the focused Hypothesis suites — then prints a summary
 table: suite, runs, steps, verdict against the expected verdict, time, and the coverage
-goals. Exit 0 when every verdict is as expected and every coverage goal was reached, 1
-otherwise, 2 on a usage error.
+goals. Exit 0 when every suite run gives its expected verdict and, for a full run, every
+coverage goal was reached (with --only/--variant the goals are reported, not judged: a
+selection of suites need not reach them); 1 otherwise; 2 on a usage error. A shrunk
+counterexample of each unsafe suite is written to a fresh run directory under results/
+(printed at the end; --corpus DIR writes elsewhere, --no-write nowhere); the committed
+corpus changes only through `flinkspec corpus update`.
 
 The command is a pipeline of named steps: :func:`select_suites` (which catalog entries) ->
 :func:`run_suites` (one line per suite as it finishes) -> :func:`judge` (verdicts and
@@ -25,8 +29,6 @@ from typing import Callable
 
 from spec.coverage import GOALS
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "counterexamples"
-
 # properties.catalog / properties.suites (Hypothesis, the engines, every registered suite:
 # ~0.25 s) and rich are imported inside the steps below, not here: flinkspec.cli imports every
 # command module at start-up, and the other commands do not need them.
@@ -41,8 +43,10 @@ def register(sub) -> None:
                    help="run only this suite (repeatable); `flinkspec check --list` names them")
     p.add_argument("--variant", action="append", metavar="NAME", help="alias of --only for variant suites")
     p.add_argument("--seed", type=int, default=0, help="base seed (runs use seed, seed+1, ...)")
-    p.add_argument("--corpus", default=str(DEFAULT_CORPUS),
-                   help="where shrunk counterexamples are written (default: the repo's counterexamples/)")
+    p.add_argument("--corpus", metavar="DIR", default=None,
+                   help="write shrunk counterexamples into DIR (default: a new run directory "
+                        "results/check-<UTC time>-seed<N>/; the committed counterexamples/ changes only "
+                        "through `flinkspec corpus update`)")
     p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
     p.add_argument("--list", action="store_true",
                    help="list every named configuration (suites, z3 checks, Spark stand-ins) and exit")
@@ -59,11 +63,42 @@ def run(args) -> int:
     console.print(f"[bold]flinkspec check[/bold] — profile {args.profile}, seed {args.seed}, "
                   f"{len(suites)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
     t0 = time.perf_counter()
-    results = run_suites(suites, profile=args.profile, seed=args.seed,
-                         corpus=None if args.no_write else Path(args.corpus), **_live_output(console))
+    out = output_directory(args)
+    results = run_suites(suites, profile=args.profile, seed=args.seed, corpus=out, **_live_output(console))
     verdict = judge(suites, results, selected=bool(requested), seconds=time.perf_counter() - t0)
     render_summary(console, verdict, profile=args.profile, seed=args.seed)
+    console.print(written_note(out, fresh=args.corpus is None))
     return verdict.exit_code
+
+
+def output_directory(args) -> Path | None:
+    """Where this run writes counterexamples: None (``--no-write``), ``--corpus DIR``, or a
+    new run directory under results/."""
+    if args.no_write:
+        return None
+    if args.corpus is not None:
+        return Path(args.corpus)
+    from properties.corpus import run_directory  # lazy: heavy, see the note at the top
+
+    return run_directory("check", args.seed)
+
+
+def written_note(out: Path | None, *, fresh: bool) -> str:
+    """The closing line: where the counterexamples went and how they reach the corpus. An
+    empty fresh run directory (nothing found) is removed."""
+    if out is None:
+        return "counterexamples: not written (--no-write)"
+    files = sorted(out.glob("*/*.ndjson")) if out.is_dir() else []
+    if fresh and not files:
+        try:
+            out.rmdir()
+        except OSError:
+            pass
+        return "counterexamples: none found, nothing written"
+    shown = os.path.relpath(out)
+    shown = str(out) if shown.startswith("..") else shown
+    return (f"counterexamples: {len(files)} file(s) in {shown} — `flinkspec show FILE` reads one; "
+            f"`flinkspec corpus update --from {shown}` merges them into the committed counterexamples/")
 
 
 # -- steps -------------------------------------------------------------------------------------
@@ -186,10 +221,26 @@ def render_summary(console, verdict: Judgement, *, profile: str, seed: int) -> N
                       + ", ".join(verdict.missing))
     elif verdict.missing and verdict.cluster_ran:
         console.print("note: goals not reached by the selected suites: " + ", ".join(verdict.missing))
+    console.print(TERMS)
+    console.print(summary_line(verdict))
+
+
+#: what the words of the output mean (printed under the table)
+TERMS = ("terms: runs = seeded random walks (cluster variants) or Hypothesis examples (focused suites) "
+         "a suite ran; steps = actions taken over all its runs; \"found after N run(s)\" = the Nth run "
+         "violated an expected invariant (an unsafe suite stops there); \"shrunk A -> B steps\" = that "
+         "run had A actions up to its violation, the counterexample written has B (delta debugging keeps "
+         "only the actions the violation needs).")
+
+
+def summary_line(verdict: Judgement) -> str:
+    """The last line: counts, the coverage rule that applied, time, OK/FAILED."""
     n = verdict.counts
-    console.print(f"summary: {n['safe_ok']}/{n['safe']} safe suites passed, {n['found']}/{n['unsafe']} unsafe "
-                  f"variants caught, {n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached, "
-                  f"{verdict.seconds:.1f}s — {'OK' if verdict.ok else 'FAILED'}")
+    goals = f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached"
+    if verdict.selected:
+        goals += " (not judged: suites were selected)"
+    return (f"summary: {n['safe_ok']}/{n['safe']} safe suites passed, {n['found']}/{n['unsafe']} unsafe "
+            f"variants caught, {goals}, {verdict.seconds:.1f}s — {'OK' if verdict.ok else 'FAILED'}")
 
 
 def _goals_table(verdict: Judgement):

@@ -5,7 +5,10 @@ Runs N seeded random walks of the model on Spark (local[*] by default; any clust
 One row per run is written as Parquet to OUT/runs/variant=NAME/ and a summary per variant is
 printed and written to OUT/summary.json. One failing seed per violation signature
 (variant, invariant) is re-run in the driver, shrunk and stored under --counterexamples.
-Exit 0 when every variant gave its expected verdict, 1 otherwise, 2 on bad arguments.
+By default both go into a new run directory, results/spark-replay-<UTC time>-seed<S>/
+(OUT itself, and its counterexamples/); the committed corpus changes only through
+`flinkspec corpus update`. Exit 0 when every variant gave its expected verdict, 1
+otherwise, 2 on bad arguments.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ import argparse
 import json
 
 from model.errors import InvalidArgument
+from properties.corpus import run_directory
 from spark.replay import ENGINES, ReplayPlan, check_variants, format_summary, replay
 from spark.session import session, validate_master
 
-DEFAULT_OUT = "spark-replay-out"
 
 
 def register(subparsers) -> None:
@@ -27,10 +30,11 @@ def register(subparsers) -> None:
         description=__doc__.split("\n\n", 1)[1],
     )
     add_run_arguments(p)
-    p.add_argument("--out", metavar="DIR", default=DEFAULT_OUT,
-                   help=f"output directory (default: {DEFAULT_OUT}); any Hadoop URI on a cluster")
-    p.add_argument("--counterexamples", metavar="DIR", default="counterexamples",
-                   help="where shrunk counterexamples go (default: counterexamples)")
+    p.add_argument("--out", metavar="DIR", default=None,
+                   help="output directory (default: a new run directory results/spark-replay-<UTC time>-seed<S>/); "
+                        "any Hadoop URI on a cluster")
+    p.add_argument("--counterexamples", metavar="DIR", default=None,
+                   help="where shrunk counterexamples go (default: counterexamples/ in the run directory)")
     p.add_argument("--no-counterexamples", action="store_true",
                    help="do not re-run, shrink or store failing seeds")
     p.add_argument("--no-shrink", action="store_true", help="store failing traces unshrunk")
@@ -87,13 +91,26 @@ def plan_from_args(args):
     return engine, plan, master, conf
 
 
+def output_paths(args):
+    """(run directory or None, OUT, counterexamples directory or None): a new run directory
+    under results/ is created only when --out or --counterexamples is left to its default."""
+    want_cx = not args.no_counterexamples
+    run_dir = None
+    if args.out is None or (want_cx and args.counterexamples is None):
+        run_dir = run_directory("spark-replay", args.seed)
+    out = args.out if args.out is not None else str(run_dir)
+    cx = None if not want_cx else (args.counterexamples if args.counterexamples is not None
+                                   else str(run_dir / "counterexamples"))
+    return run_dir, out, cx
+
+
 def run(args) -> int:
     engine, plan, master, conf = plan_from_args(args)
+    run_dir, out, cx_dir = output_paths(args)
 
     with session(master, app_name="flinkspec spark-replay", conf=conf) as spark:
         outcome = replay(
-            spark, plan, args.out, engine=engine,
-            counterexamples_dir=None if args.no_counterexamples else args.counterexamples,
+            spark, plan, out, engine=engine, counterexamples_dir=cx_dir,
             shrink=not args.no_shrink, progress=args.progress,
         )
     if args.smoke:
@@ -105,6 +122,10 @@ def run(args) -> int:
     else:
         print(format_summary(outcome.summary))
         print(f"results: {outcome.runs_dir} (Parquet, partitioned by variant)")
+        written = [c["path"] for c in outcome.summary.get("counterexamples", []) if c.get("path")]
+        if written:
+            print(f"counterexamples: {len(written)} file(s) in {cx_dir} — `flinkspec corpus update --from "
+                  f"{cx_dir}` merges them into the committed counterexamples/")
     if args.smoke:
         not_found = [v["variant"] for v in outcome.summary["variants"] if v.get("verdict_note")]
         bad = [v["variant"] for v in outcome.summary["variants"] if not v["ok"] and v["variant"] not in not_found]

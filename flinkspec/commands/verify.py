@@ -4,7 +4,8 @@
 2. ``flinkspec prove``: the z3 proofs and bounded model checks;
 3. ``flinkspec spark-replay``: a short randomized replay on Spark (local mode);
 
-then one summary table. Exit 0 only when all three are as expected.
+then one summary table. Exit 0 only when all three are as expected. Counterexamples go to
+run directories under results/ (ignored by git), never into the committed corpus.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ def register(sub) -> None:
     p.add_argument("--spark-runs", type=int, default=DEFAULT_SPARK_RUNS,
                    help=f"runs of the Spark replay (default {DEFAULT_SPARK_RUNS}; 0 skips it)")
     p.add_argument("--spark-master", default="local[*]")
-    p.add_argument("--out", default="results", help="where the Spark replay writes (default: results/)")
+    p.add_argument("--out", default=None,
+                   help="where the Spark replay writes (default: its own new run directory under results/)")
     p.set_defaults(func=run)
 
 
@@ -43,9 +45,10 @@ def run(args) -> int:
         ("prove", ["prove"], "z3: proofs for all parameters and bounded model checks"),
     ]
     if args.spark_runs:
+        out = [] if args.out is None else ["--out", f"{args.out}/spark-replay",
+                                           "--counterexamples", f"{args.out}/spark-counterexamples"]
         steps.append(("spark-replay", ["spark-replay", "--runs", str(args.spark_runs), "--master", args.spark_master,
-                                       "--seed", str(args.seed), "--out", f"{args.out}/spark-replay",
-                                       "--counterexamples", f"{args.out}/spark-counterexamples", "--smoke"],
+                                       "--seed", str(args.seed), *out, "--smoke"],
                       "randomized replays on Spark, results as Parquet"))
     results = []
     for name, argv, what in steps:

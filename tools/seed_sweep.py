@@ -1,0 +1,122 @@
+"""Seed sweep: does every suite of ``flinkspec check`` reach its expected verdict on every base seed?
+
+Runs the suites of a profile (default: quick, every suite ``flinkspec check`` runs) for each
+base seed of a range, in-process, without shrinking or writing counterexamples (the search
+is what is measured), and appends one JSON line per (suite, seed) to ``--out``. A sweep can
+be interrupted and resumed: pairs already in ``--out`` are skipped. Then it prints, per
+suite: seeds tried, seeds as expected, and for an unsafe suite the worst case (most runs to
+its first violation) and the seeds that missed.
+
+Run:
+    .venv/bin/python tools/seed_sweep.py --seeds 0-49 --out results/seed-sweep.ndjson
+    .venv/bin/python tools/seed_sweep.py --seeds 0-49 --out results/seed-sweep.ndjson --report
+    .venv/bin/python tools/seed_sweep.py --seeds 0-9 --only FLINK-20645 --out /tmp/s.ndjson
+
+Exit 0 when every (suite, seed) of the range gave its expected verdict, 1 otherwise, 2 on a
+usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"0-49"`` or ``"3,7,10-12"`` -> the seeds, in order, without duplicates."""
+    seeds: list[int] = []
+    for part in text.split(","):
+        lo, sep, hi = part.strip().partition("-")
+        try:
+            rng = range(int(lo), int(hi) + 1) if sep else range(int(lo), int(lo) + 1)
+        except ValueError:
+            raise SystemExit(f"seed_sweep: --seeds {text!r}: expected e.g. 0-49 or 3,7,10-12") from None
+        seeds += [s for s in rng if s not in seeds]
+    return seeds
+
+
+def load_rows(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def row_of(result, *, seed: int, profile: str) -> dict:
+    """One (suite, seed) outcome as a JSON-able row."""
+    return {"suite": result.name, "seed": seed, "profile": profile, "expected": list(result.expected),
+            "verdict": result.verdict, "as_expected": result.as_expected, "runs": result.runs,
+            "runs_to_find": result.runs_to_find, "seconds": round(result.seconds, 2), "error": result.error}
+
+
+def report(rows: list[dict], suites: list[str], seeds: list[int]) -> tuple[list[str], bool]:
+    """The table (lines) over ``rows`` restricted to ``suites`` x ``seeds``, and whether every
+    pair of the range ran and was as expected."""
+    latest = {(r["suite"], r["seed"]): r for r in rows}
+    lines = [f"{'suite':42s} {'seeds':>5s} {'ok':>5s} {'worst runs-to-find':>18s} {'mean':>7s} {'max runs':>8s}  misses"]
+    all_ok = True
+    for name in suites:
+        got = [latest[(name, s)] for s in seeds if (name, s) in latest]
+        ok = [r for r in got if r["as_expected"]]
+        found = [r["runs_to_find"] for r in got if r["runs_to_find"] is not None]
+        unsafe = bool(got) and got[0]["expected"] != ["pass"]
+        worst = f"{max(found)} (seed {max(got, key=lambda r: r['runs_to_find'] or 0)['seed']})" \
+            if unsafe and found else "-"
+        mean = f"{sum(found) / len(found):.1f}" if unsafe and found else "-"
+        misses = ",".join(str(r["seed"]) for r in got if not r["as_expected"]) or "-"
+        lines.append(f"{name:42s} {len(got):5d} {len(ok):5d} {worst:>18s} {mean:>7s} "
+                     f"{max((r['runs'] for r in got), default=0):8d}  {misses}")
+        all_ok &= len(got) == len(seeds) and len(ok) == len(got)
+    return lines, all_ok
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="seed_sweep", description=__doc__.split("\n\n")[1])
+    p.add_argument("--seeds", default="0-49", help="base seeds: 0-49 (default) or 3,7,10-12")
+    p.add_argument("--profile", choices=("quick", "thorough"), default="quick")
+    p.add_argument("--only", action="append", metavar="SUITE", help="only this suite (repeatable)")
+    p.add_argument("--out", default="results/seed-sweep.ndjson", help="rows are appended here (resumable)")
+    p.add_argument("--report", action="store_true", help="only print the table of what --out holds")
+    args = p.parse_args(argv)
+    seeds = parse_seeds(args.seeds)
+    # lazy: the suites (Hypothesis, the model) are only needed once the arguments are valid
+    from model.errors import FlinkspecError
+    from properties.catalog import select
+    from properties.suites import run_suite
+
+    try:
+        suites = [e.name for e in select(args.only or [])]
+    except FlinkspecError as e:
+        print(f"seed_sweep: {e}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if not args.report:
+        done = {(r["suite"], r["seed"]) for r in load_rows(out) if r.get("profile") == args.profile}
+        t0 = time.perf_counter()
+        for seed in seeds:
+            for name in suites:
+                if (name, seed) in done:
+                    continue
+                r = run_suite(name, profile=args.profile, base_seed=seed, shrink_found=False)
+                row = row_of(r, seed=seed, profile=args.profile)
+                with open(out, "a") as f:  # one line per pair: an interrupted sweep loses one pair at most
+                    f.write(json.dumps(row, sort_keys=True) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+                print(f"[{time.perf_counter() - t0:7.0f}s] seed {seed} {name}: {r.verdict} "
+                      f"{'ok' if r.as_expected else 'UNEXPECTED'} runs {r.runs} to-find {r.runs_to_find}",
+                      flush=True)
+    rows = [r for r in load_rows(out) if r.get("profile") == args.profile]
+    lines, ok = report(rows, suites, seeds)
+    print(f"seed sweep, profile {args.profile}, seeds {args.seeds} ({len(seeds)}), from {out}:")
+    print("\n".join(lines))
+    print("every (suite, seed) as expected" if ok else "NOT every (suite, seed) ran and was as expected")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
