@@ -34,16 +34,15 @@ same pair of operators and parameters that do not apply to an operator's kind (e
 
 from __future__ import annotations
 
-import json
 import os
-import tomllib
 from typing import Any, Iterable, Mapping, Sequence
 
 import attrs
 import networkx as nx
 
 from model import functions
-from model.errors import FlinkspecError, InvalidJobSpec
+from model.errors import InvalidJobSpec
+from model.inputfiles import INT_MAX, INT_MIN, InputError, check_schema, int_schema, read_json_or_toml, short, string_schema
 from model.keygroups import compute_default_max_parallelism
 
 #: Operator kinds the model knows.
@@ -254,7 +253,7 @@ def _is_int(x: object) -> bool:
 
 
 def _op_subject(name: object) -> str:
-    return f"operator {name!r}"
+    return f"operator {short(name)}"
 
 
 def _validate_operator(op: OperatorSpec) -> None:
@@ -587,11 +586,11 @@ def _check_fields(d: object, fields: Mapping[str, tuple[type, ...]], required: I
         raise InvalidJobSpec(subject, f"must be a table/object, not {type(d).__name__}")
     for key, value in d.items():
         if key not in fields:
-            raise InvalidJobSpec(subject, f"unknown key {key!r} (known: {', '.join(fields)})")
+            raise InvalidJobSpec(subject, f"unknown key {short(key)} (known: {', '.join(fields)})")
         types = fields[key]
         ok = isinstance(value, types) and not (isinstance(value, bool) and bool not in types)
         if not ok:
-            raise InvalidJobSpec(subject, f"key {key!r} must be {_type_name(types)}, not {value!r}")
+            raise InvalidJobSpec(subject, f"key {short(key)} must be {_type_name(types)}, not {short(value)}")
     for key in required:
         if key not in d:
             raise InvalidJobSpec(subject, f"missing required key {key!r}")
@@ -606,7 +605,7 @@ def stream_graph_from_dict(d: Mapping[str, Any], *, validate: bool = True) -> St
     else rebalance).
     """
     _check_fields(d, _GRAPH_FIELDS, ("operators",), "job")
-    job = f"job {d.get('name', 'job')!r}"
+    job = f"job {short(d.get('name', 'job'))}"
     operators = []
     for i, od in enumerate(d.get("operators", [])):
         subj = f"{job} operator #{i}" if not (isinstance(od, dict) and isinstance(od.get("name"), str)) \
@@ -660,32 +659,105 @@ def stream_graph_to_dict(g: StreamGraph) -> dict[str, Any]:
     return out
 
 
+#: Bounds on what a job spec *file* may ask for (the model builds every subtask and channel:
+#: a keyBy between two operators of parallelism 2,000 is 4 million channels and would take
+#: minutes): the number of operators and edges, and of subtasks and channels the
+#: ExecutionGraph would have (:func:`execution_size`).
+MAX_OPERATORS = 1_000
+MAX_EDGES = 10_000
+MAX_SUBTASKS = 10_000
+MAX_CHANNELS = 100_000
+#: Longest name (operator, job, group, function) accepted in a file.
+MAX_NAME = 200
+
+
+def job_spec_schema() -> dict:
+    """The JSON Schema of a job spec file (``docs/schemas/job-spec.schema.json``), generated
+    from the field tables and the enumerations above: types, known keys, value ranges,
+    size bounds. The Flink rules that relate fields (``StreamGraph.validate``) come after."""
+    enums = {"kind": OPERATOR_KINDS, "partitioner": PARTITIONERS, "exchange_mode": EXCHANGE_MODES,
+             "chaining_strategy": CHAINING_STRATEGIES, "aggregate": AGGREGATES, "sink_kind": SINK_KINDS}
+    ranges = {"parallelism": (1, UPPER_BOUND_MAX_PARALLELISM), "max_parallelism": (1, UPPER_BOUND_MAX_PARALLELISM),
+              "window_size": (1, INT_MAX), "window_slide": (1, INT_MAX), "allowed_lateness": (0, INT_MAX),
+              "watermark_out_of_orderness": (0, INT_MAX)}
+
+    def field(name: str, types: tuple) -> dict:
+        alts = []
+        for t in types:
+            if t is type(None):
+                alts.append({"type": "null"})
+            elif t is bool:
+                alts.append({"type": "boolean"})
+            elif t is int:
+                alts.append(int_schema(*ranges.get(name, (INT_MIN, INT_MAX))))
+            elif t is str:
+                alts.append({"type": "string", "enum": list(enums[name])} if name in enums
+                            else string_schema(MAX_NAME))
+            elif t is list:
+                alts.append({"type": "array"})
+        return alts[0] if len(alts) == 1 else {"anyOf": alts}
+
+    def obj(fields: Mapping[str, tuple], required: tuple) -> dict:
+        return {"type": "object", "properties": {k: field(k, t) for k, t in fields.items()},
+                "required": list(required), "additionalProperties": False}
+
+    top = obj(_GRAPH_FIELDS, ("operators",))
+    top["properties"]["operators"] = {"type": "array", "maxItems": MAX_OPERATORS,
+                                      "items": obj(_OP_FIELDS, ("name", "kind"))}
+    top["properties"]["edges"] = {"type": "array", "maxItems": MAX_EDGES,
+                                  "items": obj(_EDGE_FIELDS, ("source", "target"))}
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$id": "https://flinkspec.invalid/schemas/job-spec.schema.json",
+            "title": "flinkspec job spec (a StreamGraph: operators and edges)", **top}
+
+
+def execution_size(g: StreamGraph) -> tuple[int, int]:
+    """(subtasks, channels) of the ExecutionGraph of ``g``, bounded from above without
+    building it: every edge counted as if unchained (ALL_TO_ALL: p_up * p_down channels,
+    POINTWISE: max(p_up, p_down)). Needs the operator names of the edges to exist."""
+    ops = g.operators_by_name()
+    subtasks = sum(op.parallelism for op in g.operators)
+    channels = 0
+    for e in g.edges:
+        up, down = ops[e.source].parallelism, ops[e.target].parallelism
+        channels += max(up, down) if e.partitioner in POINTWISE_PARTITIONERS else up * down
+    return subtasks, channels
+
+
+def check_execution_size(g: StreamGraph, subject: str, *, max_subtasks: int = MAX_SUBTASKS,
+                         max_channels: int = MAX_CHANNELS) -> None:
+    """Refuse a graph whose ExecutionGraph would exceed the bounds (InvalidJobSpec)."""
+    subtasks, channels = execution_size(g)
+    if subtasks > max_subtasks:
+        raise InvalidJobSpec(subject, f"the job has {subtasks} subtasks, more than the model's limit of {max_subtasks}")
+    if channels > max_channels:
+        raise InvalidJobSpec(subject, f"the job would have up to {channels} channels, more than the model's "
+                                      f"limit of {max_channels} (lower the parallelism of all-to-all edges)")
+
+
 def load_stream_graph(path: str | os.PathLike) -> StreamGraph:
     """Load and validate a job spec from ``.toml`` or ``.json``.
 
-    Every problem (unreadable file, malformed TOML/JSON, unknown keys, wrong types, a broken
-    rule) raises a :class:`FlinkspecError` whose message starts with the file name.
+    Every problem raises a :class:`FlinkspecError` whose message starts with the file name:
+    a file that is missing, not regular, too large or not UTF-8; malformed TOML/JSON,
+    duplicate keys, NaN/Infinity, integers beyond 64 bits, nesting too deep
+    (``model.inputfiles``); unknown keys, wrong types and missing keys (the field tables);
+    values out of range and oversized names or lists (:func:`job_spec_schema`); a graph too
+    large for the model (:func:`check_execution_size`); a broken Flink rule (``validate``).
     ``model.jobgraph.load_job_graph`` loads and chains, so the co-location rule is checked too.
     """
     p = os.fspath(path)
-    ext = os.path.splitext(p)[1].lower()
-    if ext not in (".toml", ".json"):
-        raise FlinkspecError(f"{p}: unknown job spec format {ext or '(no extension)'!r} (use .toml or .json)")
     try:
-        with open(p, "rb") as f:
-            raw = f.read()
-    except OSError as e:
-        raise FlinkspecError(f"{p}: cannot read the job spec: {e.strerror or e}") from None
+        data = read_json_or_toml(p, what="job spec")
+    except InputError as e:
+        raise InvalidJobSpec(f"{e.source}:{e.where}" if e.where else e.source, e.rule) from None
     try:
-        text = raw.decode("utf-8")
-        data = tomllib.loads(text) if ext == ".toml" else json.loads(text)
-    except UnicodeDecodeError as e:
-        raise InvalidJobSpec(p, f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except tomllib.TOMLDecodeError as e:
-        raise InvalidJobSpec(p, f"malformed TOML: {e}") from None
-    except json.JSONDecodeError as e:
-        raise InvalidJobSpec(p, f"malformed JSON: {e}") from None
-    try:
-        return stream_graph_from_dict(data)
+        g = stream_graph_from_dict(data, validate=False)  # types and keys, with their own messages
+        g.validate()  # Flink's rules, with theirs
+        check_schema(data, job_spec_schema(), p)  # what remains: lengths, 64-bit ranges, sizes
+        check_execution_size(g, "job")
+        return g
     except InvalidJobSpec as e:
         raise InvalidJobSpec(f"{p}: {e.subject}", e.rule) from None
+    except InputError as e:
+        raise InvalidJobSpec(f"{p}:{e.where}", e.rule) from None

@@ -1,6 +1,7 @@
 """Counterexample files: one failing run per file, replayable byte for byte.
 
-``counterexamples/<invariant>/<hash>.ndjson`` (DESIGN.md §6), one JSON object per line:
+``counterexamples/<invariant>/<hash>.ndjson``, one JSON object per line (the schemas of the
+three kinds of line are published in ``docs/schemas/``):
 
 1. a header: ``{"type": "header", "format": 1, "model_version": ..., "variant": ...,
    "expected_verdict": [...], "engine": ..., "seed": ..., "invariant": ...,
@@ -10,33 +11,33 @@
 3. the violation: ``{"type": "violation", "invariant": ..., "step": ..., "expected": ...,
    "actual": ..., "message": ...}``.
 
-Files are written atomically (a temporary file in the same folder, then ``os.replace``);
+Files are written atomically (``properties.safe_io.write_atomic``: a temporary file in the
+same folder, then ``os.replace``);
 the name is a hash of the failing run (variant, engine, seed, actions, invariant), so writing
 the same counterexample twice is a no-op and names survive additions to the header.
-Reading checks everything and raises :class:`CounterexampleError` naming the file, the
-line and the problem.
+Reading checks everything before any step (``properties.validation``) and raises
+:class:`CounterexampleError` naming the file, the line (and field) and the rule broken.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
 import attrs
 
 from model import MODEL_VERSION
-from model.actions import parse_action
-from model.cluster import JobInput, RuntimeConfig
 from model.errors import FlinkspecError
-from model.streamgraph import stream_graph_from_dict, stream_graph_to_dict
+from model.inputfiles import InputError, check_schema, decode_utf8, parse_json, read_input, short, short_text
+from model.streamgraph import stream_graph_to_dict
 from model.variants import Scenario
-from properties.engines import replay
+from properties import validation
+from properties.engines import Run
+from properties.safe_io import check_output_dir, write_atomic
 from spec.invariant import Violation
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = validation.FORMAT_VERSION
 
 
 class CounterexampleError(FlinkspecError):
@@ -72,28 +73,10 @@ def scenario_to_dict(s: Scenario) -> dict:
     }
 
 
-def _config_from_dict(d: dict) -> RuntimeConfig:
-    fields = {f.name for f in attrs.fields(RuntimeConfig)}
-    unknown = set(d) - fields
-    if unknown:
-        raise ValueError(f"unknown configuration key(s) {sorted(unknown)}")
-    d = dict(d)
-    if "bugs" in d:
-        d["bugs"] = tuple(d["bugs"])
-    if "rescale_options" in d:
-        d["rescale_options"] = tuple((name, tuple(ps)) for name, ps in d["rescale_options"])
-    return RuntimeConfig(**d)
-
-
 def scenario_from_dict(d: dict) -> Scenario:
-    unknown = set(d) - {"graph", "job_input", "config", "seed"}
-    if unknown:
-        raise ValueError(f"unknown scenario key(s) {sorted(unknown)}")
-    splits = {}
-    for name, sp in d["job_input"].items():
-        splits[name] = tuple(tuple((r[0], int(r[1]), int(r[2])) for r in split) for split in sp)
-    return Scenario(graph=stream_graph_from_dict(d["graph"]), job_input=JobInput(splits),
-                    config=_config_from_dict(d["config"]), seed=int(d["seed"]))
+    """The Scenario of a header's ``scenario`` dict, every field checked
+    (``properties.validation.scenario_from_dict``; a broken rule raises a FlinkspecError)."""
+    return validation.scenario_from_dict(d)
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -124,103 +107,134 @@ def render(*, variant: str, expected: tuple, engine: str, seed: int, scenario: S
 
 def write_counterexample(directory, *, variant: str, expected: tuple, engine: str, seed: int,
                          scenario: Scenario, actions, violation: Violation) -> Path:
-    """Write atomically to ``directory/<invariant>/<hash>.ndjson``; returns the path."""
+    """Write atomically to ``directory/<invariant>/<hash>.ndjson``; returns the path.
+    An engine not in ``properties.validation.ENGINES`` is refused (a file it wrote would not
+    load); a folder that cannot be written is a one-line :class:`OutputError`."""
+    if engine not in validation.ENGINES:
+        raise FlinkspecError(f"engine {engine!r} is not registered in properties.validation.ENGINES "
+                             f"(known: {', '.join(validation.ENGINES)})")
     text = render(variant=variant, expected=expected, engine=engine, seed=seed, scenario=scenario,
                   actions=actions, violation=violation)
     # the name identifies the failing run (variant, engine, seed, actions, invariant), not the
     # file's text, so it stays the same when the header gains a configuration field
     ident = "\n".join([variant, engine, str(seed), violation.invariant] + [repr(a) for a in actions])
     digest = hashlib.sha256(ident.encode()).hexdigest()[:12]
-    folder = Path(directory) / violation.invariant
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = check_output_dir(Path(directory) / violation.invariant, what="counterexample folder")
     path = folder / f"{digest}.ndjson"
-    if path.exists() and path.read_text() == text:
+    if path.is_file() and path.read_bytes() == text.encode("utf-8"):
         return path
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".ndjson", dir=folder)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    write_atomic(path, text, what="counterexample")
     return path
 
 
 # -- reading -----------------------------------------------------------------------------------
 
 def load_counterexample(path) -> Counterexample:
-    p = Path(path)
+    """Read and check every line of a counterexample file (``properties.validation``): the
+    file (regular, bounded, UTF-8), each line (strict JSON, its schema), the header's names,
+    the scenario, and every action's arguments against the scenario -- before any step. Any
+    problem raises :class:`CounterexampleError` naming the file, the line (and field) and the
+    rule. The actions' *enabledness* is checked when they are replayed
+    (:func:`check_replay`)."""
+    p = str(path)
     try:
-        text = p.read_text()
-    except OSError as e:
-        raise CounterexampleError(f"{p}: cannot read: {e.strerror or e}") from None
-    lines = text.splitlines()
+        return _load(p)
+    except CounterexampleError:
+        raise
+    except InputError as e:
+        raise CounterexampleError(str(e)) from None
+
+
+def _load(p: str) -> Counterexample:
+    raw = read_input(p, what="counterexample file")
+    text = decode_utf8(raw, p)
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
     if not lines:
-        raise CounterexampleError(f"{p}: the file is empty (expected a header line, actions and a violation)")
+        raise InputError(p, "", "the file is empty (expected a header line, actions and a violation)")
+    if len(lines) > validation.MAX_ACTIONS + 2:
+        raise InputError(p, "", f"{len(lines)} lines, more than the limit of {validation.MAX_ACTIONS + 2}")
     objs = []
     for n, line in enumerate(lines, 1):
         if not line.strip():
-            raise CounterexampleError(f"{p}:{n}: empty line")
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CounterexampleError(f"{p}:{n}: not JSON ({e.msg} at column {e.colno})") from None
+            raise InputError(p, f"{n}", "empty line")
+        obj = parse_json(line, p, f"{n}")
         if not isinstance(obj, dict) or "type" not in obj:
-            raise CounterexampleError(f"{p}:{n}: expected an object with a 'type' field")
+            raise InputError(p, f"{n}", "expected an object with a 'type' field")
         objs.append(obj)
+    kinds = [o["type"] for o in objs]
+    if kinds[0] != "header":
+        raise InputError(p, "1", f"the first line must be the header, not {short(kinds[0])}")
+    if len(objs) < 2 or kinds[-1] != "violation":
+        raise InputError(p, f"{len(lines)}", "the last line must be the violation")
     header = objs[0]
-    if header["type"] != "header":
-        raise CounterexampleError(f"{p}:1: the first line must be the header, not {header['type']!r}")
-    fmt = header.get("format")
-    if fmt != FORMAT_VERSION:
-        raise CounterexampleError(f"{p}:1: format version {fmt!r} is not supported (this flinkspec reads "
-                                  f"format {FORMAT_VERSION})")
-    for key in ("variant", "engine", "seed", "invariant", "scenario", "expected_verdict"):
-        if key not in header:
-            raise CounterexampleError(f"{p}:1: the header lacks {key!r}")
-    try:
-        scenario = scenario_from_dict(header["scenario"])
-    except FlinkspecError as e:
-        raise CounterexampleError(f"{p}:1: invalid scenario: {e}") from None
-    except (KeyError, TypeError, ValueError, IndexError) as e:
-        raise CounterexampleError(f"{p}:1: invalid scenario: {type(e).__name__}: {e}") from None
-    if objs[-1]["type"] != "violation" or len(objs) < 2:
-        raise CounterexampleError(f"{p}:{len(lines)}: the last line must be the violation")
+    if header.get("format") != FORMAT_VERSION:
+        raise InputError(p, "1: format", f"format version {short(header.get('format'))} is not supported "
+                                         f"(this flinkspec reads format {FORMAT_VERSION})")
+    check_schema(header, validation.schema("header"), p, "1")
+    validation.check_header_names(header, p)
+    scenario = validation.scenario_from_dict(header["scenario"], p, "1")
+    bounds = validation.id_bounds(scenario)
     actions = []
+    triggered = 0
     for n, obj in enumerate(objs[1:-1], 2):
         if obj["type"] != "action":
-            raise CounterexampleError(f"{p}:{n}: expected an action line, got {obj['type']!r}")
-        if obj.get("step") != n - 2:
-            raise CounterexampleError(f"{p}:{n}: action step {obj.get('step')!r} out of order (expected {n - 2})")
+            raise InputError(p, f"{n}", f"expected an action line, got {short(obj['type'])}")
+        check_schema(obj, validation.schema("action"), p, f"{n}")
+        if obj["step"] != n - 2:
+            raise InputError(p, f"{n}: step", f"action step {obj['step']} out of order (expected {n - 2})")
         try:
-            actions.append(parse_action(str(obj.get("action", ""))))
+            a = validation.parse_action_text(obj["action"])
         except ValueError as e:
-            raise CounterexampleError(f"{p}:{n}: {e}") from None
+            raise InputError(p, f"{n}: action", str(e)) from None
+        bad = validation.check_action_ids(a, bounds, triggered, scenario)
+        if bad:
+            raise InputError(p, f"{n}: action", f"{short(a)}: {bad}")
+        if isinstance(a, validation.TRIGGERS):
+            triggered += 1
+        actions.append(a)
     vd = objs[-1]
-    try:
-        violation = Violation.from_dict(vd)
-    except KeyError as e:
-        raise CounterexampleError(f"{p}:{len(lines)}: the violation lacks {e}") from None
+    check_schema(vd, validation.schema("violation"), p, f"{len(lines)}")
+    violation = Violation.from_dict(vd)
     if violation.invariant != header["invariant"]:
-        raise CounterexampleError(f"{p}:{len(lines)}: the violation names {violation.invariant!r} but the "
-                                  f"header names {header['invariant']!r}")
-    return Counterexample(path=str(p), header=header, scenario=scenario, actions=tuple(actions),
+        raise InputError(p, f"{len(lines)}: invariant", f"the violation names {short(violation.invariant)} but "
+                                                        f"the header names {short(header['invariant'])}")
+    return Counterexample(path=p, header=header, scenario=scenario, actions=tuple(actions),
                           violation=violation)
+
+
+def check_replay(cx: Counterexample):
+    """Replay ``cx`` under the step contract: every action must be enabled at its turn
+    (else :class:`CounterexampleError` naming its line and the guard that does not hold).
+    Returns the violation the run gives now (None if it gives none); the same as
+    ``properties.engines.replay``: stop at the first violation or when the job FAILED,
+    else drain and judge."""
+    run = Run(cx.scenario)
+    if run.violation is not None:
+        return run.violation
+    c = run.cluster
+    for i, a in enumerate(cx.actions):
+        reason = c.why_not_enabled(a)
+        if reason is not None:
+            raise CounterexampleError(f"{short_text(cx.path, 200)}:{i + 2}: step {i}: {short(a)} is not enabled: "
+                                      f"{reason}")
+        v = run.step(a)
+        if v is not None:
+            return v
+        if c.status == "FAILED":
+            return None
+    try:
+        return run.finish()
+    except FlinkspecError as e:
+        raise CounterexampleError(f"{short_text(cx.path, 200)}: the actions do not replay: {e}") from None
 
 
 def replay_counterexample(cx: Counterexample):
     """Re-execute ``cx``; returns ``(reproduced, violation_now)``: reproduced iff the same
-    invariant is violated at the same step."""
-    try:
-        v, _run = replay(cx.scenario, cx.actions, finish=True)
-    except FlinkspecError as e:
-        raise CounterexampleError(f"{cx.path}: the actions do not replay: {e}") from None
+    invariant is violated at the same step. An action that is not enabled at its turn is
+    a malformed file (:class:`CounterexampleError`)."""
+    v = check_replay(cx)
     ok = v is not None and v.invariant == cx.violation.invariant and v.step == cx.violation.step
     return ok, v
 

@@ -69,15 +69,15 @@ def test_scenario_round_trip():
     "mutate, message",
     [
         (lambda lines: [], "empty"),
-        (lambda lines: ["{not json"] + lines[1:], ":1: not JSON"),
+        (lambda lines: ["{not json"] + lines[1:], ":1 column 2: malformed JSON"),
         (lambda lines: [lines[0].replace('"format":1', '"format":99')] + lines[1:], "format version 99"),
-        (lambda lines: lines[:1] + [lines[1].replace('"action":"', '"action":"Bogus')] + lines[2:], ":2: unknown action"),
+        (lambda lines: lines[:1] + [lines[1].replace('"action":"', '"action":"Bogus')] + lines[2:], ":2: action: unknown action kind 'Bogus"),
         (lambda lines: lines[:-1], "the last line must be the violation"),
-        (lambda lines: lines[:1] + lines[2:], ":2: action step 1 out of order"),
+        (lambda lines: lines[:1] + lines[2:], ":2: step: action step 1 out of order"),
         (lambda lines: lines[:-1] + [lines[-1].replace('"invariant":"consistent_cut"', '"invariant":"x"')],
          "header names"),
         (lambda lines: [lines[0].replace('"scenario":{', '"scenario":{"bogus":1,')] + lines[1:],
-         "unknown scenario key(s) ['bogus']"),
+         ":1: scenario: unknown key 'bogus'"),
     ],
 )
 def test_malformed_files_name_the_file_line_and_problem(tmp_path, mutate, message):

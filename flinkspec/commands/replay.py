@@ -1,7 +1,9 @@
 """``flinkspec replay FILE...``: re-execute counterexample files.
 
 Exit 0 when every file reproduces its recorded verdict (the same invariant violated at the
-same step), 1 when one does not, 2 when a file is malformed or incompatible.
+same step), 1 when one does not, 2 when a file is malformed or incompatible (checked before
+any step: ``docs/input-validation.md``) or an action is not enabled at its turn. Every file
+is validated before the first one is replayed.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from model.errors import FlinkspecError
+from model.inputfiles import short_text
 
 
 def register(sub) -> None:
@@ -22,14 +25,12 @@ def _expand(files) -> list[Path]:
     for f in files:
         p = Path(f)
         if p.is_dir():
-            found = sorted(p.rglob("*.ndjson"))
+            found = sorted(q for q in p.rglob("*.ndjson") if not q.name.startswith(".tmp-"))
             if not found:
-                raise FlinkspecError(f"{p}: no .ndjson counterexample files in this folder")
+                raise FlinkspecError(f"{short_text(str(p), 200)}: no .ndjson counterexample files in this folder")
             out.extend(found)
-        elif not p.exists():
-            raise FlinkspecError(f"{p}: no such file")
         else:
-            out.append(p)
+            out.append(p)  # load_counterexample says what is wrong with it, if anything
     return out
 
 
@@ -37,9 +38,10 @@ def run(args) -> int:
     # lazy: the model runtime and engines (~0.3 s) are needed by this command only, not at flinkspec start-up
     from properties.counterexample import load_counterexample, replay_counterexample
 
+    loaded = [load_counterexample(path) for path in _expand(args.files)]  # all valid before any replay
     failed = 0
-    for path in _expand(args.files):
-        cx = load_counterexample(path)
+    for cx in loaded:
+        path = cx.path
         ok, v = replay_counterexample(cx)
         rec = cx.violation
         if ok:

@@ -1,15 +1,18 @@
 """``flinkspec show FILE``: a counterexample as numbered steps, with the state that matters
-after each step, and the violation explained as expected vs actual."""
+after each step, and the violation explained as expected vs actual.
+
+The file is validated completely first -- every line, every action's arguments, and a
+replay in which every action must be enabled at its turn -- and only then rendered: a bad
+file is a one-line error (exit 2), never half an explanation. ``--html OUT`` refuses an OUT
+that exists and is not a regular file, and writes the page atomically.
+"""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
 
 def register(sub) -> None:
-    p = sub.add_parser("show", help="print a counterexample step by step")
+    p = sub.add_parser("show", help="print a counterexample step by step",
+                       description=__doc__.split("\n\n", 1)[1])
     p.add_argument("file", metavar="FILE")
     p.add_argument("--all-state", action="store_true", help="print the state after every step, not only when it changed")
     p.add_argument("--html", metavar="OUT", help="also write a self-contained HTML page with per-task swimlanes")
@@ -18,19 +21,21 @@ def register(sub) -> None:
 
 def run(args) -> int:
     # lazy: the model runtime and engines (~0.3 s) are needed by this command only, not at flinkspec start-up
-    from properties.counterexample import load_counterexample
+    from properties.counterexample import check_replay, load_counterexample
     from properties.explain import explain  # lazy, as above
+    from properties.safe_io import check_output_file, write_atomic  # lazy, as above
 
+    out = check_output_file(args.html, what="HTML page") if args.html else None  # before any work
     cx = load_counterexample(args.file)
-    print(explain(cx, all_state=args.all_state))
-    if args.html:
+    check_replay(cx)  # every action enabled at its turn: only a valid file is rendered
+    text = explain(cx, all_state=args.all_state)
+    page = None
+    if out is not None:
         from properties.html import render_html  # lazy, as above
 
-        out = Path(args.html)
         page = render_html(cx)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".html", dir=out.parent if str(out.parent) else ".")
-        with os.fdopen(fd, "w") as f:
-            f.write(page)
-        os.replace(tmp, out)
+    print(text)
+    if page is not None:
+        write_atomic(out, page, what="HTML page")
         print(f"wrote {out}")
     return 0
