@@ -206,11 +206,13 @@ def check_depth(value: Any, source: str, where: str = "") -> None:
 
 # -- JSON Schema -------------------------------------------------------------------------------
 
-_VALIDATORS: dict[int, Any] = {}
+#: id(schema) -> (schema, validator); the schema is kept so its id is never reused
+_VALIDATORS: dict[int, tuple] = {}
 
 
 def _validator(schema: dict):
-    v = _VALIDATORS.get(id(schema))
+    entry = _VALIDATORS.get(id(schema))
+    v = entry[1] if entry is not None and entry[0] is schema else None
     if v is None:
         # lazy: jsonschema (~0.1 s to import) is needed only once a file is read
         import jsonschema
@@ -223,7 +225,10 @@ def _validator(schema: dict):
         })
         cls = validators.extend(base, type_checker=checker)
         base.check_schema(schema)
-        v = _VALIDATORS[id(schema)] = cls(schema)
+        v = cls(schema)
+        if len(_VALIDATORS) > 64:
+            _VALIDATORS.clear()
+        _VALIDATORS[id(schema)] = (schema, v)
     return v
 
 

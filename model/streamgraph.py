@@ -34,6 +34,7 @@ same pair of operators and parameters that do not apply to an operator's kind (e
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -671,10 +672,12 @@ MAX_CHANNELS = 100_000
 MAX_NAME = 200
 
 
+@functools.cache
 def job_spec_schema() -> dict:
     """The JSON Schema of a job spec file (``docs/schemas/job-spec.schema.json``), generated
     from the field tables and the enumerations above: types, known keys, value ranges,
-    size bounds. The Flink rules that relate fields (``StreamGraph.validate``) come after."""
+    size bounds. The Flink rules that relate fields (``StreamGraph.validate``) come after.
+    Built once; callers must not change it."""
     enums = {"kind": OPERATOR_KINDS, "partitioner": PARTITIONERS, "exchange_mode": EXCHANGE_MODES,
              "chaining_strategy": CHAINING_STRATEGIES, "aggregate": AGGREGATES, "sink_kind": SINK_KINDS}
     ranges = {"parallelism": (1, UPPER_BOUND_MAX_PARALLELISM), "max_parallelism": (1, UPPER_BOUND_MAX_PARALLELISM),

@@ -129,23 +129,24 @@ def write_counterexample(directory, *, variant: str, expected: tuple, engine: st
 
 # -- reading -----------------------------------------------------------------------------------
 
-def load_counterexample(path) -> Counterexample:
+def load_counterexample(path, *, known_variant: bool = False) -> Counterexample:
     """Read and check every line of a counterexample file (``properties.validation``): the
     file (regular, bounded, UTF-8), each line (strict JSON, its schema), the header's names,
     the scenario, and every action's arguments against the scenario -- before any step. Any
     problem raises :class:`CounterexampleError` naming the file, the line (and field) and the
-    rule. The actions' *enabledness* is checked when they are replayed
-    (:func:`check_replay`)."""
+    rule. ``known_variant``: the variant must also be a suite of this flinkspec (``replay``
+    and ``show`` ask for it; the corpus tools load a renamed variant's file to remove it).
+    The actions' *enabledness* is checked when they are replayed (:func:`check_replay`)."""
     p = str(path)
     try:
-        return _load(p)
+        return _load(p, known_variant)
     except CounterexampleError:
         raise
     except InputError as e:
         raise CounterexampleError(str(e)) from None
 
 
-def _load(p: str) -> Counterexample:
+def _load(p: str, known_variant: bool) -> Counterexample:
     raw = read_input(p, what="counterexample file")
     text = decode_utf8(raw, p)
     lines = text.split("\n")
@@ -174,6 +175,8 @@ def _load(p: str) -> Counterexample:
                                          f"(this flinkspec reads format {FORMAT_VERSION})")
     check_schema(header, validation.schema("header"), p, "1")
     validation.check_header_names(header, p)
+    if known_variant:
+        validation.check_variant(header, p)
     scenario = validation.scenario_from_dict(header["scenario"], p, "1")
     bounds = validation.id_bounds(scenario)
     actions = []

@@ -8,9 +8,10 @@ and then checked here, in this order:
    ``docs/schemas/``): the header (format version, variant, engine, expected verdict,
    invariant, seed, the scenario: job spec, job input, configuration), the action lines,
    the violation line;
-2. the header's names against the registries (:func:`check_header_names`): the variant is a
-   known suite, the engine one of :data:`ENGINES`, every expected verdict ``pass`` or a
-   registered invariant, the invariant registered;
+2. the header's names against the registries (:func:`check_header_names`): the engine one
+   of :data:`ENGINES`, every expected verdict ``pass`` or a registered invariant, the
+   invariant registered; for ``replay`` and ``show`` also the variant a known suite
+   (:func:`check_variant`);
 3. the scenario (:func:`scenario_from_dict`): the job spec's Flink rules, the model's size
    bounds, the job input's sources, the configuration's own rules;
 4. every action (:func:`parse_action_text`, :func:`check_action_ids`): a known kind,
@@ -194,14 +195,19 @@ def known_suites() -> tuple[str, ...]:
     return tuple(e.name for e in check_suites())
 
 
-def check_header_names(header: dict, source: str) -> None:
-    """The variant, expected verdicts and invariant name registered things."""
-    from spec.invariant import REGISTRY  # lazy: the invariant registry is filled by the engines' import
-
+def check_variant(header: dict, source: str) -> None:
+    """The variant is a suite of this flinkspec. (Asked by ``replay`` and ``show``; the
+    corpus tools load a file of a renamed variant to remove it.)"""
     suites = known_suites()
     if header["variant"] not in suites:
         raise InputError(source, "1: variant", f"unknown variant {short(header['variant'])} (known: "
                                                f"{', '.join(suites)})")
+
+
+def check_header_names(header: dict, source: str) -> None:
+    """The expected verdicts and the invariant name registered invariants."""
+    from spec.invariant import REGISTRY  # lazy: the invariant registry is filled by the engines' import
+
     for i, ev in enumerate(header["expected_verdict"]):
         if ev != "pass" and ev not in REGISTRY:
             raise InputError(source, f"1: expected_verdict[{i}]",

@@ -38,7 +38,7 @@ def run(args) -> int:
     # lazy: the model runtime and engines (~0.3 s) are needed by this command only, not at flinkspec start-up
     from properties.counterexample import load_counterexample, replay_counterexample
 
-    loaded = [load_counterexample(path) for path in _expand(args.files)]  # all valid before any replay
+    loaded = [load_counterexample(path, known_variant=True) for path in _expand(args.files)]  # all valid before any replay
     failed = 0
     for cx in loaded:
         path = cx.path

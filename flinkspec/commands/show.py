@@ -26,7 +26,7 @@ def run(args) -> int:
     from properties.safe_io import check_output_file, write_atomic  # lazy, as above
 
     out = check_output_file(args.html, what="HTML page") if args.html else None  # before any work
-    cx = load_counterexample(args.file)
+    cx = load_counterexample(args.file, known_variant=True)
     check_replay(cx)  # every action enabled at its turn: only a valid file is rendered
     text = explain(cx, all_state=args.all_state)
     page = None
