@@ -4,6 +4,8 @@ state that matters afterwards, and the violation as expected vs actual, in plain
 from __future__ import annotations
 
 from model import actions as A
+from model.errors import FlinkspecError
+from properties import scenario_kinds
 from properties.engines import Run
 from spec.invariant import REGISTRY
 
@@ -39,6 +41,9 @@ def _state(run: Run) -> str:
 
 
 def explain(cx, *, all_state: bool = False) -> str:
+    other = scenario_kinds.kind_of(cx.scenario)  # a focused counterexample explains itself
+    if other is not None:
+        return other.explain(cx, all_state)
     sc = cx.scenario
     out = []
     h = cx.header
@@ -70,6 +75,9 @@ def explain(cx, *, all_state: bool = False) -> str:
     last = None
     v = None
     for i, a in enumerate(cx.actions):
+        reason = c.why_not_enabled(a)
+        if reason is not None:  # explained only after validation (check_replay); never describe a refused step
+            raise FlinkspecError(f"{cx.path}:{i + 2}: step {i}: {a!r} is not enabled: {reason}")
         desc = _describe(run, a)
         v = run.step(a)
         st = _state(run)

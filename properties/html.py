@@ -12,6 +12,7 @@ from __future__ import annotations
 import html
 
 from model import actions as A
+from model.errors import FlinkspecError
 from properties.engines import Run
 from properties.explain import _describe
 
@@ -56,6 +57,9 @@ def render_html(cx) -> str:
     marks = []
     violation_step = cx.violation.step
     for i, a in enumerate(cx.actions):
+        reason = c.why_not_enabled(a)
+        if reason is not None:  # rendered only after validation (check_replay); never draw a refused step
+            raise FlinkspecError(f"{cx.path}:{i + 2}: step {i}: {a!r} is not enabled: {reason}")
         desc = html.escape(f"{i}. {a!r} — {_describe(run, a)}")
         x = LEFT + i * COL + COL // 2
         m = A.kind_of(a).mark(c, a)

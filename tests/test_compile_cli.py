@@ -94,4 +94,4 @@ def test_missing_file_and_bad_arguments(run, tmp_path):
     code, _, err = run(str(tmp_path / "missing.toml"))
     assert code == 2 and "cannot read" in err and err.count("\n") == 1
     code, _, err = run(REF, "--task-managers", "0")
-    assert code == 2 and "--task-managers must be >= 1" in err
+    assert code == 2 and "--task-managers must be between 1 and" in err

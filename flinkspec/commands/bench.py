@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
-import sys
 import time
 
 from model.errors import InvalidArgument
@@ -29,8 +28,8 @@ def register(subparsers) -> None:
         register_target(sub)
 
     def usage(_args) -> int:
-        p.print_help(sys.stderr)
-        return 2
+        targets = ", ".join(f.__name__.removeprefix("register_") for f in TARGETS)
+        raise InvalidArgument(f"bench needs a TARGET: {targets} (see `flinkspec bench --help`)")
 
     p.set_defaults(func=usage)
 

@@ -13,6 +13,7 @@ import argparse
 import json
 
 from model.errors import InvalidArgument
+from model.inputfiles import short
 from model.executiongraph import ExecutionGraph, build_execution_graph
 from model.jobgraph import load_job_graph
 from model.slotsharing import SlotAllocation, TaskManager, allocate, required_slots
@@ -33,20 +34,28 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
+#: Bounds of the cluster ``compile`` places the job on (each TaskManager and slot is built).
+MAX_TASK_MANAGERS = 10_000
+MAX_TOTAL_SLOTS = 100_000
+
+
 def task_managers(n: int, slots: int) -> list[TaskManager]:
     width = len(str(n))
     return [TaskManager(f"tm-{i:0{width}d}", slots) for i in range(1, n + 1)]
 
 
 def run(args: argparse.Namespace) -> int:
-    eg = build_execution_graph(load_job_graph(args.file))  # loads, validates and chains once
     n = 1 if args.task_managers is None else args.task_managers
-    if n < 1:
-        raise InvalidArgument(f"--task-managers must be >= 1, not {n}")
+    if not 1 <= n <= MAX_TASK_MANAGERS:
+        raise InvalidArgument(f"--task-managers must be between 1 and {MAX_TASK_MANAGERS}, not {short(n)}")
+    if args.slots is not None and not 0 <= args.slots <= MAX_TOTAL_SLOTS:
+        raise InvalidArgument(f"--slots must be between 0 and {MAX_TOTAL_SLOTS}, not {short(args.slots)}")
+    eg = build_execution_graph(load_job_graph(args.file))  # loads, validates and chains once
     required = sum(required_slots(eg).values())
     slots = -(-required // n) if args.slots is None else args.slots
-    if slots < 0:
-        raise InvalidArgument(f"--slots must be >= 0, not {slots}")
+    if n * slots > MAX_TOTAL_SLOTS:
+        raise InvalidArgument(f"--task-managers {n} x --slots {slots} = {n * slots} slots, more than the "
+                              f"limit of {MAX_TOTAL_SLOTS}")
     allocation = allocate(eg, task_managers(n, slots))
     if args.json:
         print(json.dumps(to_json(eg, allocation), indent=2))

@@ -38,8 +38,8 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.timeout is not None and args.timeout <= 0:
-        raise FlinkspecError(f"--timeout must be > 0 seconds, got {args.timeout}")
+    if args.timeout is not None and not 0 < args.timeout <= 86_400:  # also refuses nan and inf
+        raise FlinkspecError(f"--timeout must be > 0 and at most 86400 seconds, got {args.timeout}")
     registry = load_all()
     if args.only is not None and args.only not in registry:
         raise UnknownProof(
