@@ -32,7 +32,7 @@ from model.errors import FlinkspecError
 from model.inputfiles import InputError, check_schema, decode_utf8, parse_json, read_input, short, short_text
 from model.streamgraph import stream_graph_to_dict
 from model.variants import Scenario
-from properties import validation
+from properties import scenario_kinds, validation
 from properties.engines import Run
 from properties.safe_io import check_output_dir, write_atomic
 from spec.invariant import Violation
@@ -96,7 +96,8 @@ def render(*, variant: str, expected: tuple, engine: str, seed: int, scenario: S
     header = {
         "type": "header", "format": FORMAT_VERSION, "model_version": MODEL_VERSION, "variant": variant,
         "expected_verdict": list(expected), "engine": engine, "seed": seed, "invariant": violation.invariant,
-        "scenario": scenario_to_dict(scenario),
+        "scenario": scenario_to_dict(scenario) if isinstance(scenario, Scenario) else
+        scenario_kinds.kind_of(scenario).to_dict(scenario),
     }
     lines = [_dumps(header)]
     for i, a in enumerate(actions):
@@ -173,6 +174,13 @@ def _load(p: str, known_variant: bool) -> Counterexample:
     if header.get("format") != FORMAT_VERSION:
         raise InputError(p, "1: format", f"format version {short(header.get('format'))} is not supported "
                                          f"(this flinkspec reads format {FORMAT_VERSION})")
+    try:
+        other = scenario_kinds.kind_of_dict(header.get("scenario"))  # a focused scenario, say
+    except ValueError as e:
+        raise InputError(p, "1: scenario.kind", str(e)) from None
+    if other is not None:
+        scenario, actions, violation = other.load_lines(p, header, objs, known_variant)
+        return Counterexample(path=p, header=header, scenario=scenario, actions=actions, violation=violation)
     check_schema(header, validation.schema("header"), p, "1")
     validation.check_header_names(header, p)
     if known_variant:
@@ -212,7 +220,13 @@ def check_replay(cx: Counterexample):
     (else :class:`CounterexampleError` naming its line and the guard that does not hold).
     Returns the violation the run gives now (None if it gives none); the same as
     ``properties.engines.replay``: stop at the first violation or when the job FAILED,
-    else drain and judge."""
+    else drain and judge. A scenario of another kind replays by its kind's rules."""
+    other = scenario_kinds.kind_of(cx.scenario)
+    if other is not None:
+        try:
+            return other.replay(cx.scenario, cx.actions)
+        except ValueError as e:
+            raise CounterexampleError(f"{short_text(cx.path, 200)}: the actions do not replay: {e}") from None
     run = Run(cx.scenario)
     if run.violation is not None:
         return run.violation

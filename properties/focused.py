@@ -25,7 +25,7 @@ from model import catalog
 from model.catalog import PASS
 from model.variants import VARIANTS, Variant
 from properties import machines as M
-from properties.counterexample import drop_stale, write_counterexample
+from properties.counterexample import write_counterexample
 from properties.engines import replay
 from properties.result import SuiteResult
 
@@ -77,8 +77,9 @@ class FocusedSuite:
         return self.search.make_test
 
     def run(self, profile: str = "quick", base_seed: int = 0, corpus_dir=None, **_ignored) -> SuiteResult:
-        """Run the search. A whole-cluster violation (the machine carries its scenario and
-        trace) is written to ``corpus_dir`` as a counterexample file (engine "hypothesis")."""
+        """Run the search. The violation Hypothesis found and shrank (a whole-cluster trace, or
+        a focused machine's initialisation and operations) is written to ``corpus_dir`` as a
+        counterexample file (engine "hypothesis") that ``flinkspec replay`` and ``show`` read."""
         res = SuiteResult(name=self.name, expected=self.expected)
         st = settings(max_examples=EXAMPLES[profile] * self.scale, deadline=None, database=None, derandomize=False,
                       suppress_health_check=list(HealthCheck), stateful_step_count=40,
@@ -94,7 +95,7 @@ class FocusedSuite:
             res.first_violation = e.violation.to_dict()
             res.first_seed = base_seed
             res.runs_to_find = counter.get("first")
-            if corpus_dir is not None and e.scenario is not None and e.trace:
+            if corpus_dir is not None and e.scenario is not None:
                 res.counterexample = _write_hypothesis_counterexample(self, corpus_dir, e, base_seed)
         except Exception as e:  # an unexpected crash of the model is a failed suite, reported
             res.error = f"{type(e).__name__}: {e}"
@@ -104,14 +105,16 @@ class FocusedSuite:
 
 
 def _write_hypothesis_counterexample(suite, corpus_dir, e, base_seed):
-    """Store Hypothesis' shrunk cluster trace if it replays to the same violation; drop older
-    files of the same suite (one per suite, like the random-walk corpus)."""
-    v, _ = replay(e.scenario, e.trace, finish=True)
+    """Write Hypothesis' shrunk example -- a whole-cluster trace, or a focused machine's
+    initialisation and operations -- if it replays to the same violation; the file's path."""
+    if isinstance(e.scenario, M.FocusedScenario):
+        v = M.replay_focused(e.scenario, e.trace)
+    else:
+        v, _ = replay(e.scenario, e.trace, finish=True)
     if v is None or v.invariant != e.violation.invariant:
         return None
     path = write_counterexample(corpus_dir, variant=suite.name, expected=suite.expected, engine="hypothesis",
                                 seed=base_seed, scenario=e.scenario, actions=e.trace, violation=v)
-    drop_stale(corpus_dir, suite.name, "hypothesis", path)
     return str(path)
 
 

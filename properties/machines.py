@@ -32,7 +32,10 @@ configurations are searched by the same machine.
 
 from __future__ import annotations
 
+import ast
 import sys
+
+import attrs
 
 from hypothesis import strategies as st
 from hypothesis import target
@@ -51,9 +54,11 @@ from model.events import CheckpointBarrier
 from model.variants import Variant, generate
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
 from model.windowing import SlidingEventTimeWindows, TumblingEventTimeWindows
+from properties import scenario_kinds
 from properties.engines import CORE_KINDS, SWARM_KINDS, Run
 from properties.strategies import scenarios
 from spec import load_all
+from spec.invariant import Violation
 from spec.invariant import invariants as registered_invariants
 
 
@@ -97,22 +102,106 @@ def judge(subject: str, observed, kinds=FOCUSED_KINDS) -> None:
                 raise ViolationFound(v)
 
 
+@attrs.frozen(eq=False)
+class FocusedScenario:
+    """What a focused counterexample replays from: the machine (a key of
+    :data:`FOCUSED_MACHINES`), the knobs it was built with, and the values its
+    initialisation drew (for a one-shot check: its arguments)."""
+
+    machine: str
+    knobs: dict
+    init: dict
+
+    def to_dict(self) -> dict:
+        return {"kind": "focused", "machine": self.machine, "knobs": dict(self.knobs), "init": dict(self.init)}
+
+
+@attrs.frozen
+class FocusedOp:
+    """One step of a focused machine: the operation's name and the values it was given;
+    its text (``repr``) is ``name(key=value, ...)`` with Python literals, read back by
+    :func:`parse_focused_op`."""
+
+    name: str
+    args: tuple  # ((key, value), ...), in the order the rule gave them
+
+    def __repr__(self) -> str:
+        return f"{self.name}({', '.join(f'{k}={v!r}' for k, v in self.args)})"
+
+
+def parse_focused_op(text: str) -> FocusedOp:
+    """``name(key=literal, ...)`` -> FocusedOp; ValueError naming the problem otherwise."""
+    try:
+        node = ast.parse(text.strip(), mode="eval").body
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name) or node.args:
+            raise ValueError
+        args = tuple((kw.arg, ast.literal_eval(kw.value)) for kw in node.keywords)
+        if any(k is None for k, _ in args):
+            raise ValueError
+    except (SyntaxError, ValueError):
+        raise ValueError(f"not a focused operation (expected name(key=value, ...)): {text!r}") from None
+    return FocusedOp(node.func.id, args)
+
+
+def _plain(value):
+    """A drawn value as a JSON-able literal (tuples and sets as sorted or ordered lists)."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
 class FocusedMachine(RuleBasedStateMachine):
     """Base of the focused stateful machines: judges ``SUBJECT``'s registered invariants on
     :meth:`observed` -- the *always* ones after initialisation and every step, the
-    *eventually* ones at teardown when the run ended without an error."""
+    *eventually* ones at teardown when the run ended without an error.
+
+    Every step is an operation: a rule draws its values, then calls :meth:`apply`, which
+    records ``FocusedOp(name, values)`` and runs ``do_<name>(**values)``. A violation carries
+    the recorded initialisation and operations, so it is written as a counterexample file
+    and replayed without Hypothesis (:meth:`replay`)."""
 
     SUBJECT = ""
+    #: the key of this machine in FOCUSED_MACHINES; KNOBS: what its factory was given
+    MACHINE = ""
+    KNOBS: dict = {}
 
     def observed(self):
         """The subject of the invariants, refreshed from the machine; None before ``start``."""
         return None
 
+    def begin(self, **init) -> None:
+        """Called first by ``start``: remember what initialisation drew."""
+        self.init = {k: _plain(v) for k, v in init.items()}
+        self.ops: list = []
+
+    def apply(self, name: str, **values) -> None:
+        """Record the operation, then run it."""
+        self.ops.append(FocusedOp(name, tuple((k, _plain(v)) for k, v in values.items())))
+        getattr(self, f"do_{name}")(**values)
+
+    def scenario(self) -> FocusedScenario:
+        return FocusedScenario(self.MACHINE, dict(self.KNOBS), dict(self.init))
+
+    def _judge(self, kinds, step):
+        obs = self.observed()
+        if obs is None:
+            return None
+        try:
+            judge(self.SUBJECT, obs, kinds)
+        except ViolationFound as e:
+            return e.violation.at_step(step)
+        return None
+
+    def _found(self, v):
+        return ViolationFound(v, tuple(self.ops), self.scenario())
+
     @invariant()
     def spec_holds(self):
-        obs = self.observed()
-        if obs is not None:
-            judge(self.SUBJECT, obs, ("always",))
+        v = self._judge(("always",), len(self.ops) - 1 if self.ops else None)
+        if v is not None:
+            raise self._found(v)
 
     def teardown(self):
         # Hypothesis calls teardown in a ``finally``: while a step's exception (a violation, a
@@ -120,9 +209,21 @@ class FocusedMachine(RuleBasedStateMachine):
         # its end state is not judged.
         if sys.exc_info()[0] is not None:
             return
-        obs = self.observed()
-        if obs is not None:
-            judge(self.SUBJECT, obs, ("eventually",))
+        v = self._judge(("eventually",), len(self.ops))
+        if v is not None:
+            raise self._found(v)
+
+    def replay(self, init: dict, ops) -> Violation | None:
+        """Re-run a recorded initialisation and operations without Hypothesis; the first
+        violation, at the step the machine found it (None: the run holds)."""
+        self.start(**init)
+        v = self._judge(("always",), None)
+        for i, op in enumerate(ops):
+            if v is not None:
+                return v
+            self.apply(op.name, **dict(op.args))
+            v = self._judge(("always",), i)
+        return v or self._judge(("eventually",), len(self.ops))
 
 
 def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
@@ -209,22 +310,31 @@ def make_valve_machine(knobs: dict | None = None):
 
         @initialize(n=st.integers(1, 4))
         def start(self, n):
+            self.begin(n=n)
             out = RecordingValveOutput()
             self.s = ValveSubject(StatusWatermarkValve(n, out, **knobs), out)
             self.n = n
 
         @rule(data=st.data(), wm=st.integers(-5, 30))
         def watermark(self, data, wm):
-            ch = data.draw(st.integers(0, self.n - 1), label="channel")
-            self.s.valve.input_watermark(wm, ch)
+            self.apply("watermark", channel=data.draw(st.integers(0, self.n - 1), label="channel"), wm=wm)
+
+        def do_watermark(self, channel, wm):
+            self.s.valve.input_watermark(wm, channel)
 
         @rule(data=st.data())
         def idle(self, data):
-            self.s.valve.input_watermark_status(True, data.draw(st.integers(0, self.n - 1), label="channel"))
+            self.apply("idle", channel=data.draw(st.integers(0, self.n - 1), label="channel"))
+
+        def do_idle(self, channel):
+            self.s.valve.input_watermark_status(True, channel)
 
         @rule(data=st.data())
         def active(self, data):
-            self.s.valve.input_watermark_status(False, data.draw(st.integers(0, self.n - 1), label="channel"))
+            self.apply("active", channel=data.draw(st.integers(0, self.n - 1), label="channel"))
+
+        def do_active(self, channel):
+            self.s.valve.input_watermark_status(False, channel)
 
         @precondition(lambda self: self.s is not None and not self.s.valve.is_idle
                       and len(set(self.s.valve.channel_watermarks)) > 1)
@@ -233,10 +343,14 @@ def make_valve_machine(knobs: dict | None = None):
             """Every channel goes idle, in a drawn order (e.g. every upstream source ran out of
             splits), once the channels' watermarks differ: the output must then flush to the
             largest one whatever the order."""
-            for ch in data.draw(st.permutations(range(self.n)), label="order"):
+            self.apply("all_idle", order=data.draw(st.permutations(range(self.n)), label="order"))
+
+        def do_all_idle(self, order):
+            for ch in order:
                 self.s.valve.input_watermark_status(True, ch)
 
     ValveMachine.__name__ = f"ValveMachine{knobs or ''}"
+    ValveMachine.MACHINE, ValveMachine.KNOBS = "valve", {"knobs": knobs}
     return ValveMachine
 
 
@@ -256,7 +370,11 @@ def check_window_assignment(ts: int, size: int, offset: int, slide: int | None, 
         assigner = TumblingEventTimeWindows(size, offset, legacy_window_start=legacy)
     else:
         assigner = SlidingEventTimeWindows(size, slide, offset, legacy_window_start=legacy)
-    judge("window", WindowSubject(assigner.assign_windows(ts), ts, size, offset))
+    try:
+        judge("window", WindowSubject(assigner.assign_windows(ts), ts, size, offset))
+    except ViolationFound as e:
+        sc = FocusedScenario("window", {"legacy": legacy}, {"ts": ts, "size": size, "offset": offset, "slide": slide})
+        raise ViolationFound(e.violation, (), sc) from None
 
 
 def _window_args(size: int, slide: int | None):
@@ -364,6 +482,7 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
         @initialize(n=st.integers(1, 4), flip147=st.booleans(), timeout=st.integers(0, 3),
                     triggered=st.integers(0, 3))
         def start(self, n, flip147, timeout, triggered):
+            self.begin(n=n, flip147=flip147, timeout=timeout, triggered=triggered)
             self.n = n
             self.ctx = RecordingBarrierContext(n, mode)
             if mode == "at_least_once":
@@ -383,6 +502,7 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             return [ch for ch in range(self.n) if ch not in c.closed and ch not in c.blocked]
 
         def _pick(self, data, ids: bool):
+            """A channel that can deliver (and, with ``ids``, the next checkpoint id it carries)."""
             free = self._free()
             if ids:
                 free = [ch for ch in free if self.last_id[ch] < self.latest]
@@ -391,13 +511,14 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             ch = data.draw(st.sampled_from(free), label="channel")
             if not ids:
                 return ch, None
-            cid = data.draw(st.integers(self.last_id[ch] + 1, self.latest), label="checkpoint")
-            self.last_id[ch] = cid
-            return ch, cid
+            return ch, data.draw(st.integers(self.last_id[ch] + 1, self.latest), label="checkpoint")
 
         @precondition(lambda self: self.ctx is not None and self.latest < 8)
         @rule()
         def trigger_newer(self):
+            self.apply("trigger_newer")
+
+        def do_trigger_newer(self):
             self.now += 1
             self.latest += 1
             self.ts[self.latest] = self.now
@@ -406,8 +527,12 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
         @rule(data=st.data())
         def barrier(self, data):
             ch, cid = self._pick(data, True)
-            if ch is None:
-                return
+            if ch is not None:
+                self.apply("barrier", channel=ch, checkpoint=cid)
+
+        def do_barrier(self, channel, checkpoint):
+            ch, cid = channel, checkpoint
+            self.last_id[ch] = cid
             self.now += 1
             self.ctx.arrived.setdefault(cid, set()).add(ch)
             if mode != "at_least_once":
@@ -419,8 +544,12 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
         @rule(data=st.data())
         def cancel(self, data):
             ch, cid = self._pick(data, True)
-            if ch is None:
-                return
+            if ch is not None:
+                self.apply("cancel", channel=ch, checkpoint=cid)
+
+        def do_cancel(self, channel, checkpoint):
+            ch, cid = channel, checkpoint
+            self.last_id[ch] = cid
             self.now += 1
             if cid < max(self.last_id):
                 self.late_cancels += 1  # another channel already delivered a newer id
@@ -433,24 +562,27 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
         @rule(data=st.data())
         def end_of_partition(self, data):
             ch, _ = self._pick(data, False)
-            if ch is None:
-                return
+            if ch is not None:
+                self.apply("end_of_partition", channel=ch)
+
+        def do_end_of_partition(self, channel):
             self.now += 1
-            self.ctx.closed.add(ch)
-            self.h.process_end_of_partition(ch)
+            self.ctx.closed.add(channel)
+            self.h.process_end_of_partition(channel)
 
         @precondition(lambda self: self.ctx is not None and mode != "at_least_once")
         @rule(data=st.data())
         def alignment_timeout(self, data):
             """The alignment timer of a registered checkpoint fires (a no-op without timers)."""
-            timers = sorted(self.ctx.timers.items())
-            if timers:
-                cid, deadline = data.draw(st.sampled_from(timers), label="timer")
-                del self.ctx.timers[cid]
+            timers = sorted(self.ctx.timers)
+            cid = data.draw(st.sampled_from(timers), label="timer") if timers else self.latest
+            self.apply("alignment_timeout", checkpoint=cid)
+
+        def do_alignment_timeout(self, checkpoint):
+            deadline = self.ctx.timers.pop(checkpoint, None)
+            if deadline is not None:
                 self.now = max(self.now, deadline)
-            else:
-                cid = self.latest
-            self.h.on_alignment_timeout(cid)
+            self.h.on_alignment_timeout(checkpoint)
 
         def teardown(self):
             if self.ctx is not None:
@@ -459,6 +591,8 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             super().teardown()
 
     BarrierHandlerMachine.__name__ = f"BarrierHandlerMachine[{mode}{knobs or ''}]"
+    BarrierHandlerMachine.MACHINE = "barrier_handler"
+    BarrierHandlerMachine.KNOBS = {"mode": mode, "knobs": knobs}
     return BarrierHandlerMachine
 
 
@@ -506,6 +640,8 @@ def make_coordinator_machine(knobs: dict | None = None):
                     min_pause=st.integers(0, 2), timeout=st.one_of(st.none(), st.integers(2, 6)),
                     queue=st.booleans(), unaligned=st.booleans())
         def start(self, tasks, max_concurrent, retained, min_pause, timeout, queue, unaligned):
+            self.begin(tasks=tasks, max_concurrent=max_concurrent, retained=retained, min_pause=min_pause,
+                       timeout=timeout, queue=queue, unaligned=unaligned)
             self.tasks = list(range(tasks))
             c = CheckpointCoordinator(self.tasks, self.tasks, max_concurrent_checkpoints=max_concurrent,
                                       max_retained=retained, min_pause_between_checkpoints=min_pause,
@@ -526,8 +662,10 @@ def make_coordinator_machine(knobs: dict | None = None):
         @rule(kind=st.sampled_from(("checkpoint", "savepoint", "checkpoint", "stop_with_savepoint")),
               periodic=st.booleans())
         def trigger(self, kind, periodic):
-            r = self.c.trigger_checkpoint(self.now, kind, periodic)
-            self.s.record(r.effects)
+            self.apply("trigger", kind=kind, periodic=periodic)
+
+        def do_trigger(self, kind, periodic):
+            self.s.record(self.c.trigger_checkpoint(self.now, kind, periodic).effects)
 
         @precondition(lambda self: self.s is not None)
         @rule(data=st.data())
@@ -537,34 +675,51 @@ def make_coordinator_machine(knobs: dict | None = None):
             todo = sorted(cp.not_yet_acknowledged) if cp is not None else []
             # mostly a task that still owes its ack; sometimes a duplicate or unknown subtask
             subs = todo if todo and data.draw(st.integers(0, 3), label="owed") else self.tasks + [len(self.tasks)]
-            sub = data.draw(st.sampled_from(subs), label="subtask")
-            self.s.acked.setdefault(cid, set()).add(sub)
-            self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
+            self.apply("ack", checkpoint=cid, subtask=data.draw(st.sampled_from(subs), label="subtask"))
+
+        def do_ack(self, checkpoint, subtask):
+            self.s.acked.setdefault(checkpoint, set()).add(subtask)
+            self.s.record(self.c.receive_acknowledge(checkpoint, subtask, ("state", checkpoint, subtask),
+                                                     now=self.now))
 
         @precondition(lambda self: self.s is not None and bool(self.c.pending))
-        @rule(data=st.data())
-        def ack_all(self, data):
-            """Every task to ack acknowledges one pending checkpoint (in subtask order)."""
+        @rule(data=st.data(), every=st.booleans())
+        def ack_many(self, data, every):
+            """Every task to ack acknowledges one pending checkpoint, or (with more than one
+            task) a proper subset of them does -- the state a failure often finds."""
             cid = data.draw(st.sampled_from(sorted(self.c.pending)), label="checkpoint")
-            for sub in self.tasks:
-                self.s.acked.setdefault(cid, set()).add(sub)
-                self.s.record(self.c.receive_acknowledge(cid, sub, ("state", cid, sub), now=self.now))
+            if every or len(self.tasks) == 1:
+                subs = list(self.tasks)
+            else:
+                subs = sorted(data.draw(st.sets(st.sampled_from(self.tasks), min_size=1,
+                                                max_size=len(self.tasks) - 1), label="subtasks"))
+            self.apply("ack_many", checkpoint=cid, subtasks=subs)
+
+        def do_ack_many(self, checkpoint, subtasks):
+            for sub in subtasks:
+                self.do_ack(checkpoint, sub)
 
         @precondition(lambda self: self.s is not None)
         @rule(data=st.data(), failed=st.booleans())
         def decline(self, data, failed):
             """A task declines a checkpoint, or fails (its unacknowledged checkpoints abort)."""
             sub = data.draw(st.sampled_from(self.tasks), label="subtask")
-            if failed:
-                self.s.record(self.c.fail_unacknowledged_pending_checkpoints_for(sub))
+            self.apply("decline", subtask=sub, checkpoint=None if failed else self._cid(data))
+
+        def do_decline(self, subtask, checkpoint):
+            if checkpoint is None:
+                self.s.record(self.c.fail_unacknowledged_pending_checkpoints_for(subtask))
             else:
-                self.s.record(self.c.receive_decline(self._cid(data), sub, now=self.now))
+                self.s.record(self.c.receive_decline(checkpoint, subtask, now=self.now))
 
         @precondition(lambda self: self.s is not None)
         @rule(job_manager=st.booleans())
         def failover(self, job_manager):
             """A region/global failover (abort every pending checkpoint) or a JobManager failover
             (pending checkpoints lost), then a restore."""
+            self.apply("failover", job_manager=job_manager)
+
+        def do_failover(self, job_manager):
             self._note_in_flight()
             if job_manager:
                 self.s.record(self.c.job_manager_failover())
@@ -575,6 +730,9 @@ def make_coordinator_machine(knobs: dict | None = None):
         @precondition(lambda self: self.s is not None)
         @rule(dt=st.integers(1, 3))
         def tick(self, dt):
+            self.apply("tick", dt=dt)
+
+        def do_tick(self, dt):
             self.now += dt
             self.s.record(self.c.expire_overdue(self.now))
 
@@ -594,6 +752,7 @@ def make_coordinator_machine(knobs: dict | None = None):
             self.s.restores.append((self.c.restore_latest_checkpointed_state(), max(done) if done else None))
 
     CoordinatorMachine.__name__ = f"CoordinatorMachine{knobs or ''}"
+    CoordinatorMachine.MACHINE, CoordinatorMachine.KNOBS = "coordinator", {"knobs": knobs}
     return CoordinatorMachine
 
 
@@ -622,6 +781,7 @@ def check_rescaling(args, assignment: str = "range"):
     first registered ``rescaling`` invariant that fails (one restore is a whole run: *always*
     and *eventually* invariants are both checked)."""
     maxp, oldp, newp, kgs, sizes = args
+    kgs = set(kgs)
     s = RescaleSubject()
     s.max_parallelism, s.old_parallelism, s.new_parallelism = maxp, oldp, newp
     # old keyed state: each old subtask holds the key groups of its own range (what Flink wrote)
@@ -642,4 +802,154 @@ def check_rescaling(args, assignment: str = "range"):
     s.union_new = SA.repartition_union(s.union_old, newp)
     s.broadcast_old = [[("b", i, j) for j in range(2)] for i in range(oldp)]
     s.broadcast_new = SA.repartition_broadcast(s.broadcast_old, newp)
-    judge("rescaling", s)
+    try:
+        judge("rescaling", s)
+    except ViolationFound as e:
+        sc = FocusedScenario("rescaling", {"assignment": assignment}, {"args": _plain(args)})
+        raise ViolationFound(e.violation, (), sc) from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Replaying a focused counterexample
+# ---------------------------------------------------------------------------------------------
+
+
+def _stateful(factory):
+    def replay(sc: FocusedScenario, ops) -> Violation | None:
+        return factory(**sc.knobs)().replay(sc.init, ops)
+    return replay
+
+
+def _one_shot(check):
+    def replay(sc: FocusedScenario, ops) -> Violation | None:
+        if ops:
+            raise ValueError(f"the one-shot check {sc.machine!r} takes no operations, got {len(ops)}")
+        try:
+            check(**sc.knobs, **sc.init)
+        except ViolationFound as e:
+            return e.violation
+        return None
+    return replay
+
+
+#: machine name -> how to replay its counterexamples, ``(FocusedScenario, ops) -> Violation | None``;
+#: every focused machine and one-shot check is here (``FocusedMachine.MACHINE`` names the key)
+FOCUSED_MACHINES = {
+    "valve": _stateful(make_valve_machine),
+    "barrier_handler": _stateful(make_barrier_handler_machine),
+    "coordinator": _stateful(make_coordinator_machine),
+    "window": _one_shot(lambda legacy, ts, size, offset, slide: check_window_assignment(ts, size, offset, slide,
+                                                                                          legacy)),
+    "rescaling": _one_shot(lambda assignment, args: check_rescaling(tuple(args), assignment)),
+}
+
+
+def focused_scenario_from_dict(d: dict) -> FocusedScenario:
+    """The header's scenario of a focused counterexample; ValueError naming what is wrong."""
+    unknown = set(d) - {"kind", "machine", "knobs", "init"}
+    if unknown:
+        raise ValueError(f"unknown scenario key(s) {sorted(unknown)}")
+    if d.get("machine") not in FOCUSED_MACHINES:
+        raise ValueError(f"unknown focused machine {d.get('machine')!r} (known: {', '.join(FOCUSED_MACHINES)})")
+    if not isinstance(d.get("knobs"), dict) or not isinstance(d.get("init"), dict):
+        raise ValueError("'knobs' and 'init' must be objects")
+    return FocusedScenario(d["machine"], d["knobs"], d["init"])
+
+
+def replay_focused(sc: FocusedScenario, ops) -> Violation | None:
+    """Re-run a focused counterexample: its first violation (None: it holds now)."""
+    try:
+        return FOCUSED_MACHINES[sc.machine](sc, ops)
+    except (TypeError, KeyError, AttributeError, IndexError) as e:  # ops or values the machine cannot take
+        raise ValueError(f"the operations do not replay on the {sc.machine} machine: {type(e).__name__}: {e}") \
+            from None
+
+
+# ---------------------------------------------------------------------------------------------
+# Focused counterexample files: the "focused" scenario kind
+# ---------------------------------------------------------------------------------------------
+
+
+def _focused_header_schema() -> dict:
+    """The header schema of the counterexample format with a focused scenario in place of the
+    cluster's: the machine, the knobs its factory took, what its initialisation drew."""
+    from properties import validation  # lazy: the schemas (jsonschema) only when a file is read
+
+    header = dict(validation.schema("header"))
+    props = dict(header["properties"])
+    props["scenario"] = {"type": "object", "additionalProperties": False,
+                         "required": ["kind", "machine", "knobs", "init"],
+                         "properties": {"kind": {"const": "focused"},
+                                        "machine": {"type": "string", "enum": sorted(FOCUSED_MACHINES)},
+                                        "knobs": {"type": "object"}, "init": {"type": "object"}}}
+    header["properties"] = props
+    header["$id"] = header["$id"].replace("header", "focused-header")
+    return header
+
+
+def load_focused_lines(source: str, header: dict, objs: list, known_variant: bool):
+    """(scenario, actions, violation) of a focused counterexample's parsed lines, every line
+    checked (``model.inputfiles.InputError`` naming the line and the rule)."""
+    from model.inputfiles import InputError, check_schema, short  # lazy: only when a file is read
+    from properties import validation  # lazy, as above
+
+    check_schema(header, _focused_header_schema(), source, "1")
+    validation.check_header_names(header, source)
+    if known_variant:
+        validation.check_variant(header, source)
+    try:
+        scenario = focused_scenario_from_dict(header["scenario"])
+    except ValueError as e:
+        raise InputError(source, "1: scenario", str(e)) from None
+    ops = []
+    for n, obj in enumerate(objs[1:-1], 2):
+        if obj["type"] != "action":
+            raise InputError(source, f"{n}", f"expected an action line, got {short(obj['type'])}")
+        check_schema(obj, validation.schema("action"), source, f"{n}")
+        if obj["step"] != n - 2:
+            raise InputError(source, f"{n}: step", f"action step {obj['step']} out of order (expected {n - 2})")
+        try:
+            ops.append(parse_focused_op(obj["action"]))
+        except ValueError as e:
+            raise InputError(source, f"{n}: action", str(e)) from None
+    check_schema(objs[-1], validation.schema("violation"), source, f"{len(objs)}")
+    violation = Violation.from_dict(objs[-1])
+    if violation.invariant != header["invariant"]:
+        raise InputError(source, f"{len(objs)}: invariant", f"the violation names {short(violation.invariant)} "
+                                                            f"but the header names {short(header['invariant'])}")
+    return scenario, tuple(ops), violation
+
+
+def explain_focused(cx, all_state: bool = False) -> str:
+    """``flinkspec show`` of a focused counterexample: the mechanism, what initialisation
+    drew, the numbered operations, the violation (expected vs actual) and the invariant."""
+    from spec.invariant import REGISTRY  # the registry is filled once spec is loaded (above)
+
+    sc, h, rec = cx.scenario, cx.header, cx.violation
+    out = [f"counterexample {cx.path}",
+           f"  suite {h['variant']} (expected verdict: {' or '.join(h['expected_verdict'])}), engine {h['engine']}, "
+           f"seed {h['seed']}, model {h.get('model_version')}",
+           f"mechanism: the {sc.machine} focused machine, built with {sc.knobs}",
+           "initialisation: " + (", ".join(f"{k}={v!r}" for k, v in sc.init.items()) or "-")]
+    if cx.actions:
+        out.append("steps:")
+        out += [f"{i:4d}. {op!r}" + ("   <- the violation shows here" if rec.step == i else "")
+                for i, op in enumerate(cx.actions)]
+    else:
+        out.append("(a one-shot check: the initialisation is the whole run)")
+    now = replay_focused(sc, cx.actions)
+    where = "at the end of the run" if rec.step == len(cx.actions) and cx.actions else \
+        ("after initialisation" if rec.step is None else f"at step {rec.step}")
+    out += ["", f"VIOLATION of {rec.invariant} {where}:", f"  {rec.message}", f"  expected: {rec.expected}",
+            f"  actual:   {rec.actual}"]
+    inv = REGISTRY.get(rec.invariant)
+    if inv is not None:
+        out.append(f"  the invariant ({inv.kind}, guards {inv.concept}): {inv.statement}")
+    if now is None or now.invariant != rec.invariant or now.step != rec.step:
+        out.append("  NOTE: replaying the file now does NOT reproduce this violation")
+    return "\n".join(out)
+
+
+scenario_kinds.register(scenario_kinds.ScenarioKind(
+    name="focused", scenario_type=FocusedScenario, load_lines=load_focused_lines,
+    to_dict=FocusedScenario.to_dict, replay=replay_focused, explain=explain_focused))

@@ -13,6 +13,7 @@ invariants of ``spec/focused.py`` they check.
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace as NS
 
 import pytest
@@ -71,6 +72,69 @@ def test_unsafe_focused_suite_finds_its_violation(name):
     assert r.as_expected, (r.verdict, r.first_violation)
     assert set(r.violations) == {UNSAFE[name]}
     assert r.first_violation["invariant"] == UNSAFE[name]
+
+
+UNSAFE_ALL = sorted(n for n, s in FOCUSED.items() if not s.safe)
+
+
+@pytest.mark.parametrize("name", UNSAFE_ALL)
+def test_every_unsafe_focused_suite_writes_a_file_that_replays_to_its_violation(name, tmp_path, capsys):
+    """Every failure is a file: the shrunk example is written in the one counterexample format,
+    and `flinkspec replay` / `show` reproduce the same invariant at the same step."""
+    from flinkspec.cli import main
+    from properties.counterexample import load_counterexample, replay_counterexample
+
+    r = FOCUSED[name].run("quick", 0, corpus_dir=tmp_path)
+    assert r.as_expected and r.counterexample, (name, r.verdict)
+    cx = load_counterexample(r.counterexample, known_variant=True)
+    assert cx.variant == name and cx.header["engine"] == "hypothesis"
+    assert cx.violation.invariant == r.first_violation["invariant"]
+    ok, now = replay_counterexample(cx)
+    assert ok, (cx.violation, now)
+    assert main(["replay", r.counterexample]) == 0
+    assert main(["show", r.counterexample]) == 0
+    out = capsys.readouterr().out
+    assert f"VIOLATION of {cx.violation.invariant}" in out and "NOTE" not in out
+    assert r.runs_to_find is not None and 1 <= r.runs_to_find <= r.runs
+
+
+def test_a_focused_file_that_no_longer_reproduces_is_reported(tmp_path, capsys):
+    """Replay is a real check: the same operations on the safe machine give no violation."""
+    import json
+
+    from flinkspec.cli import main
+
+    r = FOCUSED["checkpoint-coordinator-restore-pending"].run("quick", 0, corpus_dir=tmp_path)
+    path = Path(r.counterexample)
+    lines = path.read_text().splitlines()
+    header = json.loads(lines[0])
+    header["scenario"]["knobs"] = {"knobs": {}}  # the safe coordinator
+    path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
+    assert main(["replay", str(path)]) == 1
+    assert "NOT reproduced" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("mutate, message", [
+    (lambda h, ops: (h["scenario"].update(machine="nope"), ops)[1], "scenario.machine: must be one of"),
+    (lambda h, ops: (h["scenario"].update(kind="nope"), ops)[1], "unknown scenario kind 'nope'"),
+    (lambda h, ops: ["not an op"], "not a focused operation"),
+    (lambda h, ops: ["frobnicate(x=1)"], "do not replay"),
+])
+def test_malformed_focused_files_are_one_line_errors(mutate, message, tmp_path, capsys):
+    import json
+
+    from flinkspec.cli import main
+
+    r = FOCUSED["checkpoint-coordinator-restore-pending"].run("quick", 0, corpus_dir=tmp_path)
+    path = Path(r.counterexample)
+    objs = [json.loads(line) for line in path.read_text().splitlines()]
+    header = objs[0]
+    ops = mutate(header, [o["action"] for o in objs[1:-1]])
+    lines = [json.dumps(header)] + [json.dumps({"type": "action", "step": i, "action": a}) for i, a in enumerate(ops)]
+    path.write_text("\n".join(lines + [json.dumps(objs[-1])]) + "\n")
+    assert main(["replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_stateful_suites_are_reproducible_from_their_seed():

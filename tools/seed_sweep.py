@@ -2,7 +2,10 @@
 
 Runs the suites of a profile (default: quick, every suite ``flinkspec check`` runs) for each
 base seed of a range, in-process, without shrinking or writing counterexamples (the search
-is what is measured), and appends one JSON line per (suite, seed) to ``--out``. A sweep can
+is what is measured), and appends one JSON line per (suite, seed) to ``--out``. A
+random-walk suite with base seed S runs the walks S, S+1, ...; the sweep runs each walk
+once and judges every base seed from the same walks (exactly what ``flinkspec check
+--seed S`` concludes, far cheaper than re-running overlapping seeds). A sweep can
 be interrupted and resumed: pairs already in ``--out`` are skipped. Then it prints, per
 suite: seeds tried, seeds as expected, and for an unsafe suite the worst case (most runs to
 its first violation) and the seeds that missed.
@@ -24,6 +27,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -52,6 +56,30 @@ def row_of(result, *, seed: int, profile: str) -> dict:
             "runs_to_find": result.runs_to_find, "seconds": round(result.seconds, 2), "error": result.error}
 
 
+def cluster_result(v, base_seed: int, profile: str, walk):
+    """What ``run_variant_suite(v, profile=profile, base_seed=base_seed)`` concludes, from
+    ``walk(seed)`` (a cached ``random_walk(v, seed)``): the same loop, without shrinking."""
+    from properties.result import SuiteResult  # lazy: loaded once the arguments are valid
+    from properties.suites import PROFILES  # lazy, as above
+
+    prof = PROFILES[profile]
+    total = prof["safe_runs"] if v.safe else prof["unsafe_max_runs"]
+    res = SuiteResult(name=v.name, expected=v.expected)
+    t0 = time.perf_counter()
+    for i in range(total):
+        r = walk(base_seed + i)
+        res.runs += 1
+        res.steps += r.steps
+        if r.verdict == "violation":
+            res.violations[r.invariant] += 1
+            if res.first_violation is None:
+                res.first_violation, res.first_seed, res.runs_to_find = r.violation, base_seed + i, i + 1
+            if not v.safe:
+                break
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
 def report(rows: list[dict], suites: list[str], seeds: list[int]) -> tuple[list[str], bool]:
     """The table (lines) over ``rows`` restricted to ``suites`` x ``seeds``, and whether every
     pair of the range ran and was as expected."""
@@ -78,17 +106,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0-49", help="base seeds: 0-49 (default) or 3,7,10-12")
     p.add_argument("--profile", choices=("quick", "thorough"), default="quick")
     p.add_argument("--only", action="append", metavar="SUITE", help="only this suite (repeatable)")
+    p.add_argument("--kind", choices=("cluster", "focused"), help="only the suites of this kind")
     p.add_argument("--out", default="results/seed-sweep.ndjson", help="rows are appended here (resumable)")
     p.add_argument("--report", action="store_true", help="only print the table of what --out holds")
     args = p.parse_args(argv)
     seeds = parse_seeds(args.seeds)
     # lazy: the suites (Hypothesis, the model) are only needed once the arguments are valid
     from model.errors import FlinkspecError
-    from properties.catalog import select
-    from properties.suites import run_suite
+    from model.variants import VARIANTS  # lazy, as above
+    from properties.catalog import select  # lazy, as above
+    from properties.engines import random_walk  # lazy, as above
+    from properties.suites import run_suite  # lazy, as above
 
     try:
-        suites = [e.name for e in select(args.only or [])]
+        suites = [e.name for e in select(args.only or []) if args.kind in (None, e.kind)]
     except FlinkspecError as e:
         print(f"seed_sweep: {e}", file=sys.stderr)
         return 2
@@ -97,11 +128,26 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report:
         done = {(r["suite"], r["seed"]) for r in load_rows(out) if r.get("profile") == args.profile}
         t0 = time.perf_counter()
+        walks: dict = {}
+
+        def walk_of(v):
+            def walk(seed):
+                key = (v.name, seed)
+                if key not in walks:  # only what the judgement reads: a trace per walk is too big to keep
+                    r = random_walk(v, seed)
+                    walks[key] = SimpleNamespace(verdict=r.verdict, invariant=r.invariant, steps=r.steps,
+                                                 violation=r.violation)
+                return walks[key]
+            return walk
+
         for seed in seeds:
             for name in suites:
                 if (name, seed) in done:
                     continue
-                r = run_suite(name, profile=args.profile, base_seed=seed, shrink_found=False)
+                if name in VARIANTS:
+                    r = cluster_result(VARIANTS[name], seed, args.profile, walk_of(VARIANTS[name]))
+                else:
+                    r = run_suite(name, profile=args.profile, base_seed=seed, shrink_found=False)
                 row = row_of(r, seed=seed, profile=args.profile)
                 with open(out, "a") as f:  # one line per pair: an interrupted sweep loses one pair at most
                     f.write(json.dumps(row, sort_keys=True) + "\n")

@@ -185,7 +185,7 @@ def suite_lines(label: str, r) -> list[str]:
     """The lines printed when a suite finishes: verdict, and what to look at if any."""
     extra = ""
     if not r.safe and r.found:
-        extra = f" (found after {r.runs} run(s)"
+        extra = f" (found after {r.runs_to_find or r.runs} run(s)"
         if r.shrunk_from:
             extra += f", shrunk {r.shrunk_from} -> {r.shrunk_to} steps"
         extra += ")"

@@ -9,6 +9,8 @@ that exists and is not a regular file, and writes the page atomically.
 
 from __future__ import annotations
 
+from model.errors import FlinkspecError
+
 
 def register(sub) -> None:
     p = sub.add_parser("show", help="print a counterexample step by step",
@@ -32,6 +34,11 @@ def run(args) -> int:
     page = None
     if out is not None:
         from properties.html import render_html  # lazy, as above
+        from properties.scenario_kinds import kind_of  # lazy, as above
+
+        if kind_of(cx.scenario) is not None:
+            raise FlinkspecError(f"{args.file}: --html draws whole-cluster counterexamples (swimlanes per "
+                                 f"subtask); this one is of kind {kind_of(cx.scenario).name}: read it as text")
 
         page = render_html(cx)
     print(text)
