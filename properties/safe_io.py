@@ -61,8 +61,13 @@ def check_output_file(path, *, what: str = "output file") -> Path:
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{p}: cannot write the {what}: the folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise OutputError(f"{p}: cannot write the {what}: the folder {folder} is not writable")
+    try:  # a probe, not os.access: root passes os.access on read-only file systems and /proc
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"{p}: cannot write the {what}: the folder {folder} is not writable "
+                          f"({e.strerror or type(e).__name__})") from None
     if st is not None and not os.access(p, os.W_OK):
         # os.replace would still succeed in a writable folder; a read-only file is a signal
         raise OutputError(f"{p}: cannot write the {what}: the file is read-only")
@@ -70,20 +75,32 @@ def check_output_file(path, *, what: str = "output file") -> Path:
 
 
 def check_output_dir(path, *, what: str = "output folder", create: bool = True) -> Path:
-    """``path`` as a Path of a folder files may be written into (created when ``create``);
+    """``path`` as a Path of a folder files may be written into (created when ``create``;
+    without, only checked: it, or the nearest folder above it that exists, is writable);
     else :class:`OutputError`."""
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise OutputError(f"{p}: the {what} exists and is not a directory")
     if not p.exists():
         if not create:
-            raise OutputError(f"{p}: the {what} does not exist")
+            above = p.parent
+            while not above.exists() and above != above.parent:
+                above = above.parent
+            if not above.is_dir():
+                raise OutputError(f"{p}: cannot create the {what}: {above} is not a directory")
+            if not os.access(above, os.W_OK | os.X_OK):
+                raise OutputError(f"{p}: cannot create the {what}: {above} is not writable")
+            return p
         try:
             p.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise OutputError(f"{p}: cannot create the {what}: {e.strerror or type(e).__name__}") from None
-    if not os.access(p, os.W_OK | os.X_OK):
-        raise OutputError(f"{p}: the {what} is not writable")
+    try:  # a probe, not os.access: root passes os.access on read-only file systems and /proc
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=p)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise OutputError(f"{p}: the {what} is not writable: {e.strerror or type(e).__name__}") from None
     return p
 
 

@@ -19,6 +19,7 @@ import sys
 
 from model import keygroups as kg
 from model.errors import InvalidArgument
+from model.inputfiles import short
 
 TYPES = ("auto", "int", "long", "string", "boolean")
 _INT_RE = re.compile(r"^[+-]?\d+$")
@@ -52,6 +53,10 @@ def _hash(text: str, type_: str) -> tuple[str, int]:
             raise InvalidArgument(f"key {text!r}: a boolean key must be true or false")
         return "Boolean", kg.java_hash_code(low == "true")
     is_int = bool(_INT_RE.match(text))
+    if is_int and len(text.lstrip("+-")) > 20:  # beyond a long; int() of thousands of digits would fail
+        if type_ in ("auto", "long"):
+            raise InvalidArgument(f"key {short(text)}: an integer key must fit in a Java long (64 bit)")
+        raise InvalidArgument(f"key {short(text)}: does not fit in a Java int (32 bit); use --type long")
     if type_ == "auto":
         if not is_int:
             return "String", kg.java_string_hash_code(text)
