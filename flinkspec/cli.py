@@ -103,6 +103,13 @@ def _quiet_stdout() -> None:
         pass
 
 
+def _stdout_is_devnull() -> bool:
+    try:
+        return os.path.samestat(os.fstat(sys.stdout.fileno()), os.stat(os.devnull))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 @contextlib.contextmanager
 def _sigterm_as_interrupt():
     """SIGTERM raises :class:`Interrupted` in the main thread while the command runs (so
@@ -159,6 +166,10 @@ def _run(argv: list[str], debug: bool) -> int:
     except BrokenPipeError:
         _quiet_stdout()
         return EXIT_PIPE
+    except SystemExit as e:  # rich ends a closed pipe with exit(1) after pointing stdout at /dev/null
+        if e.code == 1 and _stdout_is_devnull():
+            return EXIT_PIPE
+        raise
     except KeyboardInterrupt:
         raise
     except FlinkspecError as e:

@@ -61,13 +61,7 @@ def check_output_file(path, *, what: str = "output file") -> Path:
     folder = p.parent if str(p.parent) else Path(".")
     if not folder.is_dir():
         raise OutputError(f"{p}: cannot write the {what}: the folder {folder} does not exist")
-    try:  # a probe, not os.access: root passes os.access on read-only file systems and /proc
-        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as e:
-        raise OutputError(f"{p}: cannot write the {what}: the folder {folder} is not writable "
-                          f"({e.strerror or type(e).__name__})") from None
+    _probe(folder, f"{p}: cannot write the {what}: the folder {folder} is not writable")
     if st is not None and not os.access(p, os.W_OK):
         # os.replace would still succeed in a writable folder; a read-only file is a signal
         raise OutputError(f"{p}: cannot write the {what}: the file is read-only")
@@ -88,20 +82,25 @@ def check_output_dir(path, *, what: str = "output folder", create: bool = True) 
                 above = above.parent
             if not above.is_dir():
                 raise OutputError(f"{p}: cannot create the {what}: {above} is not a directory")
-            if not os.access(above, os.W_OK | os.X_OK):
-                raise OutputError(f"{p}: cannot create the {what}: {above} is not writable")
+            _probe(above, f"{p}: cannot create the {what}: {above} is not writable")
             return p
         try:
             p.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise OutputError(f"{p}: cannot create the {what}: {e.strerror or type(e).__name__}") from None
-    try:  # a probe, not os.access: root passes os.access on read-only file systems and /proc
-        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=p)
+    _probe(p, f"{p}: the {what} is not writable")
+    return p
+
+
+def _probe(folder: Path, message: str) -> None:
+    """Create and remove a temporary file in ``folder`` (not os.access: root passes os.access
+    on read-only file systems and /proc); OutputError(``message``) if that fails."""
+    try:
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=folder)
         os.close(fd)
         os.unlink(probe)
     except OSError as e:
-        raise OutputError(f"{p}: the {what} is not writable: {e.strerror or type(e).__name__}") from None
-    return p
+        raise OutputError(f"{message} ({e.strerror or type(e).__name__})") from None
 
 
 def write_atomic(path, data: str | bytes, *, what: str = "output file", fsync: bool = True) -> Path:

@@ -51,6 +51,7 @@ import attrs
 
 from model.errors import FlinkspecError, InvalidArgument
 from spark import standin
+from spark.session import jvm_log_path
 
 #: Columns of a result row (the Parquet schema; ``variant`` becomes the partition directory).
 RESULT_COLUMNS = (
@@ -165,6 +166,12 @@ def standin_engine() -> Engine:
 ENGINES = {"model": default_engine, "standin": standin_engine}
 
 
+#: Bounds of a plan (``--runs``, ``--max-steps``, ``--partitions``).
+MAX_RUNS = 1_000_000_000
+MAX_STEPS = 10_000_000
+MAX_PARTITIONS = 100_000
+
+
 @attrs.frozen
 class ReplayPlan:
     """Which runs: ``runs`` in total, spread round-robin over ``variants``.
@@ -182,16 +189,16 @@ class ReplayPlan:
     partitions: int | None = None
 
     def __attrs_post_init__(self):
-        if self.runs < 1:
-            raise InvalidArgument(f"--runs {self.runs}: must be at least 1")
+        if not 1 <= self.runs <= MAX_RUNS:
+            raise InvalidArgument(f"--runs {self.runs}: must be between 1 and {MAX_RUNS}")
         if not self.variants:
             raise InvalidArgument("--variant: at least one variant is needed")
         if len(set(self.variants)) != len(self.variants):
             raise InvalidArgument(f"--variant: a variant is named twice in {list(self.variants)}")
-        if self.max_steps is not None and self.max_steps < 1:
-            raise InvalidArgument(f"--max-steps {self.max_steps}: must be at least 1")
-        if self.partitions is not None and self.partitions < 1:
-            raise InvalidArgument(f"--partitions {self.partitions}: must be at least 1")
+        if self.max_steps is not None and not 1 <= self.max_steps <= MAX_STEPS:
+            raise InvalidArgument(f"--max-steps {self.max_steps}: must be between 1 and {MAX_STEPS}")
+        if self.partitions is not None and not 1 <= self.partitions <= MAX_PARTITIONS:
+            raise InvalidArgument(f"--partitions {self.partitions}: must be between 1 and {MAX_PARTITIONS}")
         if not -(2**63) <= self.seed <= 2**63 - 1 - self.runs:
             raise InvalidArgument(f"--seed {self.seed}: seeds must fit in a 64-bit integer")
 
@@ -511,14 +518,22 @@ def replay(spark, plan: ReplayPlan, out: str, *, engine: Engine | None = None,
     t0 = time.perf_counter()
     try:
         with Progress(sc, group, plan.runs, parts, enabled=progress):
-            write_atomically(spark, result_frame(spark, plan, run_fn, parts), runs_dir)
+            try:
+                write_atomically(spark, result_frame(spark, plan, run_fn, parts), runs_dir)
+            except Exception as e:
+                if type(e).__name__ != "Py4JJavaError":
+                    raise
+                # the JVM's error, on one line: its first line names the cause; the rest is in the log
+                first = str(e).split(": ", 1)[-1].strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                raise FlinkspecError(f"the Spark job failed writing {runs_dir}: {first[:300]} "
+                                     f"(JVM log: {jvm_log_path()})") from None
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     wall = time.perf_counter() - t0
     stored = read_results(spark, runs_dir)
     summary = summarize(stored, engine.expected, wall)
     summary.update(engine=engine.name, seed=plan.seed, swarm=plan.swarm,
-                   max_steps=plan.max_steps, partitions=parts, master=sc.master)
+                   max_steps=plan.max_steps, partitions=parts, master=sc.master, jvm_log=jvm_log_path())
     cx = []
     if counterexamples_dir is not None:
         cx = store_counterexamples(engine, representatives(stored), counterexamples_dir,
@@ -539,14 +554,28 @@ def absolute(path) -> str:
     return os.path.abspath(text)
 
 
+def check_destinations(out: str, counterexamples_dir=None) -> None:
+    """Before Spark starts: a local ``out`` (and the counterexamples folder) must be a folder
+    that can be created and written (one-line ``OutputError`` otherwise; a Hadoop URI is
+    checked by Spark itself)."""
+    from properties.safe_io import check_output_dir  # lazy: the model side is not needed on executors
+
+    text = str(out)
+    if "://" not in text or text.startswith("file:"):
+        check_output_dir(text.removeprefix("file:"), what="--out folder", create=False)
+    if counterexamples_dir is not None:
+        check_output_dir(counterexamples_dir, what="counterexamples folder", create=False)
+
+
 def _write_summary(out: str, summary: dict) -> None:
+    """``out/summary.json``, written atomically (``properties.safe_io.write_atomic``)."""
+    from properties.safe_io import check_output_dir, write_atomic  # lazy: as check_destinations
+
     if "://" in out and not out.startswith("file:"):
         return  # a cluster file system: the Parquet files are the record
-    directory = Path(out.removeprefix("file:"))
-    directory.mkdir(parents=True, exist_ok=True)
-    tmp = directory / f".summary.json.{os.getpid()}.tmp"
-    tmp.write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    os.replace(tmp, directory / "summary.json")
+    directory = check_output_dir(out.removeprefix("file:"), what="--out folder")
+    write_atomic(directory / "summary.json", json.dumps(summary, indent=2, sort_keys=True) + "\n",
+                 what="summary")
 
 
 def format_summary(summary: dict) -> str:
@@ -569,6 +598,8 @@ def format_summary(summary: dict) -> str:
         f"{summary['signatures']} signatures, {summary['errors']} errors in "
         f"{summary['wall_s']:.1f} s ({rate:.0f} runs/s) on {summary.get('master', '?')}"
         if rate is not None else f"total: {summary['runs']} runs")
+    if summary.get("jvm_log"):
+        lines.append(f"Spark JVM log: {summary['jvm_log']}")
     for c in summary.get("counterexamples", []):
         if "error" in c:
             lines.append(f"counterexample {c['variant']}/{c['invariant']}: {c['error']}")
@@ -594,7 +625,7 @@ def fingerprint(rows: Iterable) -> dict:
 
 __all__ = [
     "DETERMINISTIC_COLUMNS", "ENGINES", "Engine", "Progress", "RESULT_COLUMNS", "RESULT_DDL",
-    "ReplayOutcome", "ReplayPlan", "check_variants", "default_engine", "fingerprint",
+    "ReplayOutcome", "ReplayPlan", "check_destinations", "check_variants", "default_engine", "fingerprint",
     "format_summary", "plan_frame", "read_results", "replay", "representatives", "result_frame",
     "run_one", "run_partition", "standin_engine", "store_counterexamples", "summarize",
     "write_atomically",

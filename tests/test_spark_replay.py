@@ -228,7 +228,9 @@ def test_valid_masters(master):
     assert validate_master(master) == master
 
 
-@pytest.mark.parametrize("master", ["lokal", "local[0]", "local[x]", "spark://host", "mesos://h:5050", ""])
+@pytest.mark.parametrize("master", ["lokal", "local[0]", "local[x]", "spark://host", "mesos://h:5050", "",
+                                    "spark://127.0.0.1:99999", "spark://h:0", "spark://bad host:7077",
+                                    "spark://h1:7077,h2:65536", "k8s://", "spark://-h:7077"])
 def test_invalid_masters(master):
     with pytest.raises(InvalidArgument, match="not a Spark master URL"):
         validate_master(master)
@@ -248,8 +250,8 @@ def cli(argv, capsys):
 @pytest.mark.parametrize("argv, message", [
     (["--master", "lokal[2]"], "flinkspec: error: --master 'lokal[2]': not a Spark master URL"),
     (["--variant", "standin-nope"], "flinkspec: error: --variant 'standin-nope': unknown variant"),
-    (["--runs", "0"], "flinkspec: error: --runs 0: must be at least 1"),
-    (["--max-steps", "0"], "flinkspec: error: --max-steps 0: must be at least 1"),
+    (["--runs", "0"], "flinkspec: error: --runs 0: must be between 1 and"),
+    (["--max-steps", "0"], "flinkspec: error: --max-steps 0: must be between 1 and"),
     (["--conf", "novalue"], "flinkspec: error: --conf 'novalue': expected KEY=VALUE"),
 ])
 def test_spark_replay_bad_arguments_one_line_exit_2(argv, message, capsys, tmp_path):

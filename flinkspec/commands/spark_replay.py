@@ -18,8 +18,8 @@ import json
 
 from model.errors import InvalidArgument
 from properties.corpus import run_directory
-from spark.replay import ENGINES, ReplayPlan, check_variants, format_summary, replay
-from spark.session import session, validate_master
+from spark.replay import ENGINES, ReplayPlan, check_destinations, check_variants, format_summary, replay
+from spark.session import master_timeout, session, validate_master
 
 
 
@@ -65,6 +65,9 @@ def add_run_arguments(p) -> None:
                    help="model (default) or the synthetic stand-in engine (a Spark smoke test)")
     p.add_argument("--conf", metavar="KEY=VALUE", action="append", default=[],
                    help="extra Spark configuration (repeatable)")
+    p.add_argument("--master-timeout", metavar="SECONDS", type=float, default=None,
+                   help="give up on a cluster master that does not answer or give an executor "
+                        "(default 25, or FLINKSPEC_SPARK_MASTER_TIMEOUT)")
 
 
 def parse_conf(items) -> dict:
@@ -80,6 +83,7 @@ def parse_conf(items) -> dict:
 def plan_from_args(args):
     """(engine, plan, master, conf) from parsed arguments; every check happens before Spark starts."""
     master = validate_master(args.master)
+    master_timeout(args.master_timeout)
     conf = parse_conf(args.conf)
     try:
         engine = ENGINES[args.engine]()
@@ -108,7 +112,8 @@ def run(args) -> int:
     engine, plan, master, conf = plan_from_args(args)
     run_dir, out, cx_dir = output_paths(args)
 
-    with session(master, app_name="flinkspec spark-replay", conf=conf) as spark:
+    check_destinations(out, cx_dir)  # one line, before Spark starts
+    with session(master, app_name="flinkspec spark-replay", conf=conf, timeout=args.master_timeout) as spark:
         outcome = replay(
             spark, plan, out, engine=engine, counterexamples_dir=cx_dir,
             shrink=not args.no_shrink, progress=args.progress,
