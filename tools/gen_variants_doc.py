@@ -8,7 +8,9 @@ Run: .venv/bin/python tools/gen_variants_doc.py        (``--check``: exit 1 if t
 from __future__ import annotations
 
 import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 from model.catalog import KINDS
@@ -88,7 +90,8 @@ def render() -> str:
         lines.append("")
     lines += ["To add a variant: declare it in `model/variants.py` (or a focused suite in",
               "`properties/focused.py`) with its expected verdict — it is registered in the catalog there —,",
-              "run `flinkspec check --only NAME`, commit the counterexample it writes, and regenerate this page;",
+              "run `flinkspec check --only NAME` (it writes into a run directory under `results/`), merge the",
+              "counterexample with `flinkspec corpus update` (which regenerates this page) and commit both;",
               "`tests/test_engines.py` and `tests/test_catalog.py` pick it up automatically.", ""]
     return "\n".join(lines)
 
@@ -102,7 +105,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return 1
         return 0
-    DOC.write_text(page)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".md", dir=DOC.parent)  # atomic: never half a page
+    with os.fdopen(fd, "w") as f:
+        f.write(page)
+    os.replace(tmp, DOC)
     return 0
 
 

@@ -1,0 +1,251 @@
+"""The docs are true and self-contained.
+
+* Every command shown in a shell code block of README.md or docs/*.md is declared below with
+  how the test runs it and the exit code the docs state: as written, or on small arguments
+  (the same command with a smaller ``--runs``) while the run as written is marked ``slow``,
+  or -- for what needs a cluster or is the test suite itself -- parsed only. A new command in
+  the docs without a declaration fails the test.
+* The glossary names every registered invariant, every RuntimeConfig knob and every FLINK key
+  (from the registries), and its generated block is current.
+* The job-spec page lists exactly the map and filter functions the code accepts.
+* No page points at a file outside the repository or at an issue number.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+
+from flinkspec.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "tests" / "README.md"]
+SHELL = ("sh", "bash", "shell", "console")
+
+
+def doc_commands() -> list[tuple[str, str]]:
+    """(page, command) of every line of every shell code block (continuations joined,
+    comments dropped)."""
+    out = []
+    for page in PAGES:
+        for lang, body in re.findall(r"```(\w*)\n(.*?)```", page.read_text(), re.S):
+            if lang not in SHELL:
+                continue
+            for line in re.sub(r"\\\n\s*", " ", body).splitlines():
+                cmd = line.split("  #")[0].split(" # ")[0].strip()
+                if cmd:
+                    out.append((str(page.relative_to(ROOT)), " ".join(cmd.split())))
+    return out
+
+
+#: command as shown -> (how, expected exit code, small arguments for "small")
+#:   run: run as written (fast enough for the default run)
+#:   small: the default run replaces the listed arguments; the command as written runs in the slow test
+#:   parse: needs a cluster / is the test suite itself: the arguments must parse (slow: nothing more)
+#:   shell: environment set-up lines of a walkthrough: valid shell syntax
+DECLARED = {
+    "make check": ("make", 0, None),
+    "make test": ("make", 0, None),
+    ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3": ("run", 0, None),
+    ".venv/bin/flinkspec corpus update --dry-run": ("run", 0, None),
+    ".venv/bin/flinkspec corpus update": ("corpus", 0, None),
+    ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
+    ".venv/bin/flinkspec replay counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
+    "flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None}),
+    "flinkspec spark-replay --runs 2000 --variant FLINK-17568 --variant aligned-2pc --seed 100":
+        ("small", 0, {"--runs": "60"}),
+    "flinkspec spark-replay --runs 500 --master 'local[2]' --variant FLINK-20645 --variant "
+    "unaligned-savepoints-2pc --out /tmp/replay --json": ("run", 0, None),
+    "flinkspec spark-replay --runs 200000 --master spark://HOST:7077 --out hdfs:///flinkspec/replay-1 "
+    "--conf spark.driver.host=DRIVER_IP --conf spark.executor.memory=2g": ("parse", 0, None),
+    "export SPARK_HOME=$(.venv/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')":
+        ("shell", 0, None),
+    "export SPARK_LOCAL_IP=127.0.0.1": ("shell", 0, None),
+    "$SPARK_HOME/bin/spark-class org.apache.spark.deploy.master.Master --host 127.0.0.1 --port 7077 &":
+        ("shell", 0, None),
+    "$SPARK_HOME/bin/spark-class org.apache.spark.deploy.worker.Worker spark://127.0.0.1:7077 --host 127.0.0.1 "
+    "--cores 2 --memory 2g &": ("shell", 0, None),
+    # the standalone cluster of the lines above: tests/test_spark_cluster.py (slow) runs it
+    ".venv/bin/flinkspec spark-replay --runs 2000 --master spark://127.0.0.1:7077 --out /tmp/replay":
+        ("parse", 0, None),
+    "flinkspec bench spark --runs 20000": ("small", 0, {"--runs": "40", "--engine": "standin"}),
+}
+
+COMMANDS = doc_commands()
+
+
+def test_every_command_in_the_docs_is_declared_and_every_declaration_is_in_the_docs():
+    shown = {cmd for _, cmd in COMMANDS}
+    undeclared = sorted(f"{page}: {cmd}" for page, cmd in COMMANDS if cmd not in DECLARED)
+    assert not undeclared, "commands in the docs that tests/test_docs.py does not run: " + "; ".join(undeclared)
+    assert not sorted(set(DECLARED) - shown), f"declared but no longer in the docs: {sorted(set(DECLARED) - shown)}"
+
+
+def _argv(cmd: str) -> list[str]:
+    words = shlex.split(cmd)
+    assert Path(words[0]).name == "flinkspec", cmd
+    return words[1:]
+
+
+def _with(argv: list[str], changes: dict) -> list[str]:
+    """``argv`` with option values replaced (an option not present is added; value None = a flag)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in changes:
+            i += 1 if changes[argv[i]] is None else 2
+            continue
+        out.append(argv[i])
+        i += 1
+    for k, v in changes.items():
+        out += [k] if v is None else [k, v]
+    return out
+
+
+def _run(argv, tmp_path, monkeypatch) -> int:
+    """Run ``flinkspec argv`` in-process from a scratch working directory (output there),
+    with /tmp/replay redirected into it; relative paths of the repository resolve as shown
+    from its root."""
+    argv = [str(tmp_path / "replay") if a == "/tmp/replay" else a for a in argv]
+    argv = [str(ROOT / a) if a.startswith("counterexamples/") else a for a in argv]
+    monkeypatch.chdir(tmp_path)
+    return main(argv)
+
+
+@pytest.mark.parametrize("cmd", sorted(DECLARED))
+def test_each_documented_command_parses(cmd):
+    how = DECLARED[cmd][0]
+    if how in ("make", "shell"):
+        return
+    args = build_parser().parse_args(_argv(cmd))
+    assert callable(args.func)
+
+
+@pytest.mark.parametrize("cmd", sorted(c for c, d in DECLARED.items() if d[0] == "run"))
+def test_documented_commands_exit_as_the_docs_say(cmd, tmp_path, monkeypatch, capsys):
+    if "corpus update" in cmd:  # it reads the run directories a check made
+        assert _run(["check", "--only", "at-least-once-2pc", "--seed", "3"], tmp_path, monkeypatch) == 0
+    before = sorted(p.name for p in (ROOT / "counterexamples").rglob("*.ndjson"))
+    assert _run(_argv(cmd), tmp_path, monkeypatch) == DECLARED[cmd][1]
+    out = capsys.readouterr().out
+    assert sorted(p.name for p in (ROOT / "counterexamples").rglob("*.ndjson")) == before
+    if " check " in f" {cmd} ":
+        assert list((tmp_path / "results").glob("check-*-seed3/consistent_cut/*.ndjson")), out
+    if "corpus update --dry-run" in cmd:
+        assert "dry run: nothing written" in out
+
+
+def test_the_corpus_update_of_the_readme_on_a_copy_of_the_corpus(tmp_path, monkeypatch, capsys):
+    """`flinkspec corpus update` as the README shows it, with the corpus copied (the test must
+    not change the committed one): it merges the check's run directory and reports it."""
+    copy = tmp_path / "corpus"
+    shutil.copytree(ROOT / "counterexamples", copy)
+    assert _run(["check", "--only", "at-least-once-2pc", "--seed", "3"], tmp_path, monkeypatch) == 0
+    assert _run(_argv(".venv/bin/flinkspec corpus update") + ["--corpus", str(copy)], tmp_path, monkeypatch) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\d+ added, \d+ replaced, \d+ removed, \d+ unchanged", out), out
+
+
+@pytest.mark.parametrize("cmd", sorted(c for c, d in DECLARED.items() if d[0] == "small"))
+def test_long_documented_commands_on_small_arguments(cmd, tmp_path, monkeypatch):
+    assert _run(_with(_argv(cmd), DECLARED[cmd][2]), tmp_path, monkeypatch) == DECLARED[cmd][1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cmd", sorted(c for c, d in DECLARED.items() if d[0] == "small"))
+def test_long_documented_commands_as_written(cmd, tmp_path, monkeypatch):
+    assert _run(_argv(cmd), tmp_path, monkeypatch) == DECLARED[cmd][1]
+
+
+@pytest.mark.parametrize("target", ["check", "test"])
+def test_make_targets_run_the_documented_commands(target):
+    """`make check` runs `flinkspec verify`, `make test` the default pytest run (dry run:
+    running them here would run this suite inside itself)."""
+    got = subprocess.run(["make", "-n", "--always-make", target], cwd=ROOT, capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+    want = "flinkspec verify" if target == "check" else 'pytest -m "not slow"'
+    assert want in got.stdout
+
+
+@pytest.mark.slow
+def test_make_check_exits_0():
+    got = subprocess.run(["make", "check"], cwd=ROOT, capture_output=True, text=True)
+    assert got.returncode == 0, got.stdout[-3000:]
+
+
+def test_shell_lines_are_valid_shell():
+    lines = [c for c, d in DECLARED.items() if d[0] == "shell"]
+    got = subprocess.run(["bash", "-n"], input="\n".join(lines) + "\n", capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+
+
+# -- the glossary, the job-spec page, self-containment -------------------------------------------
+
+def _glossary() -> str:
+    return (ROOT / "docs" / "glossary.md").read_text()
+
+
+def test_the_glossary_names_every_invariant_knob_and_flink_key():
+    import spec
+    from model import seams
+    from model.cluster import RuntimeConfig
+    from properties.catalog import load_catalog
+    from spec.invariant import REGISTRY
+
+    spec.load_all()
+    text = _glossary()
+    names = {f"`{n}`" for n in REGISTRY} | {f"`{f.name}`" for f in attrs.fields(RuntimeConfig)}
+    keys = {e.flink_key for e in load_catalog() if e.flink_key} | set(seams.known_bugs())
+    missing = sorted(n for n in names if n not in text) + sorted(k for k in keys if k not in text)
+    assert not missing, f"docs/glossary.md does not name {missing}"
+
+
+def test_the_generated_part_of_the_glossary_is_current():
+    got = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_glossary.py"), "--check"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert got.returncode == 0, got.stderr
+
+
+def test_the_job_spec_page_lists_the_functions_the_code_accepts():
+    from model.errors import InvalidJobSpec
+    from model.functions import filter_function, map_function
+
+    text = (ROOT / "docs" / "job-specs.md").read_text()
+    rows = {m.group(1): re.findall(r"`([a-z_]+(?::N)?)`", m.group(2))
+            for m in re.finditer(r"^\| (map|filter) \| (.*) \| `\w+` \|$", text, re.M)}
+    assert set(rows) == {"map", "filter"}, rows
+    for kind, fn in (("map", map_function), ("filter", filter_function)):
+        for name in rows[kind]:
+            fn(name.replace(":N", ":3"))  # accepted
+        with pytest.raises(InvalidJobSpec) as e:
+            fn("no-such-function")
+        known = re.search(r"known: ([^)]*)", str(e.value)).group(1).split(", ")
+        assert rows[kind] == known, f"{kind}: the page lists {rows[kind]}, the code accepts {known}"
+    # a filter is not a map: value_ge is only a filter
+    with pytest.raises(InvalidJobSpec):
+        map_function("value_ge:3")
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_pages_stand_alone(page):
+    """No page cites a file outside the repository, a design section or an issue number."""
+    text = page.read_text()
+    bad = re.findall(r"DESIGN\.md|flink-facts|\.\./shared|§\s*\d|\b[Ii]ssues? #?\d+", text)
+    assert not bad, f"{page.name} points outside the repository: {bad}"
+
+
+def test_pages_name_only_files_that_exist():
+    missing = []
+    for page in PAGES:
+        for rel in re.findall(r"`((?:docs|tests|tools|model|spec|properties|spark|flinkspec|examples|"
+                              r"counterexamples|benchmarks)/[\w./-]+\.(?:py|md|toml|json|ndjson))`", page.read_text()):
+            if not (ROOT / rel).exists():
+                missing.append(f"{page.name}: {rel}")
+    assert not missing, missing
+
