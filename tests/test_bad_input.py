@@ -251,6 +251,10 @@ def test_unwritable_destinations_are_one_line_errors(tmp_path, capsys):
     assert code == 2  # before Spark starts: no Py4JJavaError
     one_line_error(err, "/proc/self/o", "--out folder")
     assert not Path("/proc/self/o").exists()
+    for corpus in ("/dev/null", "/proc/self/corpus", ROOT / "examples" / "reference-window-job.toml"):
+        code, _, err = run(capsys, "check", "--only", "at-least-once-2pc", "--corpus", corpus)
+        assert code == 2  # before any suite runs
+        one_line_error(err, str(corpus), "--corpus folder")
     (tmp_path / "f").write_text("x")
     with pytest.raises(OutputError, match="exists and is not a directory"):
         check_output_dir(tmp_path / "f")  # what a --corpus or --out that is a file gets

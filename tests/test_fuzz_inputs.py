@@ -588,7 +588,10 @@ def bad_argv(draw, command: str, spec: Path):
         return draw(st.sampled_from([["nope"], ["compile"], ["replay"], ["show"], ["keygroup"], ["bench"],
                                      ["spark-replay"], ["compile", spec, "--nope"], ["check", "--profile", "x"],
                                      ["check", "--only", "no-such-suite"], ["replay", "/no/such/file.ndjson"],
-                                     ["show", "/dev/null"], ["replay", "/proc"], ["compile", "/dev/null"]]))
+                                     ["show", "/dev/null"], ["replay", "/proc"], ["compile", "/dev/null"],
+                                     ["check", "--only", "at-least-once-2pc", "--corpus", "/dev/null"],
+                                     ["check", "--only", "at-least-once-2pc", "--corpus", "/proc/self/corpus"],
+                                     ["check", "--only", "at-least-once-2pc", "--corpus", spec]]))
     raise AssertionError(command)
 
 

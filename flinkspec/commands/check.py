@@ -77,7 +77,9 @@ def output_directory(args) -> Path | None:
     if args.no_write:
         return None
     if args.corpus is not None:
-        return Path(args.corpus)
+        from properties.safe_io import check_output_dir  # lazy, as below; a bad folder is one line before any suite
+
+        return check_output_dir(args.corpus, what="--corpus folder")
     from properties.corpus import run_directory  # lazy: heavy, see the note at the top
 
     return run_directory("check", args.seed)
