@@ -292,7 +292,7 @@ class ValveSubject:
         return self.out.watermarks
 
 
-def make_valve_machine(knobs: dict | None = None):
+def make_valve_machine(knobs: dict | None = None, target_below: bool = False):
     """A machine feeding one StatusWatermarkValve (1-4 channels) watermarks, idle and active
     statuses, and all channels going idle in a drawn order; judges every
     registered ``valve`` invariant."""
@@ -349,8 +349,21 @@ def make_valve_machine(knobs: dict | None = None):
             for ch in order:
                 self.s.valve.input_watermark_status(True, ch)
 
+        def apply(self, name, **values):
+            super().apply(name, **values)
+            v = self.s.valve
+            below = sum(1 for a, al in zip(v.channel_idle, v.channel_aligned) if not a and not al)
+            self.most_below = max(getattr(self, "most_below", 0), below)
+
+        def teardown(self):
+            if self.s is not None and target_below:
+                # active channels below the output watermark are where alignment bugs live: the
+                # valve must then neither stall nor emit the min over no aligned channel
+                target(float(getattr(self, "most_below", 0)), label="active channels not aligned")
+            super().teardown()
+
     ValveMachine.__name__ = f"ValveMachine{knobs or ''}"
-    ValveMachine.MACHINE, ValveMachine.KNOBS = "valve", {"knobs": knobs}
+    ValveMachine.MACHINE, ValveMachine.KNOBS = "valve", {"knobs": knobs, "target_below": target_below}
     return ValveMachine
 
 
