@@ -46,8 +46,9 @@ HANG_SECONDS = 60
 #: the longest error line accepted (a 10 MB value must never be echoed)
 MAX_ERROR_LINE = 1_000
 
-#: inputs tried, by class (printed at the end of the run)
+#: inputs tried, by class (printed at the end of the run), and what went wrong, by kind
 TRIED: Counter = Counter()
+PROBLEMS: Counter = Counter()
 SLOWEST: list = [0.0]
 
 PROFILES = [pytest.param(30, id="default"), pytest.param(260, id="long", marks=pytest.mark.slow)]
@@ -59,8 +60,9 @@ def report_counts(request):
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if not TRIED:
         return
-    lines = [f"fuzz inputs tried: {sum(TRIED.values())} in total, tracebacks 0, hangs 0, "
-             f"slowest {SLOWEST[0]:.2f} s; by class:"]
+    lines = [f"fuzz inputs tried: {sum(TRIED.values())} in total; tracebacks {PROBLEMS['traceback']}, "
+             f"hangs {PROBLEMS['hang']}, wrong exit codes {PROBLEMS['exit code']}, other failures "
+             f"{PROBLEMS['other']}; slowest {SLOWEST[0]:.2f} s; by class:"]
     lines += [f"  {cls:40s} {n:6d}" for cls, n in sorted(TRIED.items())]
     with capture.global_and_fixture_disabled() if capture else contextlib.nullcontext():
         print("\n" + "\n".join(lines), flush=True)
@@ -108,10 +110,20 @@ def assert_bad_input(cls: str, argv, folder: Path, *, allowed=(2,), out_path: Pa
     ``out_path`` (if given) not created."""
     before = snapshot(folder)
     existed = out_path is not None and os.path.lexists(out_path)
-    code, out, err = run(argv)
     TRIED[cls] += 1
+    try:
+        code, out, err = run(argv)
+    except Hang:
+        PROBLEMS["hang"] += 1
+        raise
+    if "Traceback" in err or "Traceback" in out or code == 3:
+        PROBLEMS["traceback"] += 1
+    elif code not in allowed:
+        PROBLEMS["exit code"] += 1
     assert "Traceback" not in err and "Traceback" not in out, (cls, argv[:3], err[:500])
     assert code in allowed, (cls, code, err[:500])
+    if code == 2 and (len(err.splitlines()) != 1 or len(err) > MAX_ERROR_LINE):
+        PROBLEMS["other"] += 1
     if code == 2:
         lines = err.splitlines()
         assert len(lines) == 1 and lines[0].startswith("flinkspec: error: "), (cls, err[:800])
