@@ -26,8 +26,9 @@ from it. Adding an action kind = one action class + one unit here (+ the mechani
 drives, in its own module) + its tests.
 
 The units read the cluster through its public state (``tasks``, ``net``, ``coordinator``,
-``job``, ``config``) and call its mechanisms (``c.deliver(...)``...); they import nothing
-from ``model.cluster``.
+``job``, ``config``) and call its mechanisms (``c.trigger_checkpoint(...)``...), or, for the
+hot path (``Deliver``, ``SourceEmit``), apply the action themselves; they import nothing from
+``model.cluster``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from typing import Iterable
 
 import attrs
 
-from model.events import CheckpointBarrier, Watermark
+from model.events import CheckpointBarrier, Watermark, value
 from model.streamtask import FINISHED, RUNNING
 
 
@@ -210,6 +211,7 @@ def register(unit_cls: type) -> type:
     if unit.action in KINDS:
         raise ValueError(f"action kind {unit.name} is registered twice")
     KINDS[unit.action] = unit
+    value(unit.action)  # actions are frozen values: a copy of a state shares them
     return unit_cls
 
 
@@ -268,9 +270,12 @@ class DeliverKind(ActionKind):
     def admits(self, c, a):
         net = c.net
         ch = a.channel
-        if not _is_id(ch, len(net.queues)):
+        try:  # _is_id, inlined: the hot path
+            q = net.queues[ch]
+        except (IndexError, TypeError):
             return f"there is no channel {ch!r}"
-        q = net.queues[ch]
+        if type(ch) is not int or ch < 0:
+            return f"there is no channel {ch!r}"
         if not q:
             return f"channel {ch} is empty"
         if net.blocked[ch] and not net.prio[ch]:
@@ -292,7 +297,27 @@ class DeliverKind(ActionKind):
     guard = admits  # no precondition: the guard is admits itself (one call on the hot path)
 
     def apply(self, c, a):
-        c.deliver(a.channel)
+        """The consumer takes the head element and processes it (``StreamOneInputProcessor``):
+        a record goes through the chain (and into the unaligned channel state being persisted),
+        anything else to ``StreamTask.process_event``."""
+        net = c.net
+        ch = a.channel
+        task = c.tasks[net.consumer_of[ch]]
+        if net.blocking[ch]:
+            e = net.take(ch)
+        else:  # Channels.take, inlined for the pipelined case (the hot path)
+            if net.prio[ch]:
+                net.prio[ch] -= 1
+            e = net.queues[ch].popleft()
+        if type(e) is tuple:
+            net.received[ch] += 1
+            if task.persisting and task.local_of[ch] in task.persisting:
+                task.input_cs[ch].append(e)
+            task.head.process(e[0], e[1], e[2])
+            if task.deferred:
+                task.run_deferred()
+        else:
+            task.process_event(e, ch, c.now)
 
     def describe(self, c, a):
         ch = c.eg.channels[a.channel]
@@ -321,13 +346,17 @@ class _SourceKind(ActionKind):
 
     def admits(self, c, a):
         tid = a.subtask
-        if not _is_id(tid, len(c.tasks)) or c.tasks[tid].source is None:
+        tasks = c.tasks
+        if type(tid) is not int or not 0 <= tid < len(tasks) or tasks[tid].source is None:
             return f"subtask {tid!r} is not a source subtask"
-        t = c.tasks[tid]
+        t = tasks[tid]
         if t.status != RUNNING:
             return f"{t.subtask.name} is {t.status}"
-        if self.needs_free_output and not c.outputs_free(t):
-            return f"{t.subtask.name} is back-pressured (an output channel is full)"
+        if self.needs_free_output:
+            cap = c.config.channel_capacity
+            for out in t.out_deques:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
+                if len(out) >= cap:
+                    return f"{t.subtask.name} is back-pressured (an output channel is full)"
         return self.source_guard(t.source)
 
     guard = admits  # no precondition
@@ -345,14 +374,16 @@ class SourceEmitKind(_SourceKind):
     drain = 3
 
     def source_guard(self, src):
-        if not src.has_next():
+        if src.current >= len(src.splits):  # not SourceReader.has_next(), inlined: the hot path
             return "the source has no record left to emit"
         if src.wm_output.is_idle:
             return "the source is idle"
         return None
 
     def apply(self, c, a):
-        c.source_emit(c.tasks[a.subtask])
+        t = c.tasks[a.subtask]
+        rec = t.source.next_record()
+        t.head.process(rec[0], rec[1], rec[2])
 
     def describe(self, c, a):
         src = c.tasks[a.subtask].source
@@ -465,6 +496,8 @@ class TriggerCheckpointKind(ActionKind):
             return "a stop-with-savepoint is in progress"
         if c.coordinator.num_pending >= c.config.max_concurrent_checkpoints:
             return "max_concurrent_checkpoints checkpoints are pending"
+        if c.checkpoint_budget_spent():
+            return "the checkpoint budget (RuntimeConfig.max_checkpoints) is spent"
         if not any(t.status == RUNNING for t in c.source_tasks) and not c.final_checkpoint_needed():
             return "no source runs and no sink waits for a final checkpoint"
         return None
@@ -639,6 +672,8 @@ class StopWithSavepointKind(ActionKind):
         job = c.job
         if job.status != RUNNING or job.stopping is not None or job.savepoint is not None:
             return "stop-with-savepoint is not possible now"
+        if c.checkpoint_budget_spent():
+            return "the checkpoint budget (RuntimeConfig.max_checkpoints) is spent"
         return None
 
     def apply(self, c, a):

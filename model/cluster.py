@@ -16,7 +16,9 @@ A *trace* (configuration + seed + actions) replays to an identical state: nothin
 reads a clock or an unseeded random source.
 
 The state is data, in parts: ``net`` (``model.channels.Channels``: every channel), ``tasks``
-(``model.streamtask.StreamTask``: chains, valves, barrier handlers, sources, sinks),
+(``model.streamtask.StreamTask``: chains, valves, barrier handlers, sources, sinks; a task
+changes only its own state and the channels, and tells the cluster what else must happen as
+messages in ``outbox`` -- ``model.messages`` -- which ``step`` delivers after the action),
 ``coordinator`` (``model.checkpointcoordinator.CheckpointCoordinator``), ``external`` (the
 outside world the sinks write to, ``model.sinks.ExternalSystem``), ``job`` (:class:`JobState`:
 status, attempts, failures, stop-with-savepoint, in-flight notifications) and the completed
@@ -64,9 +66,11 @@ from model.failover import failover_strategy
 from model.fingerprint import fingerprint_of
 from model.functions import filter_function, map_function
 from model.jobgraph import BLOCKING
+from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
 from model.keygroups import assign_key_to_parallel_operator, assign_to_key_group
 from model.rescaling import rescale_graph, rescale_states
 from model.streamtask import (
+    DataOutput,
     FINISHED,
     RUNNING,
     BroadcastPartitioner,
@@ -77,7 +81,6 @@ from model.streamtask import (
     KeyedNode,
     KeyGroupStreamPartitioner,
     MapNode,
-    PartitionOutput,
     RebalancePartitioner,
     SinkNode,
     SourceReader,
@@ -125,6 +128,11 @@ class RuntimeConfig:
     #: failures: how many failure actions (FailTask, LoseTaskManager, FailJobManager) a run may
     #: inject; 0 = a failure-free run.
     max_failures: int = 0
+    #: checkpoints: how many checkpoints and savepoints (stop-with-savepoint included) the
+    #: CheckpointCoordinator may be asked to trigger in a run; one more is allowed for the
+    #: final checkpoint once every task finished (FLIP-147). None = unbounded. Not a Flink
+    #: knob: a bound that makes the state space finite for exhaustive exploration.
+    max_checkpoints: int | None = None
     failover_strategy: str = "region"
     #: restart strategy: "fixed-delay" (``restart_attempts``), "failure-rate"
     #: (``failure_rate_max_failures`` within ``failure_rate_interval`` steps) or "none".
@@ -160,6 +168,8 @@ class RuntimeConfig:
             raise FlinkspecError(f"channel_capacity must be >= 1, not {self.channel_capacity}")
         if self.max_concurrent_checkpoints < 1:
             raise FlinkspecError("max_concurrent_checkpoints must be >= 1")
+        if self.max_checkpoints is not None and self.max_checkpoints < 0:
+            raise FlinkspecError(f"max_checkpoints must be >= 0 or None, not {self.max_checkpoints}")
         if self.failover_strategy not in ("region", "full"):
             raise FlinkspecError(f"failover_strategy must be 'region' or 'full', not {self.failover_strategy!r}")
         if self.restart_strategy not in ("fixed-delay", "failure-rate", "none"):
@@ -215,7 +225,7 @@ class JobState:
     with; ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
     RPCs in flight: ``(subtask, checkpoint_id)`` -> how many, in the order they were sent; ``failure_times`` the failure-rate
     strategy's queue; ``last_failover`` (failed, unavailable channels, restarted) of the
-    latest failover."""
+    latest failover; ``checkpoints_triggered`` the trigger requests (for ``max_checkpoints``)."""
 
     status: str = RUNNING
     attempt: int = 0
@@ -227,19 +237,24 @@ class JobState:
     notifications: dict = attrs.field(factory=dict)
     failure_times: list = attrs.field(factory=list)
     last_failover: tuple | None = None
+    checkpoints_triggered: int = 0
 
 
 @attrs.define(slots=True)
 class StepDelta:
     """What the last step changed, for checks that only need to look at the change:
     checkpoints that completed, a failover it ran, whether it (re)deployed tasks or changed
-    the slot allocation, and where the external system's committed output stood before it."""
+    the slot allocation. ``step`` is the step it belongs to (-1: the initial deployment)."""
 
+    step: int = -1
     completed: list = attrs.field(factory=list)
     failover: tuple | None = None
     redeployed: bool = False
     allocation_changed: bool = False
-    committed_before: int = 0
+
+
+#: the delta of a step that changed none of the above
+NO_CHANGE = StepDelta(step=-2)
 
 
 class Cluster:
@@ -247,9 +262,9 @@ class Cluster:
 
     #: history and derived data a fingerprint leaves out (``model.fingerprint``)
     FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
-                        "completed_ids", "new_completed", "delta", "_tm_busy", "_ops", "strategy", "task_managers",
+                        "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
-                        "producer_of", "source_tasks", "_scenario_key", "_task_cls", "_handler_cls", "_committed")
+                        "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
         self.eg = execution_graph
@@ -263,15 +278,14 @@ class Cluster:
         self.trigger_results: list = []
         self.completed_ids: list[int] = []
         self.external = sinks.ExternalSystem()
-        self._committed = self.external.committed
         self.late: list = []
         self.job = JobState()
         self.acks: dict[int, dict] = {}
         self.completed: dict[int, dict] = {}
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
-        self.delta = StepDelta()
-        self.new_completed = self.delta.completed
+        self.outbox: list = []  # the tasks' messages of the current step (empty between steps)
+        self._delta = StepDelta(step=0)
         self._tm_busy = None
         self._task_cls = seams.variant_class(StreamTask, self.config.bugs)
         self._handler_cls = seams.variant_class(SingleCheckpointBarrierHandler, self.config.bugs)
@@ -279,6 +293,7 @@ class Cluster:
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
+        self._delta.step = -1  # what the deployment changed is the "last step" until the first
 
     @classmethod
     def from_scenario(cls, scenario) -> "Cluster":
@@ -320,20 +335,33 @@ class Cluster:
 
     def step(self, action) -> None:
         """Apply ``action`` if it is enabled; else raise ActionNotEnabled (the state is untouched)."""
-        fns = _GUARD_AND_APPLY.get(type(action))
-        if fns is None:
-            raise ActionNotEnabled(f"{action!r} is not an action of any registered kind")
-        why = fns[0](self, action)
+        try:
+            guard, apply = _GUARD_AND_APPLY[type(action)]
+        except KeyError:
+            raise ActionNotEnabled(f"{action!r} is not an action of any registered kind") from None
+        why = guard(self, action)
         if why is not None:
             raise ActionNotEnabled(f"{action!r}: {why}")
-        delta = self.delta
-        if delta.completed or delta.failover is not None or delta.redeployed or delta.allocation_changed:
-            delta = self.delta = StepDelta()
-            self.new_completed = delta.completed
-        delta.committed_before = len(self._committed)
-        fns[1](self, action)
+        apply(self, action)
+        if self.outbox:
+            self.deliver_messages()
         self.now += 1
         self.trace.append(action)
+
+    def checkpoint_budget_spent(self) -> bool:
+        """Whether ``max_checkpoints`` forbids another trigger request (the final checkpoint
+        of a finished job gets one more)."""
+        budget = self.config.max_checkpoints
+        if budget is None:
+            return False
+        return self.job.checkpoints_triggered >= budget + (1 if self.final_checkpoint_needed() else 0)
+
+    def without_budgets(self) -> "Cluster":
+        """A copy whose configuration has no checkpoint budget (``max_checkpoints=None``): what
+        the state would do if the environment let the job go on (a progress check drains it)."""
+        c = self.copy()
+        c.config = attrs.evolve(self.config, max_checkpoints=None)
+        return c
 
     def copy(self) -> "Cluster":
         """An independent copy: stepping one never changes the other. The ExecutionGraph, the
@@ -343,6 +371,8 @@ class Cluster:
                 id(self._ops): self._ops}
         for st in self.eg.subtasks:
             memo[id(st)] = st
+        for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids):
+            memo[id(history)] = list(history)  # history holds immutable values: a shallow copy is independent
         return _copy.deepcopy(self, memo)
 
     def fingerprint(self) -> str:
@@ -386,7 +416,7 @@ class Cluster:
         per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
         self.task_managers = tuple(slotsharing.TaskManager(f"tm{i}", per_tm) for i in range(cfg.task_managers))
         self.allocation = slotsharing.allocate(execution_graph, self.task_managers)
-        self.delta.allocation_changed = True
+        self._write_delta().allocation_changed = True
         self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
         for st in execution_graph.subtasks:
             self.tasks[st.id] = self._deploy(st)
@@ -415,9 +445,7 @@ class Cluster:
         partition_outputs: dict[str, list] = {}
         for part in eg.partitions[st.id]:
             edge = eg.job_graph.edges[part.job_edge]
-            chans = [self.channels[c] for c in part.channels]
-            partition_outputs.setdefault(edge.source_operator, []).append(
-                PartitionOutput(self._writer(st, part), chans))
+            partition_outputs.setdefault(edge.source_operator, []).append(self._record_writer(st, part))
             out_channels.extend(part.channels)
         chained: dict[str, list[str]] = {}
         for e in sg.edges:
@@ -446,7 +474,7 @@ class Cluster:
             else:  # pragma: no cover - validate() rejects unknown kinds
                 raise FlinkspecError(f"operator '{name}': unknown kind {kind!r}")
             if kind != "source" and kind != "sink":
-                node.next = nxt
+                node.link(nxt)
             nodes[name] = node
             return node
 
@@ -456,16 +484,16 @@ class Cluster:
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
         output = TaskOutput([self.channels[c] for c in out_channels],
                             [self.channels[c] for c in out_channels if not self.blocking[c]])
-        task = self._task_cls(self, st, head, op_nodes, output, None, input_channels, out_channels)
+        task = self._task_cls(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels)
         head_spec = ops[head_name]
         if head_spec.kind == "source":
             splits = self.job_input.splits.get(head_spec.name, ())
             ooo = head_spec.watermark_out_of_orderness
             mine = [[j, tuple(s), 0, BoundedOutOfOrdernessWatermarks(ooo)]
                     for j, s in enumerate(splits) if j % st.parallelism == st.subtask_index]
-            task.source = SourceReader(head_spec.name, mine, ooo, WatermarkToDataOutput(task))
+            task.source = SourceReader(head_spec.name, mine, ooo, WatermarkToDataOutput(DataOutput(task)))
         else:
-            task.valve = StatusWatermarkValve(len(input_channels), task)
+            task.valve = StatusWatermarkValve(len(input_channels), DataOutput(task))
             task.handler = self._barrier_handler(task, len(task.barrier_channels))
         return task
 
@@ -505,37 +533,72 @@ class Cluster:
         self.sink_owners[owner] = spec.name
         return sinks.make_sink(spec.sink_kind, self.external, owner, None)
 
-    def _writer(self, st, part):
-        """The RecordWriter's channel selection for result partition ``part`` of ``st``: a
-        bound ``write(record)`` (state, like the rebalance position, lives in the partitioner
-        object, so ``copy()`` and ``fingerprint()`` see it)."""
+    def _record_writer(self, st, part):
+        """The ``RecordWriterOutput`` of result partition ``part`` of ``st``, with its partitioner
+        (state, like the rebalance position, lives in the object, so ``copy()`` and
+        ``fingerprint()`` see it)."""
         chans = [self.channels[c] for c in part.channels]
         n = len(chans)
         kind = part.partitioner
         if n == 1 or kind == "forward":
-            return ForwardPartitioner(chans[0]).write
+            return ForwardPartitioner(chans)
         if kind == "broadcast":
-            return BroadcastPartitioner(chans).write
+            return BroadcastPartitioner(chans)
         if kind == "hash":
             maxp = part.consumer_max_parallelism
-            return KeyGroupStreamPartitioner(chans, lambda k, _m=maxp, _n=n: assign_key_to_parallel_operator(k, _m, _n)).write
+            return KeyGroupStreamPartitioner(chans, lambda k, _m=maxp, _n=n: assign_key_to_parallel_operator(k, _m, _n))
         if kind == "rebalance":
             # RebalancePartitioner: a random start (seeded by the run), then round robin
             rng = random.Random(f"{self.seed}:{self.job.attempt}:{st.id}:{part.job_edge}")
-            return RebalancePartitioner(chans, rng.randrange(n)).write
-        return RebalancePartitioner(chans, -1).write  # RescalePartitioner: round robin from 0
+            return RebalancePartitioner(chans, rng.randrange(n))
+        return RebalancePartitioner(chans, -1)  # RescalePartitioner: round robin from 0
 
-    # -- coordinator plumbing (what the tasks call) -------------------------------------------
-    def acknowledge(self, task: StreamTask, snap) -> None:
+    @property
+    def delta(self) -> StepDelta:
+        """What the last step changed (the initial deployment, before any step)."""
+        d = self._delta
+        return d if d.step == self.now - 1 else NO_CHANGE
+
+    @property
+    def new_completed(self) -> list:
+        """The checkpoints the last step completed."""
+        return self.delta.completed
+
+    def _write_delta(self) -> StepDelta:
+        """The current step's delta, for a mechanism to record a change in. Every write goes
+        through here: a step that changes nothing of it costs nothing."""
+        d = self._delta
+        if d.step != self.now:
+            d = self._delta = StepDelta(step=self.now)
+        return d
+
+    # -- the tasks' messages (model.messages), as the JobMaster receives them ---------------------
+    def deliver_messages(self) -> None:
+        """Deliver what the tasks sent (``outbox``), in the order they sent it; a message handled
+        here may make a task send more, which is delivered after it."""
+        box = self.outbox
+        i = 0
+        while i < len(box):
+            m = box[i]
+            i += 1
+            t = type(m)
+            if t is AcknowledgeCheckpoint:
+                self._acknowledge(self.tasks[m.subtask], m.snapshot)
+            elif t is DeclineCheckpoint:
+                self.declines.append((m.subtask, m.checkpoint_id, self.job.attempt))
+                self._effects(self.coordinator.receive_decline(m.checkpoint_id, m.subtask, m.reason))
+            elif t is TaskFinished:
+                self._task_finished(self.tasks[m.subtask])
+            else:  # pragma: no cover - every message class is handled above
+                raise TypeError(f"unknown task message {m!r}")
+        box.clear()
+
+    def _acknowledge(self, task: StreamTask, snap) -> None:
         cid = snap.checkpoint_id
         task.acked.add(cid)
         if cid in self.coordinator.pending:
             self.acks.setdefault(cid, {})[task.id] = snap
         self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))
-
-    def decline(self, task: StreamTask, checkpoint_id: int, reason: str) -> None:
-        self.declines.append((task.id, checkpoint_id, self.job.attempt))
-        self._effects(self.coordinator.receive_decline(checkpoint_id, task.id, reason))
 
     def _effects(self, effects) -> None:
         """Apply the CheckpointCoordinator's effects."""
@@ -545,7 +608,7 @@ class Cluster:
                 cid = e.checkpoint_id
                 self.completed_ids.append(cid)
                 self.completed[cid] = self.acks.pop(cid, {})
-                self.delta.completed.append(cid)
+                self._write_delta().completed.append(cid)
                 self.events.append(("completed", self.now, cid, e.properties.is_savepoint))
                 if job.stopping == cid:
                     self._stop_after_savepoint(cid)
@@ -561,7 +624,7 @@ class Cluster:
                     key = (tid, e.checkpoint_id)
                     sent[key] = sent.get(key, 0) + 1
 
-    def task_finished(self, task: StreamTask) -> None:
+    def _task_finished(self, task: StreamTask) -> None:
         """FLIP-147: a task that finished acknowledges, with its final state, the pending
         checkpoints whose barriers never reached it (its EndOfPartitions stand for them);
         one its handler already saw (aligned, aborted or skipped as obsolete) is not acked."""
@@ -570,7 +633,7 @@ class Cluster:
             if h is not None and h.has_seen(cid):
                 continue
             if cid not in task.acked and cid in self.coordinator.pending_ids():
-                self.acknowledge(task, task.take_snapshot(cid))
+                self._acknowledge(task, task.take_snapshot(cid))
 
     # -- what the guards ask --------------------------------------------------------------------
     def outputs_free(self, task: StreamTask) -> bool:
@@ -625,30 +688,8 @@ class Cluster:
                     out.append(opt)
         return out
 
-    # -- mechanisms the action kinds apply (their guards hold) ------------------------------------
-    def deliver(self, c: int) -> None:
-        """The consumer of channel ``c`` takes the head element and processes it."""
-        task = self.tasks[self.consumer_of[c]]
-        if self.blocking[c]:
-            e = self.net.take(c)
-        else:  # Channels.take, inlined for the pipelined case (the hot path)
-            if self.prio[c]:
-                self.prio[c] -= 1
-            e = self.channels[c].popleft()
-        if type(e) is tuple:
-            self.received[c] += 1
-            if task.persisting and task.local_of[c] in task.persisting:
-                task.input_cs[c].append(e)
-            task.head.process(e[0], e[1], e[2])
-            if task.deferred:
-                task.run_deferred()
-        else:
-            task.process_event(e, c)
-
-    def source_emit(self, t: StreamTask) -> None:
-        rec = t.source.next_record()
-        t.head.process(rec[0], rec[1], rec[2])
-
+    # -- mechanisms the action kinds apply (their guards hold; Deliver and SourceEmit, the hot
+    # path, are applied by their units directly) ---------------------------------------------------
     def source_watermark(self, t: StreamTask) -> None:
         src = t.source
         src.wm_output.emit_watermark(src.current_watermark())
@@ -661,6 +702,7 @@ class Cluster:
         t.finish()
 
     def trigger_checkpoint(self, savepoint: bool) -> None:
+        self.job.checkpoints_triggered += 1
         res = self.coordinator.trigger_checkpoint(self.now, "savepoint" if savepoint else "checkpoint")
         self.trigger_results.append(res)
         self._effects(res.effects)
@@ -673,10 +715,11 @@ class Cluster:
             self.events.append(("savepoint_triggered", self.now, cid))
         for t in self.tasks:
             if t.status == FINISHED:
-                self.acknowledge(t, t.take_snapshot(cid))
+                self._acknowledge(t, t.take_snapshot(cid))
             elif t.status == RUNNING and not t.barrier_channels:
                 # sources, and tasks fed only by blocking partitions, are triggered directly
                 t.trigger(barrier, unaligned)
+                self.deliver_messages()
 
     def expire_checkpoint(self, checkpoint_id: int) -> None:
         self.acks.pop(checkpoint_id, None)
@@ -739,7 +782,7 @@ class Cluster:
             return
         restart = self.strategy.tasks_to_restart(failed, unavailable)
         during_alignment = any(self.blocked) or any(t.persisting for t in self.tasks)
-        job.last_failover = self.delta.failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
+        job.last_failover = self._write_delta().failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
         self.events.append(("failover", self.now, tuple(sorted(failed)), tuple(sorted(unavailable)),
                             tuple(sorted(restart)), during_alignment))
         self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))
@@ -768,7 +811,7 @@ class Cluster:
         """Cancel and redeploy the subtasks in ``restart`` and restore them from ``checkpoint``."""
         job = self.job
         job.attempt += 1
-        self.delta.redeployed = True
+        self._write_delta().redeployed = True
         self.restored_from.append((self.now, None if checkpoint is None else checkpoint.checkpoint_id,
                                    tuple(sorted(restart))))
         self.events.append(("restored", self.now, None if checkpoint is None else checkpoint.checkpoint_id,
@@ -789,7 +832,7 @@ class Cluster:
             self.tasks[tid] = self._deploy(eg.subtasks[tid])
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         self.allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
-        self.delta.allocation_changed = True
+        self._write_delta().allocation_changed = True
         self._restore_tasks(set(restart), checkpoint)
 
     def _restore_tasks(self, restart: set, checkpoint) -> None:
@@ -835,9 +878,8 @@ class Cluster:
         if src is not None and src.name in snap.operator:
             # the subtask reads exactly the splits of its restored split state
             records = self.job_input.splits.get(src.name, ())
-            src.splits = [[sid, tuple(records[sid]), off, BoundedOutOfOrdernessWatermarks(src.out_of_orderness)]
-                          for (sid, off) in snap.operator[src.name]]
-            src.current = 0
+            src.assign([[sid, tuple(records[sid]), off, BoundedOutOfOrdernessWatermarks(src.out_of_orderness)]
+                        for (sid, off) in snap.operator[src.name]])
         for node in task.nodes:
             if isinstance(node, KeyedNode):
                 node.op.restore_state(snap.keyed.get(node.name, {}))
@@ -849,6 +891,7 @@ class Cluster:
     # -- savepoints and rescaling --------------------------------------------------------------
     def stop_with_savepoint(self) -> None:
         job = self.job
+        job.checkpoints_triggered += 1
         res = self.coordinator.trigger_checkpoint(self.now, "stop_with_savepoint")
         self._effects(res.effects)
         if not res.ok:
@@ -860,9 +903,10 @@ class Cluster:
         barrier = CheckpointBarrier(cid, self.now, savepoint=True, unaligned=False)
         for t in self.tasks:
             if t.status == FINISHED:
-                self.acknowledge(t, t.take_snapshot(cid))
+                self._acknowledge(t, t.take_snapshot(cid))
             elif t.status == RUNNING and not t.barrier_channels:
                 t.trigger(barrier, False)
+                self.deliver_messages()
                 if job.stopping is None:
                     return
 
@@ -905,7 +949,7 @@ class Cluster:
         job.attempt += 1
         job.generation += 1
         job.savepoint = None
-        self.delta.redeployed = True
+        self._write_delta().redeployed = True
         self.events.append(("rescaled", self.now, sp, tuple(parallelism)))
         self.restored_from.append((self.now, sp, ("rescale",) + tuple(parallelism)))
         self._install(new_eg, restored)

@@ -17,6 +17,19 @@ LONG_MIN = -(1 << 63)
 LONG_MAX = (1 << 63) - 1
 
 
+def _same(self, memo=None):
+    return self
+
+
+def value(cls: type) -> type:
+    """Mark a frozen class whose fields are immutable as a value: ``copy.copy`` and
+    ``copy.deepcopy`` return the object itself (``Cluster.copy`` is on an explorer's hot path)."""
+    cls.__copy__ = _same
+    cls.__deepcopy__ = _same
+    return cls
+
+
+@value
 @attrs.frozen(slots=True)
 class Watermark:
     timestamp: int
@@ -25,6 +38,7 @@ class Watermark:
 MAX_WATERMARK = Watermark(LONG_MAX)
 
 
+@value
 @attrs.frozen(slots=True)
 class WatermarkStatus:
     idle: bool
@@ -34,6 +48,7 @@ IDLE = WatermarkStatus(True)
 ACTIVE = WatermarkStatus(False)
 
 
+@value
 @attrs.frozen(slots=True)
 class CheckpointBarrier:
     """Flink's CheckpointBarrier: ``id``, ``timestamp`` (the JobManager's trigger time, here
@@ -47,11 +62,13 @@ class CheckpointBarrier:
     timeoutable: bool = False
 
 
+@value
 @attrs.frozen(slots=True)
 class CancelCheckpointMarker:
     checkpoint_id: int
 
 
+@value
 @attrs.frozen(slots=True)
 class EndOfPartitionEvent:
     pass

@@ -120,7 +120,8 @@ class BoundedOutOfOrdernessWatermarks:
 
     def on_periodic_emit(self) -> int:
         """The watermark this generator emits now (Java long arithmetic: may wrap for huge ooo)."""
-        return jlong(self.max_timestamp - self.out_of_orderness - 1)
+        w = self.max_timestamp - self.out_of_orderness - 1
+        return w if LONG_MIN <= w <= LONG_MAX else jlong(w)  # jlong's test inlined (a hot path)
 
     def __repr__(self) -> str:
         return (

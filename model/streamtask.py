@@ -28,6 +28,7 @@ import attrs
 
 from model import seams
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
+from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
 from model.events import (
     ACTIVE,
     IDLE,
@@ -94,6 +95,10 @@ class ChainNode:
 
     __slots__ = ("name", "next")
 
+    def link(self, nxt) -> None:
+        """Chain ``nxt`` after this operator."""
+        self.next = nxt
+
     def process(self, k, v, ts):  # pragma: no cover - overridden
         raise NotImplementedError
 
@@ -138,7 +143,8 @@ class KeyedNode(ChainNode):
     """Wraps a keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``) whose state
     is kept per key group; late records go to the task's side output list."""
 
-    __slots__ = ("op", "late", "is_window")
+    __slots__ = ("op", "late", "is_window", "collect")
+    FINGERPRINT_SKIP = ("collect",)
 
     def __init__(self, name, op, late: list, is_window: bool):
         self.name = name
@@ -149,9 +155,10 @@ class KeyedNode(ChainNode):
     def process(self, k, v, ts):
         self.op.process_element(k, v, ts, self)
 
-    # the operator's output interface
-    def collect(self, k, v, ts):
-        self.next.process(k, v, ts)
+    def link(self, nxt) -> None:
+        # the operator's output interface: ``collect`` is the next operator's ``process``
+        self.next = nxt
+        self.collect = nxt.process
 
     def collect_late(self, k, v, ts):
         self.late.append((self.name, k, v, ts))
@@ -168,15 +175,14 @@ class KeyedNode(ChainNode):
 class SinkNode(ChainNode):
     """The last operator of a sink chain: writes to a sink writer (``model.sinks``)."""
 
-    __slots__ = ("sink",)
+    __slots__ = ("sink", "process")
+    FINGERPRINT_SKIP = ("process",)
 
     def __init__(self, name, sink):
         self.name = name
         self.sink = sink
         self.next = None
-
-    def process(self, k, v, ts):
-        self.sink.write(k, v, ts)
+        self.process = sink.write  # ``process(k, v, ts)`` writes to the sink
 
     def watermark(self, ts):
         return None
@@ -191,23 +197,20 @@ class SinkNode(ChainNode):
         self.sink.notify_checkpoint_complete(checkpoint_id)
 
 
-class PartitionOutput(ChainNode):
-    """``RecordWriterOutput`` of one result partition: routes records to its channels with
-    the partitioner's ``write``; broadcasts watermarks to all of its channels."""
+class RecordWriterOutput(ChainNode):
+    """``RecordWriterOutput`` of one result partition with its partitioner (the subclasses:
+    the RecordWriter's ``ChannelSelector``): ``process`` routes a record to the channel(s) the
+    partitioner selects; watermarks are broadcast to every channel of the partition."""
 
-    __slots__ = ("write", "channels")
+    __slots__ = ("channels",)
 
-    def __init__(self, write, channels):
+    def __init__(self, channels):
         self.name = "<output>"
         self.next = None
-        self.write = write
         self.channels = channels
 
-    def process(self, k, v, ts):
-        self.write((k, v, ts))
-
     def watermark(self, ts):
-        wm = _watermark(ts)
+        wm = _WM_CACHE.get(ts) or _watermark(ts)
         for ch in self.channels:
             ch.append(wm)
 
@@ -215,67 +218,65 @@ class PartitionOutput(ChainNode):
         return None
 
 
-class ForwardPartitioner:
+class ForwardPartitioner(RecordWriterOutput):
     """``ForwardPartitioner`` (and any partition with one channel): everything to its channel."""
 
     __slots__ = ("channel",)
 
-    def __init__(self, channel):
-        self.channel = channel
+    def __init__(self, channels):
+        super().__init__(channels)
+        self.channel = channels[0]
 
-    def write(self, rec) -> None:
-        self.channel.append(rec)
+    def process(self, k, v, ts):
+        self.channel.append((k, v, ts))
 
 
-class RebalancePartitioner:
+class RebalancePartitioner(RecordWriterOutput):
     """``RebalancePartitioner`` (``start`` drawn at random by the caller, then round robin) and
     ``RescalePartitioner`` (``start=-1``: round robin from channel 0) of one RecordWriter."""
 
-    __slots__ = ("channels", "next_channel")
+    __slots__ = ("next_channel",)
 
     def __init__(self, channels, start: int):
-        self.channels = channels
+        super().__init__(channels)
         self.next_channel = start
 
-    def write(self, rec) -> None:
+    def process(self, k, v, ts):
         i = self.next_channel + 1
         if i >= len(self.channels):
             i = 0
         self.next_channel = i
-        self.channels[i].append(rec)
+        self.channels[i].append((k, v, ts))
 
 
-class BroadcastPartitioner:
+class BroadcastPartitioner(RecordWriterOutput):
     """``BroadcastPartitioner``: every record to every channel."""
 
-    __slots__ = ("channels",)
+    __slots__ = ()
 
-    def __init__(self, channels):
-        self.channels = channels
-
-    def write(self, rec) -> None:
+    def process(self, k, v, ts):
+        rec = (k, v, ts)
         for ch in self.channels:
             ch.append(rec)
 
 
-class KeyGroupStreamPartitioner:
+class KeyGroupStreamPartitioner(RecordWriterOutput):
     """``KeyGroupStreamPartitioner``: the channel of the subtask whose KeyGroupRange holds the
     record's key group (``assign_channel(key)``; the key -> channel cache is not state)."""
 
-    __slots__ = ("channels", "assign_channel", "cache")
+    __slots__ = ("assign_channel", "cache")
     FINGERPRINT_SKIP = ("cache",)
 
     def __init__(self, channels, assign_channel):
-        self.channels = channels
+        super().__init__(channels)
         self.assign_channel = assign_channel
         self.cache: dict = {}
 
-    def write(self, rec) -> None:
-        k = rec[0]
+    def process(self, k, v, ts):
         i = self.cache.get(k)
         if i is None:
             i = self.cache[k] = self.assign_channel(k)
-        self.channels[i].append(rec)
+        self.channels[i].append((k, v, ts))
 
 
 class Fanout(ChainNode):
@@ -357,33 +358,40 @@ class SourceReader:
 
     def __init__(self, name, splits, out_of_orderness, wm_output):
         self.name = name
-        self.splits = splits
-        self.current = 0
         self.out_of_orderness = out_of_orderness
         self.wm_output = wm_output
         self.ended = False
+        self.assign(splits)
 
-    def next_split(self) -> int:
-        """The index of the split the next record comes from (``len(splits)`` if none is left).
-        Pure: guards ask it."""
+    def assign(self, splits) -> None:
+        """Read ``splits`` (``[split_id, records, offset, generator]`` each) from the first one
+        with a record left. ``current`` is kept at that split (``len(splits)`` when none is
+        left), so it is determined by the offsets: a guard asks it without a search."""
+        self.splits = splits
+        self.current = 0
+        self._skip_finished()
+
+    def _skip_finished(self) -> None:
         splits = self.splits
         i = self.current
-        while i < len(splits):
-            s = splits[i]
-            if s[2] < len(s[1]):
-                return i
+        while i < len(splits) and splits[i][2] >= len(splits[i][1]):
             i += 1
-        return i
+        self.current = i
+
+    def next_split(self) -> int:
+        """The index of the split the next record comes from (``len(splits)`` if none is left)."""
+        return self.current
 
     def has_next(self) -> bool:
-        return self.next_split() < len(self.splits)
+        return self.current < len(self.splits)
 
     def next_record(self):
-        self.current = self.next_split()
         s = self.splits[self.current]
         rec = s[1][s[2]]
         s[2] += 1
         s[3].on_event(rec[2])
+        if s[2] >= len(s[1]):
+            self._skip_finished()
         return rec
 
     def current_watermark(self) -> int:
@@ -400,23 +408,40 @@ class SourceReader:
         return [(s[0], s[2]) for s in self.splits]
 
 
+class DataOutput:
+    """``PushingAsyncDataInput.DataOutput`` of a task: where its StatusWatermarkValve (or a
+    source's WatermarkToDataOutput) emits watermarks and watermark status. Watermarks go
+    straight to the head of the chain; the status goes to the task's outputs."""
+
+    __slots__ = ("emit_watermark", "emit_watermark_status")
+
+    def __init__(self, task: "StreamTask"):
+        self.emit_watermark = task.head.watermark
+        self.emit_watermark_status = task.emit_watermark_status
+
+
 class StreamTask:
     """One running subtask. Holds its chain, its input state (valve, barrier handler,
     blocked channels, unaligned persistence) and its output writers."""
 
     __slots__ = (
-        "id", "subtask", "cluster", "head", "nodes", "output", "source", "input_channels",
+        "id", "subtask", "net", "config", "outbox", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
         "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred",
     )
-    #: fields a state fingerprint leaves out: the link to the cluster, and what the task's
-    #: position in the (static) ExecutionGraph determines
-    FINGERPRINT_SKIP = ("cluster", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
+    #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
+    #: (the cluster's, fingerprinted there), and what the task's position in the (static)
+    #: ExecutionGraph determines
+    FINGERPRINT_SKIP = ("net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
                         "barrier_outputs", "out_deques", "nodes", "output")
 
-    def __init__(self, cluster, subtask, head, nodes, output, source, input_channels, output_channels):
-        self.cluster = cluster
+    def __init__(self, net, config, outbox, subtask, head, nodes, output, source, input_channels, output_channels):
+        """``net``: the ``Channels``; ``outbox``: the list the task appends its messages to
+        (``model.messages``), which the cluster delivers."""
+        self.net = net
+        self.config = config
+        self.outbox = outbox
         self.subtask = subtask
         self.id = subtask.id
         self.head = head
@@ -426,12 +451,12 @@ class StreamTask:
         self.input_channels = input_channels
         self.local_of = {c: i for i, c in enumerate(input_channels)}
         self.output_channels = output_channels
-        blocking = cluster.blocking
+        blocking = net.blocking
         self.barrier_channels = [i for i, c in enumerate(input_channels) if not blocking[c]]
         self.deferred = None
         self.last_triggered = -1
         self.barrier_outputs = [c for c in output_channels if not blocking[c]]
-        self.out_deques = [cluster.channels[c] for c in self.barrier_outputs]
+        self.out_deques = [net.queues[c] for c in self.barrier_outputs]
         self.valve = None
         self.handler = None
         self.status = RUNNING
@@ -459,12 +484,12 @@ class StreamTask:
             snap.operator[self.source.name] = self.source.snapshot_state()
         for node in self.nodes:
             node.snapshot(checkpoint_id, snap)
-        cluster = self.cluster
-        received = cluster.received
+        net = self.net
+        received = net.received
         for c in self.input_channels:
             snap.received[c] = received[c]
-        chans = cluster.channels
-        blocking = cluster.blocking
+        chans = net.queues
+        blocking = net.blocking
         for c in self.output_channels:
             if blocking[c]:
                 snap.partition[c] = tuple(e for e in chans[c] if type(e) is not EndOfPartitionEvent)
@@ -474,19 +499,18 @@ class StreamTask:
 
     # -- barrier handler context ---------------------------------------------------------
     def block(self, ch: int) -> None:
-        self.cluster.blocked[self.input_channels[ch]] = True
+        self.net.blocked[self.input_channels[ch]] = True
 
     def resume(self, ch: int) -> None:
-        self.cluster.blocked[self.input_channels[ch]] = False
+        self.net.blocked[self.input_channels[ch]] = False
 
     def resume_all(self) -> None:
-        blocked = self.cluster.blocked
+        blocked = self.net.blocked
         for c in self.input_channels:
             blocked[c] = False
 
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
-        cluster = self.cluster
         if barrier.id <= self.last_triggered:
             # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
             # previously?)": an older checkpoint than one already taken is declined
@@ -495,28 +519,29 @@ class StreamTask:
         self.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
         if unaligned:
-            keep = cluster.config.unaligned_channel_state
+            keep = self.config.unaligned_channel_state
+            net = self.net
             for c in self.barrier_outputs:
-                ch = cluster.channels[c]
-                n = cluster.prio[c]
+                ch = net.queues[c]
+                n = net.prio[c]
                 overtaken = [e for i, e in enumerate(ch) if i >= n and type(e) is tuple]
                 if keep and overtaken:
                     snap.output_channel_state[c] = tuple(overtaken)
                 ch.insert(n, barrier)
-                cluster.prio[c] = n + 1
+                net.prio[c] = n + 1
             if self.barrier_channels and (self.persisting or self.handler.pending):
                 self.pending_uc = snap
                 if not self.persisting:
                     self.channel_state_complete(barrier.id)
                 return
-            cluster.acknowledge(self, snap)
+            self.acknowledge_checkpoint(snap)
         else:
             out = barrier
-            if cluster.config.timeoutable_barriers and not barrier.savepoint:
+            if self.config.timeoutable_barriers and not barrier.savepoint:
                 out = CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint,
                                         unaligned=False, timeoutable=True)
             self.output.emit_barrier(out)
-            cluster.acknowledge(self, snap)
+            self.acknowledge_checkpoint(snap)
 
     def run_deferred(self) -> None:
         """Take the snapshot that the FLINK-17568 seam deferred past one more element."""
@@ -531,10 +556,15 @@ class StreamTask:
             self.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
         self.timer = None
         self.output.emit_barrier(CancelCheckpointMarker(checkpoint_id))
-        self.cluster.decline(self, checkpoint_id, reason)
+        self.outbox.append(DeclineCheckpoint(self.id, checkpoint_id, reason))
+
+    def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
+        """``CheckpointResponder.acknowledgeCheckpoint``: send the snapshot to the JobMaster."""
+        self.acked.add(snap.checkpoint_id)
+        self.outbox.append(AcknowledgeCheckpoint(self.id, snap.checkpoint_id, snap))
 
     def start_persisting(self, checkpoint_id: int, channels) -> None:
-        if not self.cluster.config.unaligned_channel_state:
+        if not self.config.unaligned_channel_state:
             return
         for ch in channels:
             self.persisting[ch] = checkpoint_id
@@ -559,15 +589,14 @@ class StreamTask:
             if recs:
                 snap.input_channel_state[c] = tuple(recs)
         self.input_cs.clear()
-        self.cluster.acknowledge(self, snap)
+        self.acknowledge_checkpoint(snap)
 
     def register_timer(self, checkpoint_id: int, deadline: int) -> None:
         self.timer = (checkpoint_id, deadline)
 
     # -- input ----------------------------------------------------------------------------
-    def process_event(self, e, c: int) -> None:
-        """Everything but records arriving on global channel ``c``."""
-        cluster = self.cluster
+    def process_event(self, e, c: int, now: int) -> None:
+        """Everything but records arriving on global channel ``c`` (``now``: the logical clock)."""
         ch = self.local_of[c]
         t = type(e)
         if t is Watermark:
@@ -575,9 +604,9 @@ class StreamTask:
         elif t is WatermarkStatus:
             self.valve.input_watermark_status(e.idle, ch)
         elif t is CheckpointBarrier:
-            if not e.unaligned and cluster.config.checkpointing_mode == "exactly_once":
-                cluster.blocked[c] = True
-            self.handler.process_barrier(e, ch, cluster.now)
+            if not e.unaligned and self.config.checkpointing_mode == "exactly_once":
+                self.net.blocked[c] = True
+            self.handler.process_barrier(e, ch, now)
         elif t is CancelCheckpointMarker:
             if isinstance(self.handler, CheckpointBarrierTracker):
                 self.handler.process_cancellation(e.checkpoint_id, ch)
@@ -585,7 +614,7 @@ class StreamTask:
                 self.handler.process_cancellation(e.checkpoint_id)
         elif t is EndOfPartitionEvent:
             self.eop_seen += 1
-            if not cluster.blocking[c]:
+            if not self.net.blocking[c]:
                 # the barrier handler counts only the channels that carry barriers
                 self.handler.process_end_of_partition(ch)
             if self.eop_seen == len(self.input_channels):
@@ -598,7 +627,7 @@ class StreamTask:
         self.head.end_input()
         self.status = FINISHED
         self.output.emit(END_OF_PARTITION)
-        self.cluster.task_finished(self)
+        self.outbox.append(TaskFinished(self.id))
 
 
 @seams.override("FLINK-17568", StreamTask, "trigger",
@@ -607,7 +636,7 @@ class StreamTask:
 def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
     if barrier.id > self.last_triggered and unaligned and self.barrier_channels and self.deferred is None:
         # the bug: the snapshot is deferred until the task processed one more element
-        # (``Cluster.deliver`` runs ``run_deferred`` after it)
+        # (``DeliverKind.apply`` runs ``run_deferred`` after it)
         self.deferred = barrier
         return
     StreamTask.trigger(self, barrier, unaligned)

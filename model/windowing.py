@@ -454,7 +454,9 @@ class WindowOperator:
             timers.discard(t)
             contents = all_contents.get(kg)
             sk = (key, start)
-            max_ts = _jlong(start + size_m1)
+            max_ts = start + size_m1  # TimeWindow.maxTimestamp(), jlong's range test inlined
+            if max_ts > LONG_MAX or max_ts < LONG_MIN:
+                max_ts = _jlong(max_ts)
             # EventTimeTrigger.onEventTime: FIRE iff time == maxTimestamp; emit if contents exist
             if ts == max_ts and contents is not None and sk in contents:
                 out.collect(key, contents[sk], max_ts)
@@ -483,11 +485,11 @@ class WindowOperator:
         for kg in self.key_groups():
             contents = self._contents.get(kg, {})
             timers = self._timers.get(kg, ())
-            c = sorted(((_key_order(k), s, k, a) for (k, s), a in contents.items()), key=lambda e: e[:2])
-            t = sorted(((ts, _key_order(k), s, k) for ts, k, s in timers), key=lambda e: e[:3])
+            c = sorted([(_key_order(k), s, k, a) for (k, s), a in contents.items()], key=lambda e: e[:2])
+            t = sorted([(ts, _key_order(k), s, k) for ts, k, s in timers], key=lambda e: e[:3])
             result[kg] = WindowKeyGroupState(
-                contents=tuple((k, TimeWindow(s, _jlong(s + size)), a) for _, s, k, a in c),
-                timers=tuple((ts, k, TimeWindow(s, _jlong(s + size))) for ts, _, s, k in t),
+                contents=tuple([(k, TimeWindow(s, _jlong(s + size)), a) for _, s, k, a in c]),
+                timers=tuple([(ts, k, TimeWindow(s, _jlong(s + size))) for ts, _, s, k in t]),
             )
         return result
 

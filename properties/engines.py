@@ -64,17 +64,38 @@ class Run:
     changed, ``Cluster.delta``) and the *sometimes* goals; ``finish`` drains the run and
     evaluates the *eventually* invariants. The invariants never write into the run."""
 
-    def __init__(self, scenario: Scenario, *, check_always: bool = True, cluster: Cluster | None = None):
+    def __init__(self, scenario: Scenario, *, check_always: bool = True, cluster: Cluster | None = None,
+                 track_goals: bool = True):
         self.scenario = scenario
         self.cluster = cluster if cluster is not None else Cluster.from_scenario(scenario)
         self.expected = expected_for(scenario)
         self.check_always = check_always
+        #: whether ``step`` counts the *sometimes* goals (an exhaustive search does not need them)
+        self.track_goals = track_goals
         self.goals: Counter = Counter()
         self.events_seen = len(self.cluster.events)
+        #: how much output the external system had committed before the last step (the
+        #: cluster does not keep it: it is for the checks, not the runtime)
+        self.committed_before = 0
         self.violation: Violation | None = None
         if check_always:
             # the initial deployment (its slot placement, its key groups) is judged too
             self.violation = self._check_always(step=0)
+
+    def fork(self) -> "Run":
+        """An independent run from this run's state (``Cluster.copy``), judged the same way; its
+        goals start empty."""
+        r = Run.__new__(Run)
+        r.scenario = self.scenario
+        r.cluster = self.cluster.copy()
+        r.expected = self.expected
+        r.check_always = self.check_always
+        r.track_goals = self.track_goals
+        r.goals = Counter()
+        r.events_seen = len(r.cluster.events)
+        r.committed_before = self.committed_before
+        r.violation = self.violation
+        return r
 
     @property
     def sink_of_subtask(self) -> dict:
@@ -90,13 +111,15 @@ class Run:
     def step(self, action) -> Violation | None:
         """Apply ``action``; return the first violated *always* invariant (or None)."""
         c = self.cluster
+        self.committed_before = len(c.external.committed)
         c.step(action)
         events = c.events
         new_events = events[self.events_seen:] if len(events) > self.events_seen else ()
         self.events_seen = len(events)
-        for name, g in GOALS.items():
-            if g.check(self, new_events):
-                self.goals[name] += 1
+        if self.track_goals:
+            for name, g in GOALS.items():
+                if g.check(self, new_events):
+                    self.goals[name] += 1
         if not self.check_always:
             return None
         v = self._check_always(c.now - 1)

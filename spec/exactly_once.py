@@ -106,11 +106,12 @@ def exactly_once(run) -> Violation | None:
     statement="Committed sink output is always part of the reference output, never with more copies of a record.",
 )
 def committed_output_within_reference(run) -> Violation | None:
-    """Looks at the records the last step committed (``cluster.delta.committed_before`` on):
-    each must not now be committed more often than the reference holds it."""
+    """Looks at the records the last step committed (``run.committed_before`` on: the engine
+    records where the committed output stood before the step): each must not now be committed
+    more often than the reference holds it."""
     cluster = run.cluster
     committed = cluster.external.committed
-    start = cluster.delta.committed_before
+    start = run.committed_before
     if start >= len(committed):
         return None
     sink_of = run.sink_of_subtask
