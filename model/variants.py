@@ -43,6 +43,20 @@ class Scenario:
 
 
 @attrs.frozen(slots=True, kw_only=True)
+class Small:
+    """The smallest scenario of a variant that still exercises its mechanism, for exhaustive
+    exploration (``small_scenario``): ``sources`` source subtasks (one split each) of
+    ``records`` records over ``keys``, at most ``checkpoints`` checkpoints/savepoints
+    (``RuntimeConfig.max_checkpoints``) and ``failures`` injected failures."""
+
+    sources: int = 1
+    records: int = 1
+    keys: tuple = (0, 1)
+    checkpoints: int = 1
+    failures: int = 1
+
+
+@attrs.frozen(slots=True, kw_only=True)
 class Variant:
     name: str
     description: str
@@ -58,6 +72,8 @@ class Variant:
     #: the knobs that make this variant unsafe: ``RuntimeConfig`` field names, or
     #: ``"sink_kind"``; each must differ from its default (checked when registered).
     switches: tuple = ()
+    #: the variant's smallest scenario, for ``flinkspec explore --small``
+    small: Small = Small()
 
     @property
     def safe(self) -> bool:
@@ -206,6 +222,50 @@ def generate(variant: Variant, seed: int) -> Scenario:
     return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
 
 
+def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
+    """The smallest scenario of ``variant``'s job family that still exercises its mechanism
+    (``variant.small``): parallelism 1 wherever the mechanism does not need more, a few
+    records, a checkpoint budget and a failure budget of at most ``small.failures``, so the
+    reachable state space is finite and small enough to explore completely. ``seed`` only
+    seeds what the scenario seeds (a rebalance's random start)."""
+    sm = variant.small
+    sink_kind = variant.sink_kind
+    src = OperatorSpec(name="source", kind="source", parallelism=sm.sources, watermark_out_of_orderness=0,
+                       slot_sharing_group="sources" if variant.family == "blocking" else None)
+    sink = OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind)
+    if variant.family == "keyed":
+        ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
+        edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
+                 EdgeSpec(source="agg", target="sink", partitioner="forward"))
+    elif variant.family == "rescale":
+        ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, max_parallelism=4,
+                                 aggregate="count"), sink)
+        edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
+                 EdgeSpec(source="agg", target="sink", partitioner="rebalance"))
+    elif variant.family == "blocking":
+        ops = (src, OperatorSpec(name="map", kind="map", parallelism=1, function="identity"),
+               OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
+        edges = (EdgeSpec(source="source", target="map", partitioner="rebalance", exchange_mode="blocking"),
+                 EdgeSpec(source="map", target="agg", partitioner="hash"),
+                 EdgeSpec(source="agg", target="sink", partitioner="forward"))
+    elif variant.family == "two_stage":
+        ops = (src, OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
+               OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
+        edges = (EdgeSpec(source="source", target="map", partitioner="rebalance"),
+                 EdgeSpec(source="map", target="agg", partitioner="hash"),
+                 EdgeSpec(source="agg", target="sink", partitioner="forward"))
+    else:  # pragma: no cover - _add checks the family
+        raise FlinkspecError(f"variant {variant.name!r}: no small scenario for family {variant.family!r}")
+    graph = StreamGraph(name=f"{variant.family}-small", operators=ops, edges=edges).validate()
+    keys = sm.keys
+    splits = tuple(tuple((keys[(i + j) % len(keys)], 1, i + 1) for i in range(sm.records)) for j in range(sm.sources))
+    config = attrs.evolve(variant.config, max_failures=min(variant.config.max_failures, sm.failures),
+                          max_checkpoints=sm.checkpoints)
+    if variant.family == "rescale":
+        config = attrs.evolve(config, rescale_options=(("agg", (2,)),))
+    return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed)
+
+
 _F = dict(max_failures=2)
 
 VARIANTS: dict[str, Variant] = {}
@@ -235,7 +295,7 @@ _add(Variant(name="aligned-2pc", description="aligned exactly-once checkpoints, 
 _add(Variant(name="aligned-2pc-restart-all", description="as aligned-2pc with restart-all failover and "
              "JobManager failover", config=RuntimeConfig(failover_strategy="full", **_F)))
 _add(Variant(name="concurrent-checkpoints-2pc", description="aligned exactly-once with two concurrent "
-             "checkpoints (subsumption)", config=RuntimeConfig(max_concurrent_checkpoints=2, **_F)))
+             "checkpoints (subsumption)", config=RuntimeConfig(max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 _add(Variant(name="unaligned-2pc", description="unaligned checkpoints with channel state, 2PC sink",
              config=RuntimeConfig(unaligned=True, channel_capacity=3, **_F)))
 _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
@@ -244,7 +304,7 @@ _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, **_F)))
+                                  channel_capacity=3, **_F), small=Small(checkpoints=2, records=2)))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
              sink_kind="upsert", config=RuntimeConfig(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
@@ -252,13 +312,13 @@ _add(Variant(name="blocking-region-failover", description="blocking exchange, pi
              config=RuntimeConfig(**_F)))
 _add(Variant(name="rescale-savepoint", description="stop-with-savepoint and restart with a new "
              "parallelism (key groups by range)", family="rescale",
-             config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500))
+             config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500, small=Small(records=2, keys=(0, 1, 2, 3))))
 
 # -- known-unsafe configurations -------------------------------------------------------------
 _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracking with a two-phase-commit "
              "sink: post-barrier records enter the snapshot", expected=("consistent_cut",),
              switches=("checkpointing_mode",),
-             config=RuntimeConfig(checkpointing_mode="at_least_once", **_F)))
+             config=RuntimeConfig(checkpointing_mode="at_least_once", **_F), small=Small(sources=2)))
 _add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
              "in-flight data", expected=("consistent_cut",), switches=("unaligned_channel_state",),
              config=RuntimeConfig(unaligned=True, unaligned_channel_state=False, channel_capacity=3, **_F)))
@@ -274,11 +334,11 @@ _add(Variant(name="region-failover-skips-consumers", description="region failove
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference"),
              switches=("restore_pending_checkpoints",),
-             config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F)))
+             config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
              "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
              switches=("keygroup_assignment",),
-             config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500))
+             config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500, small=Small(records=2, keys=(0, 1, 2, 3))))
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "
@@ -288,7 +348,7 @@ _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
              "persistence off", expected=("consistent_cut",), family="two_stage",
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2,
-                                  trigger_savepoints=True, channel_capacity=3)))
+                                  trigger_savepoints=True, channel_capacity=3), small=Small(checkpoints=2, records=2)))
 _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "
              "the producers of lost blocking partitions", family="blocking",
              expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",), **_F)))
@@ -297,7 +357,7 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
              "output is written again", expected=("committed_output_within_reference", "exactly_once"),
              switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
-                                  max_concurrent_checkpoints=2, **_F)))
+                                  max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 
 
 def variant(name: str) -> Variant:

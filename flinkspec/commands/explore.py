@@ -1,0 +1,180 @@
+"""``flinkspec explore``: every interleaving of a small scenario, breadth first.
+
+For each variant: a breadth-first search over every enabled action from the variant's
+scenario (``--small``: its smallest scenario, ``model.variants.small_scenario``), states
+deduplicated by their fingerprint, every registered always-invariant judged at each new
+state and the end-of-run invariants at each drained state (``properties.explore``).
+
+Verdicts: ``violation`` (a shortest counterexample: written to a run directory under
+``results/``; ``flinkspec corpus update`` keeps the shortest per variant and invariant),
+``verified`` (the whole reachable state space explored: states, transitions, depth),
+``bounded`` (a limit stopped the search: what was covered). ``--progress-check`` also checks,
+from every reachable state, that the job can still drain without further faults.
+
+Exit 0 when every verdict is as expected (a safe variant: verified or bounded; a
+known-unsafe one: one of its expected invariants violated), 1 otherwise, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from model.errors import FlinkspecError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("explore", help="explore every interleaving of a small scenario (breadth first)",
+                       description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("--variant", action="append", metavar="NAME", help="a cluster variant (repeatable)")
+    p.add_argument("--all", action="store_true", help="every cluster variant")
+    p.add_argument("--seed", type=int, default=0, help="the scenario's seed (default 0)")
+    p.add_argument("--small", action="store_true", help="the variant's smallest scenario (model.variants.Small)")
+    p.add_argument("--max-depth", type=int, metavar="D", help="expand at most D levels")
+    p.add_argument("--max-states", type=int, metavar="N", help="stop after N distinct states")
+    p.add_argument("--max-seconds", type=float, metavar="S", default=600.0,
+                   help="stop a variant's search after S seconds (default 600)")
+    p.add_argument("--progress-check", action="store_true",
+                   help="also check that every reachable state can drain (liveness; small scenarios)")
+    p.add_argument("--out", metavar="DIR", help="where counterexamples go (default: a new run directory under results/)")
+    p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
+    p.add_argument("--json", action="store_true", help="one JSON object per variant on stdout")
+    p.set_defaults(func=run)
+
+
+def _positive(name, value):
+    if value is not None and value < 1:
+        raise FlinkspecError(f"{name} must be >= 1, not {value}")
+
+
+def run(args) -> int:
+    # the model, the engines and the spec (~0.3 s) are needed here only, not at flinkspec start-up
+    from model.variants import generate, small_scenario, variant, variant_names  # start-up: see above
+    from properties.explore import Limits, check_progress, explore, shortest_file  # start-up: see above
+
+    _positive("--max-depth", args.max_depth)
+    _positive("--max-states", args.max_states)
+    if not args.max_seconds > 0 or args.max_seconds == float("inf"):
+        raise FlinkspecError(f"--max-seconds must be a positive finite number, not {args.max_seconds}")
+    if args.all == bool(args.variant):
+        raise FlinkspecError("name --variant NAME (repeatable) or --all")
+    names = variant_names() if args.all else list(dict.fromkeys(args.variant))
+    variants = [variant(n) for n in names]  # an unknown name is one line before any search
+    limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds)
+    out_dir = None
+    shrunk = _shrunk_lengths()
+    failed = 0
+    for v in variants:
+        scenario = small_scenario(v, args.seed) if args.small else generate(v, args.seed)
+        ex = explore(scenario, limits, progress=_progress_printer(v.name))
+        _clear_progress()
+        file = None
+        if ex.verdict == "violation" and not args.no_write:
+            if out_dir is None:
+                out_dir = _out_dir(args)
+            file = str(shortest_file(out_dir, v, scenario, ex, args.seed))
+        progress_note = None
+        if args.progress_check and ex.verdict != "violation":
+            checked, trace, why = check_progress(scenario)
+            progress_note = {"states": checked, "stuck_after": None if trace is None else len(trace), "reason": why}
+        invariant = ex.violation.invariant if ex.violation is not None else None
+        as_expected = _as_expected(v, ex.verdict, invariant) and (progress_note is None or progress_note["reason"] is None)
+        failed += not as_expected
+        row = {
+            "variant": v.name, "expected": list(v.expected), "verdict": ex.verdict, "invariant": invariant,
+            "distinct_states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
+            "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
+            "workers": 1, "small": args.small, "seed": args.seed, "limit": ex.limit,
+            "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
+            "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
+            "file": file, "progress_check": progress_note, "as_expected": as_expected,
+        }
+        if args.json:
+            print(json.dumps(row), flush=True)
+        else:
+            print(_line(row), flush=True)
+    if out_dir is not None and not args.json:
+        print(f"counterexamples written to {out_dir} (keep the shortest in the corpus: flinkspec corpus update)")
+    return 1 if failed else 0
+
+
+def _as_expected(v, verdict: str, invariant: str | None) -> bool:
+    if v.safe:
+        return verdict != "violation"
+    return verdict == "violation" and invariant in v.expected
+
+
+def _line(row: dict) -> str:
+    head = (f"{row['variant']}: {row['verdict']}" + (f" {row['invariant']}" if row["invariant"] else "")
+            + ("" if row["as_expected"] else "  [UNEXPECTED]"))
+    cover = (f"{row['distinct_states']:,} states, {row['transitions']:,} transitions, depth {row['depth']}, "
+             f"{row['seconds']:.1f} s ({row['states_per_s']:,.0f} states/s)")
+    if row["verdict"] == "violation":
+        shrunk = row["shrunk_steps"]
+        vs = f"; the random walk's shrunk one has {shrunk}" if shrunk is not None else ""
+        return f"{head} — shortest counterexample {row['counterexample_steps']} steps{vs} — {cover}" + (
+            f" — {row['file']}" if row["file"] else "")
+    if row["verdict"] == "bounded":
+        cover += f"; stopped by {row['limit']}"
+    pc = row["progress_check"]
+    if pc is not None:
+        cover += (f"; every one of {pc['states']:,} states can drain" if pc["reason"] is None
+                  else f"; a state {pc['stuck_after']} steps deep cannot drain: {pc['reason']}")
+    return f"{head} — {cover}"
+
+
+def _out_dir(args) -> Path:
+    from properties.corpus import run_directory  # start-up: flinkspec.cli imports every command module
+    from properties.safe_io import check_output_dir  # start-up: as above
+
+    if args.out:
+        return check_output_dir(Path(args.out), what="--out folder")
+    return run_directory("explore", args.seed)
+
+
+def _shrunk_lengths() -> dict:
+    """(variant, invariant) -> the number of actions of the committed corpus's random-walk
+    counterexample (the shrunk one a check run found), for comparison."""
+    from properties.corpus import DEFAULT_CORPUS  # start-up: flinkspec.cli imports every command module
+
+    out: dict = {}
+    for path in sorted(DEFAULT_CORPUS.glob("*/*.ndjson")):
+        try:
+            with open(path, encoding="utf-8") as f:
+                header = json.loads(f.readline())
+                steps = sum(1 for line in f if '"type": "action"' in line or '"type":"action"' in line)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(header, dict) or header.get("engine") not in ("random_walk", "spark-replay"):
+            continue
+        key = (header.get("variant"), header.get("invariant"))
+        if key not in out or steps < out[key]:
+            out[key] = steps
+    return out
+
+
+_last_progress = [0.0]
+
+
+def _progress_printer(name: str):
+    if not sys.stderr.isatty():
+        return None
+
+    def show(p) -> None:
+        now = time.monotonic()
+        if now - _last_progress[0] < 0.5:
+            return
+        _last_progress[0] = now
+        rate = p.distinct_states / p.seconds if p.seconds > 0 else 0
+        sys.stderr.write(f"\r{name}: depth {p.depth}, {p.distinct_states:,} states ({rate:,.0f}/s), "
+                         f"frontier {p.frontier:,}, {p.seconds:.0f} s   ")
+        sys.stderr.flush()
+    return show
+
+
+def _clear_progress() -> None:
+    if sys.stderr.isatty():
+        sys.stderr.write("\r\033[K")
+        sys.stderr.flush()

@@ -1,0 +1,233 @@
+"""Bounded exhaustive exploration: every interleaving of a small scenario, breadth first.
+
+From the scenario's initial deployment, every enabled action of every reachable state is
+taken (the step contract: ``Cluster.enabled_actions``, ``step``, ``copy``) and states are
+deduplicated by ``Cluster.fingerprint()`` (a canonical hash of the state; history and, unless
+the configuration is time-sensitive, the logical clock are left out). Every new state is
+judged like a random walk's states, through :class:`properties.engines.Run`: every registered
+*always* invariant of the run after the step that reached it, and, when the state is drained
+(``Cluster.is_drained``), every *eventually* invariant.
+
+The search is level-synchronous: depth ``d`` is finished before depth ``d + 1`` starts, and of
+the traces that reach one state at one depth the one kept is the smallest (its actions'
+reprs compared as a list). So the states, the counts and the counterexample do not depend
+on the order in which a level was expanded -- locally or split over workers.
+
+Verdicts:
+
+* ``violation`` -- the violating state of smallest trace at the smallest depth: no shorter
+  counterexample exists (every shallower state was judged);
+* ``verified``  -- the whole reachable state space was explored and judged;
+* ``bounded``   -- a limit (``max_depth``, ``max_states``, ``max_seconds``) stopped the search
+  first: the result says what was covered.
+
+The space is finite because every environment action has a budget in the scenario's
+configuration: failures (``RuntimeConfig.max_failures``), checkpoints and savepoints
+(``RuntimeConfig.max_checkpoints``); records, splits and watermarks are finite.
+
+Left out (not yet): partial-order and symmetry reductions, and a distributed search; the
+*eventually* invariants are judged on drained states, and :func:`check_progress` checks that
+every reachable state can still drain (see docs/exploration.md).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+import attrs
+
+from model.cluster import Cluster, drain_choice
+from model.errors import FlinkspecError
+from model.variants import Scenario, Variant, small_scenario
+from properties.engines import Run
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Limits:
+    """When to stop: the deepest level to expand, the most distinct states, the wall time."""
+
+    max_depth: int | None = None
+    max_states: int | None = None
+    max_seconds: float | None = None
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Progress:
+    """What a progress display shows, after each level and every few hundred states."""
+
+    depth: int
+    distinct_states: int
+    transitions: int
+    frontier: int
+    seconds: float
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Exploration:
+    """The result of one search. ``trace`` (the counterexample's actions) and ``violation``
+    are set iff ``verdict == "violation"``; ``limit`` names the limit that stopped a bounded
+    search."""
+
+    verdict: str
+    distinct_states: int
+    transitions: int
+    depth: int
+    complete: bool
+    seconds: float
+    drained_states: int
+    trace: tuple = ()
+    violation: object = None
+    limit: str | None = None
+
+    @property
+    def states_per_s(self) -> float:
+        return self.distinct_states / self.seconds if self.seconds > 0 else 0.0
+
+
+def _key(trace: tuple) -> tuple:
+    return tuple(repr(a) for a in trace)
+
+
+def expand(run: Run, trace: tuple):
+    """Every successor of ``run``'s state: ``(action, child_run, violation)`` for each enabled
+    action, in ``enabled_actions`` order. ``child_run`` judges a copy; ``violation`` is the
+    first *always* invariant the step broke, else (a drained child) the first *eventually*
+    invariant, else None."""
+    out = []
+    for a in run.cluster.enabled_actions():
+        child = run.fork()
+        v = child.step(a)
+        if v is None and child.cluster.is_drained():
+            v = child.finish()
+        out.append((a, child, v))
+    return out
+
+
+def explore(scenario: Scenario, limits: Limits = Limits(), *,
+            progress: Callable[[Progress], None] | None = None) -> Exploration:
+    """Breadth-first search over every interleaving of ``scenario`` (see the module docstring)."""
+    t0 = time.perf_counter()
+    root = Run(scenario, track_goals=False)
+    if root.violation is not None:
+        return Exploration(verdict="violation", distinct_states=1, transitions=0, depth=0, complete=False,
+                           seconds=time.perf_counter() - t0, drained_states=0, trace=(), violation=root.violation)
+    seen = {root.cluster.fingerprint()}
+    frontier: list[tuple[tuple, Run]] = [((), root)]
+    transitions = 0
+    drained = 1 if root.cluster.is_drained() else 0
+    depth = 0
+    next_report = 500
+
+    def elapsed() -> float:
+        return time.perf_counter() - t0
+
+    def result(verdict, *, complete, limit=None, trace=(), violation=None):
+        return Exploration(verdict=verdict, distinct_states=len(seen), transitions=transitions, depth=depth,
+                           complete=complete, seconds=elapsed(), drained_states=drained, trace=trace,
+                           violation=violation, limit=limit)
+
+    while frontier:
+        if limits.max_depth is not None and depth >= limits.max_depth:
+            return result("bounded", complete=False, limit=f"max_depth={limits.max_depth}")
+        level: dict[str, tuple[tuple, tuple, Run]] = {}  # fingerprint -> (key, trace, run), smallest key
+        violations: list[tuple[tuple, tuple, object]] = []
+        for trace, run in frontier:
+            for a, child, v in expand(run, trace):
+                transitions += 1
+                t = trace + (a,)
+                if v is not None:
+                    violations.append((_key(t), t, v))
+                    continue
+                fp = child.cluster.fingerprint()
+                if fp in seen:
+                    continue
+                k = _key(t)
+                have = level.get(fp)
+                if have is None or k < have[0]:
+                    level[fp] = (k, t, child)
+            if progress is not None and len(seen) + len(level) >= next_report:
+                next_report = len(seen) + len(level) + 500
+                progress(Progress(depth=depth + 1, distinct_states=len(seen) + len(level), transitions=transitions,
+                                  frontier=len(frontier), seconds=elapsed()))
+            if limits.max_seconds is not None and elapsed() > limits.max_seconds:
+                seen.update(level)
+                return result("bounded", complete=False, limit=f"max_seconds={limits.max_seconds:g}")
+        depth += 1
+        if violations:
+            _k, t, v = min(violations, key=lambda x: x[0])
+            return result("violation", complete=False, trace=t, violation=v)
+        seen.update(level)
+        drained += sum(1 for (_k, _t, r) in level.values() if r.cluster.is_drained())
+        frontier = [(t, r) for (_k, t, r) in sorted(level.values(), key=lambda x: x[0])]
+        if progress is not None:
+            progress(Progress(depth=depth, distinct_states=len(seen), transitions=transitions,
+                              frontier=len(frontier), seconds=elapsed()))
+        if limits.max_states is not None and len(seen) >= limits.max_states and frontier:
+            return result("bounded", complete=False, limit=f"max_states={limits.max_states}")
+    depth = max(depth - 1, 0)  # the last level added no new state
+    return result("verified", complete=True)
+
+
+def check_progress(scenario: Scenario, max_states: int = 200_000) -> tuple[int, tuple | None, str | None]:
+    """Liveness on a small scenario: from every reachable state, with no further fault and
+    no checkpoint budget, the job can drain (every record processed, every checkpoint
+    completed or aborted, output committed). Checked by running the one drain policy
+    (``model.cluster.drain_choice``) from each state; a state whose drain passes through a
+    state already shown to drain is done. Returns ``(states checked, trace to a state that
+    cannot drain or None, the reason)``."""
+    root = Cluster.from_scenario(scenario)
+    good: set[str] = set()
+    seen = {root.fingerprint(): ()}
+    frontier = [((), root)]
+    while frontier:
+        nxt = []
+        for trace, c in frontier:
+            why = _drains(c, good)
+            if why is not None:
+                return len(seen), trace, why
+            for a in c.enabled_actions():
+                child = c.copy()
+                child.step(a)
+                fp = child.fingerprint()
+                if fp not in seen:
+                    seen[fp] = trace + (a,)
+                    nxt.append((trace + (a,), child))
+            if len(seen) > max_states:
+                raise FlinkspecError(f"the progress check stopped at {max_states} states (raise max_states)")
+        frontier = nxt
+    return len(seen), None, None
+
+
+def _drains(c: Cluster, good: set) -> str | None:
+    d = c.without_budgets()
+    path = []
+    for _ in range(100_000):
+        fp = d.fingerprint()
+        if fp in good:
+            break
+        path.append(fp)
+        try:
+            act = drain_choice(d)
+        except FlinkspecError as e:
+            return str(e)
+        if act is None:
+            if not d.is_drained() and d.job.stopping is None and d.status == "RUNNING":
+                return f"the drain policy stops at step {d.now} with the run not drained"
+            break
+        d.step(act)
+    else:
+        return "the drain did not end within 100,000 steps"
+    good.update(path)
+    return None
+
+
+def shortest_file(path_dir: Path, variant: Variant, scenario: Scenario, ex: Exploration, seed: int) -> Path:
+    """Write the counterexample of ``ex`` (a violation) into ``path_dir`` (atomically, named by
+    content, in the one counterexample format)."""
+    # properties.counterexample imports properties.validation, which builds the JSON Schemas
+    # from every registry: not needed by a search that finds nothing
+    from properties.counterexample import write_counterexample
+    return write_counterexample(path_dir, variant=variant.name, expected=variant.expected, engine="explore",
+                                seed=seed, scenario=scenario, actions=list(ex.trace), violation=ex.violation)

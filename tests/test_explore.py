@@ -1,0 +1,132 @@
+"""The exhaustive explorer (properties/explore.py) and `flinkspec explore`.
+
+Small scenarios only: a failure-free aligned-2pc space has a few hundred states."""
+
+from __future__ import annotations
+
+import json
+
+import attrs
+import pytest
+
+from flinkspec.cli import main
+from model import actions as A
+from model.cluster import Cluster, drain_choice
+from model.variants import small_scenario, variant
+from properties.engines import replay
+from properties.explore import Limits, check_progress, explore
+
+
+def _small(name: str, **changes):
+    v = variant(name)
+    return small_scenario(attrs.evolve(v, small=attrs.evolve(v.small, **changes)))
+
+
+def _reachable(scenario) -> int:
+    """Every state reachable with enabled actions, counted by a plain search of its own."""
+    root = Cluster.from_scenario(scenario)
+    seen = {root.fingerprint()}
+    stack = [root]
+    while stack:
+        c = stack.pop()
+        for a in c.enabled_actions():
+            d = c.copy()
+            d.step(a)
+            fp = d.fingerprint()
+            if fp not in seen:
+                seen.add(fp)
+                stack.append(d)
+    return len(seen)
+
+
+@pytest.fixture(scope="module")
+def safe_small():
+    return _small("aligned-2pc", failures=0)
+
+
+@pytest.fixture(scope="module")
+def safe_result(safe_small):
+    return explore(safe_small)
+
+
+def test_a_safe_small_space_is_verified_and_counts_every_reachable_state(safe_small, safe_result):
+    r = safe_result
+    assert r.verdict == "verified" and r.complete and r.limit is None
+    assert r.distinct_states == _reachable(safe_small)
+    assert r.transitions >= r.distinct_states - 1
+    assert r.drained_states >= 1  # the end-of-run invariants were judged somewhere
+
+
+def test_the_search_is_deterministic(safe_small, safe_result):
+    again = explore(safe_small)
+    assert (again.verdict, again.distinct_states, again.transitions, again.depth) == \
+        (safe_result.verdict, safe_result.distinct_states, safe_result.transitions, safe_result.depth)
+
+
+def test_limits_give_a_bounded_verdict_that_says_which(safe_small, safe_result):
+    r = explore(safe_small, Limits(max_states=50))
+    assert r.verdict == "bounded" and not r.complete and r.limit == "max_states=50"
+    assert 50 <= r.distinct_states < safe_result.distinct_states
+    r = explore(safe_small, Limits(max_depth=3))
+    assert r.verdict == "bounded" and r.limit == "max_depth=3" and r.depth == 3
+
+
+def test_an_unsafe_variant_gives_a_shortest_counterexample_that_replays():
+    scenario = _small("unaligned-without-channel-state", failures=0)
+    r = explore(scenario)
+    assert r.verdict == "violation" and r.violation.invariant == "consistent_cut"
+    assert r.violation.step == len(r.trace) - 1
+    v, _run = replay(scenario, list(r.trace))
+    assert v is not None and (v.invariant, v.step) == ("consistent_cut", r.violation.step)
+    # shortest: no trace one step shorter violates anything
+    shorter = explore(scenario, Limits(max_depth=len(r.trace) - 1))
+    assert shorter.verdict == "bounded" and shorter.violation is None
+
+
+def test_every_reachable_state_of_a_safe_small_scenario_can_drain(safe_small, safe_result):
+    checked, trace, why = check_progress(safe_small)
+    assert (trace, why) == (None, None)
+    assert checked == safe_result.distinct_states
+
+
+def test_the_checkpoint_budget_bounds_triggers_but_not_the_final_checkpoint():
+    scenario = _small("aligned-2pc", failures=0, checkpoints=1)
+    c = Cluster.from_scenario(scenario)
+    trigger = A.TriggerCheckpoint(False)
+    assert c.why_not_enabled(trigger) is None
+    c.step(trigger)
+    while any(isinstance(a, (A.Deliver, A.NotifyCheckpointComplete)) for a in c.enabled_actions()):
+        c.step(next(a for a in c.enabled_actions() if isinstance(a, (A.Deliver, A.NotifyCheckpointComplete))))
+    assert c.coordinator.num_pending == 0
+    assert "budget" in c.why_not_enabled(trigger)
+    # finish the job: the final checkpoint (FLIP-147) is offered once more
+    for _ in range(200):
+        if c.final_checkpoint_needed():
+            break
+        c.step(drain_choice(c))
+    assert c.final_checkpoint_needed()
+    assert c.why_not_enabled(trigger) is None
+
+
+def test_cli_json_row(capsys):
+    rc = main(["explore", "--variant", "unaligned-without-channel-state", "--small", "--json", "--no-write",
+               "--max-seconds", "60"])
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and row["as_expected"]
+    for field in ("variant", "expected", "verdict", "invariant", "distinct_states", "transitions", "depth",
+                  "complete", "seconds", "states_per_s", "workers", "counterexample_steps", "shrunk_steps", "file"):
+        assert field in row
+    assert row["verdict"] == "violation" and row["invariant"] == "consistent_cut" and row["file"] is None
+    assert row["counterexample_steps"] >= 1
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["explore", "--small"], "--variant"),
+    (["explore", "--variant", "no-such-variant", "--small"], "unknown variant"),
+    (["explore", "--variant", "aligned-2pc", "--max-states", "0"], "--max-states"),
+    (["explore", "--variant", "aligned-2pc", "--max-seconds", "inf"], "--max-seconds"),
+])
+def test_cli_bad_arguments_are_one_line(argv, needle, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
