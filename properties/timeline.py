@@ -35,8 +35,6 @@ from spec.exactly_once import canonical
 
 #: runs of at least this many uneventful steps are collapsed by the viewer
 COLLAPSE_AT = 4
-#: action kinds whose steps are "uneventful" when nothing but data moved (records)
-_DATA_SHAPES = ("record", "dot")
 
 
 @attrs.frozen(kw_only=True)
@@ -384,10 +382,8 @@ def build_timeline(cx, *, alternatives: bool = True) -> Timeline:
     out_steps = []
     for s in steps:
         mark = s["mark"]
-        shape = mark.get("shape")
-        eventful = bool(shape not in _DATA_SHAPES or s["completed"] or s["changed_status"])
-        if s["kind"] == "SourceEmit":
-            eventful = bool(s["completed"] or s["changed_status"])
+        quiet = A.KINDS[A.ACTIONS_BY_NAME[s["kind"]]].moves_records or mark.get("shape") == "record"
+        eventful = not quiet or bool(s["completed"] or s["changed_status"])
         out_steps.append(Step(index=s["index"], action=s["action"], kind=s["kind"], description=s["description"],
                               mark=mark, alternatives=s["alternatives"], drained=s["drained"],
                               completed=tuple(s["completed"]), lanes=_lanes_of(mark), eventful=eventful))
