@@ -41,6 +41,9 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="where counterexamples go (default: a new run directory under results/)")
     p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
     p.add_argument("--json", action="store_true", help="one JSON object per variant on stdout")
+    p.add_argument("--report", metavar="OUT.html",
+                   help="also write a self-contained HTML report (verdict table, time to find and length of each "
+                        "shortest counterexample, a viewer page per counterexample)")
     p.set_defaults(func=run)
 
 
@@ -62,6 +65,12 @@ def run(args) -> int:
         raise FlinkspecError("name --variant NAME (repeatable) or --all")
     names = variant_names() if args.all else list(dict.fromkeys(args.variant))
     variants = [variant(n) for n in names]  # an unknown name is one line before any search
+    report_out = None
+    if args.report:
+        from properties.safe_io import check_output_file  # start-up: as above; refused before any search
+
+        report_out = check_output_file(args.report, what="report")
+    rows = []
     limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds)
     out_dir = None
     shrunk = _shrunk_lengths()
@@ -91,13 +100,41 @@ def run(args) -> int:
             "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
             "file": file, "progress_check": progress_note, "as_expected": as_expected,
         }
+        rows.append(row)
         if args.json:
             print(json.dumps(row), flush=True)
         else:
             print(_line(row), flush=True)
     if out_dir is not None and not args.json:
         print(f"counterexamples written to {out_dir} (keep the shortest in the corpus: flinkspec corpus update)")
+    if report_out is not None:
+        from properties.report import write_report  # start-up: as above (matplotlib only with --report)
+
+        write_report(report_of(rows, failed), report_out)
+        if not args.json:
+            print(f"report: {report_out}")
     return 1 if failed else 0
+
+
+def report_of(rows: list, failed: int):
+    """The exploration as a ``properties.report.Report`` (a row per variant)."""
+    from properties.report import Report, Row  # start-up: flinkspec.cli imports every command module
+
+    out = tuple(Row(name=r["variant"], expected=tuple(r["expected"]),
+                    verdict=r["verdict"] + (f" {r['invariant']}" if r["invariant"] else ""),
+                    as_expected=r["as_expected"], unsafe=r["expected"] != ["pass"], steps=r["transitions"],
+                    seconds=r["seconds"], to_find=r["distinct_states"] if r["verdict"] == "violation" else None,
+                    cx_steps=r["counterexample_steps"], counterexample=r["file"],
+                    extra=(("distinct states", f"{r['distinct_states']:,}"), ("depth", str(r["depth"])),
+                           ("stopped by", r["limit"] or ""),
+                           ("random walk's shrunk steps", "" if r["shrunk_steps"] is None else str(r["shrunk_steps"]))))
+                for r in rows)
+    n = len(rows)
+    return Report(title="flinkspec explore — breadth-first search of every interleaving",
+                  summary=f"{n - failed}/{n} variants as expected — {'OK' if not failed else 'FAILED'}",
+                  ok=not failed, rows=out, to_find_unit="states",
+                  notes=("steps = transitions explored; found after = distinct states explored when the shortest "
+                         "violation was found; time = the variant's whole search.",))
 
 
 def _as_expected(v, verdict: str, invariant: str | None) -> bool:
