@@ -295,7 +295,8 @@ def render_timeline(tl) -> str:
 <div class="cols">
 <section class="stepsbox"><h2>steps</h2><ol id="steps">{_step_list(tl, vstep)}</ol></section>
 <section class="statebox"><h2>state after step <span id="stn"></span></h2>
-<p class="hint">highlighted: changed by this step · struck out: removed by it · red outline: what the violation concerns</p>
+<p class="hint">highlighted: changed by this step · struck out: removed by it · red outline: what the violation concerns
+ · <label><input type="checkbox" id="onlychanged"> only what changed</label></p>
 <div id="state"></div></section>
 <section class="altbox"><h2>current step</h2><div id="cur"></div>
 <h3>enabled here, not taken</h3><ul id="alts"></ul>
@@ -399,7 +400,7 @@ h3{font-size:13px;margin:10px 0 4px} h4{margin:8px 0 4px;font-size:13px}
 .done{color:#1b9e3e} .drn{color:#888;font-size:11px;border:1px solid #bbb;border-radius:3px;padding:0 3px}
 #state table{border-collapse:collapse;width:100%;font-size:12px} #state td{padding:1px 4px;vertical-align:top;border-bottom:1px solid #f3f3f3}
 #state td.k{color:#555;white-space:nowrap} #state tr.sec td{background:#f0f0f0;font-weight:bold;color:#333}
-#state tr.changed td{background:#fff5bf} #state tr.removed td{text-decoration:line-through;color:#999;background:#f7f7f7}
+#state tr.changed td{background:#fff5bf} #state tr.grp td{color:#666;font-style:italic;padding-top:4px} #state tr.removed td{text-decoration:line-through;color:#999;background:#f7f7f7}
 #state tr[data-violation] td{box-shadow:inset 0 0 0 1px #d00} #state tr[data-violation] td.k{color:#b00;font-weight:bold}
 #state .was{color:#999;text-decoration:line-through;margin-left:6px}
 #alts{font-size:12px;padding-left:18px;max-height:220px;overflow-y:auto} #alts li{margin:1px 0}
@@ -438,6 +439,7 @@ JS = r"""
   var opened = {};           // fold runs opened by the cursor or a click
   var SVGNS = "http://www.w3.org/2000/svg";
   var lastLayout = null;     // the lanes are redrawn only when their layout changes
+  var onlyChanged = false;   // the state panel shows only what the step changed (and the violation's elements)
 
   function el(tag, attrs, text) {
     var e = document.createElementNS(SVGNS, tag);
@@ -569,6 +571,11 @@ JS = r"""
       var refs = S.refs[key] || [];
       if (refs.some(function (r) { return concerns[r]; })) tr.setAttribute("data-violation", "");
       if (refs.length) tr.setAttribute("data-ref", refs.join(" "));
+      if (parts[parts.length - 1] === "route" && v !== null && b === v) {  // a channel's route: its group header
+        tr.className = "grp"; var tg = h("td", "", parts.slice(1, -1).join(" \u203a ") + ": " + v); tg.colSpan = 2;
+        tr.appendChild(tg); tbl.appendChild(tr); continue;
+      }
+      if (onlyChanged && b === v && !tr.hasAttribute("data-violation")) continue;
       var td1 = h("td", "k", parts.slice(1).join(" \u203a ")), td2 = h("td", "v");
       if (v === null) { tr.className = "removed"; td2.textContent = b; }
       else {
@@ -680,6 +687,7 @@ JS = r"""
   on("goviol", "click", function () { go(D.vstep); });
   on("slider", "input", function () { go(+slider.value); });
   on("collapse", "change", function (ev) { collapse = ev.target.checked; opened = {}; go(cur); });
+  on("onlychanged", "change", function (ev) { onlyChanged = ev.target.checked; renderState(); });
   function setFilter(all) {
     var boxes = document.querySelectorAll("input.lanef");
     for (var i = 0; i < boxes.length; i++) { boxes[i].checked = all; hidden[boxes[i].value] = !all; }

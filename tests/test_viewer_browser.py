@@ -137,6 +137,15 @@ def test_filter_hides_a_subtask_lane_and_collapse_keeps_every_step_element(page,
     page.get_by_label("sink (2/2)").uncheck()
     assert "sink (2/2)" not in page.inner_text("#lanes")
     assert page.locator("#steps li.filtered").count() > 0
+    # "only what changed": every value row left is changed, removed or concerns the violation
+    page.keyboard.press("ArrowRight")
+    everything = page.locator("#state tr").count()
+    page.check("#onlychanged")
+    rows = page.locator("#state tr:not(.sec):not(.grp)")
+    assert 0 < rows.count() < everything
+    for i in range(rows.count()):
+        row = rows.nth(i)
+        assert (row.get_attribute("class") in ("changed", "removed")) or row.get_attribute("data-violation") is not None
 
 
 def _long_counterexample(tmp_path: Path) -> Path:
