@@ -193,7 +193,7 @@ def _output_tables(tl, concerns: set) -> str:
     return "".join(out)
 
 
-def _state_data(tl, eg_lanes) -> dict:
+def _state_data(tl, names: dict) -> dict:
     """The states as one key list and one value list per state (None: absent), and each key's
     element ids (for the violation marks: by its path, and a record the violation names by the
     values that hold it)."""
@@ -203,7 +203,7 @@ def _state_data(tl, eg_lanes) -> dict:
     keyrefs = [c for c in tl.concerns if c.startswith("key:")]
     refs = {}
     for k in keys:
-        r = list(state_refs(k, eg_lanes))
+        r = list(state_refs(k, names))
         r += [c for c in records if any(c[4:] in (f.get(k) or "") for f in flats)]
         if k.startswith("keyed_state"):  # a key's state: "'b' = 1", "'b' [0,3) = 7"
             r += [c for c in keyrefs if any(re.search(r"(^|; )" + re.escape(c[4:]) + r" [=\[]", f.get(k) or "")
@@ -238,13 +238,6 @@ def _ordered_keys(flats) -> list:
     return out
 
 
-class _Lanes:
-    """``state_refs`` needs the subtask names: a stand-in for the ExecutionGraph."""
-
-    def __init__(self, lanes):
-        self.subtasks = [type("S", (), {"name": ln["name"], "id": ln["id"]}) for ln in lanes]
-
-
 def render_timeline(tl) -> str:
     concerns = set(tl.concerns)
     vstep = tl.violation_step
@@ -253,7 +246,7 @@ def render_timeline(tl) -> str:
         "lanes": list(tl.lanes),
         "steps": [{"a": s.action, "k": s.kind, "d": s.description, "m": s.mark, "alt": [list(x) for x in s.alternatives],
                    "c": list(s.completed), "ev": s.eventful, "dr": s.drained} for s in tl.steps],
-        "state": _state_data(tl, _Lanes(tl.lanes)),
+        "state": _state_data(tl, {ln["name"]: ln["id"] for ln in tl.lanes}),
         "vstep": vstep, "concerns": sorted(concerns), "end": vstep is not None and vstep == len(tl.steps),
         "col": COL, "lane": LANE, "left": LEFT,
     }
@@ -327,9 +320,17 @@ def render_focused(cx) -> str:
     if end:
         rows.append(f'<li class="step end" data-step="{n}" data-end data-violation tabindex="-1"><span class="n">{n}'
                     f'</span> <b>end of the run</b> <span class="vtag">VIOLATION</span></li>')
+    from properties.machines import focused_states  # lazy: the machines (Hypothesis) only for focused files
+
+    states = focused_states(sc, cx.actions) if n else []
+    state = None
+    if len(states) == n + 1:
+        flats = [flatten(x) for x in states]
+        keys = _ordered_keys(flats)
+        state = {"keys": keys, "values": [[f.get(k) for k in keys] for f in flats], "refs": {}}
     data = {"lanes": [], "steps": [{"a": repr(op), "k": "operation", "d": "", "m": {}, "alt": [], "c": [], "ev": True,
                                     "dr": False} for op in cx.actions],
-            "state": None, "vstep": vstep, "concerns": [], "end": end, "col": COL, "lane": LANE, "left": LEFT}
+            "state": state, "vstep": vstep, "concerns": [], "end": end, "col": COL, "lane": LANE, "left": LEFT}
     h = cx.header
     where = "after initialisation" if vstep is None else ("at the end of the run" if end else f"at step {vstep}")
     init = ", ".join(f"{_e(k)}={_e(repr(x))}" for k, x in sc.init.items()) or "-"
@@ -345,9 +346,11 @@ def render_focused(cx) -> str:
 <input type="range" id="slider" min="0" max="{max(n - (0 if end else 1), 0)}" value="0" aria-label="step">
 <button type="button" id="next">▶</button> <button type="button" id="last">▶|</button> <span id="pos" aria-live="polite"></span>
 </nav>
-<section class="stepsbox"><h2>operations</h2>{"<ol id='steps'>" + "".join(rows) + "</ol>" if rows else
+<div class="cols2"><section class="stepsbox"><h2>operations</h2>{"<ol id='steps'>" + "".join(rows) + "</ol>" if rows else
      "<p>a one-shot check: the initialisation is the whole run</p><ol id='steps'></ol>"}</section>
-<p class="hint">A focused suite drives one mechanism; its state is not drawn here (flinkspec show FILE prints the run).</p>
+{'<section class="statebox"><h2>what the machine observed after operation <span id="stn"></span></h2><p class="hint">'
+ 'highlighted: changed by this operation · <label><input type="checkbox" id="onlychanged"> only what changed</label>'
+ '</p><div id="state"></div></section>' if state else ""}</div>
 """
     return _page(f"{v.invariant} — {h.get('variant')}", body, data)
 
@@ -386,6 +389,7 @@ h3{font-size:13px;margin:10px 0 4px} h4{margin:8px 0 4px;font-size:13px}
 .filter{display:inline-block} .filter label{display:block;font-size:12px}
 .lanesbox #lanes{overflow-x:auto;border:1px solid #eee;max-height:420px;overflow-y:auto}
 .legend,.hint{color:#666;font-size:12px;margin:4px 0}
+.cols2{display:grid;grid-template-columns:minmax(300px,1fr) minmax(320px,1.4fr);gap:14px;align-items:start}
 .cols{display:grid;grid-template-columns:minmax(300px,1.1fr) minmax(320px,1fr) minmax(280px,0.9fr);gap:14px;align-items:start}
 #steps{list-style:none;padding:0;margin:0;max-height:620px;overflow-y:auto;border:1px solid #eee}
 #steps li{padding:2px 6px;border-bottom:1px solid #f3f3f3;cursor:pointer;font-size:12px}
@@ -562,10 +566,11 @@ JS = r"""
       var key = S.keys[k], v = now[k], b = before[k];
       if (v === null && b === null) continue;
       var parts = key.split(" \u203a ");
-      var sec = parts[0];
-      if (sec !== lastSec) {
-        var sr = h("tr", "sec"); var sd = h("td", "", sec.replace("_", " ")); sd.colSpan = 2; sr.appendChild(sd); tbl.appendChild(sr); lastSec = sec;
+      var sec = parts.length > 1 ? parts[0] : null;  // a top-level field is its own row, without a section
+      if (sec !== null && sec !== lastSec) {
+        var sr = h("tr", "sec"); var sd = h("td", "", sec.replace("_", " ")); sd.colSpan = 2; sr.appendChild(sd); tbl.appendChild(sr);
       }
+      lastSec = sec;
       var tr = h("tr");
       tr.setAttribute("data-key", key);
       var refs = S.refs[key] || [];
@@ -576,7 +581,7 @@ JS = r"""
         tr.appendChild(tg); tbl.appendChild(tr); continue;
       }
       if (onlyChanged && b === v && !tr.hasAttribute("data-violation")) continue;
-      var td1 = h("td", "k", parts.slice(1).join(" \u203a ")), td2 = h("td", "v");
+      var td1 = h("td", "k", parts.length > 1 ? parts.slice(1).join(" \u203a ") : key), td2 = h("td", "v");
       if (v === null) { tr.className = "removed"; td2.textContent = b; }
       else {
         td2.textContent = v;

@@ -161,7 +161,7 @@ def snapshot(run) -> dict:
     tasks = {}
     keyed = {}
     for t in c.tasks:
-        d = {"status": t.status, "attempt": t.attempt if hasattr(t, "attempt") and t.attempt is not None else 0}
+        d = {"status": t.status}
         if t.valve is not None:
             d["output_watermark"] = _ts(t.valve.last_output_watermark)
             d["input_watermarks"] = [_ts(w) + (" idle" if idle else "")
@@ -182,7 +182,7 @@ def snapshot(run) -> dict:
     pending = {}
     for cid, p in coord.pending.items():
         pending[f"checkpoint {cid}"] = {
-            "savepoint": bool(getattr(p.properties, "savepoint", False) or getattr(p.properties, "is_savepoint", False)),
+            "savepoint": bool(p.properties.is_savepoint),
             "acknowledged": [names[s] for s in sorted(p.acknowledged)],
             "waiting_for": [names[s] for s in sorted(p.not_yet_acknowledged)],
         }
@@ -286,11 +286,11 @@ def concerns(violation, eg) -> tuple:
     return tuple(sorted(out))
 
 
-def state_refs(path: str, eg) -> tuple:
-    """The element ids a flattened state path is about (to mark the ones the violation concerns)."""
+def state_refs(path: str, names: dict) -> tuple:
+    """The element ids a flattened state path is about (to mark the ones the violation concerns);
+    ``names``: subtask name -> id."""
     refs = []
     parts = path.split(" › ")
-    names = {s.name: s.id for s in eg.subtasks}
     if len(parts) >= 3 and parts[0] == "sinks" and parts[1] == "committed":
         refs.append(f"sink:{parts[2]}")
     for p in parts:

@@ -22,9 +22,6 @@ import shutil  # noqa: E402
 
 import pytest  # noqa: E402
 
-#: where the browser tests keep their screenshots (gitignored)
-ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "test-artifacts")
-
 
 def system_chromium() -> str | None:
     """The chromium to drive: $FLINKSPEC_CHROMIUM, else the first of chromium /

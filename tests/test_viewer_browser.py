@@ -20,11 +20,11 @@ from properties.engines import random_walk
 from properties.html import render_html
 from properties.scenario_kinds import kind_of
 from spec.invariant import Violation
-from conftest import ARTIFACTS
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = corpus_files(ROOT / "counterexamples")
-SHOTS = Path(ARTIFACTS) / "viewer"
+#: screenshots kept as test artifacts (the folder is gitignored)
+SHOTS = ROOT / "test-artifacts" / "viewer"
 
 
 def _page_file(tmp_dir: Path, cx_path: Path) -> Path:
@@ -146,6 +146,19 @@ def test_filter_hides_a_subtask_lane_and_collapse_keeps_every_step_element(page,
     for i in range(rows.count()):
         row = rows.nth(i)
         assert (row.get_attribute("class") in ("changed", "removed")) or row.get_attribute("data-violation") is not None
+
+
+def test_a_focused_page_shows_what_the_machine_observed_at_each_operation(page, pages):
+    cx_path = ROOT / "counterexamples/coordinator_restore_latest_completed/527ae9bbd401.ndjson"
+    cx = load_counterexample(cx_path)
+    errors = _open(page, pages[cx_path], cx.violation.step)
+    assert _current(page) == cx.violation.step == 2
+    # the failover restored checkpoint 1, which never completed: the restores row changed at this step
+    changed = page.locator("#state tr.changed").all_inner_texts()
+    assert any(t.startswith("restores") and "checkpoint_id=1" in t and "complete=False" in t for t in changed), changed
+    page.keyboard.press("ArrowLeft")
+    assert not any(t.startswith("restores") for t in page.locator("#state tr.changed").all_inner_texts())
+    assert errors == []
 
 
 def _long_counterexample(tmp_path: Path) -> Path:
