@@ -31,7 +31,8 @@ elements the violation concerns carry ``data-violation``; ``#step=N`` opens step
 ArrowRight/ArrowLeft move one step.
 
 Focused counterexamples (one mechanism, ``properties.machines``) get the same page without
-lanes, graph or state: the initialisation, the numbered operations and the violation.
+lanes or graph: the initialisation, the numbered operations, the violation, and what the
+machine observed after each operation (``properties.machines.focused_states``).
 """
 
 from __future__ import annotations
