@@ -19,8 +19,10 @@ env: $(STAMP)
 check: $(STAMP)
 	@$(VENV)/bin/flinkspec verify
 
-## The default test run (slow suites excluded).
+## The default test run (slow suites excluded). The browser tests need chromium: installed
+## from the system's packages when this runs as root, else one line says how.
 test: $(STAMP)
+	@bash tools/ensure-chromium.sh
 	@$(PY) -m pytest -m "not slow" -q
 
 test-slow: $(STAMP)

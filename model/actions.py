@@ -159,6 +159,9 @@ class ActionKind:
     #: HTML swimlane mark: "dot", "square" or "cross", and its color
     shape: str = "dot"
     color: str = "#7b3fb5"
+    #: a step of this kind only moves records (the viewer collapses runs of such steps; a
+    #: delivery is one when its mark's shape is "record")
+    moves_records: bool = False
 
     @property
     def name(self) -> str:
@@ -414,6 +417,7 @@ class SourceEmitKind(_SourceKind):
     weight = 6.0
     optional = False
     drain = 3
+    moves_records = True
 
     def source_guard(self, src):
         if src.current >= len(src.splits):  # not SourceReader.has_next(), inlined: the hot path

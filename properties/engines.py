@@ -127,9 +127,10 @@ class Run:
             self.violation = v
         return v
 
-    def finish(self, max_steps: int = 100_000) -> Violation | None:
+    def finish(self, max_steps: int = 100_000, *, observe=None) -> Violation | None:
         """Drain the run with the one drain policy (``model.cluster.drain_choice``), checking
-        *always* invariants on the way, then apply the *eventually* invariants."""
+        *always* invariants on the way, then apply the *eventually* invariants. ``observe(run,
+        action)``, if given, is called before each drain step (as in :func:`replay`)."""
         c = self.cluster
         if c.status == "FAILED":
             return None  # a job that exhausted its restarts has nothing to compare
@@ -137,6 +138,8 @@ class Run:
             act = drain_choice(c)
             if act is None:
                 break
+            if observe is not None:
+                observe(self, act)
             v = self.step(act)
             if v is not None:
                 return v
@@ -228,13 +231,19 @@ def random_walk(variant: str | Variant, seed: int, *, swarm: bool = True, max_st
     )
 
 
-def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True) -> tuple[Violation | None, Run]:
+def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True,
+           observe=None) -> tuple[Violation | None, Run]:
     """Re-execute ``actions`` on ``scenario``; stop at the first violation. With ``finish``,
-    a run whose actions end without a violation is drained and judged as the walk was."""
+    a run whose actions end without a violation is drained and judged as the walk was.
+    ``observe(run, action)``, if given, is called before each step (the recorded ones and the
+    drain policy's), while the state is the one the action is chosen in: a viewer takes its
+    snapshots there (``properties.timeline``); it must not change the run."""
     run = Run(scenario)
     if run.violation is not None:
         return run.violation, run
     for i, a in enumerate(actions):
+        if observe is not None:
+            observe(run, a)
         try:
             v = run.step(a)
         except ActionNotEnabled as e:
@@ -244,7 +253,7 @@ def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True) -> tup
         if run.cluster.status == "FAILED":
             return None, run
     if finish:
-        return run.finish(), run
+        return run.finish(observe=observe), run
     return None, run
 
 

@@ -832,7 +832,45 @@ def check_rescaling(args, assignment: str = "range"):
 def _stateful(factory):
     def replay(sc: FocusedScenario, ops) -> Violation | None:
         return factory(**sc.knobs)().replay(sc.init, ops)
+    replay.factory = factory  # the viewer re-runs the machine step by step (focused_states)
     return replay
+
+
+def _plain_state(obj, depth: int = 0):
+    """What a focused machine observed, as plain data for the viewer: objects by their fields
+    (slots or attributes; a leading underscore dropped; callables and the machine's callbacks
+    left out), two levels deep, deeper values as short text."""
+    if isinstance(obj, (bool, int, float, str)) or obj is None:
+        return obj
+    if depth >= 2 or isinstance(obj, (list, tuple, set, frozenset, dict)):
+        text = repr(sorted(obj, key=repr) if isinstance(obj, (set, frozenset)) else obj)
+        return text if len(text) <= 240 else text[:237] + "..."
+    names = [n for cls in type(obj).__mro__ for n in getattr(cls, "__slots__", ())] or list(vars(obj))
+    out = {}
+    for n in dict.fromkeys(names):
+        v = getattr(obj, n, None)
+        if n in ("ctx", "__weakref__", "__dict__") or callable(v):
+            continue
+        out[n.lstrip("_")] = _plain_state(v, depth + 1)
+    return out
+
+
+def focused_states(sc: FocusedScenario, ops) -> list:
+    """The observed subject after initialisation and after each operation (a one-shot check:
+    none), as plain data; the first operation that cannot run ends the list."""
+    factory = getattr(FOCUSED_MACHINES[sc.machine], "factory", None)
+    if factory is None:
+        return []
+    m = factory(**sc.knobs)()
+    m.start(**sc.init)
+    states = [_plain_state(m.observed())]
+    for op in ops:
+        try:
+            m.apply(op.name, **dict(op.args))
+        except Exception:  # noqa: BLE001 - the viewer shows what ran; replay_focused reports the error
+            break
+        states.append(_plain_state(m.observed()))
+    return states
 
 
 def _one_shot(check):

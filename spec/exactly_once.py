@@ -36,6 +36,12 @@ class Expected:
         self.remaining = {name: Counter(_canon(recs, self.modes[name])) for name, recs in self.output.items()}
 
 
+def canonical(records, mode: str) -> list:
+    """``records`` as the comparison of ``mode`` sees them: a rolling aggregate's output
+    without its timestamp (``rolling_count``) or as keys only (``rolling``)."""
+    return _canon(records, mode)
+
+
 def _canon(records, mode):
     if mode == "rolling":
         return [(k, None, None) for (k, _v, _ts) in records]

@@ -62,6 +62,9 @@ DECLARED = {
     ".venv/bin/flinkspec corpus update": ("corpus", 0, None),
     ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
     ".venv/bin/flinkspec replay counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
+    ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson --html cx.html --itf cx.itf.json":
+        ("run", 0, None),
+    ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3 --report report.html": ("run", 0, None),
     "flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None}),
     "flinkspec spark-replay --runs 2000 --variant FLINK-17568 --variant aligned-2pc --seed 100":
         ("small", 0, {"--runs": "60"}),

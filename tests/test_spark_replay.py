@@ -323,6 +323,25 @@ def test_model_random_walk_on_executors_equals_the_driver(sparks, tmp_path, caps
         assert code == 0 and "reproduced" in out and c["invariant"] in out
 
 
+def test_spark_replay_report(sparks, capsys, tmp_path):
+    """``--report``: a row per variant with its verdict, the goals plot, and for each stored
+    counterexample a link (the stand-in's traces are not model counterexamples: their row says
+    the viewer cannot read them instead of a link)."""
+    import re
+
+    sparks.use("local[2]")
+    out = tmp_path / "report.html"
+    args = ["spark-replay", "--engine", "standin", "--runs", 300, "--master", "local[2]",
+            "--out", tmp_path / "o", "--counterexamples", tmp_path / "cx", "--report", out]
+    code, stdout, _ = cli(args, capsys)
+    assert code == 0 and f"report: {out}" in stdout
+    page = out.read_text()
+    summary_variants = [line.split()[0] for line in stdout.splitlines()[1:] if line.startswith("standin")]
+    assert re.findall(r'<tr data-suite="([^"]+)"', page) == summary_variants
+    assert "300 runs" in page and re.search(r'<figure id="goals-plot"><svg', page)
+    assert page.count('class="bad">') >= 2  # the two stand-in counterexamples: no viewer page
+
+
 # -- the exhaustive search on Spark (spark/explore.py) -------------------------------------------
 
 @pytest.mark.parametrize("name, failures", [("aligned-2pc", 0), ("unaligned-without-channel-state", None)])

@@ -51,6 +51,9 @@ def register(sub) -> None:
     p.add_argument("--list", action="store_true",
                    help="list every named configuration (suites, z3 checks, Spark stand-ins) and exit")
     p.add_argument("--json", action="store_true", help="with --list: one JSON object per line")
+    p.add_argument("--report", metavar="OUT.html",
+                   help="also write a self-contained HTML report: the suite table, coverage goals as bars, time "
+                        "to find and counterexample length per unsafe suite, a viewer page per counterexample")
     p.set_defaults(func=run)
 
 
@@ -59,6 +62,11 @@ def run(args) -> int:
         return list_catalog(json_lines=args.json)
     requested = list(args.only or []) + list(args.variant or [])
     suites = select_suites(requested)
+    report_out = None
+    if args.report:
+        from properties.safe_io import check_output_file  # lazy: only with --report; refused before any suite
+
+        report_out = check_output_file(args.report, what="report")
     console = _console()
     console.print(f"[bold]flinkspec check[/bold] — profile {args.profile}, seed {args.seed}, "
                   f"{len(suites)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
@@ -67,8 +75,41 @@ def run(args) -> int:
     results = run_suites(suites, profile=args.profile, seed=args.seed, corpus=out, **_live_output(console))
     verdict = judge(suites, results, selected=bool(requested), seconds=time.perf_counter() - t0)
     render_summary(console, verdict, profile=args.profile, seed=args.seed)
+    if report_out is not None:
+        from properties.report import write_report  # lazy: matplotlib only with --report
+
+        write_report(report_of(verdict, profile=args.profile, seed=args.seed), report_out)
+        console.print(f"report: {report_out}")
     console.print(written_note(out, fresh=args.corpus is None))
     return verdict.exit_code
+
+
+def report_of(verdict: Judgement, *, profile: str, seed: int):
+    """The run as a ``properties.report.Report``: a row per suite, the goals if a cluster suite ran."""
+    from properties.report import Report, Row  # lazy: see report_out above
+
+    rows = tuple(Row(name=r.name, expected=tuple(r.expected), verdict=r.verdict, as_expected=r.as_expected,
+                     unsafe=not r.safe, runs=r.runs, steps=r.steps, seconds=r.seconds,
+                     to_find=r.runs_to_find if not r.safe and r.found else None,
+                     cx_steps=r.shrunk_to if r.shrunk_to is not None else _steps_of(r.counterexample),
+                     counterexample=r.counterexample,
+                     extra=(("shrunk from", str(r.shrunk_from) if r.shrunk_from else ""),))
+                 for r in verdict.results)
+    goals = tuple((g, verdict.goals.get(g, 0), GOALS[g].statement) for g in verdict.goal_names) \
+        if verdict.cluster_ran else ()
+    return Report(title=f"flinkspec check — {profile} profile, seed {seed}", summary=summary_line(verdict),
+                  ok=verdict.ok, rows=rows, goals=goals, to_find_unit="runs", notes=(TERMS,))
+
+
+def _steps_of(path) -> int | None:
+    """The number of action lines of a counterexample file (None: no file)."""
+    if not path:
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return sum(1 for line in f if '"type":"action"' in line)
+    except OSError:
+        return None
 
 
 def output_directory(args) -> Path | None:

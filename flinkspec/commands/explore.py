@@ -52,6 +52,9 @@ def register(sub) -> None:
                    help="seconds a cluster master has to answer and give an executor (default 25)")
     p.add_argument("--no-reduce", action="store_true",
                    help="take every transition (no sleep-set partial-order reduction)")
+    p.add_argument("--report", metavar="OUT.html",
+                   help="also write a self-contained HTML report (verdict table, time to find and length of each "
+                        "shortest counterexample, a viewer page per counterexample)")
     p.set_defaults(func=run)
 
 
@@ -77,6 +80,12 @@ def run(args) -> int:
     master = args.master if args.master is not None else (f"local[{args.workers}]" if args.workers else None)
     names = variant_names() if args.all else list(dict.fromkeys(args.variant))
     variants = [variant(n) for n in names]  # an unknown name is one line before any search
+    report_out = None
+    if args.report:
+        from properties.safe_io import check_output_file  # start-up: as above; refused before any search
+
+        report_out = check_output_file(args.report, what="report")
+    rows: list = []
     limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds)
     out_dir_holder: list = [None]
     shrunk = _shrunk_lengths()
@@ -86,11 +95,38 @@ def run(args) -> int:
             scenario = small_scenario(v, args.seed) if args.small else generate(v, args.seed)
             ex = explore(scenario, limits, progress=_progress_printer(v.name), reduce=not args.no_reduce,
                          levels=make_levels(scenario, not args.no_reduce))
-            failed += _report(args, v, scenario, ex, shrunk, out_dir_holder)
+            failed += _report(args, v, scenario, ex, shrunk, out_dir_holder, rows)
     out_dir = out_dir_holder[0]
     if out_dir is not None and not args.json:
         print(f"counterexamples written to {out_dir} (keep the shortest in the corpus: flinkspec corpus update)")
+    if report_out is not None:
+        from properties.report import write_report  # start-up: as above (matplotlib only with --report)
+
+        write_report(report_of(rows, failed), report_out)
+        if not args.json:
+            print(f"report: {report_out}")
     return 1 if failed else 0
+
+
+def report_of(rows: list, failed: int):
+    """The exploration as a ``properties.report.Report`` (a row per variant)."""
+    from properties.report import Report, Row  # start-up: flinkspec.cli imports every command module
+
+    out = tuple(Row(name=r["variant"], expected=tuple(r["expected"]),
+                    verdict=r["verdict"] + (f" {r['invariant']}" if r["invariant"] else ""),
+                    as_expected=r["as_expected"], unsafe=r["expected"] != ["pass"], steps=r["transitions"],
+                    seconds=r["seconds"], to_find=r["distinct_states"] if r["verdict"] == "violation" else None,
+                    cx_steps=r["counterexample_steps"], counterexample=r["file"],
+                    extra=(("distinct states", f"{r['distinct_states']:,}"), ("depth", str(r["depth"])),
+                           ("stopped by", r["limit"] or ""),
+                           ("random walk's shrunk steps", "" if r["shrunk_steps"] is None else str(r["shrunk_steps"]))))
+                for r in rows)
+    n = len(rows)
+    return Report(title="flinkspec explore — breadth-first search of every interleaving",
+                  summary=f"{n - failed}/{n} variants as expected — {'OK' if not failed else 'FAILED'}",
+                  ok=not failed, rows=out, to_find_unit="states",
+                  notes=("steps = transitions explored; found after = distinct states explored when the shortest "
+                         "violation was found; time = the variant's whole search.",))
 
 
 @contextlib.contextmanager
@@ -108,9 +144,9 @@ def _levels(master: str | None, timeout: float | None):
         yield lambda scenario, reduce: SparkLevels(spark, scenario, reduce)
 
 
-def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list) -> int:
-    """Print the row of one variant's search (and write its counterexample); 1 if the verdict
-    is not as expected."""
+def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list, rows: list) -> int:
+    """Print the row of one variant's search (and write its counterexample), append it to
+    ``rows`` (for ``--report``); 1 if the verdict is not as expected."""
     from properties.explore import check_progress, shortest_file  # start-up: see run
 
     _clear_progress()
@@ -134,6 +170,7 @@ def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list) -> int:
         "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
         "file": file, "progress_check": progress_note, "as_expected": as_expected,
     }
+    rows.append(row)
     if args.json:
         print(json.dumps(row), flush=True)
     else:

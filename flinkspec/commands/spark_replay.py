@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 
 from model.errors import InvalidArgument
 from properties.corpus import run_directory
@@ -41,6 +42,9 @@ def register(subparsers) -> None:
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress line on stderr (default: only when stderr is a terminal)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON line")
+    p.add_argument("--report", metavar="OUT.html", default=None,
+                   help="also write a self-contained HTML report (per-variant table, goals reached, a viewer page "
+                        "per counterexample)")
     p.add_argument("--smoke", action="store_true",
                    help="a short run: an unsafe variant not found yet is reported but does not fail the "
                         "run (a safe variant's violation or an engine error still does)")
@@ -113,6 +117,11 @@ def run(args) -> int:
     run_dir, out, cx_dir = output_paths(args)
 
     check_destinations(out, cx_dir)  # one line, before Spark starts
+    report_out = None
+    if args.report:
+        from properties.safe_io import check_output_file  # lazy: only with --report; before Spark starts
+
+        report_out = check_output_file(args.report, what="report")
     with session(master, app_name="flinkspec spark-replay", conf=conf, timeout=args.master_timeout) as spark:
         outcome = replay(
             spark, plan, out, engine=engine, counterexamples_dir=cx_dir,
@@ -122,11 +131,17 @@ def run(args) -> int:
         for v in outcome.summary["variants"]:
             if not v["ok"] and v["expected"] != ["pass"] and not v["violations"] and not v["errors"]:
                 v["verdict_note"] = "not found yet"
+    if report_out is not None:
+        from properties.report import write_report  # lazy: matplotlib only with --report
+
+        write_report(report_of(outcome.summary), report_out)
     if args.json:
         print(json.dumps(outcome.summary, sort_keys=True))
     else:
         print(format_summary(outcome.summary))
         print(f"results: {outcome.runs_dir} (Parquet, partitioned by variant)")
+        if report_out is not None:
+            print(f"report: {report_out}")
         written = [c["path"] for c in outcome.summary.get("counterexamples", []) if c.get("path")]
         if written:
             print(f"counterexamples: {len(written)} file(s) in {cx_dir} — `flinkspec corpus update --from "
@@ -139,3 +154,32 @@ def run(args) -> int:
                   f"searches until found): {', '.join(not_found)}")
         return 1 if bad else 0
     return 0 if outcome.summary["ok"] else 1
+
+
+def report_of(summary: dict):
+    """The Spark replay's summary as a ``properties.report.Report`` (a row per variant; the goals
+    as the number of variants whose runs reached each)."""
+    from properties.report import Report, Row  # lazy: only with --report
+
+    cx = {c["variant"]: c for c in summary.get("counterexamples", []) if c.get("path")}
+    rows = []
+    for v in summary["variants"]:
+        c = cx.get(v["variant"])
+        verdict = "violation: " + ", ".join(v["invariants"]) if v["violations"] else ("error" if v["errors"] else "pass")
+        rows.append(Row(name=v["variant"], expected=tuple(v["expected"]), verdict=verdict,
+                        as_expected=bool(v["ok"]), unsafe=list(v["expected"]) != ["pass"], runs=v["runs"],
+                        steps=v["steps"], seconds=v["cpu_s"] if v["violations"] else None,
+                        cx_steps=c["shrunk_steps"] if c else None, counterexample=c["path"] if c else None,
+                        extra=(("violating runs", str(v["violations"])), ("errors", str(v["errors"])),
+                               ("seed", str(c["seed"]) if c else ""))))
+    goals = Counter(g for v in summary["variants"] for g in v["goals"])
+    from spec.coverage import GOALS  # lazy: with the report only
+
+    goal_rows = tuple((g, goals.get(g, 0), GOALS[g].statement) for g in GOALS) + tuple(
+        (g, goals[g], "") for g in sorted(set(goals) - set(GOALS)))  # an engine's own goals (the stand-in's)
+    return Report(title=f"flinkspec spark-replay — {summary['runs']} runs on {summary.get('master', '?')}",
+                  summary=f"{summary['runs']} runs, {summary['violations']} violations, {summary['errors']} errors — "
+                          f"{'OK' if summary['ok'] else 'FAILED'}", ok=bool(summary["ok"]), rows=tuple(rows),
+                  goals=goal_rows, to_find_unit="runs",
+                  notes=("goals: the number of variants whose runs reached each coverage goal; time: the CPU "
+                         "seconds of the variant's runs (the runs are spread over Spark's workers).",))

@@ -1,0 +1,145 @@
+"""The viewer's data (``properties.timeline``), the page's static hooks (``properties.html``) and
+the ITF export (``flinkspec show FILE --itf``), without a browser (``test_viewer_browser.py``
+drives the pages in chromium)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from itf_py import trace_from_json
+
+from flinkspec.cli import main
+from properties.counterexample import corpus_files, load_counterexample
+from properties.engines import replay
+from properties.html import render_html
+from properties.scenario_kinds import kind_of
+from properties.timeline import build_timeline, concerns, flatten
+
+ROOT = Path(__file__).resolve().parents[1]
+WALK = ROOT / "counterexamples/consistent_cut/c8fa398103b1.ndjson"  # the walk-through of docs/
+CLUSTER = [p for p in corpus_files(ROOT / "counterexamples") if kind_of(load_counterexample(p).scenario) is None]
+
+
+def test_timeline_has_a_state_per_step_and_the_final_state_is_the_replays():
+    cx = load_counterexample(WALK)
+    tl = build_timeline(cx)
+    assert len(tl.steps) == len(cx.actions) and len(tl.states) == len(cx.actions) + 1
+    assert [s.action for s in tl.steps] == [repr(a) for a in cx.actions]
+    assert tl.violation_step == cx.violation.step == 13 and tl.reproduced
+    _, run = replay(cx.scenario, cx.actions)
+    assert tl.states[-1]["checkpoints"]["completed"] == list(run.cluster.completed_ids) == [1]
+    # step 0 triggers checkpoint 1: barrier 1 goes into both of the source's channels
+    after0 = tl.states[1]
+    assert after0["channels"]["ch0"]["in_flight"] == ["barrier 1"] == after0["channels"]["ch1"]["in_flight"]
+    assert "checkpoint 1" in after0["checkpoints"]["pending"]
+    assert tl.states[0]["checkpoints"]["pending"] == {}
+    # step 13 (the violation) completes checkpoint 1 (the docs' walk-through)
+    assert tl.steps[13].completed == (1,)
+    assert set(tl.concerns) >= {"ch2", "cp1"}
+
+
+def test_enabled_alternatives_are_the_enabled_actions_not_taken():
+    cx = load_counterexample(WALK)
+    tl = build_timeline(cx)
+    _, run = replay(cx.scenario, cx.actions[:5], finish=False)
+    enabled = [repr(a) for a in run.cluster.enabled_actions()]
+    alts = [a for a, _ in tl.steps[5].alternatives]
+    assert repr(cx.actions[5]) in enabled and repr(cx.actions[5]) not in alts
+    assert sorted(alts + [repr(cx.actions[5])]) == sorted(enabled)
+
+
+def test_uneventful_steps_are_only_record_moves():
+    cx = load_counterexample(ROOT / "counterexamples/consistent_cut/9f392b758f5c.ndjson")
+    tl = build_timeline(cx)
+    quiet = [s for s in tl.steps if not s.eventful]
+    assert quiet, "a 61-step trace has uneventful steps"
+    assert all(s.kind in ("Deliver", "SourceEmit") and not s.completed for s in quiet)
+    assert all(s.mark["shape"] == "record" for s in quiet if s.kind == "Deliver")
+    assert any(s.kind == "TriggerCheckpoint" for s in tl.steps if s.eventful)
+
+
+@pytest.mark.parametrize("cx_path", CLUSTER, ids=lambda p: p.stem)
+def test_every_corpus_violation_concerns_an_element_the_page_marks(cx_path):
+    cx = load_counterexample(cx_path)
+    tl = build_timeline(cx)
+    assert tl.reproduced
+    assert tl.concerns, f"{cx_path.name}: the violation names nothing the page can mark"
+    page = render_html(cx)
+    steps = re.findall(r'<li class="[^"]*" data-step="(\d+)"', page)
+    n = len(cx.actions)
+    assert [int(s) for s in steps] == list(range(len(steps))) and len(steps) in (n, n + 1)
+    marked = re.findall(r'data-step="(\d+)"[^>]*data-violation', page)
+    assert marked == [str(cx.violation.step)]
+
+
+def test_concerns_of_a_restart_set_name_the_subtask_left_out():
+    cx = load_counterexample(ROOT / "counterexamples/restart_set_sufficient/adcb4827e33e.ndjson")
+    tl = build_timeline(cx)
+    assert "task2" in tl.concerns  # expected restart [1, 2], actual [1]
+    assert "task1" not in concerns(cx.violation.__class__(invariant="x", expected={"restart": [1]},
+                                                          actual={"restart": [1]}, message=""),
+                                   _eg(cx))
+
+
+def _eg(cx):
+    _, run = replay(cx.scenario, (), finish=False)
+    return run.cluster.eg
+
+
+def test_flatten_keeps_every_leaf_with_its_path():
+    flat = flatten({"a": {"b": [1, 2], "c": {}}, "d": True})
+    assert flat == {"a › b": "[1, 2]", "a › c": "-", "d": "yes"}
+
+
+def test_the_page_is_self_contained():
+    page = render_html(load_counterexample(WALK))
+    assert page.startswith("<!doctype html>")
+    assert not re.search(r'<(script|link|img|iframe)[^>]+(src|href)=', page), "the page loads nothing"
+    urls = set(re.findall(r"https?://[^\s\"'<)]+", page))
+    assert urls == {"http://www.w3.org/2000/svg"}, urls
+    assert "</script" not in page.split('<script type="application/json" id="data">')[1].split("</script>")[0]
+
+
+def test_focused_pages_list_the_operations(tmp_path, capsys):
+    cx_path = ROOT / "counterexamples/handler_abort_once/4953161f32ec.ndjson"
+    out = tmp_path / "f.html"
+    assert main(["show", str(cx_path), "--html", str(out)]) == 0
+    page = out.read_text()
+    cx = load_counterexample(cx_path)
+    assert len(re.findall(r'data-step="\d+"', page)) == len(cx.actions)
+    assert re.search(rf'data-step="{cx.violation.step}"[^>]*data-violation', page)
+
+
+def test_show_itf_writes_an_itf_trace_that_reads_back(tmp_path, capsys):
+    out = tmp_path / "trace.itf.json"
+    assert main(["show", str(WALK), "--itf", str(out)]) == 0
+    assert f"wrote {out}" in capsys.readouterr().out
+    raw = json.loads(out.read_text())
+    assert raw["#meta"]["format"] == "ITF" and "loop" not in raw
+    # integers are ITF big integers, records plain objects, non-identifier keys a #map
+    assert raw["states"][0]["job"]["step"] == {"#bigint": "0"}
+    assert "#map" in raw["states"][0]["tasks"]
+    trace = trace_from_json(raw)
+    cx = load_counterexample(WALK)
+    assert len(trace.states) == len(cx.actions) + 1
+    assert [s.meta["index"] for s in trace.states] == list(range(len(cx.actions) + 1))
+    assert trace.states[0].values["action"] == "init"
+    assert [s.values["action"] for s in trace.states[1:]] == [repr(a) for a in cx.actions]
+    assert [s.values["mbt::actionTaken"] for s in trace.states[1:]] == [type(a).__name__ for a in cx.actions]
+    after0 = trace.states[1].values
+    assert list(after0["channels"].ch0.in_flight) == ["barrier 1"]
+    assert after0["job"].step == 1
+    last = trace.states[-1].values
+    assert list(last["checkpoints"].completed) == [1]
+    assert last["tasks"]["sink (1/1)"].status == "RUNNING"
+
+
+def test_show_itf_refuses_a_focused_file_in_one_line(tmp_path, capsys):
+    cx_path = ROOT / "counterexamples/valve_all_idle_flush/afa43872e876.ndjson"
+    assert main(["show", str(cx_path), "--itf", str(tmp_path / "x.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--itf writes whole-cluster counterexamples" in err and "\n" not in err
+    assert not (tmp_path / "x.json").exists()
