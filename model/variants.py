@@ -26,6 +26,7 @@ from model import catalog, seams
 from model.catalog import PASS
 from model.cluster import JobInput, RuntimeConfig
 from model.errors import FlinkspecError, InvalidJobSpec
+from model.jobfile import JobFile, generate_input
 from model.rescaling import rescale_graph
 from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
 
@@ -74,6 +75,9 @@ class Variant:
     switches: tuple = ()
     #: the variant's smallest scenario, for ``flinkspec explore --small``
     small: Small = Small()
+    #: a user's job file (``model.jobfile``): the graph and configuration are the file's, the
+    #: input is drawn per seed (``job_variant``; such a variant is not registered)
+    job: JobFile | None = None
 
     @property
     def safe(self) -> bool:
@@ -197,6 +201,10 @@ FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_
 
 def generate(variant: Variant, seed: int) -> Scenario:
     """The scenario of ``variant`` for ``seed`` (deterministic)."""
+    if variant.job is not None:
+        job = variant.job
+        return Scenario(graph=job.graph, job_input=generate_input(job.graph, job.input, seed), config=job.config,
+                        seed=seed)
     rng = random.Random(f"{variant.name}:{seed}")
     sink_kind = variant.sink_kind
     if variant.family == "keyed":
@@ -358,6 +366,20 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
              switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
+
+
+#: the prefix of a job variant's name (``job_variant``): no registered variant has it
+JOB_PREFIX = "job:"
+
+
+def job_variant(job: JobFile) -> Variant:
+    """The safe variant of a user's job file: every run searches the file's job with its
+    configuration (``[runtime]``) on an input drawn from the run's seed (``[input]``); the
+    random-walk budget grows with the input. Named ``job:<job name>``; not registered."""
+    records = sum(len(split) for splits in generate(Variant(name="-", description="-", job=job), 0)
+                  .job_input.splits.values() for split in splits)
+    return Variant(name=f"{JOB_PREFIX}{job.name}", description=f"the job of {job.path}", family="keyed",
+                   config=job.config, job=job, max_steps=max(400, 25 * records))
 
 
 def variant(name: str) -> Variant:
