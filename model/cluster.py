@@ -521,7 +521,8 @@ class Cluster:
         if spec.kind == "keyed_aggregate":
             return KeyedAggregateOperator(spec.aggregate, key_group_of)
         if spec.window_slide is None or spec.window_slide == spec.window_size:
-            assigner = TumblingEventTimeWindows(spec.window_size, spec.window_offset)
+            assigner = seams.variant_class(TumblingEventTimeWindows, self.config.bugs)(spec.window_size,
+                                                                                      spec.window_offset)
         else:
             assigner = SlidingEventTimeWindows(spec.window_size, spec.window_slide, spec.window_offset)
         return WindowOperator(assigner, spec.aggregate, spec.allowed_lateness, key_group_of)

@@ -368,6 +368,12 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 
 
+_add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
+             "before FLINK-26334 (Java % on ts - offset + size): elements with negative timestamps land in the "
+             "next window; the failure-free reference shares the bug, only the declarative spec sees it",
+             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",), **_F)))
+
+
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it
 JOB_PREFIX = "job:"
 

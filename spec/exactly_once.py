@@ -23,9 +23,9 @@ from spec.invariant import Violation, invariant
 class Expected:
     """The reference output of a scenario, with per-sink comparison modes; computed once."""
 
-    def __init__(self, graph, job_input):
+    def __init__(self, graph, job_input, bugs: tuple = ()):
         self.graph = graph
-        self.output = reference_output(graph, job_input)
+        self.output = reference_output(graph, job_input, bugs)
         ops = {o.name: o for o in graph.operators}
         self.modes = {}
         for name in self.output:

@@ -218,3 +218,15 @@ def test_explore_job_refuses_small_and_a_variant_together(capsys):
 def test_compile_reads_a_job_file_with_its_tables(capsys):
     code, out, _ = run(capsys, "compile", APPEND)
     assert code == 0 and "job 'orders-append'" in out
+
+
+def test_the_job_spec_page_documents_every_key_of_both_tables():
+    import re
+
+    from model.jobfile import INPUT_KEYS, RUNTIME_KEYS
+
+    text = (ROOT / "docs" / "job-specs.md").read_text()
+    for title, keys in (("`[runtime]`:", RUNTIME_KEYS), ("`[input]` (one split per source subtask):", INPUT_KEYS)):
+        table = text.split(title, 1)[1].split("\n\n", 2)[1]
+        rows = re.findall(r"^\| `(\w+)` \|", table, re.M)
+        assert rows == list(keys), (title, rows)
