@@ -68,10 +68,14 @@ class SingleCheckpointBarrierHandler:
         "state",
         "barrier",
         "checkpoints_after_tasks_finish",
+        "snapshot_obsolete_barriers",
     )
 
     def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
-                 checkpoints_after_tasks_finish: bool = True):
+                 checkpoints_after_tasks_finish: bool = True, snapshot_obsolete_barriers: bool = False):
+        #: known unsafe (``RuntimeConfig.unchecked_barrier_order``): a late barrier of an older
+        #: checkpoint triggers a snapshot
+        self.snapshot_obsolete_barriers = snapshot_obsolete_barriers
         self.ctx = ctx
         self.mode = mode
         self.timeout = timeout
@@ -109,6 +113,8 @@ class SingleCheckpointBarrierHandler:
         blocked its channel upstream when it was sent, so the channel is resumed."""
         if not b.unaligned:
             self.ctx.resume(ch)
+        if self.snapshot_obsolete_barriers and b.id < self.current_id:
+            self.ctx.trigger(b, b.unaligned)  # the unsafe knob: the older checkpoint is snapshotted now
 
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         ctx = self.ctx

@@ -158,6 +158,10 @@ class RuntimeConfig:
     restore_pending_checkpoints: bool = False
     keygroup_assignment: str = "range"
     notify_savepoint_complete: bool = False
+    #: barriers are taken without comparing their checkpoint id to the newest one seen: the
+    #: barrier handler snapshots on a late barrier of an older checkpoint and the task does not
+    #: decline it (Flink: ``SubtaskCheckpointCoordinatorImpl`` declines "out of order" barriers)
+    unchecked_barrier_order: bool = False
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -251,6 +255,8 @@ class StepDelta:
     failover: tuple | None = None
     redeployed: bool = False
     allocation_changed: bool = False
+    #: the snapshots the JobMaster received in this step, in order: (subtask, checkpoint id)
+    acked: list = attrs.field(factory=list)
 
 
 #: the delta of a step that changed none of the above
@@ -507,7 +513,8 @@ class Cluster:
         # its timeout path at once, savepoints (always aligned) are aligned by it
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
-            checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
+            checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}
@@ -597,6 +604,7 @@ class Cluster:
     def _acknowledge(self, task: StreamTask, snap) -> None:
         cid = snap.checkpoint_id
         task.acked.add(cid)
+        self._write_delta().acked.append((task.id, cid))
         if cid in self.coordinator.pending:
             self.acks.setdefault(cid, {})[task.id] = snap
         self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))

@@ -511,7 +511,7 @@ class StreamTask:
 
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
-        if barrier.id <= self.last_triggered:
+        if barrier.id <= self.last_triggered and not self.config.unchecked_barrier_order:
             # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
             # previously?)": an older checkpoint than one already taken is declined
             self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")

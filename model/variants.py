@@ -374,6 +374,15 @@ _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbl
              expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",), **_F)))
 
 
+_add(Variant(name="unchecked-barrier-order", description="barriers taken without comparing their checkpoint "
+             "id to the newest one seen: a late barrier of an older checkpoint (an aligned savepoint overtaken by an "
+             "unaligned checkpoint) is snapshotted after the newer one", family="two_stage",
+             expected=("snapshots_in_checkpoint_order",), switches=("unchecked_barrier_order",),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, unchecked_barrier_order=True, **_F),
+             small=Small(checkpoints=2, records=2)))
+
+
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it
 JOB_PREFIX = "job:"
 

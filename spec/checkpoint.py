@@ -79,3 +79,29 @@ def decline_at_most_once(run) -> Violation | None:
             )
         seen.add(key)
     return None
+
+
+@invariant(
+    "snapshots_in_checkpoint_order",
+    kind="always",
+    concept="SubtaskCheckpointCoordinatorImpl (out-of-order barriers are declined)",
+    statement="Per task, snapshots are taken in increasing checkpoint order: no task acknowledges a "
+    "checkpoint older than one it already acknowledged in the same attempt.",
+)
+def snapshots_in_checkpoint_order(run) -> Violation | None:
+    """Looks at the acknowledgements the last step delivered (``Cluster.delta.acked``): each
+    must be the newest checkpoint its task acknowledged (``StreamTask.acked``, reset when the
+    task is redeployed)."""
+    cluster = run.cluster
+    for tid, cid in cluster.delta.acked:
+        newer = max(cluster.tasks[tid].acked)
+        if newer > cid:
+            name = cluster.eg.subtasks[tid].name
+            return Violation(
+                invariant="snapshots_in_checkpoint_order",
+                expected={"subtask": tid, "checkpoint": f"> {newer}"},
+                actual={"subtask": tid, "checkpoint": cid},
+                message=(f"{name} took a snapshot of checkpoint {cid} after it had acknowledged checkpoint "
+                         f"{newer}: its state for {cid} already contains what it processed for {newer}"),
+            )
+    return None
