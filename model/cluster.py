@@ -99,6 +99,7 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
            "drain_choice", "enabled_actions", "step"]
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
+ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
 
 
 def known_bugs() -> tuple[str, ...]:
@@ -162,6 +163,11 @@ class RuntimeConfig:
     #: barrier handler snapshots on a late barrier of an older checkpoint and the task does not
     #: decline it (Flink: ``SubtaskCheckpointCoordinatorImpl`` declines "out of order" barriers)
     unchecked_barrier_order: bool = False
+    #: the aligned-checkpoint timeout's timer: ``"deadline"`` (due at the barrier's timestamp +
+    #: ``aligned_checkpoint_timeout``, as Flink's ``registerAlignmentTimer``); known unsafe:
+    #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
+    #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
+    alignment_timer: str = "deadline"
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -185,6 +191,8 @@ class RuntimeConfig:
             raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
             raise FlinkspecError("task_managers must be >= 1")
+        if self.alignment_timer not in ALIGNMENT_TIMERS:
+            raise FlinkspecError(f"alignment_timer must be one of {ALIGNMENT_TIMERS}, not {self.alignment_timer!r}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
@@ -514,7 +522,7 @@ class Cluster:
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
-            snapshot_obsolete_barriers=cfg.unchecked_barrier_order)
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}

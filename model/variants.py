@@ -383,6 +383,18 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              small=Small(checkpoints=2, records=2)))
 
 
+_add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
+             "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
+             switches=("alignment_timer",),
+             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
+                                  alignment_timer="immediate", **_F)))
+_add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
+             "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
+             switches=("alignment_timer",),
+             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
+                                  alignment_timer="never", **_F)))
+
+
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it
 JOB_PREFIX = "job:"
 
