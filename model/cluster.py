@@ -168,6 +168,10 @@ class RuntimeConfig:
     #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
     #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
     alignment_timer: str = "deadline"
+    #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
+    #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
+    #: the splits of the others are lost
+    operator_state_by_index: bool = False
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -954,7 +958,8 @@ class Cluster:
         old_eg = self.eg
         snaps = self.completed[job.savepoint]
         new_eg = compile_stream_graph(rescale_graph(old_eg.stream_graph, dict(parallelism)))
-        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment)
+        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment,
+                                  by_index=self.config.operator_state_by_index)
         sp = job.savepoint
         job.notifications.clear()
         self.acks.clear()

@@ -196,7 +196,29 @@ def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return _keyed_job(rng, sink_kind, max_parallelism=rng.choice([6, 10, 7]))
 
 
-FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job}
+def _rescale_options(graph: StreamGraph, names: tuple) -> tuple:
+    """Per operator of ``names``: up to 4 other parallelisms a restore may choose (each one a
+    valid job on its own: a forward edge keeps both ends equal)."""
+    out = []
+    for name in names:
+        o = next(o for o in graph.operators if o.name == name)
+        top = o.max_parallelism if o.kind != "source" else 4
+        options = []
+        for p in range(1, (top or 4) + 1):
+            if p == o.parallelism:
+                continue
+            try:
+                rescale_graph(graph, {name: p})
+            except InvalidJobSpec:
+                continue
+            options.append(p)
+        out.append((name, tuple(options[:4])))
+    return tuple(out)
+
+
+FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
+            # as "rescale", and a restore from a savepoint may also change the sources' parallelism
+            "rescale_source": _rescale_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
@@ -215,18 +237,9 @@ def generate(variant: Variant, seed: int) -> Scenario:
     job_input = _input(rng, graph, max(o.watermark_out_of_orderness for o in graph.operators if o.kind == "source"),
                        negative=negative)
     config = variant.config
-    if variant.family == "rescale":
-        keyed = next(o for o in graph.operators if o.name == "agg")
-        options = []
-        for p in range(1, keyed.max_parallelism + 1):
-            if p == keyed.parallelism:
-                continue
-            try:
-                rescale_graph(graph, {"agg": p})
-            except InvalidJobSpec:
-                continue
-            options.append(p)
-        config = attrs.evolve(config, rescale_options=(("agg", tuple(options[:4])),))
+    if variant.family in ("rescale", "rescale_source"):
+        config = attrs.evolve(config, rescale_options=_rescale_options(
+            graph, ("agg", "source") if variant.family == "rescale_source" else ("agg",)))
     return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
 
 
@@ -245,7 +258,7 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
-    elif variant.family == "rescale":
+    elif variant.family in ("rescale", "rescale_source"):
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, max_parallelism=4,
                                  aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
@@ -271,6 +284,8 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
                           max_checkpoints=sm.checkpoints)
     if variant.family == "rescale":
         config = attrs.evolve(config, rescale_options=(("agg", (2,)),))
+    elif variant.family == "rescale_source":
+        config = attrs.evolve(config, rescale_options=(("agg", (2,)), ("source", (1, 2))))
     return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed)
 
 
@@ -393,6 +408,17 @@ _add(Variant(name="alignment-timer-never", description="no alignment timer is re
              switches=("alignment_timer",),
              config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
                                   alignment_timer="never", **_F)))
+
+
+_add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint and restart with a new "
+             "parallelism of the keyed operator and of the sources (split offsets redistributed round-robin)",
+             family="rescale_source", config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500,
+             small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
+_add(Variant(name="rescale-source-state-by-index", description="a rescaled restore that hands new subtask i "
+             "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
+             family="rescale_source", expected=("exactly_once",), switches=("operator_state_by_index",),
+             config=RuntimeConfig(savepoints=True, max_failures=1, operator_state_by_index=True), max_steps=500,
+             small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
 
 
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it
