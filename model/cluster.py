@@ -172,6 +172,9 @@ class RuntimeConfig:
     #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
     #: the splits of the others are lost
     operator_state_by_index: bool = False
+    #: known unsafe: window operators ignore ``allowed_lateness`` (a record that arrives after
+    #: its window fired is dropped although the window still accepts it)
+    window_lateness_ignored: bool = False
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -544,7 +547,8 @@ class Cluster:
                                                                                       spec.window_offset)
         else:
             assigner = SlidingEventTimeWindows(spec.window_size, spec.window_slide, spec.window_offset)
-        return WindowOperator(assigner, spec.aggregate, spec.allowed_lateness, key_group_of)
+        lateness = 0 if self.config.window_lateness_ignored else spec.allowed_lateness
+        return WindowOperator(assigner, spec.aggregate, lateness, key_group_of)
 
     def _sink(self, spec, st):
         """The sink writer of subtask ``st``. Its owner id (transaction owner and the subtask

@@ -161,7 +161,8 @@ class KeyedNode(ChainNode):
         self.collect = nxt.process
 
     def collect_late(self, k, v, ts):
-        self.late.append((self.name, k, v, ts))
+        # the watermark the operator had when the record arrived: what justifies the drop
+        self.late.append((self.name, k, v, ts, self.op.current_watermark))
 
     def watermark(self, ts):
         if self.is_window:

@@ -196,6 +196,21 @@ def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return _keyed_job(rng, sink_kind, max_parallelism=rng.choice([6, 10, 7]))
 
 
+def _late_window_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """Two sources --keyBy--> a tumbling event-time window with allowed lateness --> sink: with
+    an idle source the watermark passes records of the other, which arrive late but allowed."""
+    size = rng.choice([4, 6, 8])
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=2, watermark_out_of_orderness=rng.choice([0, 1])),
+        OperatorSpec(name="agg", kind="window", parallelism=rng.choice([1, 2]), aggregate=rng.choice(["count", "sum"]),
+                     window_size=size, allowed_lateness=rng.choice([0, size // 2, size])),
+        OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind),
+    )
+    edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
+             EdgeSpec(source="agg", target="sink", partitioner="rebalance"))
+    return StreamGraph(name="late-window-job", operators=ops, edges=edges).validate()
+
+
 def _rescale_options(graph: StreamGraph, names: tuple) -> tuple:
     """Per operator of ``names``: up to 4 other parallelisms a restore may choose (each one a
     valid job on its own: a forward edge keeps both ends equal)."""
@@ -218,7 +233,9 @@ def _rescale_options(graph: StreamGraph, names: tuple) -> tuple:
 
 FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
             # as "rescale", and a restore from a savepoint may also change the sources' parallelism
-            "rescale_source": _rescale_job}
+            "rescale_source": _rescale_job,
+            # a windowed job with allowed lateness, two sources (idleness makes records late)
+            "late_window": _late_window_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
@@ -254,7 +271,7 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     src = OperatorSpec(name="source", kind="source", parallelism=sm.sources, watermark_out_of_orderness=0,
                        slot_sharing_group="sources" if variant.family == "blocking" else None)
     sink = OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind)
-    if variant.family == "keyed":
+    if variant.family in ("keyed", "late_window"):
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
@@ -347,7 +364,7 @@ _add(Variant(name="unaligned-without-channel-state", description="unaligned chec
              config=RuntimeConfig(unaligned=True, unaligned_channel_state=False, channel_capacity=3, **_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
-                                                                        "exactly_once"),
+                                                                        "exactly_once", "window_results_exactly_once"),
              sink_kind="append", switches=("sink_kind",), config=RuntimeConfig(**_F)))
 _add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
              "consumer regions, behind a rebalance edge", family="blocking",
@@ -355,7 +372,8 @@ _add(Variant(name="region-failover-skips-consumers", description="region failove
              switches=("skip_consumer_regions",),
              config=RuntimeConfig(skip_consumer_regions=True, **_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
-             "never completed", expected=("exactly_once", "committed_output_within_reference"),
+             "never completed", expected=("exactly_once", "committed_output_within_reference",
+                                                "window_results_exactly_once"),
              switches=("restore_pending_checkpoints",),
              config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
@@ -377,7 +395,8 @@ _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region fa
              expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",), **_F)))
 _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
              "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
-             "output is written again", expected=("committed_output_within_reference", "exactly_once"),
+             "output is written again", expected=("committed_output_within_reference", "exactly_once",
+                                                       "window_results_exactly_once"),
              switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
@@ -419,6 +438,21 @@ _add(Variant(name="rescale-source-state-by-index", description="a rescaled resto
              family="rescale_source", expected=("exactly_once",), switches=("operator_state_by_index",),
              config=RuntimeConfig(savepoints=True, max_failures=1, operator_state_by_index=True), max_steps=500,
              small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
+
+
+_add(Variant(name="window-lateness-ignored", description="window operators that ignore the allowed lateness: "
+             "a record arriving after its window fired (an idle source let the watermark pass it) is dropped "
+             "although the window still accepts it", expected=("late_drop_justified",),
+             family="late_window", switches=("window_lateness_ignored",),
+             config=RuntimeConfig(window_lateness_ignored=True, **_F)))
+_add(Variant(name="late-window-2pc", description="a tumbling window with allowed lateness behind two sources that go "
+             "idle: late records judged by the event-time judge, without the failure-free reference",
+             family="late_window", config=RuntimeConfig(**_F)))
+_add(Variant(name="late-window-append", description="a plain append sink behind a window with allowed lateness and "
+             "idle sources: output written before a failure is written again; in runs with an idle source only "
+             "the event-time judge can tell", family="late_window", sink_kind="append", switches=("sink_kind",),
+             expected=("window_results_exactly_once", "committed_output_within_reference", "exactly_once"),
+             config=RuntimeConfig(**_F)))
 
 
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it

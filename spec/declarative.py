@@ -45,7 +45,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable
 
-from model.reference import comparison_mode
+from model.reference import comparison_mode, sink_output_by_operator
 from spec.invariant import Violation, invariant
 
 LONG_MIN = -(1 << 63)
@@ -133,8 +133,8 @@ def covered(graph) -> bool:
     return all(n <= 1 for n in targets.values()) and not any(e.partitioner == "broadcast" for e in graph.edges)
 
 
-def expected_output(graph, job_input, watermark_at: Callable[[str, int], int] | None = None) -> dict | None:
-    """``{sink: [records]}`` the job must produce from ``job_input``, or None if the job is not
+def operator_outputs(graph, job_input, watermark_at: Callable[[str, int], int] | None = None) -> dict | None:
+    """Every operator's output records (``{operator: [records]}``), or None if the job is not
     covered. ``watermark_at(operator, i)`` is the watermark window operator ``operator`` had
     when its ``i``-th record arrived (default: Long.MIN_VALUE, the reference's schedule)."""
     if not covered(graph):
@@ -162,7 +162,16 @@ def expected_output(graph, job_input, watermark_at: Callable[[str, int], int] | 
                                        o.aggregate, wms)
         else:  # sink
             out[name] = recs
-    return {name: out[name] for name, o in ops.items() if o.kind == "sink"}
+    return out
+
+
+def expected_output(graph, job_input, watermark_at: Callable[[str, int], int] | None = None) -> dict | None:
+    """``{sink: [records]}`` the job must produce from ``job_input`` (see
+    :func:`operator_outputs`), or None if the job is not covered."""
+    out = operator_outputs(graph, job_input, watermark_at)
+    if out is None:
+        return None
+    return {o.name: out[o.name] for o in graph.operators if o.kind == "sink"}
 
 
 def _canon(records, mode) -> Counter:
@@ -221,3 +230,184 @@ def reference_matches_declarative_spec(run) -> Violation | None:
                  f"of the job ({d['mode']}): the spec expects {', '.join(d['missing']) or 'nothing more'}; the "
                  f"reference has {', '.join(d['extra']) or 'nothing more'}"),
     )
+
+
+# -- the event-time judge ----------------------------------------------------------------------
+#
+# With an idle source (or records later than their source's watermark bound) the watermark
+# may pass a record before it reaches its window: whether it is dropped as late depends on
+# timing, and the failure-free reference is no oracle. The judge below needs none: a record
+# is dropped only if it was late when it arrived (``late_drop_justified``), and every window
+# result counts every other record of its window exactly once
+# (``window_results_exactly_once``). It covers jobs whose every sink is fed directly by a
+# tumbling event-time window (one window per record, so a record skipped by its window is a
+# record dropped, which the model logs with the operator's watermark at arrival), with
+# append or two-phase-commit sinks, and whose windows read the sources through maps and
+# filters only.
+
+
+def _window_inputs_timing_free(graph, name: str, ops: dict, source_of: dict) -> bool:
+    n = source_of.get(name)
+    while n is not None:
+        if ops[n].kind in ("window", "keyed_aggregate"):
+            return False
+        n = source_of.get(n)
+    return True
+
+
+def event_time_judged(graph) -> bool:
+    """Whether the event-time judge covers ``graph`` (see above)."""
+    if not covered(graph):
+        return False
+    ops = {o.name: o for o in graph.operators}
+    source_of = {e.target: e.source for e in graph.edges}
+    sinks = [o for o in graph.operators if o.kind == "sink"]
+    if not sinks or any(o.sink_kind == "upsert" for o in sinks):
+        return False
+    for s in sinks:
+        w = ops.get(source_of.get(s.name))
+        if w is None or w.kind != "window" or w.window_slide not in (None, w.window_size):
+            return False
+        if not _window_inputs_timing_free(graph, w.name, ops, source_of):
+            return False
+    return True
+
+
+def input_disordered(graph, job_input) -> bool:
+    """Whether some source split holds a record at or below the watermark its source had
+    emitted before it (``max earlier timestamp - watermark_out_of_orderness - 1``): such a
+    record may be late wherever it goes."""
+    for o in graph.operators:
+        if o.kind != "source":
+            continue
+        for split in job_input.splits.get(o.name, ()):
+            top = None
+            for _k, _v, ts in split:
+                if top is not None and ts <= top - o.watermark_out_of_orderness - 1:
+                    return True
+                top = ts if top is None else max(top, ts)
+    return False
+
+
+def _window_ops(graph) -> dict:
+    return {o.name: o for o in graph.operators if o.kind == "window"}
+
+
+@invariant(
+    "late_drop_justified",
+    kind="always",
+    concept="WindowOperator.isElementLate / isWindowLate (allowed lateness)",
+    statement="A window operator drops a record as late only if its timestamp + allowed lateness is at or "
+    "below the watermark the operator had when the record arrived.",
+)
+def late_drop_justified(run) -> Violation | None:
+    late = run.cluster.late
+    if not late:
+        return None
+    windows = _window_ops(run.scenario.graph)
+    for name, k, v, ts, w in late:
+        op = windows.get(name)
+        if op is not None and not ts + op.allowed_lateness <= w:
+            return Violation(
+                invariant="late_drop_justified",
+                expected={"operator": name, "record": [k, v, ts], "late_if": f"{ts} + {op.allowed_lateness} <= watermark"},
+                actual={"operator": name, "record": [k, v, ts], "watermark": w},
+                message=(f"window operator '{name}' dropped record (key={k!r}, value={v!r}, ts={ts}) as late at "
+                         f"watermark {w}, but with an allowed lateness of {op.allowed_lateness} it was not late "
+                         f"({ts} + {op.allowed_lateness} > {w}): its window still accepts it"),
+            )
+    return None
+
+
+def _sums(values: list) -> set:
+    """Every sum of a sub-multiset of ``values``."""
+    out = {0}
+    for v in values:
+        out |= {s + v for s in out}
+    return out
+
+
+def window_result_problems(graph, job_input, committed: dict, late: list, restores: int = 0) -> list[str]:
+    """What is wrong with the window results ``committed`` (sink -> records in commit order)
+    given the records dropped as late (``late``: operator, key, value, ts, watermark) and the
+    number of restores of the run. The watermark is not part of a checkpoint, so after a
+    restore a record that was late before may open its window again: a window's results then
+    come in generations, one per (re)opening. Without allowed lateness each generation fires
+    once with the records it holds, so the results of a window add up to its records, each
+    counted once, less records dropped as late at some arrival, and a window has at most one
+    result per generation (1 + restores). With allowed lateness a window fires again with its
+    whole contents for each late record, and a restored window fires again when the watermark
+    passes it anew: without a restore its last result counts its records once, less records
+    dropped as late; with one, only the bound holds (no count above the window's records)."""
+    outs = operator_outputs(graph, job_input)
+    ops = {o.name: o for o in graph.operators}
+    source_of = {e.target: e.source for e in graph.edges}
+    problems = []
+    for sink in sorted(o.name for o in graph.operators if o.kind == "sink"):
+        w = ops[source_of[sink]]
+        size, offset = w.window_size, w.window_offset
+        elements: dict = {}
+        for k, v, ts in outs[source_of[w.name]]:
+            for start in window_starts(ts, size, None, offset):
+                elements.setdefault((k, start + size - 1), []).append((v, ts))
+        dropped = Counter((k, v, ts) for name, k, v, ts, _w in late if name == w.name)
+        results: dict = {}
+        for k, v, ts in committed.get(sink, ()):
+            results.setdefault((k, ts), []).append(v)
+        for key in sorted(set(elements) | set(results), key=repr):
+            k, max_ts = key
+            recs = elements.get(key, [])
+            may_drop = Counter()
+            for v, ts in recs:
+                if may_drop[(v, ts)] < dropped[(k, v, ts)]:
+                    may_drop[(v, ts)] += 1
+            optional = list(may_drop.elements())
+            got = results.get(key)
+            where = f"sink '{sink}', key {k!r}, window ending {max_ts + 1}"
+            if not recs:
+                problems.append(f"{where}: a result {got} for a window no record belongs to")
+                continue
+            if got is None:
+                if len(optional) < len(recs):
+                    problems.append(f"{where}: no result, but {len(recs) - len(optional)} of its {len(recs)} "
+                                    f"record(s) were never dropped as late")
+                continue
+            total = len(recs) if w.aggregate == "count" else sum(v for v, _ in recs)
+            weights = [1 if w.aggregate == "count" else v for v, _ in optional]
+            if w.allowed_lateness > 0:
+                if w.aggregate == "count" and max(got) > len(recs):
+                    problems.append(f"{where}: a result of {max(got)}, but the window has {len(recs)} record(s)")
+                elif not restores and total - got[-1] not in _sums(weights):
+                    problems.append(f"{where}: the last result is {got[-1]}, expected {total}"
+                                    + (f" less some of the records dropped as late {[v for v, _ in optional]}"
+                                       if optional else "") + f" ({w.aggregate} of {len(recs)} record(s))")
+                continue
+            if len(got) > 1 + restores:
+                problems.append(f"{where}: {len(got)} results {got} after {restores} restore(s): a window without "
+                                f"allowed lateness fires once per opening")
+                continue
+            if total - sum(got) not in _sums(weights):
+                problems.append(f"{where}: the results {got} add up to {sum(got)}, expected {total}"
+                                + (f" less some of the records dropped as late {[v for v, _ in optional]}"
+                                   if optional else "")
+                                + f" ({w.aggregate} of {len(recs)} record(s), each counted once)")
+    return problems
+
+
+@invariant(
+    "window_results_exactly_once",
+    kind="eventually",
+    concept="event-time windows under idleness (WindowOperator, EventTimeTrigger, allowed lateness)",
+    statement="Once drained, every window result counts each record of its window exactly once, except records "
+    "dropped as late on arrival; no reference run is needed.",
+)
+def window_results_exactly_once(run) -> Violation | None:
+    if not run.expected.event_time_judged:
+        return None
+    restores = sum(1 for e in run.cluster.events if e[0] == "restored")
+    problems = window_result_problems(run.scenario.graph, run.scenario.job_input,
+                                      sink_output_by_operator(run.cluster), run.cluster.late, restores)
+    if not problems:
+        return None
+    return Violation(invariant="window_results_exactly_once", expected="every record of a window counted once",
+                     actual=problems[:5], message="; ".join(problems[:3]))
