@@ -431,7 +431,7 @@ _add(Variant(name="alignment-timer-never", description="no alignment timer is re
 
 _add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint and restart with a new "
              "parallelism of the keyed operator and of the sources (split offsets redistributed round-robin)",
-             family="rescale_source", config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500,
+             family="rescale_source", config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=300,
              small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
 _add(Variant(name="rescale-source-state-by-index", description="a rescaled restore that hands new subtask i "
              "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
