@@ -10,6 +10,8 @@ Verdicts: ``violation`` (a shortest counterexample: written to a run directory u
 ``verified`` (the whole reachable state space explored: states, transitions, depth),
 ``bounded`` (a limit stopped the search: what was covered). ``--progress-check`` also checks,
 from every reachable state, that the job can still drain without further faults.
+``--workers K`` / ``--master URL`` expand each level on Spark (same result); sleep-set
+partial-order reduction is on unless ``--no-reduce``.
 
 ``--job FILE`` explores a user's job instead (its ``[runtime]`` and ``[input]`` tables,
 docs/job-specs.md; ``--seed`` draws the input where ``[input]`` leaves it open), with a
