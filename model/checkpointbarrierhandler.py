@@ -68,10 +68,18 @@ class SingleCheckpointBarrierHandler:
         "state",
         "barrier",
         "checkpoints_after_tasks_finish",
+        "snapshot_obsolete_barriers",
+        "alignment_timer",
     )
 
     def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
-                 checkpoints_after_tasks_finish: bool = True):
+                 checkpoints_after_tasks_finish: bool = True, snapshot_obsolete_barriers: bool = False,
+                 alignment_timer: str = "deadline"):
+        #: "deadline" (Flink), or known unsafe "immediate" / "never" (``RuntimeConfig.alignment_timer``)
+        self.alignment_timer = alignment_timer
+        #: known unsafe (``RuntimeConfig.unchecked_barrier_order``): a late barrier of an older
+        #: checkpoint triggers a snapshot
+        self.snapshot_obsolete_barriers = snapshot_obsolete_barriers
         self.ctx = ctx
         self.mode = mode
         self.timeout = timeout
@@ -109,6 +117,8 @@ class SingleCheckpointBarrierHandler:
         blocked its channel upstream when it was sent, so the channel is resumed."""
         if not b.unaligned:
             self.ctx.resume(ch)
+        if self.snapshot_obsolete_barriers and b.id < self.current_id:
+            self.ctx.trigger(b, b.unaligned)  # the unsafe knob: the older checkpoint is snapshotted now
 
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         ctx = self.ctx
@@ -122,8 +132,9 @@ class SingleCheckpointBarrierHandler:
             self.aligned.clear()
             self.target = self.num_open_channels
             self.barrier = b
-            if self.mode == "alternating" and b.timeoutable and self.timeout is not None:
-                ctx.register_timer(b.id, b.timestamp + self.timeout)
+            if self.mode == "alternating" and b.timeoutable and self.timeout is not None \
+                    and self.alignment_timer != "never":
+                ctx.register_timer(b.id, b.timestamp + (0 if self.alignment_timer == "immediate" else self.timeout))
             if not b.unaligned:
                 # the abort above resumed the channels blocked *before*; this barrier's channel is
                 # blocked upstream by credit since it was sent (barrierReceived blocks it again)

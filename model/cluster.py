@@ -99,6 +99,7 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
            "drain_choice", "enabled_actions", "step"]
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
+ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
 
 
 def known_bugs() -> tuple[str, ...]:
@@ -158,6 +159,22 @@ class RuntimeConfig:
     restore_pending_checkpoints: bool = False
     keygroup_assignment: str = "range"
     notify_savepoint_complete: bool = False
+    #: barriers are taken without comparing their checkpoint id to the newest one seen: the
+    #: barrier handler snapshots on a late barrier of an older checkpoint and the task does not
+    #: decline it (Flink: ``SubtaskCheckpointCoordinatorImpl`` declines "out of order" barriers)
+    unchecked_barrier_order: bool = False
+    #: the aligned-checkpoint timeout's timer: ``"deadline"`` (due at the barrier's timestamp +
+    #: ``aligned_checkpoint_timeout``, as Flink's ``registerAlignmentTimer``); known unsafe:
+    #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
+    #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
+    alignment_timer: str = "deadline"
+    #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
+    #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
+    #: the splits of the others are lost
+    operator_state_by_index: bool = False
+    #: known unsafe: window operators ignore ``allowed_lateness`` (a record that arrives after
+    #: its window fired is dropped although the window still accepts it)
+    window_lateness_ignored: bool = False
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -181,6 +198,8 @@ class RuntimeConfig:
             raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
             raise FlinkspecError("task_managers must be >= 1")
+        if self.alignment_timer not in ALIGNMENT_TIMERS:
+            raise FlinkspecError(f"alignment_timer must be one of {ALIGNMENT_TIMERS}, not {self.alignment_timer!r}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
@@ -251,6 +270,8 @@ class StepDelta:
     failover: tuple | None = None
     redeployed: bool = False
     allocation_changed: bool = False
+    #: the snapshots the JobMaster received in this step, in order: (subtask, checkpoint id)
+    acked: list = attrs.field(factory=list)
 
 
 #: the delta of a step that changed none of the above
@@ -507,7 +528,8 @@ class Cluster:
         # its timeout path at once, savepoints (always aligned) are aligned by it
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
-            checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
+            checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}
@@ -521,10 +543,12 @@ class Cluster:
         if spec.kind == "keyed_aggregate":
             return KeyedAggregateOperator(spec.aggregate, key_group_of)
         if spec.window_slide is None or spec.window_slide == spec.window_size:
-            assigner = TumblingEventTimeWindows(spec.window_size, spec.window_offset)
+            assigner = seams.variant_class(TumblingEventTimeWindows, self.config.bugs)(spec.window_size,
+                                                                                      spec.window_offset)
         else:
             assigner = SlidingEventTimeWindows(spec.window_size, spec.window_slide, spec.window_offset)
-        return WindowOperator(assigner, spec.aggregate, spec.allowed_lateness, key_group_of)
+        lateness = 0 if self.config.window_lateness_ignored else spec.allowed_lateness
+        return WindowOperator(assigner, spec.aggregate, lateness, key_group_of)
 
     def _sink(self, spec, st):
         """The sink writer of subtask ``st``. Its owner id (transaction owner and the subtask
@@ -596,6 +620,7 @@ class Cluster:
     def _acknowledge(self, task: StreamTask, snap) -> None:
         cid = snap.checkpoint_id
         task.acked.add(cid)
+        self._write_delta().acked.append((task.id, cid))
         if cid in self.coordinator.pending:
             self.acks.setdefault(cid, {})[task.id] = snap
         self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))
@@ -937,7 +962,8 @@ class Cluster:
         old_eg = self.eg
         snaps = self.completed[job.savepoint]
         new_eg = compile_stream_graph(rescale_graph(old_eg.stream_graph, dict(parallelism)))
-        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment)
+        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment,
+                                  by_index=self.config.operator_state_by_index)
         sp = job.savepoint
         job.notifications.clear()
         self.acks.clear()

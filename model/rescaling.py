@@ -54,7 +54,8 @@ def rescale_graph(graph, parallelism: dict):
     return new
 
 
-def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: str = "range") -> RestoredState:
+def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: str = "range", *,
+                   by_index: bool = False) -> RestoredState:
     """Redistribute the savepoint ``snaps`` (old subtask id -> TaskSnapshot) of ``old_eg``
     onto the subtasks of ``new_eg``."""
     old_ops = {o.name: o for o in old_eg.stream_graph.operators}
@@ -91,7 +92,10 @@ def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: 
     start = 0
     for name in sorted(list_old):
         new_op = new_ops[name]
-        parts, start = repartition_operator_state(list_old[name], new_op.parallelism, "split_distribute", start)
+        if by_index:  # known unsafe (RuntimeConfig.operator_state_by_index): old subtask i's state to new i
+            parts = [list(list_old[name][i]) if i < len(list_old[name]) else [] for i in range(new_op.parallelism)]
+        else:
+            parts, start = repartition_operator_state(list_old[name], new_op.parallelism, "split_distribute", start)
         subs = new_eg.subtasks_of(vertex_of[name])
         for i, sid in enumerate(subs):
             per_new[sid].operator[name] = parts[i]

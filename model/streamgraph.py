@@ -551,7 +551,12 @@ _GRAPH_FIELDS: dict[str, tuple[type, ...]] = {
     "chaining_enabled": (bool,),
     "all_vertices_in_same_slot_sharing_group_by_default": (bool,),
     "chain_operators_with_different_max_parallelism": (bool,),
+    # how the job runs and what it reads (``model.jobfile``: ``flinkspec check --job``)
+    "runtime": (dict,),
+    "input": (dict,),
 }
+#: top-level tables of a job file that are not part of the StreamGraph
+_RUN_TABLES = ("runtime", "input")
 _OP_FIELDS: dict[str, tuple[type, ...]] = {
     "name": (str,),
     "kind": (str,),
@@ -578,7 +583,8 @@ _EDGE_FIELDS: dict[str, tuple[type, ...]] = {
 
 
 def _type_name(types: tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", type(None): "null"}
+    names = {str: "a string", int: "an integer", bool: "a boolean", list: "a list", dict: "a table",
+             type(None): "null"}
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
@@ -629,7 +635,7 @@ def stream_graph_from_dict(d: Mapping[str, Any], *, validate: bool = True) -> St
                 else "forward"
             )
         edges.append(EdgeSpec(**ed))
-    flags = {k: d[k] for k in _GRAPH_FIELDS if k not in ("name", "operators", "edges") and k in d}
+    flags = {k: d[k] for k in _GRAPH_FIELDS if k not in ("name", "operators", "edges", *_RUN_TABLES) and k in d}
     g = StreamGraph(name=d.get("name", "job"), operators=tuple(operators), edges=tuple(edges), **flags)
     return g.validate() if validate else g
 
@@ -698,6 +704,8 @@ def job_spec_schema() -> dict:
                             else string_schema(MAX_NAME))
             elif t is list:
                 alts.append({"type": "array"})
+            elif t is dict:  # [runtime] / [input]: their keys are checked by model.jobfile
+                alts.append({"type": "object"})
         return alts[0] if len(alts) == 1 else {"anyOf": alts}
 
     def obj(fields: Mapping[str, tuple], required: tuple) -> dict:

@@ -161,7 +161,8 @@ class KeyedNode(ChainNode):
         self.collect = nxt.process
 
     def collect_late(self, k, v, ts):
-        self.late.append((self.name, k, v, ts))
+        # the watermark the operator had when the record arrived: what justifies the drop
+        self.late.append((self.name, k, v, ts, self.op.current_watermark))
 
     def watermark(self, ts):
         if self.is_window:
@@ -511,7 +512,7 @@ class StreamTask:
 
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
-        if barrier.id <= self.last_triggered:
+        if barrier.id <= self.last_triggered and not self.config.unchecked_barrier_order:
             # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
             # previously?)": an older checkpoint than one already taken is declined
             self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")

@@ -26,6 +26,7 @@ from model import catalog, seams
 from model.catalog import PASS
 from model.cluster import JobInput, RuntimeConfig
 from model.errors import FlinkspecError, InvalidJobSpec
+from model.jobfile import JobFile, generate_input
 from model.rescaling import rescale_graph
 from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
 
@@ -74,6 +75,9 @@ class Variant:
     switches: tuple = ()
     #: the variant's smallest scenario, for ``flinkspec explore --small``
     small: Small = Small()
+    #: a user's job file (``model.jobfile``): the graph and configuration are the file's, the
+    #: input is drawn per seed (``job_variant``; such a variant is not registered)
+    job: JobFile | None = None
 
     @property
     def safe(self) -> bool:
@@ -192,11 +196,54 @@ def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return _keyed_job(rng, sink_kind, max_parallelism=rng.choice([6, 10, 7]))
 
 
-FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job}
+def _late_window_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """Two sources --keyBy--> a tumbling event-time window with allowed lateness --> sink: with
+    an idle source the watermark passes records of the other, which arrive late but allowed."""
+    size = rng.choice([4, 6, 8])
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=2, watermark_out_of_orderness=rng.choice([0, 1])),
+        OperatorSpec(name="agg", kind="window", parallelism=rng.choice([1, 2]), aggregate=rng.choice(["count", "sum"]),
+                     window_size=size, allowed_lateness=rng.choice([0, size // 2, size])),
+        OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind),
+    )
+    edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
+             EdgeSpec(source="agg", target="sink", partitioner="rebalance"))
+    return StreamGraph(name="late-window-job", operators=ops, edges=edges).validate()
+
+
+def _rescale_options(graph: StreamGraph, names: tuple) -> tuple:
+    """Per operator of ``names``: up to 4 other parallelisms a restore may choose (each one a
+    valid job on its own: a forward edge keeps both ends equal)."""
+    out = []
+    for name in names:
+        o = next(o for o in graph.operators if o.name == name)
+        top = o.max_parallelism if o.kind != "source" else 4
+        options = []
+        for p in range(1, (top or 4) + 1):
+            if p == o.parallelism:
+                continue
+            try:
+                rescale_graph(graph, {name: p})
+            except InvalidJobSpec:
+                continue
+            options.append(p)
+        out.append((name, tuple(options[:4])))
+    return tuple(out)
+
+
+FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
+            # as "rescale", and a restore from a savepoint may also change the sources' parallelism
+            "rescale_source": _rescale_job,
+            # a windowed job with allowed lateness, two sources (idleness makes records late)
+            "late_window": _late_window_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
     """The scenario of ``variant`` for ``seed`` (deterministic)."""
+    if variant.job is not None:
+        job = variant.job
+        return Scenario(graph=job.graph, job_input=generate_input(job.graph, job.input, seed), config=job.config,
+                        seed=seed)
     rng = random.Random(f"{variant.name}:{seed}")
     sink_kind = variant.sink_kind
     if variant.family == "keyed":
@@ -207,18 +254,9 @@ def generate(variant: Variant, seed: int) -> Scenario:
     job_input = _input(rng, graph, max(o.watermark_out_of_orderness for o in graph.operators if o.kind == "source"),
                        negative=negative)
     config = variant.config
-    if variant.family == "rescale":
-        keyed = next(o for o in graph.operators if o.name == "agg")
-        options = []
-        for p in range(1, keyed.max_parallelism + 1):
-            if p == keyed.parallelism:
-                continue
-            try:
-                rescale_graph(graph, {"agg": p})
-            except InvalidJobSpec:
-                continue
-            options.append(p)
-        config = attrs.evolve(config, rescale_options=(("agg", tuple(options[:4])),))
+    if variant.family in ("rescale", "rescale_source"):
+        config = attrs.evolve(config, rescale_options=_rescale_options(
+            graph, ("agg", "source") if variant.family == "rescale_source" else ("agg",)))
     return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
 
 
@@ -233,11 +271,11 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     src = OperatorSpec(name="source", kind="source", parallelism=sm.sources, watermark_out_of_orderness=0,
                        slot_sharing_group="sources" if variant.family == "blocking" else None)
     sink = OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind)
-    if variant.family == "keyed":
+    if variant.family in ("keyed", "late_window"):
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
-    elif variant.family == "rescale":
+    elif variant.family in ("rescale", "rescale_source"):
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, max_parallelism=4,
                                  aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
@@ -263,6 +301,8 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
                           max_checkpoints=sm.checkpoints)
     if variant.family == "rescale":
         config = attrs.evolve(config, rescale_options=(("agg", (2,)),))
+    elif variant.family == "rescale_source":
+        config = attrs.evolve(config, rescale_options=(("agg", (2,)), ("source", (1, 2))))
     return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed)
 
 
@@ -324,7 +364,7 @@ _add(Variant(name="unaligned-without-channel-state", description="unaligned chec
              config=RuntimeConfig(unaligned=True, unaligned_channel_state=False, channel_capacity=3, **_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
-                                                                        "exactly_once"),
+                                                                        "exactly_once", "window_results_exactly_once"),
              sink_kind="append", switches=("sink_kind",), config=RuntimeConfig(**_F)))
 _add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
              "consumer regions, behind a rebalance edge", family="blocking",
@@ -332,7 +372,8 @@ _add(Variant(name="region-failover-skips-consumers", description="region failove
              switches=("skip_consumer_regions",),
              config=RuntimeConfig(skip_consumer_regions=True, **_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
-             "never completed", expected=("exactly_once", "committed_output_within_reference"),
+             "never completed", expected=("exactly_once", "committed_output_within_reference",
+                                                "window_results_exactly_once"),
              switches=("restore_pending_checkpoints",),
              config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
@@ -354,10 +395,78 @@ _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region fa
              expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",), **_F)))
 _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
              "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
-             "output is written again", expected=("committed_output_within_reference", "exactly_once"),
+             "output is written again", expected=("committed_output_within_reference", "exactly_once",
+                                                       "window_results_exactly_once"),
              switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
+
+
+_add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
+             "before FLINK-26334 (Java % on ts - offset + size): elements with negative timestamps land in the "
+             "next window; the failure-free reference shares the bug, only the declarative spec sees it",
+             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",), **_F)))
+
+
+_add(Variant(name="unchecked-barrier-order", description="barriers taken without comparing their checkpoint "
+             "id to the newest one seen: a late barrier of an older checkpoint (an aligned savepoint overtaken by an "
+             "unaligned checkpoint) is snapshotted after the newer one", family="two_stage",
+             expected=("snapshots_in_checkpoint_order",), switches=("unchecked_barrier_order",),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, unchecked_barrier_order=True, **_F),
+             small=Small(checkpoints=2, records=2)))
+
+
+_add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
+             "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
+             switches=("alignment_timer",),
+             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
+                                  alignment_timer="immediate", **_F)))
+_add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
+             "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
+             switches=("alignment_timer",),
+             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
+                                  alignment_timer="never", **_F)))
+
+
+_add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint and restart with a new "
+             "parallelism of the keyed operator and of the sources (split offsets redistributed round-robin)",
+             family="rescale_source", config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=300,
+             small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
+_add(Variant(name="rescale-source-state-by-index", description="a rescaled restore that hands new subtask i "
+             "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
+             family="rescale_source", expected=("exactly_once",), switches=("operator_state_by_index",),
+             config=RuntimeConfig(savepoints=True, max_failures=1, operator_state_by_index=True), max_steps=500,
+             small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
+
+
+_add(Variant(name="window-lateness-ignored", description="window operators that ignore the allowed lateness: "
+             "a record arriving after its window fired (an idle source let the watermark pass it) is dropped "
+             "although the window still accepts it", expected=("late_drop_justified",),
+             family="late_window", switches=("window_lateness_ignored",),
+             config=RuntimeConfig(window_lateness_ignored=True, **_F)))
+_add(Variant(name="late-window-2pc", description="a tumbling window with allowed lateness behind two sources that go "
+             "idle: late records judged by the event-time judge, without the failure-free reference",
+             family="late_window", config=RuntimeConfig(**_F)))
+_add(Variant(name="late-window-append", description="a plain append sink behind a window with allowed lateness and "
+             "idle sources: output written before a failure is written again; in runs with an idle source only "
+             "the event-time judge can tell", family="late_window", sink_kind="append", switches=("sink_kind",),
+             expected=("window_results_exactly_once", "committed_output_within_reference", "exactly_once"),
+             config=RuntimeConfig(**_F)))
+
+
+#: the prefix of a job variant's name (``job_variant``): no registered variant has it
+JOB_PREFIX = "job:"
+
+
+def job_variant(job: JobFile) -> Variant:
+    """The safe variant of a user's job file: every run searches the file's job with its
+    configuration (``[runtime]``) on an input drawn from the run's seed (``[input]``); the
+    random-walk budget grows with the input. Named ``job:<job name>``; not registered."""
+    records = sum(len(split) for splits in generate(Variant(name="-", description="-", job=job), 0)
+                  .job_input.splits.values() for split in splits)
+    return Variant(name=f"{JOB_PREFIX}{job.name}", description=f"the job of {job.path}", family="keyed",
+                   config=job.config, job=job, max_steps=max(400, 25 * records))
 
 
 def variant(name: str) -> Variant:

@@ -69,6 +69,7 @@ from typing import Callable, Protocol
 
 import attrs
 
+from model import seams
 from model.errors import InvalidArgument
 from model.eventtime import LONG_MAX, LONG_MIN
 from model.eventtime import check_long as _check_long
@@ -178,6 +179,15 @@ class TumblingEventTimeWindows:
     def __repr__(self) -> str:
         legacy = ", legacy_window_start=True" if self._legacy else ""
         return f"TumblingEventTimeWindows({self.size}, {self.offset}{legacy})"
+
+
+@seams.override("FLINK-26334", TumblingEventTimeWindows, "assign_starts",
+                "tumbling windows start at ts - (ts - offset + size) % size (Java %): an element with "
+                "ts - offset + size < 0 lands in the next window, which does not contain it")
+def _assign_starts_flink_26334(self, timestamp: int) -> tuple[int, ...]:
+    if timestamp == LONG_MIN:
+        _reject_min_timestamp("TumblingEventTimeWindows", timestamp)
+    return (legacy_get_window_start_with_offset(timestamp, self._offset, self.size),)
 
 
 class SlidingEventTimeWindows:

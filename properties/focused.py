@@ -183,6 +183,13 @@ def _cluster_test(variant_name) -> Search:
                          VARIANTS[variant_name] if variant_name else None)
 
 
+def job_hypothesis_suite(v: Variant) -> FocusedSuite:
+    """The Hypothesis cluster machine over a user's job (``model.variants.job_variant``): not
+    registered, run by ``flinkspec check --job``."""
+    return FocusedSuite(f"{v.name} (hypothesis)", f"Hypothesis stateful machine over {v.description}",
+                        (PASS,), _machine_test("hypothesis-cluster", M.make_cluster_machine, v))
+
+
 def _rescaling_test(assignment) -> Search:
     def make(st, base_seed, counter):
         @hseed(base_seed)

@@ -57,7 +57,7 @@ from model.variants import Variant, generate
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
 from model.windowing import SlidingEventTimeWindows, TumblingEventTimeWindows
 from properties import scenario_kinds
-from properties.engines import CORE_KINDS, SWARM_KINDS, Run
+from properties.engines import CORE_KINDS, SWARM_KINDS, Run, idle_unjudged
 from properties.strategies import scenarios
 from spec import load_all
 from spec.invariant import Violation
@@ -249,7 +249,7 @@ def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
             self.run = Run(scenario)
             ClusterMachine.last_scenario = scenario
             self.kinds = set(CORE_KINDS) | set(kinds)
-            if any(o.kind == "window" for o in scenario.graph.operators):
+            if idle_unjudged(scenario.graph):  # as in the random walk (properties.engines)
                 self.kinds.discard("SourceIdle")
 
         @precondition(lambda self: self.run is not None and self.run.cluster.now < max_steps)

@@ -22,7 +22,7 @@ from model import catalog
 from model.variants import VARIANTS, Variant, generate
 from properties.counterexample import write_counterexample
 from properties.engines import random_walk, replay, shrink
-from properties.focused import FOCUSED
+from properties.focused import FOCUSED, job_hypothesis_suite
 from properties.result import SuiteResult
 
 __all__ = ["PROFILES", "SuiteResult", "run_suite", "run_variant_suite", "suite_names"]
@@ -36,10 +36,12 @@ PROFILES = {
 
 def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                       corpus_dir=None, progress: Callable[[int, int], None] | None = None,
-                      max_runs: int | None = None, shrink_found: bool = True) -> SuiteResult:
+                      max_runs: int | None = None, shrink_found: bool = True,
+                      stop_at_first: bool = False) -> SuiteResult:
     """Random-walk ``v``; store the first (shrunk) counterexample in ``corpus_dir``.
     ``shrink_found=False`` (a seed sweep measuring the search only) skips shrinking and
-    writing."""
+    writing. An unsafe variant's search stops at its first violation; a safe one's too with
+    ``stop_at_first`` (a user's job: one counterexample answers the question)."""
     prof = PROFILES[profile]
     total = max_runs or (prof["safe_runs"] if v.safe else prof["unsafe_max_runs"])
     res = SuiteResult(name=v.name, expected=v.expected)
@@ -63,8 +65,8 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                 res.runs_to_find = i + 1
                 if shrink_found:
                     res.counterexample = _shrink_and_store(v, seed, r, res, corpus_dir)
-            if not v.safe:
-                break  # found: the unsafe variant has its counterexample
+            if not v.safe or stop_at_first:
+                break  # found: the unsafe variant (or the job) has its counterexample
         if progress is not None:
             progress(i + 1, total)
     res.seconds = time.perf_counter() - t0
@@ -94,6 +96,26 @@ def run_suite(name: str, *, profile: str = "quick", base_seed: int = 0, corpus_d
         return run_variant_suite(VARIANTS[name], profile=profile, base_seed=base_seed,
                                  corpus_dir=corpus_dir, progress=progress, shrink_found=shrink_found)
     return FOCUSED[name].run(profile, base_seed, corpus_dir=corpus_dir)
+
+
+def run_job_suites(v: Variant, *, profile: str = "quick", base_seed: int = 0, corpus_dir=None,
+                   progress: Callable[[str, int, int], None] | None = None,
+                   finished: Callable[[str, SuiteResult], None] | None = None) -> list[SuiteResult]:
+    """``flinkspec check --job``: the random-walk search of a user's job (``v``, a
+    ``model.variants.job_variant``) with fault injection, then the Hypothesis cluster machine
+    over it; ``progress(label, done, total)`` during the walks, ``finished(label, result)``
+    after each search."""
+    label = f"[1/2] {v.name} (random walk)"
+    on_progress = None if progress is None else (lambda done, total: progress(label, done, total))
+    walk = run_variant_suite(v, profile=profile, base_seed=base_seed, corpus_dir=corpus_dir, progress=on_progress,
+                             stop_at_first=True)
+    walk.name = f"{v.name} (random walk)"
+    if finished is not None:
+        finished(label, walk)
+    hyp = job_hypothesis_suite(v).run(profile, base_seed, corpus_dir=corpus_dir)
+    if finished is not None:
+        finished(f"[2/2] {hyp.name}", hyp)
+    return [walk, hyp]
 
 
 def suite_names() -> list[str]:

@@ -48,7 +48,7 @@ from model.streamgraph import (
     MAX_NAME, UPPER_BOUND_MAX_PARALLELISM, check_execution_size, execution_size, job_spec_schema,
     stream_graph_from_dict,
 )
-from model.variants import Scenario
+from model.variants import JOB_PREFIX, Scenario
 
 FORMAT_VERSION = 1
 
@@ -196,8 +196,11 @@ def known_suites() -> tuple[str, ...]:
 
 
 def check_variant(header: dict, source: str) -> None:
-    """The variant is a suite of this flinkspec. (Asked by ``replay`` and ``show``; the
-    corpus tools load a file of a renamed variant to remove it.)"""
+    """The variant is a suite of this flinkspec, or a user's job (``job:<name>``, written by
+    ``flinkspec check --job``: its scenario is stored whole). (Asked by ``replay`` and
+    ``show``; the corpus tools load a file of a renamed variant to remove it.)"""
+    if header["variant"].startswith(JOB_PREFIX) and len(header["variant"]) > len(JOB_PREFIX):
+        return
     suites = known_suites()
     if header["variant"] not in suites:
         raise InputError(source, "1: variant", f"unknown variant {short(header['variant'])} (known: "

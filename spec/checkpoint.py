@@ -79,3 +79,78 @@ def decline_at_most_once(run) -> Violation | None:
             )
         seen.add(key)
     return None
+
+
+@invariant(
+    "snapshots_in_checkpoint_order",
+    kind="always",
+    concept="SubtaskCheckpointCoordinatorImpl (out-of-order barriers are declined)",
+    statement="Per task, snapshots are taken in increasing checkpoint order: no task acknowledges a "
+    "checkpoint older than one it already acknowledged in the same attempt.",
+)
+def snapshots_in_checkpoint_order(run) -> Violation | None:
+    """Looks at the acknowledgements the last step delivered (``Cluster.delta.acked``): each
+    must be the newest checkpoint its task acknowledged (``StreamTask.acked``, reset when the
+    task is redeployed)."""
+    cluster = run.cluster
+    for tid, cid in cluster.delta.acked:
+        newer = max(cluster.tasks[tid].acked)
+        if newer > cid:
+            name = cluster.eg.subtasks[tid].name
+            return Violation(
+                invariant="snapshots_in_checkpoint_order",
+                expected={"subtask": tid, "checkpoint": f"> {newer}"},
+                actual={"subtask": tid, "checkpoint": cid},
+                message=(f"{name} took a snapshot of checkpoint {cid} after it had acknowledged checkpoint "
+                         f"{newer}: its state for {cid} already contains what it processed for {newer}"),
+            )
+    return None
+
+
+@invariant(
+    "aligned_checkpoint_timeout_honoured",
+    kind="always",
+    concept="SingleCheckpointBarrierHandler alignment timer (execution.checkpointing.aligned-checkpoint-timeout)",
+    statement="With an aligned-checkpoint timeout, a task turns an aligned checkpoint unaligned only once the "
+    "timeout has passed since the checkpoint was triggered, and while it aligns it holds a timer due then.",
+)
+def aligned_checkpoint_timeout_honoured(run) -> Violation | None:
+    """Neither early: a task collecting a timed-out checkpoint's barriers unaligned
+    (``AlternatingCollectingBarriersUnaligned`` for a barrier sent aligned) is at or past the
+    barrier's timestamp + timeout (an upstream task that timed out sends unaligned barriers
+    only after its own deadline, which is the same). Nor never: a task aligning such a
+    checkpoint (``AlternatingCollectingBarriers``) holds the alignment timer of that checkpoint,
+    due at that deadline, so the timeout can fire."""
+    cluster = run.cluster
+    timeout = cluster.config.aligned_checkpoint_timeout
+    if timeout is None or not cluster.config.timeoutable_barriers:
+        return None
+    now = cluster.now - 1  # the logical time of the step just taken
+    for t in cluster.tasks:
+        h = t.handler
+        b = getattr(h, "barrier", None)
+        if b is None or not getattr(h, "pending", False) or not b.timeoutable or b.unaligned:
+            continue
+        deadline = b.timestamp + timeout
+        name = cluster.eg.subtasks[t.id].name
+        if h.state == "AlternatingCollectingBarriersUnaligned" and now < deadline:
+            return Violation(
+                invariant="aligned_checkpoint_timeout_honoured",
+                expected={"subtask": t.id, "checkpoint": h.current_id, "unaligned_not_before": deadline},
+                actual={"subtask": t.id, "checkpoint": h.current_id, "unaligned_at": now},
+                message=(f"{name} turned checkpoint {h.current_id} unaligned at time {now}, before its aligned-"
+                         f"checkpoint timeout: triggered at {b.timestamp} with a timeout of {timeout}, it may "
+                         f"switch at {deadline} at the earliest"),
+            )
+        if h.state == "AlternatingCollectingBarriers" and t.timer != (h.current_id, deadline):
+            return Violation(
+                invariant="aligned_checkpoint_timeout_honoured",
+                expected={"subtask": t.id, "timer": [h.current_id, deadline]},
+                actual={"subtask": t.id, "timer": None if t.timer is None else list(t.timer)},
+                message=(f"{name} aligns checkpoint {h.current_id} (triggered at {b.timestamp}, aligned-checkpoint "
+                         f"timeout {timeout}) but " + (
+                             "holds no alignment timer: the timeout can never turn it unaligned" if t.timer is None
+                             else f"its alignment timer is due at {t.timer[1]} instead of {deadline}: the "
+                                  f"checkpoint turns unaligned {'early' if t.timer[1] < deadline else 'late'}")),
+            )
+    return None

@@ -15,12 +15,21 @@ The command is a pipeline of named steps: :func:`select_suites` (which catalog e
 coverage, as data) -> :func:`render_summary` (tables and summary line) -> exit code.
 ``--list [--json]`` prints the whole catalog instead: every configuration, also those run by
 ``flinkspec prove`` and ``flinkspec spark-replay --engine standin``.
+
+``--job FILE`` verifies a user's own job instead of the catalog (:func:`run_job`): the job
+spec with its ``[runtime]`` and ``[input]`` tables (docs/job-specs.md) is searched by seeded
+random walks with fault injection and by the Hypothesis cluster machine, judged by every
+registered invariant; the same table and coverage goals are printed (the goals reported, not
+judged: one job need not reach them all). Exit 0 when nothing was violated, 1 when a
+violation was found (the invariant is named), 2 on a bad job spec (the rule broken). The
+counterexamples go to a run directory named after the job (variant ``job:<job name>``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -54,12 +63,17 @@ def register(sub) -> None:
     p.add_argument("--report", metavar="OUT.html",
                    help="also write a self-contained HTML report: the suite table, coverage goals as bars, time "
                         "to find and counterexample length per unsafe suite, a viewer page per counterexample")
+    p.add_argument("--job", metavar="FILE",
+                   help="verify this job spec (.toml/.json, with optional [runtime] and [input] tables) instead "
+                        "of the built-in variants")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     if args.list:
         return list_catalog(json_lines=args.json)
+    if args.job is not None:
+        return run_job(args)
     requested = list(args.only or []) + list(args.variant or [])
     suites = select_suites(requested)
     report_out = None
@@ -112,9 +126,53 @@ def _steps_of(path) -> int | None:
         return None
 
 
-def output_directory(args) -> Path | None:
+def run_job(args) -> int:
+    """``check --job FILE``: search the user's job; exit 0 (nothing violated), 1 (a violation,
+    named), 2 (a bad spec: raised as an InvalidJobSpec before any search)."""
+    from model.errors import FlinkspecError  # lazy: see the note at the top
+    from model.jobfile import load_job_file  # lazy, as above
+    from model.variants import job_variant  # lazy, as above
+    from properties.suites import run_job_suites  # lazy, as above
+
+    if args.only or args.variant:
+        raise FlinkspecError("--job FILE searches the job of FILE: it takes no --only/--variant")
+    job = load_job_file(args.job)  # every rule broken: one line, exit 2, before any search
+    v = job_variant(job)
+    console = _console()
+    cfg = job.config
+    console.print(f"[bold]flinkspec check --job[/bold] {job.path}: job {job.name!r}, profile {args.profile}, "
+                  f"seed {args.seed} — {cfg.barrier_mode} checkpoints, {cfg.failover_strategy} failover, "
+                  f"up to {cfg.max_failures} failure(s) per run, {cfg.task_managers} TaskManager(s) x "
+                  f"{cfg.slots_per_task_manager} slot(s). Nothing may be violated.")
+    t0 = time.perf_counter()
+    out = output_directory(args, command=f"check-job-{_slug(job.name)}")
+    results = run_job_suites(v, profile=args.profile, base_seed=args.seed, corpus_dir=out, **_live_output(console))
+    verdict = judge_job(results, job=job.name, seconds=time.perf_counter() - t0)
+    render_summary(console, verdict, profile=args.profile, seed=args.seed)
+    console.print(written_note(out, fresh=args.corpus is None))
+    return verdict.exit_code
+
+
+def _slug(name: str) -> str:
+    """A job name as a run-directory name part: lower-case letters, digits and '-'."""
+    s = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-")
+    return s or "job"
+
+
+def judge_job(results, *, job: str, seconds: float = 0.0) -> "Judgement":
+    """The verdict of a ``--job`` run: every search must pass; the coverage goals are reported
+    (a single job need not reach every one), not judged."""
+    goals: Counter = Counter()
+    for r in results:
+        goals.update(r.goals)
+    return Judgement(results=tuple(results), goals=goals, goal_names=tuple(GOALS),
+                     missing=tuple(g for g in GOALS if goals.get(g, 0) == 0), cluster_ran=True, selected=True,
+                     seconds=seconds, job=job)
+
+
+def output_directory(args, *, command: str = "check") -> Path | None:
     """Where this run writes counterexamples: None (``--no-write``), ``--corpus DIR``, or a
-    new run directory under results/."""
+    new run directory under results/ (``results/<command>-<UTC time>-seed<N>/``)."""
     if args.no_write:
         return None
     if args.corpus is not None:
@@ -123,7 +181,7 @@ def output_directory(args) -> Path | None:
         return check_output_dir(args.corpus, what="--corpus folder")
     from properties.corpus import run_directory  # lazy: heavy, see the note at the top
 
-    return run_directory("check", args.seed)
+    return run_directory(command, args.seed)
 
 
 def written_note(out: Path | None, *, fresh: bool) -> str:
@@ -187,6 +245,8 @@ class Judgement:
     #: suites were named (--only): missing goals are a note, not a failure
     selected: bool
     seconds: float = 0.0
+    #: the job of a ``--job`` run (its name), else None
+    job: str | None = None
 
     @property
     def bad(self) -> list:
@@ -227,7 +287,7 @@ def judge(suites, results, *, selected: bool, seconds: float = 0.0) -> Judgement
 def suite_lines(label: str, r) -> list[str]:
     """The lines printed when a suite finishes: verdict, and what to look at if any."""
     extra = ""
-    if not r.safe and r.found:
+    if r.violations and (not r.safe and r.found or r.name.startswith("job:")):
         extra = f" (found after {r.runs_to_find or r.runs} run(s)"
         if r.shrunk_from:
             extra += f", shrunk {r.shrunk_from} -> {r.shrunk_to} steps"
@@ -298,6 +358,15 @@ TERMS = ("terms: runs = seeded random walks (cluster variants) or Hypothesis exa
 def summary_line(verdict: Judgement) -> str:
     """The last line: counts, the coverage rule that applied, time, OK/FAILED."""
     n = verdict.counts
+    if verdict.job is not None:
+        found = sorted({inv for r in verdict.results for inv in r.violations})
+        errors = [r.name for r in verdict.results if r.error]
+        what = ("violated: " + ", ".join(found)) if found else ("error in " + ", ".join(errors) if errors
+                                                                  else "nothing violated")
+        runs = sum(r.runs for r in verdict.results)
+        return (f"summary: job {verdict.job!r}: {what} ({len(verdict.results)} searches, {runs} runs; "
+                f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached, reported not judged), "
+                f"{verdict.seconds:.1f}s — {'OK' if verdict.ok else 'FAILED'}")
     goals = f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached"
     if verdict.selected:
         goals += " (not judged: suites were selected)"

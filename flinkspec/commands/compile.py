@@ -15,6 +15,7 @@ import json
 from model.errors import InvalidArgument
 from model.inputfiles import short
 from model.executiongraph import ExecutionGraph, build_execution_graph
+from model.jobfile import load_job_file
 from model.jobgraph import load_job_graph
 from model.slotsharing import SlotAllocation, TaskManager, allocate, required_slots
 
@@ -50,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidArgument(f"--task-managers must be between 1 and {MAX_TASK_MANAGERS}, not {short(n)}")
     if args.slots is not None and not 0 <= args.slots <= MAX_TOTAL_SLOTS:
         raise InvalidArgument(f"--slots must be between 0 and {MAX_TOTAL_SLOTS}, not {short(args.slots)}")
+    load_job_file(args.file)  # the whole file: the graph, and the [runtime] / [input] tables it may hold
     eg = build_execution_graph(load_job_graph(args.file))  # loads, validates and chains once
     required = sum(required_slots(eg).values())
     slots = -(-required // n) if args.slots is None else args.slots

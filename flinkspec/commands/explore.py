@@ -13,6 +13,11 @@ from every reachable state, that the job can still drain without further faults.
 ``--workers K`` / ``--master URL`` expand each level on Spark (same result); sleep-set
 partial-order reduction is on unless ``--no-reduce``.
 
+``--job FILE`` explores a user's job instead (its ``[runtime]`` and ``[input]`` tables,
+docs/job-specs.md; ``--seed`` draws the input where ``[input]`` leaves it open), with a
+checkpoint budget (``--max-checkpoints``, default 1) that keeps the space finite; nothing may
+be violated.
+
 Exit 0 when every verdict is as expected (a safe variant: verified or bounded; a
 known-unsafe one: one of its expected invariants violated), 1 otherwise, 2 on bad input.
 """
@@ -33,6 +38,9 @@ def register(sub) -> None:
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("--variant", action="append", metavar="NAME", help="a cluster variant (repeatable)")
     p.add_argument("--all", action="store_true", help="every cluster variant")
+    p.add_argument("--job", metavar="FILE", help="a job spec with optional [runtime] and [input] tables")
+    p.add_argument("--max-checkpoints", type=int, metavar="N", default=None,
+                   help="with --job: checkpoints and savepoints a run may trigger (default 1)")
     p.add_argument("--seed", type=int, default=0, help="the scenario's seed (default 0)")
     p.add_argument("--small", action="store_true", help="the variant's smallest scenario (model.variants.Small)")
     p.add_argument("--max-depth", type=int, metavar="D", help="expand at most D levels")
@@ -72,14 +80,21 @@ def run(args) -> int:
     _positive("--max-states", args.max_states)
     if not args.max_seconds > 0 or args.max_seconds == float("inf"):
         raise FlinkspecError(f"--max-seconds must be a positive finite number, not {args.max_seconds}")
-    if args.all == bool(args.variant):
-        raise FlinkspecError("name --variant NAME (repeatable) or --all")
+    if args.max_checkpoints is not None and (args.job is None or args.max_checkpoints < 0):
+        raise FlinkspecError("--max-checkpoints N (N >= 0) goes with --job FILE")
+    if (args.job is not None) + args.all + bool(args.variant) != 1:
+        raise FlinkspecError("name --variant NAME (repeatable), --all or --job FILE")
     _positive("--workers", args.workers)
     if args.workers is not None and args.master is not None:
         raise FlinkspecError("give --workers K (Spark local[K]) or --master URL, not both")
     master = args.master if args.master is not None else (f"local[{args.workers}]" if args.workers else None)
-    names = variant_names() if args.all else list(dict.fromkeys(args.variant))
-    variants = [variant(n) for n in names]  # an unknown name is one line before any search
+    if args.job is not None:
+        if args.small:
+            raise FlinkspecError("--small shrinks a built-in variant's job; --job FILE explores the file's job as written")
+        variants = [_job_variant(args.job, 1 if args.max_checkpoints is None else args.max_checkpoints)]
+    else:
+        names = variant_names() if args.all else list(dict.fromkeys(args.variant))
+        variants = [variant(n) for n in names]  # an unknown name is one line before any search
     report_out = None
     if args.report:
         from properties.safe_io import check_output_file  # start-up: as above; refused before any search
@@ -127,6 +142,18 @@ def report_of(rows: list, failed: int):
                   ok=not failed, rows=out, to_find_unit="states",
                   notes=("steps = transitions explored; found after = distinct states explored when the shortest "
                          "violation was found; time = the variant's whole search.",))
+
+
+def _job_variant(path: str, max_checkpoints: int):
+    """The variant of a job file with a checkpoint budget (the explored space is finite)."""
+    import attrs  # start-up: flinkspec.cli imports every command module
+
+    from model.jobfile import load_job_file  # start-up: as above
+    from model.variants import job_variant  # start-up: as above
+
+    job = load_job_file(path)
+    job = attrs.evolve(job, config=attrs.evolve(job.config, max_checkpoints=max_checkpoints))
+    return job_variant(job)
 
 
 @contextlib.contextmanager
