@@ -698,6 +698,11 @@ class Cluster:
         if not unknown:
             return False
         self.events.append(("finalize_failed", self.now, cid, unknown))
+        for t_id, snap in self.acks[cid].items():
+            if set(snap.state_handle.placeholders) & set(unknown):
+                # Flink would fail every later checkpoint the same way until its
+                # CheckpointFailureManager fails the job; here that backend's next snapshot is full
+                self.tasks[t_id].backend.confirmed = None
         self._effects(self.coordinator.receive_decline(cid, tid, "FINALIZE_CHECKPOINT_FAILURE"))
         return True
 
