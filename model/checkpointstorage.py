@@ -90,7 +90,9 @@ class CheckpointStorage:
     the invariants."""
 
     __slots__ = ("files", "deleted", "scheduled", "registry", "handles", "owned", "savepoints", "restored",
-                 "released", "completed_since_restore", "last_deleted", "last_restore")
+                 "released", "completed_since_restore", "last_deleted", "last_restore", "last_change", "unclaimed")
+    #: the step-stamped notes for the invariants are history, not state
+    FINGERPRINT_SKIP = ("last_deleted", "last_restore", "last_change")
 
     def __init__(self, registry_cls=SharedStateRegistry, discard_by_creator: bool = False):
         self.files: dict[str, tuple] = {}
@@ -101,10 +103,15 @@ class CheckpointStorage:
         self.owned: set[int] = set()
         self.savepoints: set[int] = set()
         self.restored: tuple | None = None
+        #: every snapshot a restart restored in NO_CLAIM mode (the user's files)
+        self.unclaimed: set[int] = set()
         self.released = False
         self.completed_since_restore = False
         self.last_deleted: tuple | None = None
         self.last_restore: tuple | None = None
+        #: the step of the last change that can make a kept snapshot unrestorable (a delete, a
+        #: completion, a restore): the invariants that read every kept snapshot look only then
+        self.last_change = -1
 
     def note_restore(self, step: int, record: tuple) -> None:
         """Remember what a restore at ``step`` gave: ``(subtask, checkpoint id, state equals
@@ -137,15 +144,18 @@ class CheckpointStorage:
         self.files.pop(path, None)
         self.deleted[path] = "job"
         self.last_deleted = (step, path)
+        self.last_change = step
 
     # -- the JobManager's side -----------------------------------------------------------
-    def complete(self, checkpoint_id: int, snaps: dict, savepoint: bool, subsumed: tuple, retained: tuple) -> int:
+    def complete(self, checkpoint_id: int, snaps: dict, savepoint: bool, subsumed: tuple, retained: tuple,
+                 step: int) -> int:
         """A checkpoint (or savepoint) completed: keep its handles; for a checkpoint register its
         shared files, discard the private files of the checkpoints it subsumed that the job
         owns, then the shared files no retained checkpoint uses. Returns how many shared files
         that freed."""
         handles = {tid: s.state_handle for tid, s in snaps.items() if s.state_handle is not None}
         self.handles[checkpoint_id] = handles
+        self.last_change = step
         if savepoint:
             self.savepoints.add(checkpoint_id)
             return 0
@@ -190,12 +200,13 @@ class CheckpointStorage:
             if h is not None:
                 self.schedule_delete(h.uploaded, why)
 
-    def restore_from(self, checkpoint_id: int, mode: str, shared: bool) -> None:
+    def restore_from(self, checkpoint_id: int, mode: str, shared: bool, step: int) -> None:
         """A new job restores snapshot ``checkpoint_id`` in ``mode`` (``restoreSavepoint``):
         CLAIM makes it the job's (discarded once subsumed). With ``shared`` (a RocksDB native
         savepoint) its SST files become shared state, registered either way
         (``registerAllAfterRestored``), so later incremental checkpoints may reference them."""
         self.restored = (checkpoint_id, mode)
+        self.last_change = step
         self.released = False
         self.completed_since_restore = False
         handles = self.handles.get(checkpoint_id, {})
@@ -206,12 +217,15 @@ class CheckpointStorage:
         if mode == "CLAIM":
             self.savepoints.discard(checkpoint_id)
             self.owned.add(checkpoint_id)
+        else:
+            self.unclaimed.add(checkpoint_id)
 
     def release_restored(self, step: int) -> tuple:
         """The user deletes the snapshot restored in NO_CLAIM mode (allowed once a checkpoint
         of the new job completed); returns the deleted paths."""
         cid = self.restored[0]
         self.released = True
+        self.last_change = step
         self.savepoints.discard(cid)
         out = []
         for h in self.handles.get(cid, {}).values():

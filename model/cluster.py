@@ -647,7 +647,8 @@ class Cluster:
                 self.completed[cid] = self.acks.pop(cid, {})
                 if self.storage is not None:
                     freed = self.storage.complete(cid, self.completed[cid], e.properties.is_savepoint,
-                                                  e.subsumed_from_store, tuple(self.coordinator.store.checkpoint_ids()))
+                                                  e.subsumed_from_store, tuple(self.coordinator.store.checkpoint_ids()),
+                                                  self.now)
                     if freed:
                         self.events.append(("shared_state_unused", self.now, cid, freed))
                 self._write_delta().completed.append(cid)
@@ -1083,7 +1084,8 @@ class Cluster:
         keep_base = True
         if self.storage is not None:
             restored = self._savepoint_handles(restored, snaps, old_eg, new_eg)
-            self.storage.restore_from(sp, self.config.restore_mode, shared=self.config.state_backend == "rocksdb")
+            self.storage.restore_from(sp, self.config.restore_mode, shared=self.config.state_backend == "rocksdb",
+                                      step=self.now)
             self.events.append(("restored_with_claim_mode", self.now, sp, self.config.restore_mode))
             keep_base = self.config.restore_mode == "CLAIM" or not self.config.no_claim_full_first_checkpoint
         self._install(new_eg, restored, keep_base)
@@ -1095,7 +1097,10 @@ class Cluster:
             return False
         if self.job.notifications or self.coordinator.num_pending or self.net.in_flight():
             return False
-        if self.storage is not None and (self.storage.busy or any(t.backend.pending for t in self.tasks)):
+        if self.storage is not None and (self.storage.busy or any(t.backend.pending for t in self.tasks)
+                                         or self.job.status == "STOPPED"):
+            # with asynchronous phases every task may finish before a stop-with-savepoint
+            # completes: the stopped job is not the end, its restart from the savepoint is
             return False
         return not self._uncommitted_sink_data()
 

@@ -370,37 +370,39 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
 # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) -------
 _SB = dict(savepoints=True, max_concurrent_checkpoints=2, max_failures=2)
 _SB_SMALL = Small(checkpoints=3, records=2)
+#: shorter walks: a stop-with-savepoint and its restart fit in, and 150 of them stay cheap
+_SB_STEPS = 200
 _add(Variant(name="heap-two-phase-snapshots", description="HashMapStateBackend: copy-on-write synchronous phase, "
              "asynchronous phase as an action, full snapshot files; stop-with-savepoint and a NO_CLAIM restore",
-             family="state_backend", config=RuntimeConfig(state_backend="hashmap", **_SB), max_steps=500,
-             small=_SB_SMALL))
+             family="state_backend", config=RuntimeConfig(state_backend="hashmap", **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="rocksdb-incremental", description="RocksDB-like backend with incremental checkpoints: SST "
              "files shared through the SharedStateRegistry, 2 retained checkpoints, a CLAIM restore",
              family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True,
                                                           restore_mode="CLAIM", max_retained_checkpoints=2, **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="rocksdb-incremental-no-claim", description="RocksDB-like incremental checkpoints, a NO_CLAIM "
              "restore (the first checkpoint after it is full; the user may delete the snapshot afterwards)",
              family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="heap-snapshot-without-copy-on-write", description="heap snapshots without copy-on-write: the "
              "asynchronous phase reads the live state, so writes after the barrier leak into the snapshot",
              family="state_backend", expected=("snapshot_reflects_synchronous_phase", "incremental_restore_equals_full",
                                                "exactly_once", "committed_output_within_reference"),
              switches=("copy_on_write",), config=RuntimeConfig(state_backend="hashmap", copy_on_write=False, **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="shared-state-discarded-with-creator", description="incremental checkpoints whose shared files "
              "are discarded when the checkpoint that created them is subsumed, not the last that used them",
              family="state_backend", expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced"),
              switches=("discard_shared_by_creator",),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, discard_shared_by_creator=True, **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="no-claim-first-checkpoint-incremental", description="after a NO_CLAIM restore the first "
              "checkpoint is incremental: it references the user's snapshot, which the user may delete",
              family="state_backend", expected=("retained_checkpoints_restorable",),
              switches=("no_claim_full_first_checkpoint",),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, no_claim_full_first_checkpoint=False, **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="incremental-reuses-unconfirmed-files", description="an incremental snapshot reuses the files "
              "of the last snapshot taken although its checkpoint never completed; the JobManager discards what an "
              "aborted checkpoint uploaded", family="state_backend",
@@ -408,13 +410,13 @@ _add(Variant(name="incremental-reuses-unconfirmed-files", description="an increm
                        "snapshot_reflects_synchronous_phase"),
              switches=("reuse_unconfirmed_uploads",),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, reuse_unconfirmed_uploads=True, **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the SharedStateRegistry discards the shared "
              "files of a snapshot restored without claim once no checkpoint uses them", family="state_backend",
              expected=("no_claim_restore_keeps_snapshot", "retained_checkpoints_restorable",
                        "file_deleted_only_when_unreferenced"),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
-             max_steps=500, small=_SB_SMALL))
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 
 
 def variant(name: str) -> Variant:

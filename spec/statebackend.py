@@ -1,11 +1,12 @@
 """Invariants of state backends and checkpoint storage (with ``RuntimeConfig.state_backend``).
 
-* ``retained_checkpoints_restorable`` (always): every file referenced by a retained completed
-  checkpoint, a savepoint, or the snapshot a job restored without claiming it exists;
-* ``file_deleted_only_when_unreferenced`` (always): a delete never removes a file such a
-  snapshot references;
+* ``file_deleted_only_when_unreferenced`` (always): a delete never removes a file that a
+  retained completed checkpoint, a savepoint, or the snapshot a job restored without claiming
+  it references;
 * ``no_claim_restore_keeps_snapshot`` (always): the job never deletes a file of a snapshot it
   restored in NO_CLAIM mode;
+* ``retained_checkpoints_restorable`` (always): every file such a snapshot references exists
+  (whoever deleted it; checked after the two above, which name the job's delete);
 * ``snapshot_reflects_synchronous_phase`` (always): the files of a completed checkpoint hold
   exactly the keyed state of each task's synchronous phase;
 * ``incremental_restore_equals_full`` (always): a restore from the files (an incremental
@@ -30,21 +31,25 @@ def _retained(cluster) -> tuple:
 
 
 @invariant(
-    "retained_checkpoints_restorable",
+    "no_claim_restore_keeps_snapshot",
     kind="always",
-    concept="CompletedCheckpointStore / SharedStateRegistry (state.checkpoints.num-retained)",
-    statement="Every file referenced by a retained completed checkpoint, a savepoint, or a snapshot restored "
-    "in NO_CLAIM mode (until the user deletes it) exists.",
+    concept="RecoveryClaimMode.NO_CLAIM (SharedStateRegistry highestNotClaimedCheckpointID)",
+    statement="The job never deletes a file of a snapshot it restored in NO_CLAIM mode.",
 )
-def retained_checkpoints_restorable(run) -> Violation | None:
-    storage = run.cluster.storage
-    if storage is None or not storage.deleted:
+def no_claim_restore_keeps_snapshot(run) -> Violation | None:
+    cluster = run.cluster
+    storage = cluster.storage
+    if storage is None or not storage.unclaimed:
         return None
-    for path, (cid, why) in storage.referenced(_retained(run.cluster)).items():
-        if path not in storage.files:
-            return Violation(invariant="retained_checkpoints_restorable", expected=f"{path} exists",
-                             actual=f"{path} was deleted by the {storage.deleted.get(path, 'job')}",
-                             message=f"{why} {cid} is not restorable: its file {path} was deleted")
+    if storage.last_deleted is None or storage.last_deleted[0] != cluster.now - 1:
+        return None
+    path = storage.last_deleted[1]
+    for cid in sorted(storage.unclaimed):
+        for h in storage.handles.get(cid, {}).values():
+            if path in h.paths:
+                return Violation(invariant="no_claim_restore_keeps_snapshot", expected=f"{path} kept (the user's)",
+                                 actual=f"{path} deleted by the job",
+                                 message=f"the job deleted {path} of snapshot {cid}, which it restored in NO_CLAIM mode")
     return None
 
 
@@ -69,25 +74,21 @@ def file_deleted_only_when_unreferenced(run) -> Violation | None:
 
 
 @invariant(
-    "no_claim_restore_keeps_snapshot",
+    "retained_checkpoints_restorable",
     kind="always",
-    concept="RecoveryClaimMode.NO_CLAIM (SharedStateRegistry highestNotClaimedCheckpointID)",
-    statement="The job never deletes a file of a snapshot it restored in NO_CLAIM mode.",
+    concept="CompletedCheckpointStore / SharedStateRegistry (state.checkpoints.num-retained)",
+    statement="Every file referenced by a retained completed checkpoint, a savepoint, or a snapshot restored "
+    "in NO_CLAIM mode (until the user deletes it) exists.",
 )
-def no_claim_restore_keeps_snapshot(run) -> Violation | None:
-    cluster = run.cluster
-    storage = cluster.storage
-    if storage is None or storage.restored is None or storage.restored[1] != "NO_CLAIM":
-        return None
-    if storage.last_deleted is None or storage.last_deleted[0] != cluster.now - 1:
-        return None
-    path = storage.last_deleted[1]
-    cid = storage.restored[0]
-    for h in storage.handles.get(cid, {}).values():
-        if path in h.paths:
-            return Violation(invariant="no_claim_restore_keeps_snapshot", expected=f"{path} kept (the user's)",
-                             actual=f"{path} deleted by the job",
-                             message=f"the job deleted {path} of snapshot {cid}, which it restored in NO_CLAIM mode")
+def retained_checkpoints_restorable(run) -> Violation | None:
+    storage = run.cluster.storage
+    if storage is None or not storage.deleted or storage.last_change != run.cluster.now - 1:
+        return None  # nothing kept can have lost a file unless this step deleted or kept something
+    for path, (cid, why) in storage.referenced(_retained(run.cluster)).items():
+        if path not in storage.files:
+            return Violation(invariant="retained_checkpoints_restorable", expected=f"{path} exists",
+                             actual=f"{path} was deleted by the {storage.deleted.get(path, 'job')}",
+                             message=f"{why} {cid} is not restorable: its file {path} was deleted")
     return None
 
 

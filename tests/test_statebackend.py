@@ -285,3 +285,24 @@ def test_safe_state_backend_runs_drain_with_no_file_left_to_delete(name):
     c = Cluster.from_scenario(generate(variant(name), 5))
     drain(c)
     assert c.is_drained() and not c.storage.scheduled and all(not t.backend.pending for t in c.tasks)
+
+
+def test_a_stop_with_savepoint_completing_after_every_task_finished_is_not_the_end_of_the_run():
+    """1. the source emits r0, r1 and the stop-with-savepoint barrier goes out after r0;
+    2. the source ends, agg takes r0, the barrier (synchronous phase), r1 and EndOfPartition:
+    every task FINISHED; 3. the asynchronous phases run: the savepoint completes, the job is
+    STOPPED. The run is not drained there: the drain restarts from the savepoint and commits."""
+    sc = _sc("rocksdb-incremental")
+    eg = Cluster.from_scenario(sc).eg
+    src, agg = sub(eg, "source", 0), sub(eg, "agg", 0)
+    ch = chan(eg, ("source", 0), ("agg", 0))
+    steps = [SourceEmit(src), StopWithSavepoint(), SourceEmit(src), SourceEnd(src)] + [Deliver(ch)] * 5
+    vio, run = replay(sc, steps, finish=False)
+    c = run.cluster
+    assert vio is None and all(t.status == "FINISHED" for t in c.tasks) and c.status == "RUNNING"
+    c.step(FinishAsyncSnapshot(agg, 1))
+    c.step(FinishAsyncSnapshot(src, 1))
+    assert c.status == "STOPPED" and all(t.status == "FINISHED" for t in c.tasks)
+    assert not c.is_drained()
+    assert run.finish() is None            # drained through the restart, exactly-once holds
+    assert any(e[0] == "rescaled" for e in c.events) and c.is_drained()
