@@ -211,8 +211,11 @@ def generate(variant: Variant, seed: int) -> Scenario:
     else:
         graph = FAMILIES[variant.family](rng, sink_kind)
     negative = variant.family == "keyed" and rng.random() < 0.3
+    # state backends: fewer records (the storage mechanisms need checkpoints, stops and
+    # restarts, not long inputs; short runs keep the walks and their shrinking cheap)
+    sizes = dict(min_records=2, max_records=5) if variant.family == "state_backend" else {}
     job_input = _input(rng, graph, max(o.watermark_out_of_orderness for o in graph.operators if o.kind == "source"),
-                       negative=negative)
+                       negative=negative, **sizes)
     config = variant.config
     if variant.family == "rescale":
         keyed = next(o for o in graph.operators if o.name == "agg")
