@@ -16,6 +16,12 @@ aborted checkpoint or a late acknowledgement uploaded is discarded), and
 ``CheckpointCoordinator.restoreSavepoint`` with ``RecoveryClaimMode`` (CLAIM: the restored
 snapshot is the job's and is discarded when subsumed; NO_CLAIM: it stays the user's).
 
+Deliberately different: shared files are registered when the checkpoint *completes*, and
+what an aborted checkpoint uploaded is discarded by the JobManager (Flink before 1.15; since
+FLINK-24611 Flink registers shared state on acknowledgement and leaves an aborted checkpoint's
+shared files to the registry). Either way a later checkpoint may only reuse files of a
+confirmed one.
+
 Deliberately left out: the ``_metadata`` file (a completed checkpoint's handles are kept
 here, as data), operator state and channel state (they stay inside the model's
 ``TaskSnapshot``), file sizes, failures of the file system. A file's content is the keyed

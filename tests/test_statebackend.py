@@ -26,6 +26,7 @@ from properties.engines import replay
 from tests.scenario_util import chan, sub
 
 import spec
+from spec.statebackend import retained_checkpoints_restorable
 
 spec.load_all()
 
@@ -243,7 +244,6 @@ def test_no_claim_restore_takes_a_full_first_checkpoint_so_the_user_may_delete_t
     reused = {p for h in c.storage.handles[cid].values() for p in h.paths if p.startswith(f"sp-{sp}/")}
     assert bool(reused) == broken
     c.step(ReleaseRestoredSnapshot())
-    from spec.statebackend import retained_checkpoints_restorable  # the invariant judged here
 
     class _Run:
         cluster = c
