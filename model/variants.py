@@ -374,7 +374,7 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
 _SB = dict(savepoints=True, max_concurrent_checkpoints=2, max_failures=2)
 _SB_SMALL = Small(checkpoints=3, records=2)
 #: shorter walks: a stop-with-savepoint and its restart fit in, and 150 of them stay cheap
-_SB_STEPS = 200
+_SB_STEPS = 120
 _add(Variant(name="heap-two-phase-snapshots", description="HashMapStateBackend: copy-on-write synchronous phase, "
              "asynchronous phase as an action, full snapshot files; stop-with-savepoint and a NO_CLAIM restore",
              family="state_backend", config=RuntimeConfig(state_backend="hashmap", **_SB),
