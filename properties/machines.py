@@ -866,6 +866,13 @@ def focused_scenario_from_dict(d: dict) -> FocusedScenario:
         raise ValueError(f"unknown focused machine {d.get('machine')!r} (known: {', '.join(FOCUSED_MACHINES)})")
     if not isinstance(d.get("knobs"), dict) or not isinstance(d.get("init"), dict):
         raise ValueError("'knobs' and 'init' must be objects")
+    for name, value in d["knobs"].items():
+        if name == "knobs" and isinstance(value, dict):
+            bad = sorted(k for k, v in value.items() if type(v) is not bool)
+            if bad:
+                raise ValueError(f"knobs.knobs: {', '.join(map(repr, bad))} must be true or false")
+        elif not (value is None or type(value) in (bool, int, str)):
+            raise ValueError(f"knobs: {name!r} must be a string, number, true/false or null")
     return FocusedScenario(d["machine"], d["knobs"], d["init"])
 
 
