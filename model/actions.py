@@ -773,6 +773,134 @@ class RestartFromSavepointKind(ActionKind):
 
 
 
+@attrs.frozen(slots=True)
+class FinishAsyncSnapshot:
+    """The asynchronous phase of subtask ``subtask``'s snapshot ``checkpoint_id`` runs (state
+    files written), then the task acknowledges (``AsyncCheckpointRunnable``)."""
+
+    subtask: int
+    checkpoint_id: int
+
+
+@attrs.frozen(slots=True)
+class DiscardFile:
+    """A scheduled asynchronous delete of the state file ``path`` runs."""
+
+    path: str
+
+
+@attrs.frozen(slots=True)
+class ReleaseRestoredSnapshot:
+    """The user deletes the snapshot the job restored in NO_CLAIM mode (allowed once a
+    checkpoint of the restored job completed)."""
+
+
+# The state-backend kinds are never switched off by swarm testing (``optional=False``): a run
+# without a state backend has no candidates of them, and its random walk stays as it was.
+
+@register
+class FinishAsyncSnapshotKind(ActionKind):
+    """Offered (with ``RuntimeConfig.state_backend``) while the job runs, for every snapshot
+    whose synchronous phase is done and that its task would acknowledge now."""
+
+    action = FinishAsyncSnapshot
+    weight = 3.0
+    optional = False
+    drain = 1
+    shape = "square"
+    color = "#c77c02"
+
+    def candidates(self, c):
+        if c.storage is None:
+            return ()
+        return [_interned(FinishAsyncSnapshot, t.id, cid) for t in c.tasks for cid in t.backend.ready_ids()]
+
+    def precondition(self, c):
+        if c.storage is None:
+            return "no state backend is modelled (RuntimeConfig.state_backend)"
+        return None if c.job.status == RUNNING else f"the job is {c.job.status}"
+
+    def admits(self, c, a):
+        if not _is_id(a.subtask, len(c.tasks)):
+            return f"there is no subtask {a.subtask!r}"
+        t = c.tasks[a.subtask]
+        if t.status not in (RUNNING, FINISHED):
+            return f"{t.subtask.name} is {t.status}"
+        if a.checkpoint_id not in t.backend.ready_ids():
+            return f"{t.subtask.name} has no snapshot {a.checkpoint_id!r} waiting for its asynchronous phase"
+        return None
+
+    def apply(self, c, a):
+        c.finish_async_snapshot(c.tasks[a.subtask], a.checkpoint_id)
+
+    def describe(self, c, a):
+        return f"{_name(c, a.subtask)} finishes the asynchronous phase of snapshot {a.checkpoint_id} and acknowledges"
+
+
+@register
+class DiscardFileKind(ActionKind):
+    action = DiscardFile
+    weight = 1.0
+    optional = False
+    drain = 10
+    shape = "cross"
+    color = "#888"
+
+    def candidates(self, c):
+        if c.storage is None:
+            return ()
+        return [_interned(DiscardFile, p) for p in c.storage.scheduled]
+
+    def precondition(self, c):
+        return "no state backend is modelled (RuntimeConfig.state_backend)" if c.storage is None else None
+
+    def admits(self, c, a):
+        if a.path not in c.storage.scheduled:
+            return f"no delete of {a.path!r} is scheduled"
+        return None
+
+    def apply(self, c, a):
+        c.discard_file(a.path)
+
+    def describe(self, c, a):
+        return f"the state file {a.path} is deleted ({c.storage.scheduled[a.path]})"
+
+    def mark(self, c, a):
+        return {"lane": None, "shape": self.shape, "color": self.color}
+
+
+@register
+class ReleaseRestoredSnapshotKind(ActionKind):
+    action = ReleaseRestoredSnapshot
+    weight = 0.5
+    optional = False
+    shape = "cross"
+    color = "#d00"
+
+    def candidates(self, c):
+        if c.storage is None or c.storage.restored is None:
+            return ()
+        return (ReleaseRestoredSnapshot(),)
+
+    def precondition(self, c):
+        st = c.storage
+        if st is None or st.restored is None:
+            return "the job did not restore a snapshot"
+        if st.restored[1] != "NO_CLAIM":
+            return f"the job owns the snapshot it restored ({st.restored[1]} mode)"
+        if st.released:
+            return "the restored snapshot was deleted already"
+        if not st.completed_since_restore:
+            return "no checkpoint completed since the restore (the job may still need the snapshot)"
+        return None
+
+    def apply(self, c, a):
+        c.release_restored_snapshot()
+
+    def describe(self, c, a):
+        return f"the user deletes snapshot {c.storage.restored[0]} (restored in NO_CLAIM mode)"
+
+
 # -- views generated from the registry ------------------------------------------------------
 
 ACTION_TYPES = tuple(KINDS)

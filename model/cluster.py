@@ -50,6 +50,9 @@ from model import actions as A
 from model import seams, sinks, slotsharing
 from model.channels import Channels
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
+from model.checkpointstorage import CheckpointStorage, flatten
+from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
+from model.statebackend import BACKENDS, make_backend
 from model.checkpointcoordinator import (
     CheckpointAborted,
     CheckpointCompleted,
@@ -175,6 +178,24 @@ class RuntimeConfig:
     #: known unsafe: window operators ignore ``allowed_lateness`` (a record that arrives after
     #: its window fired is dropped although the window still accepts it)
     window_lateness_ignored: bool = False
+    # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) --
+    #: ``state.backend.type``: "hashmap" or "rocksdb" switch on two-phase snapshots (the
+    #: asynchronous phase is the FinishAsyncSnapshot action), state files in a DFS, the
+    #: SharedStateRegistry and asynchronous deletes; None (the default) keeps the model's
+    #: instant snapshots without files.
+    state_backend: str | None = None
+    #: ``execution.checkpointing.incremental`` (RocksDB only).
+    incremental: bool = False
+    #: ``execution.state-recovery.claim-mode`` of a restart from a savepoint: CLAIM or NO_CLAIM.
+    restore_mode: str = "NO_CLAIM"
+    #: known-unsafe when false: the heap snapshot reads the live state in its asynchronous phase.
+    copy_on_write: bool = True
+    #: known-unsafe: shared files are discarded once the checkpoint that created them is subsumed.
+    discard_shared_by_creator: bool = False
+    #: known-unsafe when false: the first checkpoint after a NO_CLAIM restore is incremental.
+    no_claim_full_first_checkpoint: bool = True
+    #: known-unsafe: an incremental snapshot reuses files of the last snapshot taken, confirmed or not.
+    reuse_unconfirmed_uploads: bool = False
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -200,6 +221,12 @@ class RuntimeConfig:
             raise FlinkspecError("task_managers must be >= 1")
         if self.alignment_timer not in ALIGNMENT_TIMERS:
             raise FlinkspecError(f"alignment_timer must be one of {ALIGNMENT_TIMERS}, not {self.alignment_timer!r}")
+        if self.state_backend not in (None,) + BACKENDS:
+            raise FlinkspecError(f"state_backend must be one of {BACKENDS} or None, not {self.state_backend!r}")
+        if self.incremental and self.state_backend != "rocksdb":
+            raise FlinkspecError("incremental checkpoints need state_backend 'rocksdb'")
+        if self.restore_mode not in RESTORE_MODES:
+            raise FlinkspecError(f"restore_mode must be one of {RESTORE_MODES}, not {self.restore_mode!r}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
@@ -311,6 +338,9 @@ class Cluster:
         self._task_cls = seams.variant_class(StreamTask, self.config.bugs)
         self._handler_cls = seams.variant_class(SingleCheckpointBarrierHandler, self.config.bugs)
         self._scenario_key = None
+        #: the DFS and the SharedStateRegistry (model.checkpointstorage); None without a state backend
+        self.storage = None if self.config.state_backend is None else CheckpointStorage(
+            seams.variant_class(SharedStateRegistry, self.config.bugs), self.config.discard_shared_by_creator)
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
@@ -418,7 +448,7 @@ class Cluster:
             notify_savepoint_complete=cfg.notify_savepoint_complete,
         )
 
-    def _install(self, execution_graph, restored=None) -> None:
+    def _install(self, execution_graph, restored=None, keep_base: bool = True) -> None:
         """Deploy every subtask of ``execution_graph`` (fresh, or from ``restored``)."""
         self.eg = execution_graph
         blocking = [execution_graph.job_graph.edges[ch.job_edge].result_partition_type == BLOCKING
@@ -443,7 +473,7 @@ class Cluster:
             self.tasks[st.id] = self._deploy(st)
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         if restored is not None:
-            self._restore_tasks(set(range(len(self.tasks))), restored)
+            self._restore_tasks(set(range(len(self.tasks))), restored, keep_base)
         ids = [s.id for s in execution_graph.subtasks]
         self.coordinator.update_tasks(ids, ids)
     # -- deployment -------------------------------------------------------------------------
@@ -506,6 +536,9 @@ class Cluster:
         output = TaskOutput([self.channels[c] for c in out_channels],
                             [self.channels[c] for c in out_channels if not self.blocking[c]])
         task = self._task_cls(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels)
+        if self.storage is not None:
+            task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}",
+                                        [n for n in op_nodes if isinstance(n, KeyedNode)])
         head_spec = ops[head_name]
         if head_spec.kind == "source":
             splits = self.job_input.splits.get(head_spec.name, ())
@@ -623,6 +656,10 @@ class Cluster:
         self._write_delta().acked.append((task.id, cid))
         if cid in self.coordinator.pending:
             self.acks.setdefault(cid, {})[task.id] = snap
+            if self.storage is not None and self._finalize_fails(cid, task.id):
+                return
+        elif self.storage is not None:  # nobody waits for it: discardSubtaskState
+            self.storage.discard_uploads((snap,), f"late acknowledgement of checkpoint {cid}")
         self._effects(self.coordinator.receive_acknowledge(cid, task.id, snap, now=self.now))
 
     def _effects(self, effects) -> None:
@@ -633,12 +670,20 @@ class Cluster:
                 cid = e.checkpoint_id
                 self.completed_ids.append(cid)
                 self.completed[cid] = self.acks.pop(cid, {})
+                if self.storage is not None:
+                    freed = self.storage.complete(cid, self.completed[cid], e.properties.is_savepoint,
+                                                  e.subsumed_from_store, tuple(self.coordinator.store.checkpoint_ids()),
+                                                  self.now)
+                    if freed:
+                        self.events.append(("shared_state_unused", self.now, cid, freed))
                 self._write_delta().completed.append(cid)
                 self.events.append(("completed", self.now, cid, e.properties.is_savepoint))
                 if job.stopping == cid:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
                 self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
+                if self.storage is not None:
+                    self._discard_acked(e.checkpoint_id)
                 if job.stopping == e.checkpoint_id:
                     # stop-with-savepoint failed: the job keeps running (as in Flink)
                     job.stopping = None
@@ -658,7 +703,80 @@ class Cluster:
             if h is not None and h.has_seen(cid):
                 continue
             if cid not in task.acked and cid in self.coordinator.pending_ids():
-                self._acknowledge(task, task.take_snapshot(cid))
+                self._acknowledge_finished(task, cid)
+
+    # -- state backends and checkpoint storage (only with RuntimeConfig.state_backend) ----------
+    def _acknowledge_finished(self, task: StreamTask, cid: int) -> None:
+        """A finished task acknowledges with its final state: both phases at once."""
+        snap = task.take_snapshot(cid)
+        if task.backend is not None:
+            snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid))
+        self._acknowledge(task, snap)
+
+    def _finalize_fails(self, cid: int, tid: int) -> bool:
+        """The acknowledgement of ``tid`` would complete checkpoint ``cid``, but registering its
+        shared state fails (a placeholder the SharedStateRegistry does not know): the
+        checkpoint fails instead (FINALIZE_CHECKPOINT_FAILURE)."""
+        p = self.coordinator.pending[cid]
+        if p.not_yet_acknowledged != {tid} or p.properties.is_savepoint:
+            return False
+        unknown = self.storage.unknown_placeholders(self.acks[cid].values())
+        if not unknown:
+            return False
+        self.events.append(("finalize_failed", self.now, cid, unknown))
+        for t_id, snap in self.acks[cid].items():
+            if set(snap.state_handle.placeholders) & set(unknown):
+                # Flink would fail every later checkpoint the same way until its
+                # CheckpointFailureManager fails the job; here that backend's next snapshot is full
+                self.tasks[t_id].backend.confirmed = None
+        self._effects(self.coordinator.receive_decline(cid, tid, "FINALIZE_CHECKPOINT_FAILURE"))
+        return True
+
+    def _is_savepoint(self, cid: int) -> bool:
+        p = self.coordinator.pending.get(cid)
+        return p is not None and p.properties.is_savepoint
+
+    def finish_async_snapshot(self, task: StreamTask, cid: int) -> None:
+        """The asynchronous phase of ``task``'s snapshot ``cid`` (``AsyncCheckpointRunnable``):
+        write the files, then acknowledge."""
+        snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid))
+        self.outbox.append(AcknowledgeCheckpoint(task.id, cid, snap))
+
+    def _discard_acked(self, cid: int) -> None:
+        """Checkpoint ``cid`` was aborted: discard what its acknowledged snapshots uploaded, and
+        cancel the asynchronous phases that cannot acknowledge any more."""
+        self.storage.discard_uploads(self.acks.pop(cid, {}).values(), f"aborted checkpoint {cid}")
+        for t in self.tasks:
+            entry = t.backend.pending.get(cid)
+            if entry is not None and not entry[2]:
+                del t.backend.pending[cid]
+
+    def _restore_backend(self, task: StreamTask, snap, keep_base: bool) -> dict:
+        """Restore ``task``'s keyed state backend from ``snap``'s state handle (the files)."""
+        h = snap.state_handle
+        keyed = task.backend.restore(h, self.storage, snap.keyed, keep_base)
+        if h is not None:
+            missing = self.storage.materialize(h)[1]
+            same = flatten(keyed) == flatten(snap.keyed)
+            self.storage.note_restore(self.now, (task.id, snap.checkpoint_id, same, missing))
+        return keyed
+
+    @staticmethod
+    def _savepoint_handles(restored, snaps: dict, old_eg, new_eg):
+        """With unchanged subtasks a savepoint restore keeps each task's state handle (native
+        format); a rescaled one restores the values."""
+        if [s.name for s in old_eg.subtasks] != [s.name for s in new_eg.subtasks]:
+            return restored
+        ts = {sid: attrs.evolve(s, state_handle=snaps[sid].state_handle) for sid, s in restored.task_states.items()}
+        return attrs.evolve(restored, task_states=ts)
+
+    def discard_file(self, path: str) -> None:
+        self.storage.discard(path, self.now)
+        self.events.append(("file_deleted", self.now, path))
+
+    def release_restored_snapshot(self) -> None:
+        paths = self.storage.release_restored(self.now)
+        self.events.append(("snapshot_released", self.now, self.storage.restored[0], paths))
 
     # -- what the guards ask --------------------------------------------------------------------
     def outputs_free(self, task: StreamTask) -> bool:
@@ -740,13 +858,15 @@ class Cluster:
             self.events.append(("savepoint_triggered", self.now, cid))
         for t in self.tasks:
             if t.status == FINISHED:
-                self._acknowledge(t, t.take_snapshot(cid))
+                self._acknowledge_finished(t, cid)
             elif t.status == RUNNING and not t.barrier_channels:
                 # sources, and tasks fed only by blocking partitions, are triggered directly
                 t.trigger(barrier, unaligned)
                 self.deliver_messages()
 
     def expire_checkpoint(self, checkpoint_id: int) -> None:
+        if self.storage is not None:
+            self._discard_acked(checkpoint_id)
         self.acks.pop(checkpoint_id, None)
         self._effects(self.coordinator.receive_decline(checkpoint_id, -1, "CHECKPOINT_EXPIRED", now=self.now))
 
@@ -757,8 +877,11 @@ class Cluster:
             del sent[key]
         else:
             sent[key] -= 1
-        for node in self.tasks[subtask].nodes:
+        task = self.tasks[subtask]
+        for node in task.nodes:
             node.notify_complete(checkpoint_id)
+        if task.backend is not None:
+            task.backend.notify_complete(checkpoint_id)
 
     def alignment_timeout(self, t: StreamTask) -> None:
         cid = t.timer[0]
@@ -843,6 +966,8 @@ class Cluster:
                             tuple(sorted(restart))))
         for key in [k for k in job.notifications if k[0] in restart]:
             del job.notifications[key]
+        if self.storage is not None and any(self.tasks[t].backend.pending for t in restart):
+            self.events.append(("failure_between_snapshot_phases", self.now))
         if job.stopping is not None and job.stopping not in self.coordinator.pending:
             job.stopping = None  # the stop-with-savepoint was aborted by the failover
         for c in range(len(self.channels)):
@@ -860,7 +985,7 @@ class Cluster:
         self._write_delta().allocation_changed = True
         self._restore_tasks(set(restart), checkpoint)
 
-    def _restore_tasks(self, restart: set, checkpoint) -> None:
+    def _restore_tasks(self, restart: set, checkpoint, keep_base: bool = True) -> None:
         """Restore state of the freshly deployed subtasks in ``restart``: keyed state, source
         offsets, sink transactions, channel state (input part, then output part) and the
         channel bookkeeping; blocking partitions are re-read from the restored position."""
@@ -870,7 +995,7 @@ class Cluster:
             snap = states.get(tid)
             if snap is None:
                 continue
-            self._restore_task(task, snap)
+            self._restore_task(task, snap, keep_base)
         for c in range(len(self.channels)):
             cons, prod = self.consumer_of[c], self.producer_of[c]
             psnap = states.get(prod)
@@ -898,16 +1023,19 @@ class Cluster:
             if psnap is not None and prod in restart:
                 ch.extend(psnap.output_channel_state.get(c, ()))
 
-    def _restore_task(self, task: StreamTask, snap) -> None:
+    def _restore_task(self, task: StreamTask, snap, keep_base: bool = True) -> None:
         src = task.source
         if src is not None and src.name in snap.operator:
             # the subtask reads exactly the splits of its restored split state
             records = self.job_input.splits.get(src.name, ())
             src.assign([[sid, tuple(records[sid]), off, BoundedOutOfOrdernessWatermarks(src.out_of_orderness)]
                         for (sid, off) in snap.operator[src.name]])
+        keyed = snap.keyed
+        if task.backend is not None:
+            keyed = self._restore_backend(task, snap, keep_base)
         for node in task.nodes:
             if isinstance(node, KeyedNode):
-                node.op.restore_state(snap.keyed.get(node.name, {}))
+                node.op.restore_state(keyed.get(node.name, {}))
             elif isinstance(node, SinkNode):
                 state = snap.operator.get(node.name)
                 if state is not None:
@@ -928,7 +1056,7 @@ class Cluster:
         barrier = CheckpointBarrier(cid, self.now, savepoint=True, unaligned=False)
         for t in self.tasks:
             if t.status == FINISHED:
-                self._acknowledge(t, t.take_snapshot(cid))
+                self._acknowledge_finished(t, cid)
             elif t.status == RUNNING and not t.barrier_channels:
                 t.trigger(barrier, False)
                 self.deliver_messages()
@@ -970,7 +1098,8 @@ class Cluster:
         # a new job: a fresh CheckpointCoordinator whose store starts with the (rescaled)
         # savepoint (CheckpointCoordinator.restoreSavepoint, NO_CLAIM)
         self.coordinator = self._new_coordinator(new_eg)
-        self.coordinator.restore_savepoint(CompletedCheckpoint(sp, self.now, task_states=dict(restored.task_states)))
+        self.coordinator.restore_savepoint(CompletedCheckpoint(sp, self.now, task_states=dict(restored.task_states)),
+                                           claim_mode=self.config.restore_mode)
         job.status = RUNNING
         job.attempt += 1
         job.generation += 1
@@ -978,7 +1107,14 @@ class Cluster:
         self._write_delta().redeployed = True
         self.events.append(("rescaled", self.now, sp, tuple(parallelism)))
         self.restored_from.append((self.now, sp, ("rescale",) + tuple(parallelism)))
-        self._install(new_eg, restored)
+        keep_base = True
+        if self.storage is not None:
+            restored = self._savepoint_handles(restored, snaps, old_eg, new_eg)
+            self.storage.restore_from(sp, self.config.restore_mode, shared=self.config.state_backend == "rocksdb",
+                                      step=self.now)
+            self.events.append(("restored_with_claim_mode", self.now, sp, self.config.restore_mode))
+            keep_base = self.config.restore_mode == "CLAIM" or not self.config.no_claim_full_first_checkpoint
+        self._install(new_eg, restored, keep_base)
 
     # -- whole runs -------------------------------------------------------------------------
     def is_drained(self) -> bool:
@@ -986,6 +1122,11 @@ class Cluster:
         if any(t.status != FINISHED for t in self.tasks):
             return False
         if self.job.notifications or self.coordinator.num_pending or self.net.in_flight():
+            return False
+        if self.storage is not None and (self.storage.busy or any(t.backend.pending for t in self.tasks)
+                                         or self.job.status == "STOPPED"):
+            # with asynchronous phases every task may finish before a stop-with-savepoint
+            # completes: the stopped job is not the end, its restart from the savepoint is
             return False
         return not self._uncommitted_sink_data()
 

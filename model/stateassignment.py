@@ -15,7 +15,8 @@ groups ``kg % p' == i`` instead of its range, while records are still routed by 
 so keyed state ends up on a subtask that never sees its key.
 
 Leaves out: channel-state rescaling (savepoints are aligned, so a rescale from a savepoint
-has no channel state), incremental state handles.
+has no channel state), rescaling of incremental state handles (with a state backend,
+``model.statebackend``, a rescaled restore re-inserts the values).
 """
 
 from __future__ import annotations

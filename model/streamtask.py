@@ -75,6 +75,10 @@ class TaskSnapshot:
     #: checkpoint, so a restored producer's partition is complete again.
     partition: dict = attrs.field(factory=dict)
     finished: bool = False
+    #: with a state backend (``RuntimeConfig.state_backend``): the files of the keyed state
+    #: (``model.checkpointstorage.KeyedStateHandle``), set by the asynchronous phase; ``keyed``
+    #: then records the state of the synchronous phase (what the files must hold)
+    state_handle: object = None
 
 
 _WM_CACHE: dict = {}
@@ -429,7 +433,7 @@ class StreamTask:
         "id", "subtask", "net", "config", "outbox", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred",
+        "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred", "backend",
     )
     #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
     #: (the cluster's, fingerprinted there), and what the task's position in the (static)
@@ -468,6 +472,8 @@ class StreamTask:
         self.eop_seen = 0
         self.acked: set[int] = set()
         self.late: list = []
+        #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
+        self.backend = None
 
     # -- valve output ---------------------------------------------------------------------
     def emit_watermark(self, ts: int) -> None:
@@ -496,6 +502,8 @@ class StreamTask:
                 snap.partition[c] = tuple(e for e in chans[c] if type(e) is not EndOfPartitionEvent)
                 continue
             snap.sent[c] = received[c] + sum(1 for e in chans[c] if type(e) is tuple)
+        if self.backend is not None:
+            self.backend.sync_phase(snap)  # the synchronous phase; FinishAsyncSnapshot runs the other
         return snap
 
     # -- barrier handler context ---------------------------------------------------------
@@ -562,6 +570,9 @@ class StreamTask:
     def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
         """``CheckpointResponder.acknowledgeCheckpoint``: send the snapshot to the JobMaster."""
         self.acked.add(snap.checkpoint_id)
+        if self.backend is not None:
+            self.backend.ready(snap)  # acknowledged after the asynchronous phase (FinishAsyncSnapshot)
+            return
         self.outbox.append(AcknowledgeCheckpoint(self.id, snap.checkpoint_id, snap))
 
     def start_persisting(self, checkpoint_id: int, channels) -> None:

@@ -231,11 +231,18 @@ def _rescale_options(graph: StreamGraph, names: tuple) -> tuple:
     return tuple(out)
 
 
+def _state_backend_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """The keyed job (keyed state in every run: a keyed count or a window), stopped with a
+    savepoint and restarted from it at the same parallelism (state files, restore modes)."""
+    return _keyed_job(rng, sink_kind)
+
+
 FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
             # as "rescale", and a restore from a savepoint may also change the sources' parallelism
             "rescale_source": _rescale_job,
             # a windowed job with allowed lateness, two sources (idleness makes records late)
-            "late_window": _late_window_job}
+            "late_window": _late_window_job,
+            "state_backend": _state_backend_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
@@ -251,8 +258,11 @@ def generate(variant: Variant, seed: int) -> Scenario:
     else:
         graph = FAMILIES[variant.family](rng, sink_kind)
     negative = variant.family == "keyed" and rng.random() < 0.3
+    # state backends: fewer records (the storage mechanisms need checkpoints, stops and
+    # restarts, not long inputs; short runs keep the walks and their shrinking cheap)
+    sizes = dict(min_records=2, max_records=5) if variant.family == "state_backend" else {}
     job_input = _input(rng, graph, max(o.watermark_out_of_orderness for o in graph.operators if o.kind == "source"),
-                       negative=negative)
+                       negative=negative, **sizes)
     config = variant.config
     if variant.family in ("rescale", "rescale_source"):
         config = attrs.evolve(config, rescale_options=_rescale_options(
@@ -271,7 +281,7 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     src = OperatorSpec(name="source", kind="source", parallelism=sm.sources, watermark_out_of_orderness=0,
                        slot_sharing_group="sources" if variant.family == "blocking" else None)
     sink = OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind)
-    if variant.family in ("keyed", "late_window"):
+    if variant.family in ("keyed", "late_window", "state_backend"):
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
@@ -467,6 +477,56 @@ def job_variant(job: JobFile) -> Variant:
                   .job_input.splits.values() for split in splits)
     return Variant(name=f"{JOB_PREFIX}{job.name}", description=f"the job of {job.path}", family="keyed",
                    config=job.config, job=job, max_steps=max(400, 25 * records))
+# -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) -------
+_SB = dict(savepoints=True, max_concurrent_checkpoints=2, max_failures=2)
+_SB_SMALL = Small(checkpoints=3, records=2)
+#: shorter walks: a stop-with-savepoint and its restart fit in, and 150 of them stay cheap
+_SB_STEPS = 120
+_add(Variant(name="heap-two-phase-snapshots", description="HashMapStateBackend: copy-on-write synchronous phase, "
+             "asynchronous phase as an action, full snapshot files; stop-with-savepoint and a NO_CLAIM restore",
+             family="state_backend", config=RuntimeConfig(state_backend="hashmap", **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="rocksdb-incremental", description="RocksDB-like backend with incremental checkpoints: SST "
+             "files shared through the SharedStateRegistry, 2 retained checkpoints, a CLAIM restore",
+             family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True,
+                                                          restore_mode="CLAIM", max_retained_checkpoints=2, **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="rocksdb-incremental-no-claim", description="RocksDB-like incremental checkpoints, a NO_CLAIM "
+             "restore (the first checkpoint after it is full; the user may delete the snapshot afterwards)",
+             family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="heap-snapshot-without-copy-on-write", description="heap snapshots without copy-on-write: the "
+             "asynchronous phase reads the live state, so writes after the barrier leak into the snapshot",
+             family="state_backend", expected=("snapshot_reflects_synchronous_phase", "incremental_restore_equals_full",
+                                               "exactly_once", "committed_output_within_reference"),
+             switches=("copy_on_write",), config=RuntimeConfig(state_backend="hashmap", copy_on_write=False, **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="shared-state-discarded-with-creator", description="incremental checkpoints whose shared files "
+             "are discarded when the checkpoint that created them is subsumed, not the last that used them",
+             family="state_backend", expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced"),
+             switches=("discard_shared_by_creator",),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, discard_shared_by_creator=True, **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="no-claim-first-checkpoint-incremental", description="after a NO_CLAIM restore the first "
+             "checkpoint is incremental: it references the user's snapshot, which the user may delete",
+             family="state_backend", expected=("retained_checkpoints_restorable",),
+             switches=("no_claim_full_first_checkpoint",),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, no_claim_full_first_checkpoint=False, **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="incremental-reuses-unconfirmed-files", description="an incremental snapshot reuses the files "
+             "of the last snapshot taken although its checkpoint never completed; the JobManager discards what an "
+             "aborted checkpoint uploaded", family="state_backend",
+             expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced",
+                       "snapshot_reflects_synchronous_phase"),
+             switches=("reuse_unconfirmed_uploads",),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, reuse_unconfirmed_uploads=True, **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
+_add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the SharedStateRegistry discards the shared "
+             "files of a snapshot restored without claim once no checkpoint uses them", family="state_backend",
+             expected=("no_claim_restore_keeps_snapshot", "retained_checkpoints_restorable",
+                       "file_deleted_only_when_unreferenced"),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
+             max_steps=_SB_STEPS, small=_SB_SMALL))
 
 
 def variant(name: str) -> Variant:

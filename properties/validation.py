@@ -323,6 +323,10 @@ def _argument_rule(f, value) -> str | None:
         return None
     if t == "bool":
         return None if type(value) is bool else f"must be True or False, not {short(value)}"
+    if t == "str":  # DiscardFile.path: a state file's path
+        if type(value) is not str or not value or len(value) > MAX_NAME or not value.isprintable():
+            return f"must be a non-empty printable string of at most {MAX_NAME} characters, not {short(value)}"
+        return None
     if t == "tuple":  # RestartFromSavepoint.parallelism: ((operator, parallelism), ...)
         if type(value) is not tuple or not all(
                 type(p) is tuple and len(p) == 2 and type(p[0]) is str and type(p[1]) is int

@@ -8,7 +8,8 @@ Invariants are pure named functions (``spec.invariant``), each tagged *always*,
 #: engine that asks ``spec.invariant.invariants(...)`` sees every registered one.
 INVARIANT_MODULES = ("spec.checkpoint", "spec.exactly_once", "spec.recovery", "spec.coverage",
                      "spec.placement", "spec.watermarks", "spec.focused",
-                     "spec.declarative")
+                     "spec.declarative",
+                     "spec.statebackend")
 
 
 def load_all():

@@ -1,0 +1,241 @@
+"""Keyed state backends: the two phases of a snapshot, and the files it writes.
+
+Invariant upheld: a snapshot holds exactly the keyed state of its synchronous phase, however
+many records the task processes before the asynchronous phase runs; an incremental snapshot
+restores to the same state as a full one of the same moment.
+
+A snapshot has two phases. The *synchronous* phase runs in the task at the barrier
+(``StreamTask.take_snapshot`` calls :meth:`KeyedStateBackend.sync_phase`); the *asynchronous*
+phase (``AsyncCheckpointRunnable``) is the action ``FinishAsyncSnapshot``: it writes the
+files and only then the task acknowledges the checkpoint. Records processed in between, other
+barriers, failures and deletions can interleave.
+
+Follows (apache/flink):
+
+* ``HashMapStateBackend`` / ``HeapSnapshotStrategy`` over ``CopyOnWriteStateMap``: the
+  synchronous phase takes a copy-on-write snapshot (later writes copy the entries they
+  change, so the snapshot keeps the barrier's values); the asynchronous phase writes one
+  full file ``chk-<id>/<backend>`` (a savepoint: ``sp-<id>/<backend>``);
+* ``EmbeddedRocksDBStateBackend`` with ``RocksIncrementalSnapshotStrategy``: state lives in
+  immutable SST files; the synchronous phase flushes the memtable into a new SST (only the
+  key groups that changed; a deletion marker for those that disappeared) and takes the set
+  of live SSTs (the native checkpoint: hard links); a compaction merges the live SSTs into
+  one when there are more than :data:`MAX_LIVE_SSTS`. The asynchronous phase uploads, for an
+  incremental checkpoint, only the SSTs not uploaded by the last *confirmed* checkpoint
+  (``uploadedSstFiles.get(lastCompletedCheckpointId)``; ``notifyCheckpointComplete``
+  confirms) to ``shared/``, and references the others (placeholders); a full (non-incremental)
+  checkpoint uploads every SST as private state; a savepoint (native format) copies every
+  SST into its own directory. After a restore from an incremental checkpoint the restored
+  files are the base of the next checkpoint (``RocksIncrementalRestoreOperation``); after a
+  NO_CLAIM restore there is no base, so the first checkpoint is full (FLIP-193's
+  ``FULL_CHECKPOINT`` type).
+
+Deliberately left out: serialization formats, key-value granularity (a key group's state is
+one value), RocksDB's levels (one compaction policy: merge everything), local recovery,
+the changelog backend, rescaling of SST files (a rescaled restore re-inserts the state into
+one new SST, as a canonical savepoint restore does).
+
+Known-unsafe variants: ``copy_on_write=False`` (heap: the asynchronous phase reads the live
+state, so writes after the barrier leak into the snapshot); ``reuse_unconfirmed_uploads=True``
+(RocksDB: the base is the last snapshot *taken*, confirmed or not, so a checkpoint may
+reference files of an aborted one that the JobManager discards).
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from model.checkpointstorage import KeyedStateHandle, flatten, fold, nest
+
+BACKENDS = ("hashmap", "rocksdb")
+#: a compaction merges the live SST files into one when there are more than this many
+MAX_LIVE_SSTS = 3
+
+
+class KeyedStateBackend:
+    """A task's keyed state backend. ``uid`` names its files; ``pending`` holds, per
+    checkpoint id, ``[snapshot, resources, ready]`` from the synchronous phase until the
+    asynchronous one ran (``ready``: the task would acknowledge now, e.g. its unaligned channel
+    state is complete)."""
+
+    __slots__ = ("uid", "pending", "nodes")
+    #: the keyed operators are the task's (their state is fingerprinted through the chain)
+    FINGERPRINT_SKIP = ("nodes",)
+
+    def __init__(self, uid: str, nodes):
+        self.uid = uid
+        self.pending: dict[int, list] = {}
+        self.nodes = nodes
+
+    # -- the two phases -------------------------------------------------------------------
+    def sync_phase(self, snap) -> None:
+        self.pending[snap.checkpoint_id] = [snap, self._resources(snap), False]
+
+    def ready(self, snap) -> None:
+        """The task would acknowledge ``snap`` now: its asynchronous phase may run."""
+        entry = self.pending.get(snap.checkpoint_id)
+        if entry is not None:
+            entry[0] = snap
+            entry[2] = True
+
+    def ready_ids(self) -> list:
+        return [cid for cid, e in self.pending.items() if e[2]]
+
+    def async_phase(self, checkpoint_id: int, storage, savepoint: bool):
+        """Write the files; returns the snapshot with its ``state_handle``."""
+        snap, res, _ = self.pending.pop(checkpoint_id)
+        handle = self._write(checkpoint_id, res, storage, savepoint)
+        return _with_handle(snap, handle)
+
+    def live_keyed(self) -> dict:
+        return {n.name: n.op.snapshot_state() for n in self.nodes}
+
+    # -- overridden ---------------------------------------------------------------------
+    def _resources(self, snap):  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _write(self, checkpoint_id, res, storage, savepoint) -> KeyedStateHandle:  # pragma: no cover
+        raise NotImplementedError
+
+    def restore(self, handle, storage, keyed: dict, keep_base: bool) -> dict:  # pragma: no cover
+        """Restore from ``handle`` (or, without one, from the values ``keyed``); returns the
+        keyed state the operators get."""
+        raise NotImplementedError
+
+    def notify_complete(self, checkpoint_id: int) -> None:
+        return None
+
+
+class HashMapStateBackend(KeyedStateBackend):
+    """Heap state; a snapshot is one full file per task."""
+
+    __slots__ = ("copy_on_write",)
+
+    def __init__(self, uid, nodes, copy_on_write: bool = True):
+        super().__init__(uid, nodes)
+        self.copy_on_write = copy_on_write
+
+    def _resources(self, snap):
+        # the copy-on-write snapshot: the per-key-group values of the barrier moment (immutable)
+        return snap.keyed if self.copy_on_write else None
+
+    def _write(self, checkpoint_id, res, storage, savepoint):
+        keyed = res if self.copy_on_write else self.live_keyed()  # without copy-on-write: the live maps
+        path = f"{'sp' if savepoint else 'chk'}-{checkpoint_id}/{self.uid}"
+        storage.write(path, tuple(sorted(flatten(keyed).items(), key=lambda kv: kv[0])))
+        return KeyedStateHandle(checkpoint_id, ((self.uid, path),), (path,), False)
+
+    def restore(self, handle, storage, keyed, keep_base):
+        if handle is None:
+            return keyed
+        return storage.materialize(handle)[0]
+
+
+class RocksDBStateBackend(KeyedStateBackend):
+    """State as immutable SST files (``EmbeddedRocksDBStateBackend``)."""
+
+    __slots__ = ("incremental", "reuse_unconfirmed", "ssts", "live", "view", "next_sst", "uploads", "confirmed")
+
+    def __init__(self, uid, nodes, incremental: bool, reuse_unconfirmed: bool = False):
+        super().__init__(uid, nodes)
+        self.incremental = incremental
+        self.reuse_unconfirmed = reuse_unconfirmed
+        self.ssts: dict[str, tuple] = {}      # live SST name -> content
+        self.live: list[str] = []             # live SSTs, oldest first
+        self.view: dict = {}                  # what the live SSTs read to: (op, kg) -> state
+        self.next_sst = 0
+        self.uploads: dict[int, dict] = {}    # checkpoint id -> {SST name: DFS path} (uploadedSstFiles)
+        self.confirmed: int | None = None     # lastCompletedCheckpointId
+
+    def _new_sst(self, content: tuple) -> None:
+        name = f"{self.uid}-{self.next_sst}"
+        self.next_sst += 1
+        self.ssts[name] = content
+        self.live.append(name)
+
+    def _flush(self, current: dict) -> None:
+        """Flush the memtable: the changed key groups (and deletion markers) into a new SST;
+        compact when there are too many live SSTs."""
+        view = self.view
+        diff = {k: v for k, v in current.items() if view.get(k) != v}
+        for k in view:
+            if k not in current:
+                diff[k] = None
+        if diff:
+            self._new_sst(tuple(sorted(diff.items(), key=lambda kv: kv[0])))
+            self.view = dict(current)
+        if len(self.live) > MAX_LIVE_SSTS:
+            merged = tuple(sorted(fold(self.ssts[n] for n in self.live).items(), key=lambda kv: kv[0]))
+            self.ssts = {}
+            self.live = []
+            self._new_sst(merged)
+
+    def _resources(self, snap):
+        self._flush(flatten(snap.keyed))
+        return tuple((n, self.ssts[n]) for n in self.live)  # the native checkpoint (hard links)
+
+    def _base(self) -> dict:
+        if not self.incremental or not self.uploads:
+            return {}
+        if self.reuse_unconfirmed:
+            return self.uploads[max(self.uploads)]  # the unsafe variant: confirmed or not
+        return self.uploads.get(self.confirmed, {}) if self.confirmed is not None else {}
+
+    def _write(self, checkpoint_id, res, storage, savepoint):
+        base = {} if savepoint else self._base()
+        files, uploaded, sent, reused = [], [], {}, []
+        for name, content in res:
+            path = base.get(name)
+            if path is not None:
+                reused.append(path)
+            else:
+                if savepoint:
+                    path = f"sp-{checkpoint_id}/{name}"
+                elif self.incremental:
+                    path = f"shared/{name}@{checkpoint_id}"
+                else:
+                    path = f"chk-{checkpoint_id}/{name}"
+                storage.write(path, content)
+                uploaded.append(path)
+            files.append((name, path))
+            sent[name] = path
+        if not savepoint:
+            self.uploads[checkpoint_id] = sent
+        # the unsafe variant sends reused files as if they were new (no placeholder to check)
+        placeholders = () if self.reuse_unconfirmed else tuple(reused)
+        return KeyedStateHandle(checkpoint_id, tuple(files), tuple(uploaded), self.incremental and not savepoint,
+                                placeholders)
+
+    def notify_complete(self, checkpoint_id):
+        """``RocksIncrementalSnapshotStrategy.notifyCheckpointComplete``."""
+        if (self.confirmed is None or checkpoint_id > self.confirmed) and checkpoint_id in self.uploads:
+            for cid in [c for c in self.uploads if c < checkpoint_id]:
+                del self.uploads[cid]
+            self.confirmed = checkpoint_id
+
+    def restore(self, handle, storage, keyed, keep_base):
+        if handle is None:  # a rescaled (canonical) restore: the values go into one new SST
+            self.view = {}
+            self._flush(flatten(keyed))
+            return keyed
+        for name, path in handle.files:
+            content = storage.read(path)
+            self.ssts[name] = () if content is None else content
+            self.live.append(name)
+        self.view = fold(self.ssts[n] for n in self.live)
+        if keep_base:
+            self.uploads = {handle.checkpoint_id: dict(handle.files)}
+            self.confirmed = handle.checkpoint_id
+        return nest(self.view)
+
+
+def _with_handle(snap, handle):
+    """``snap`` with its state handle (TaskSnapshot is frozen; its dicts are shared)."""
+    return attrs.evolve(snap, state_handle=handle)
+
+
+def make_backend(config, uid: str, nodes) -> KeyedStateBackend:
+    """The backend ``config.state_backend`` names, for a task's keyed operator ``nodes``."""
+    if config.state_backend == "hashmap":
+        return HashMapStateBackend(uid, nodes, copy_on_write=config.copy_on_write)
+    return RocksDBStateBackend(uid, nodes, config.incremental, reuse_unconfirmed=config.reuse_unconfirmed_uploads)
