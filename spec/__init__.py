@@ -7,7 +7,7 @@ Invariants are pure named functions (``spec.invariant``), each tagged *always*,
 #: The modules whose import registers invariants; ``load_all`` imports them all, so an
 #: engine that asks ``spec.invariant.invariants(...)`` sees every registered one.
 INVARIANT_MODULES = ("spec.checkpoint", "spec.exactly_once", "spec.recovery", "spec.coverage",
-                     "spec.placement", "spec.watermarks", "spec.focused")
+                     "spec.placement", "spec.watermarks", "spec.focused", "spec.controlplane")
 
 
 def load_all():
