@@ -1063,7 +1063,7 @@ class Cluster:
             return False
         if self._uncommitted_sink_data():
             return False
-        return self.cp is None or self.cp.finished()
+        return self.cp is None or (self.cp.finished() and self.cp.settled())
 
     def data_plane_drained(self) -> bool:
         """The data plane's part of :meth:`is_drained` (every task finished, nothing in flight,

@@ -296,7 +296,8 @@ class ControlPlane:
         return None
 
     def finished(self) -> bool:
-        """The job is cleaned up (its job graph is gone) and no RPC is in flight."""
+        """The job is cleaned up (its job graph is gone) and no RPC is in flight (a drained
+        run also waits until heartbeats have settled: ``Cluster.is_drained``)."""
         return not self.store.exists(ha.JOB_GRAPH) and not self.net.in_flight
 
     # -- leader election -------------------------------------------------------------------------
@@ -441,6 +442,7 @@ class ControlPlane:
             if te.alive and te.rm_token is not None and not te.registered:
                 self.net.send(rpc.RegisterTaskExecutor(te.index, te.inc, te.rm_token, te.slot_report()))
             if te.alive:
+                te.timeout_inactive(self.timeout)
                 te.offer(self)
 
     # -- delivering an RPC -----------------------------------------------------------------------
@@ -463,13 +465,16 @@ class ControlPlane:
         t = type(m)
         if t is rpc.HeartbeatRequest or t is rpc.HeartbeatResponse:
             return False
-        if t is rpc.DeclareResourceRequirements:
+        if t in (rpc.RegisterTaskExecutor, rpc.DeclareResourceRequirements, rpc.SlotRequestAnswer):
             rm = self._rm(m.token)
-            return rm is None or rm.requirements != {m.job_token: m.slots}
+            if rm is None:
+                return False  # dropped: nobody of that leader session
+            return t is not rpc.DeclareResourceRequirements or rm.requirements != (
+                {m.job_token: m.slots} if m.slots else {})
         if t is rpc.OfferSlots:
             p = self._jm(m.job_token)
-            return p is None or any(alloc not in p.jobmaster.pool for _, alloc in m.slots)
-        return True
+            return p is not None and any(alloc not in p.jobmaster.pool for _, alloc in m.slots)
+        return self.tes[m.te].alive
 
     def deliver(self, c, i: int) -> None:
         m = self.net.take(i)

@@ -202,9 +202,10 @@ class JobMaster:
         return {s for s, _ in self.deployed.pop(alloc, ())}
 
     def release_all(self, cp) -> None:
-        """Give every slot back (``FreeSlot`` to its TaskExecutor)."""
+        """Give every slot back (``FreeSlot`` to its TaskExecutor) and withdraw the requirement."""
         for alloc, (te, _inc, _slot) in sorted(self.pool.items()):
             cp.net.send(rpc.FreeSlot(te, self.token, alloc))
+        cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, 0))
         self.pool.clear()
         self.group_slot.clear()
         self.deployed.clear()

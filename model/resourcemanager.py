@@ -69,7 +69,7 @@ class ResourceManager:
         return duplicate
 
     def on_declare(self, cp, m: rpc.DeclareResourceRequirements) -> None:
-        self.requirements = {m.job_token: m.slots}
+        self.requirements = {m.job_token: m.slots} if m.slots else {}
         self.check_requirements(cp)
 
     def on_answer(self, cp, m: rpc.SlotRequestAnswer) -> None:

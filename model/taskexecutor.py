@@ -20,6 +20,8 @@ Follows ``TaskExecutor`` with its ``TaskSlotTable`` and ``JobLeaderService``:
   its ``ExecutionDeploymentReport`` and the allocations of its ``AllocatedSlotReport`` it
   does not hold (``failSlot``); an active slot missing from two reports in a row is freed
   (``syncSlotsWithSnapshotFromJobMaster``);
+* an allocated slot that no JobMaster accepted within ``heartbeat_timeout`` intervals is
+  freed (``taskmanager.slot.timeout``);
 * a TaskExecutor that hears no heartbeat request of its ResourceManager for
   ``heartbeat_timeout`` ticks registers again; while unregistered it retries each tick, and
   it offers inactive slots again each tick;
@@ -28,7 +30,7 @@ Follows ``TaskExecutor`` with its ``TaskSlotTable`` and ``JobLeaderService``:
 
 Leaves out: resource profiles (every slot fits every request), local state, partitions, the
 TaskExecutor's own heartbeat timeouts (a TaskExecutor whose leader dies finds the new leader
-by leader retrieval), and slot timeouts of inactive slots.
+by leader retrieval).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ class TaskExecutor:
     is a new incarnation with an empty slot table)."""
 
     __slots__ = ("index", "alive", "inc", "rm_token", "registered", "missed_rm", "job_token", "slots", "deployed",
-                 "unreported")
+                 "unreported", "inactive")
 
     def __init__(self, index: int, number_of_slots: int):
         self.index = index
@@ -63,6 +65,8 @@ class TaskExecutor:
         self.deployed: dict = {}
         #: active allocations the last AllocatedSlotReport did not name
         self.unreported: set = set()
+        #: allocated, inactive slots -> heartbeat intervals they have been waiting for acceptance
+        self.inactive: dict = {}
 
     # -- reports ---------------------------------------------------------------------------
     def slot_report(self) -> tuple:
@@ -95,6 +99,7 @@ class TaskExecutor:
         self.slots = [FREE] * len(self.slots)
         self.deployed = {}
         self.unreported = set()
+        self.inactive = {}
         self.rm_token = self.job_token = None
         self.registered = False
         self.missed_rm = 0
@@ -124,6 +129,19 @@ class TaskExecutor:
                         self.slots[i] = (s[0], s[1], False)
             self.offer(cp)
         return failed
+
+    def timeout_inactive(self, timeout: int) -> None:
+        """``TaskSlotTable``'s slot timeout: a slot allocated but not accepted by any JobMaster
+        within ``timeout`` heartbeat intervals is freed (the SlotManager learns it from the
+        next slot report)."""
+        waiting = {s[0] for s in self.slots if s is not None and not s[2]}
+        self.inactive = {a: n + 1 for a, n in self.inactive.items() if a in waiting}
+        for a in waiting - set(self.inactive):
+            self.inactive[a] = 0
+        for i, s in enumerate(self.slots):
+            if s is not None and not s[2] and self.inactive[s[0]] > timeout:
+                del self.inactive[s[0]]
+                self.slots[i] = FREE
 
     def offer(self, cp) -> None:
         """Offer every allocated, inactive slot to the known job leader."""
