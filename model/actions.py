@@ -510,6 +510,8 @@ class TriggerCheckpointKind(ActionKind):
         return None
 
     def drains(self, c, a):
+        if c.cp is not None and c.cp.leading_process() is not c.cp.jms[c.cp.running]:
+            return False  # a deposed JobMaster's checkpoint cannot finish: settle the leadership first
         return not a.savepoint and c.final_checkpoint_needed()
 
     def apply(self, c, a):

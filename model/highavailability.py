@@ -7,11 +7,14 @@ node's version succeeds only if nobody wrote that node since the writer read it.
 :class:`ZooKeeperStore` keeps ZooKeeper's data model with the semantics the control plane
 relies on (checked against a real ZooKeeper server by ``tests/test_zookeeper_differential.py``):
 
-* a tree of nodes, each with data and a ``version`` (``Stat.version``: +1 per ``set_data``)
-  and a ``cversion`` (+1 per child created or deleted);
+* a tree of nodes, each with data, a ``version`` (``Stat.version``: +1 per ``set_data``),
+  a ``cversion`` (``Stat.cversion``: +1 per child created or deleted) and ``seq``, the
+  number of children ever created under it;
 * sessions; an *ephemeral* node belongs to the session that created it and is deleted when
   that session expires or closes (``expire_session``); ephemeral nodes have no children;
-* *sequential* nodes get the suffix ``%010d`` of the parent's ``cversion`` at creation;
+* *sequential* nodes get the suffix ``%010d`` of the number of children created under the
+  parent before (``seq``): a real server's suffixes count creations only, not deletions --
+  the differential test found it (ZooKeeper's docs speak of the parent's cversion);
 * ``set_data(path, data, version)`` fails with :class:`BadVersion` if ``version`` is not -1
   and differs from the node's version (the compare-and-set every HA write uses);
 * ``create`` fails with :class:`NodeExists` / :class:`NoNode`, ``delete`` with
@@ -82,11 +85,12 @@ class SessionExpired(StoreError):
 
 @attrs.define(slots=True)
 class ZNode:
-    """One node: its data, ``version``, ``cversion`` and owning session (0: persistent)."""
+    """One node: its data, ``version``, ``cversion``, ``seq`` and owning session (0: persistent)."""
 
     data: object = None
     version: int = 0
     cversion: int = 0
+    seq: int = 0
     owner: int = 0
 
 
@@ -154,11 +158,12 @@ class ZooKeeperStore:
         if pnode.owner:
             raise NoChildrenForEphemerals(parent)
         if sequential:
-            path = f"{path}{pnode.cversion:010d}"
+            path = f"{path}{pnode.seq:010d}"
         if path in self.nodes:
             raise NodeExists(path)
         self.nodes[path] = ZNode(data=data, owner=session if ephemeral else 0)
         pnode.cversion += 1
+        pnode.seq += 1
         return path
 
     def set_data(self, path: str, data, version: int = -1) -> int:

@@ -18,15 +18,16 @@ from model.highavailability import (
 )
 
 
-def test_sequential_nodes_take_the_parents_cversion_and_sort_in_creation_order():
+def test_sequential_suffixes_count_the_parents_child_creations_and_sort_in_creation_order():
     s = ZooKeeperStore()
     s.create("/latch")
     a = s.create("/latch/n-", sequential=True)
-    s.create("/latch/other")  # a plain child counts too: cversion +1
+    s.create("/latch/other")  # a plain child counts too
     b = s.create("/latch/n-", sequential=True)
-    s.delete("/latch/other")  # and so does a deletion
+    s.delete("/latch/other")  # a deletion does not (as a real server does it)
     c = s.create("/latch/n-", sequential=True)
-    assert (a, b, c) == ("/latch/n-0000000000", "/latch/n-0000000002", "/latch/n-0000000004")
+    assert (a, b, c) == ("/latch/n-0000000000", "/latch/n-0000000002", "/latch/n-0000000003")
+    assert s.nodes["/latch"].cversion == 5  # Stat.cversion counts creations and deletions
     assert s.children("/latch") == ["n-0000000000", "n-0000000002", "n-0000000004"]
 
 
