@@ -382,6 +382,8 @@ class Cluster:
         apply(self, action)
         if self.outbox:
             self.deliver_messages()
+        if self.cp is not None:
+            self.cp.after_step()
         self.now += 1
         self.trace.append(action)
 

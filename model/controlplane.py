@@ -104,11 +104,11 @@ def _reconcile_flink_17075(self, m, timeout) -> tuple:
 class ControlPlane:
     """The control plane's state and mechanisms (see the module docstring)."""
 
-    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls")
+    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig")
 
     __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "quiet", "storage",
                  "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
-                 "_jm_cls")
+                 "_jm_cls", "_sig")
 
     def __init__(self, c):
         cfg = c.config
@@ -141,6 +141,7 @@ class ControlPlane:
         per_te = len(self.groups) if cfg.slots_per_task_manager is None else cfg.slots_per_task_manager
         per_te = max(per_te, -(-len(self.groups) // cfg.task_managers))
         self.tes = [TaskExecutor(i, per_te) for i in range(cfg.task_managers)]
+        self._sig = self._signature()
 
     # -- small helpers -----------------------------------------------------------------------
     def new_attempt(self) -> int:
@@ -263,9 +264,31 @@ class ControlPlane:
                 c.tasks[s].status = "RUNNING"
 
     # -- settledness ---------------------------------------------------------------------------
+    def _signature(self) -> tuple:
+        """What heartbeats reconcile: slot tables, registrations, pools, deployments."""
+        return (tuple((te.alive, te.inc, te.registered, te.rm_token, te.job_token, tuple(te.slots),
+                       tuple(sorted(te.deployed.items()))) for te in self.tes),
+                tuple((p.alive, p.token,
+                       None if p.rm is None else (tuple(sorted(p.rm.registered.items())),
+                                                  tuple(sorted(p.rm.slots.items())),
+                                                  tuple(sorted(p.rm.requirements.items()))),
+                       None if p.jobmaster is None else (tuple(sorted(p.jobmaster.pool.items())),
+                                                         tuple(sorted(p.jobmaster.deployed.items())),
+                                                         tuple(sorted(p.jobmaster.pending))))
+                      for p in self.jms), self.running)
+
+    def after_step(self) -> None:
+        """Called after every step: a change of what heartbeats reconcile starts the settling
+        over (``quiet`` = 0), whatever caused it (an RPC, a timeout, a failover)."""
+        sig = self._signature()
+        if sig != self._sig:
+            self._sig = sig
+            self.quiet = 0
+
     def settled(self) -> bool:
         """Heartbeats have settled: nothing in flight and more than ``heartbeat_timeout`` + 1
-        quiet heartbeat intervals since the last fault."""
+        heartbeat intervals since the last fault or change of a slot table, a registration, a
+        pool or a deployment (``after_step``)."""
         return not self.net.in_flight and self.quiet > self.timeout + 1
 
     def needs_tick(self) -> bool:
@@ -458,29 +481,9 @@ class ControlPlane:
                 return p
         return None
 
-    def _changes(self, m) -> bool:
-        """Whether delivering ``m`` may change a slot table, a pool or a deployment (what
-        heartbeats reconcile): heartbeats, a requirement declared again unchanged, and a slot
-        offer the pool holds already do not."""
-        t = type(m)
-        if t is rpc.HeartbeatRequest or t is rpc.HeartbeatResponse:
-            return False
-        if t in (rpc.RegisterTaskExecutor, rpc.DeclareResourceRequirements, rpc.SlotRequestAnswer):
-            rm = self._rm(m.token)
-            if rm is None:
-                return False  # dropped: nobody of that leader session
-            return t is not rpc.DeclareResourceRequirements or rm.requirements != (
-                {m.job_token: m.slots} if m.slots else {})
-        if t is rpc.OfferSlots:
-            p = self._jm(m.job_token)
-            return p is not None and any(alloc not in p.jobmaster.pool for _, alloc in m.slots)
-        return self.tes[m.te].alive
-
     def deliver(self, c, i: int) -> None:
         m = self.net.take(i)
         t = type(m)
-        if self._changes(m):
-            self.quiet = 0  # heartbeats settle only after the last RPC that changed something
         if t in (rpc.RegisterTaskExecutor, rpc.DeclareResourceRequirements, rpc.SlotRequestAnswer) or (
                 t is rpc.HeartbeatResponse and m.receiver == "rm"):
             rm = self._rm(m.token)

@@ -74,6 +74,9 @@ class Variant:
     switches: tuple = ()
     #: the variant's smallest scenario, for ``flinkspec explore --small``
     small: Small = Small()
+    #: runs of a safe variant in the quick profile when its walks are long (the control
+    #: plane's); None: the profile's number
+    quick_safe_runs: int | None = None
 
     @property
     def safe(self) -> bool:
@@ -365,11 +368,11 @@ _CP = dict(control_plane=True, max_failures=5)
 _add(Variant(name="cp-region-failover", description="the FLIP-6 control plane (leader election with fencing, "
              "ResourceManager/SlotManager, JobMaster/SlotPool, heartbeats, HA store) under lost, duplicated and "
              "reordered RPCs, TaskExecutor and JobManager crashes, session expiry; region failover",
-             config=RuntimeConfig(**_CP), max_steps=500))
+             config=RuntimeConfig(**_CP), max_steps=500, quick_safe_runs=50))
 _add(Variant(name="cp-restart-all", description="as cp-region-failover with restart-all failover",
-             config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=500))
+             config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=500, quick_safe_runs=50))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
-             "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), max_steps=500))
+             "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), max_steps=500, quick_safe_runs=50))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
                                                           "deployments_agree"), switches=("fencing",),
