@@ -102,10 +102,12 @@ def _parent(path: str) -> str:
 class ZooKeeperStore:
     """The store (see the module docstring). Paths are absolute, without a trailing slash."""
 
-    __slots__ = ("nodes", "sessions", "next_session")
+    __slots__ = ("nodes", "kids", "sessions", "next_session")
 
     def __init__(self):
         self.nodes: dict[str, ZNode] = {ROOT: ZNode()}
+        #: path -> the names of its children (an index over ``nodes``)
+        self.kids: dict[str, set] = {ROOT: set()}
         #: live session ids
         self.sessions: set[int] = set()
         self.next_session = 1
@@ -139,8 +141,7 @@ class ZooKeeperStore:
     def children(self, path: str) -> list[str]:
         if path not in self.nodes:
             raise NoNode(path)
-        prefix = path.rstrip("/") + "/"
-        return sorted(p[len(prefix):] for p in self.nodes if p.startswith(prefix) and "/" not in p[len(prefix):])
+        return sorted(self.kids[path])
 
     # -- writes ----------------------------------------------------------------------------
     def create(self, path: str, data=None, *, ephemeral: bool = False, sequential: bool = False,
@@ -162,6 +163,8 @@ class ZooKeeperStore:
         if path in self.nodes:
             raise NodeExists(path)
         self.nodes[path] = ZNode(data=data, owner=session if ephemeral else 0)
+        self.kids[path] = set()
+        self.kids[parent].add(path[len(parent.rstrip("/")) + 1:])
         pnode.cversion += 1
         pnode.seq += 1
         return path
@@ -183,23 +186,24 @@ class ZooKeeperStore:
             raise NoNode(path)
         if version != -1 and version != n.version:
             raise BadVersion(path)
-        if self.children(path):
+        if self.kids[path]:
             raise NotEmpty(path)
         self._remove(path)
 
     def _remove(self, path: str) -> None:
         del self.nodes[path]
-        parent = self.nodes.get(_parent(path))
+        del self.kids[path]
+        pp = _parent(path)
+        parent = self.nodes.get(pp)
         if parent is not None:
             parent.cversion += 1
+            self.kids[pp].discard(path[len(pp.rstrip("/")) + 1:])
 
 
 def latch_leader(store: ZooKeeperStore) -> str | None:
     """The latch node of the current leader: the child of :data:`LATCH` with the lowest
     sequence number (Curator's LeaderLatch sorts by the sequence suffix), or None."""
-    if not store.exists(LATCH):
-        return None
-    kids = store.children(LATCH)
+    kids = store.kids.get(LATCH)
     return f"{LATCH}/{min(kids, key=lambda k: k[-10:])}" if kids else None
 
 
