@@ -289,8 +289,7 @@ class Cluster:
     FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
                         "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
-                        "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls",
-                        "_units")
+                        "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
         self.eg = execution_graph
@@ -321,10 +320,8 @@ class Cluster:
         self._install(execution_graph)
         #: the control plane (model.controlplane), or None: a data-plane run has none (and its
         #: fingerprint has no such field)
-        self._units = A.DATA_UNITS
         if self.config.control_plane:
             self.cp = ControlPlane(self)
-            self._units = A.ALL_UNITS
             for t in self.tasks:
                 t.status = "CREATED"  # deployed by a JobMaster once it holds slots
         self._delta.step = -1  # what the deployment changed is the "last step" until the first
@@ -336,6 +333,11 @@ class Cluster:
 
     #: the control plane (an instance attribute only when it is on)
     cp = None
+
+    @property
+    def _units(self) -> tuple:
+        """The action kinds of this cluster: the data plane's, or every kind with the control plane."""
+        return A.DATA_UNITS if self.cp is None else A.ALL_UNITS
 
     # -- the job's status, for readers (the JobState holds it) ---------------------------------
     status = property(lambda self: self.job.status)
@@ -407,7 +409,7 @@ class Cluster:
         job input and the configuration (immutable) are shared."""
         memo = {id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
                 id(self.strategy): self.strategy, id(self.task_managers): self.task_managers,
-                id(self._ops): self._ops, id(self._units): self._units}
+                id(self._ops): self._ops}
         for st in self.eg.subtasks:
             memo[id(st)] = st
         for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids):
