@@ -432,3 +432,15 @@ def test_focused_knobs_are_typed(tmp_path, capsys):
         code, _, err = run(capsys, "replay", write(tmp_path, lines))
         assert code == 2, (machine, err)
         one_line_error(err, needle)
+
+
+@pytest.mark.parametrize("text", ["Deliver(channel=" + "1" * 5000 + ")", "X" * 100_000 + "()", "(" * 100_000,
+                                  "Deliver(" + "channel=1, " * 10_000 + ")"])
+def test_a_huge_action_text_is_not_echoed(text):
+    from model.actions import parse_action
+    try:
+        parse_action(text)
+    except ValueError as e:
+        assert len(str(e)) < 600, str(e)[:200]
+    else:  # pragma: no cover - every text above is malformed
+        pytest.fail("accepted")
