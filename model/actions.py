@@ -156,6 +156,9 @@ class ActionKind:
     weight: float = 1.0
     optional: bool = True
     drain: int | None = None
+    #: whether the kind belongs to the control plane (offered only with
+    #: ``RuntimeConfig.control_plane``: a data-plane run never even forms its candidates)
+    control_plane: bool = False
     #: HTML swimlane mark: "dot", "square" or "cross", and its color
     shape: str = "dot"
     color: str = "#7b3fb5"
@@ -542,6 +545,10 @@ class TriggerCheckpointKind(ActionKind):
     def precondition(self, c):
         if c.job.status != RUNNING:
             return f"the job is {c.job.status}"
+        if c.cp is not None:
+            why = c.cp.trigger_gate(c)
+            if why is not None:
+                return why
         if c.job.stopping is not None:
             return "a stop-with-savepoint is in progress"
         if c.coordinator.num_pending >= c.config.max_concurrent_checkpoints:
@@ -553,6 +560,8 @@ class TriggerCheckpointKind(ActionKind):
         return None
 
     def drains(self, c, a):
+        if c.cp is not None and c.cp.leading_process() is not c.cp.jms[c.cp.running]:
+            return False  # a deposed JobMaster's checkpoint cannot finish: settle the leadership first
         return not a.savepoint and c.final_checkpoint_needed()
 
     def apply(self, c, a):
@@ -679,6 +688,11 @@ class LoseTaskManagerKind(_FailureKind):
     def candidates(self, c):
         return [_interned(LoseTaskManager, i) for i in range(len(c.task_managers))]
 
+    def precondition(self, c):
+        if c.cp is not None:
+            return "with the control plane a TaskExecutor crashes (CrashTaskExecutor) and is noticed by heartbeat"
+        return _FailureKind.precondition(self, c)
+
     def admits(self, c, a):
         if not _is_id(a.task_manager, len(c.task_managers)):
             return f"there is no TaskManager {a.task_manager!r}"
@@ -701,6 +715,11 @@ class FailJobManagerKind(_FailureKind):
     shape = "square"
     color = "#d00"
 
+    def precondition(self, c):
+        if c.cp is not None:
+            return "with the control plane a JobManager crashes (CrashJobManager) and a new leader is elected"
+        return _FailureKind.precondition(self, c)
+
     def apply(self, c, a):
         c.fail_job_manager()
 
@@ -719,6 +738,8 @@ class StopWithSavepointKind(ActionKind):
     def precondition(self, c):
         if not c.config.savepoints:
             return "stop-with-savepoint is not enabled (RuntimeConfig.savepoints)"
+        if c.cp is not None:
+            return "stop-with-savepoint is not modelled with the control plane"
         job = c.job
         if job.status != RUNNING or job.stopping is not None or job.savepoint is not None:
             return "stop-with-savepoint is not possible now"
@@ -864,6 +885,105 @@ class DiscardFileKind(ActionKind):
 
     def describe(self, c, a):
         return f"the state file {a.path} is deleted ({c.storage.scheduled[a.path]})"
+# -- the control plane (model/controlplane.py): offered only with RuntimeConfig.control_plane ---
+
+@attrs.frozen(slots=True)
+class RpcDeliver:
+    """The RPC message at position ``index`` of the network's in-flight list is delivered."""
+
+    index: int
+
+
+@attrs.frozen(slots=True)
+class RpcLose:
+    """The RPC message at position ``index`` in flight is lost."""
+
+    index: int
+
+
+@attrs.frozen(slots=True)
+class RpcDuplicate:
+    """The RPC message at position ``index`` in flight is duplicated (a second copy in flight)."""
+
+    index: int
+
+
+@attrs.frozen(slots=True)
+class Tick:
+    """One heartbeat interval passes: heartbeat requests are sent, silent peers time out."""
+
+
+@attrs.frozen(slots=True)
+class LeaderLatchEvent:
+    """JobManager process ``job_manager``'s LeaderLatch learns what the store says: it is
+    granted leadership, loses it (its session expired), or joins the election again."""
+
+    job_manager: int
+
+
+@attrs.frozen(slots=True)
+class LeaderRetrieval:
+    """TaskExecutor ``task_executor``'s leader retrieval reads a new leader from the store."""
+
+    task_executor: int
+
+
+@attrs.frozen(slots=True)
+class CrashJobManager:
+    """JobManager process ``job_manager`` crashes (its memory is lost; its ZK session lives on
+    until it expires)."""
+
+    job_manager: int
+
+
+@attrs.frozen(slots=True)
+class StartJobManager:
+    """A crashed JobManager process ``job_manager`` is started again and joins the election."""
+
+    job_manager: int
+
+
+@attrs.frozen(slots=True)
+class ExpireSession:
+    """ZooKeeper expires the session of JobManager process ``job_manager`` (its ephemeral
+    latch node is deleted); a living process does not know it yet."""
+
+    job_manager: int
+
+
+@attrs.frozen(slots=True)
+class CrashTaskExecutor:
+    """TaskExecutor ``task_executor`` crashes with every task in its slots."""
+
+    task_executor: int
+
+
+@attrs.frozen(slots=True)
+class StartTaskExecutor:
+    """A crashed TaskExecutor ``task_executor`` is started again (a new incarnation)."""
+
+    task_executor: int
+
+
+@attrs.frozen(slots=True)
+class JobReachedTerminalState:
+    """The running JobMaster's job reached a globally terminal state: the Dispatcher writes
+    its result to the JobResultStore."""
+
+
+@attrs.frozen(slots=True)
+class CleanupJob:
+    """The leading Dispatcher cleans the finished job up: job graph, checkpoint pointers and
+    counter leave the store; the JobMaster releases its slots."""
+
+
+class _ControlPlaneKind(ActionKind):
+    control_plane = True
+    optional = False
+    color = "#555"
+
+    def precondition(self, c):
+        return None if c.cp is not None else "the control plane is off (RuntimeConfig.control_plane)"
 
     def mark(self, c, a):
         return {"lane": None, "shape": self.shape, "color": self.color}
@@ -899,6 +1019,294 @@ class ReleaseRestoredSnapshotKind(ActionKind):
 
     def describe(self, c, a):
         return f"the user deletes snapshot {c.storage.restored[0]} (restored in NO_CLAIM mode)"
+class _InFlightKind(_ControlPlaneKind):
+    def candidates(self, c):
+        if c.cp is None:
+            return ()
+        return [_interned(self.action, i) for i in range(len(c.cp.net.in_flight))]
+
+    def admits(self, c, a):
+        if not _is_id(a.index, len(c.cp.net.in_flight)):
+            return f"there is no RPC message in flight at position {a.index!r}"
+        return None
+
+    def describe(self, c, a):
+        return f"{self.verb} {c.cp.net.in_flight[a.index]!r}"
+
+
+@register
+class RpcDeliverKind(_InFlightKind):
+    action = RpcDeliver
+    weight = 10.0
+    drain = 10
+    verb = "deliver"
+
+    def drains(self, c, a):
+        return a.index == 0  # the drain delivers in sending order
+
+    def apply(self, c, a):
+        c.cp.deliver(c, a.index)
+
+
+class _ControlPlaneFault(_ControlPlaneKind):
+    """A control-plane fault: counted against ``max_failures`` like the data plane's."""
+
+    shape = "cross"
+    color = "#d00"
+
+    def precondition(self, c):
+        if c.cp is None:
+            return "the control plane is off (RuntimeConfig.control_plane)"
+        if not c.failures_left():
+            return "no failure may be injected now (the job is not running or the failure budget is spent)"
+        return None
+
+    def apply(self, c, a):
+        c.job.failures += 1
+        c.cp.fault()
+        self.fault(c, a)
+
+
+@register
+class RpcLoseKind(_InFlightKind, _ControlPlaneFault):
+    action = RpcLose
+    weight = 0.1
+    verb = "lose"
+
+    precondition = _ControlPlaneFault.precondition
+    apply = _ControlPlaneFault.apply
+
+    def fault(self, c, a):
+        c.events.append(("cp_rpc_lost", c.now, c.cp.net.take(a.index)))
+
+
+@register
+class RpcDuplicateKind(_InFlightKind, _ControlPlaneFault):
+    action = RpcDuplicate
+    weight = 0.05
+    verb = "duplicate"
+
+    precondition = _ControlPlaneFault.precondition
+    apply = _ControlPlaneFault.apply
+
+    def fault(self, c, a):
+        c.cp.net.send(c.cp.net.in_flight[a.index])
+
+
+@register
+class TickKind(_ControlPlaneKind):
+    action = Tick
+    weight = 0.3
+    drain = 18
+    shape = "square"
+
+    def candidates(self, c):
+        return (Tick(),) if c.cp is not None else ()
+
+    def drains(self, c, a):
+        return c.cp.needs_tick()
+
+    def apply(self, c, a):
+        c.cp.tick(c)
+
+    def describe(self, c, a):
+        return "a heartbeat interval passes"
+
+
+class _JobManagerKind(_ControlPlaneKind):
+    def candidates(self, c):
+        if c.cp is None:
+            return ()
+        return [_interned(self.action, j) for j in range(len(c.cp.jms))]
+
+    def admits(self, c, a):
+        if not _is_id(a.job_manager, len(c.cp.jms)):
+            return f"there is no JobManager process {a.job_manager!r}"
+        return self.process_guard(c, c.cp.jms[a.job_manager])
+
+
+class _TaskExecutorKind(_ControlPlaneKind):
+    def candidates(self, c):
+        if c.cp is None:
+            return ()
+        return [_interned(self.action, i) for i in range(len(c.cp.tes))]
+
+    def admits(self, c, a):
+        if not _is_id(a.task_executor, len(c.cp.tes)):
+            return f"there is no TaskExecutor {a.task_executor!r}"
+        return self.te_guard(c, c.cp.tes[a.task_executor])
+
+
+@register
+class LeaderLatchEventKind(_JobManagerKind):
+    action = LeaderLatchEvent
+    weight = 2.0
+    drain = 11
+    color = "#06c"
+
+    def process_guard(self, c, p):
+        return None if c.cp.latch_event(c, p.index) else f"nothing changed for the latch of jm{p.index}"
+
+    def apply(self, c, a):
+        c.cp.apply_latch_event(c, a.job_manager)
+
+    def describe(self, c, a):
+        return f"jm{a.job_manager}'s LeaderLatch: {c.cp.latch_event(c, a.job_manager)}"
+
+
+@register
+class LeaderRetrievalKind(_TaskExecutorKind):
+    action = LeaderRetrieval
+    weight = 2.0
+    drain = 12
+    color = "#06c"
+
+    def te_guard(self, c, te):
+        return None if c.cp.retrieval_pending(te.index) else f"te{te.index} knows the current leader"
+
+    def apply(self, c, a):
+        c.cp.leader_retrieval(c, a.task_executor)
+
+    def describe(self, c, a):
+        return f"te{a.task_executor} retrieves the new leader"
+
+
+@register
+class CrashJobManagerKind(_JobManagerKind, _ControlPlaneFault):
+    action = CrashJobManager
+    weight = 0.05
+    precondition = _ControlPlaneFault.precondition
+    apply = _ControlPlaneFault.apply
+
+    def process_guard(self, c, p):
+        return None if p.alive else f"jm{p.index} is not running"
+
+    def fault(self, c, a):
+        c.cp.crash_job_manager(c, a.job_manager)
+
+    def describe(self, c, a):
+        return f"JobManager process jm{a.job_manager} CRASHES"
+
+
+@register
+class StartJobManagerKind(_JobManagerKind):
+    action = StartJobManager
+    weight = 1.0
+    drain = 14
+
+    def process_guard(self, c, p):
+        if p.alive:
+            return f"jm{p.index} runs"
+        if p.session in c.cp.store.sessions:
+            return f"the ZooKeeper session of the crashed jm{p.index} has not expired yet"
+        return None
+
+    def apply(self, c, a):
+        c.cp.start_job_manager(c, a.job_manager)
+
+    def describe(self, c, a):
+        return f"JobManager process jm{a.job_manager} starts again"
+
+
+@register
+class ExpireSessionKind(_JobManagerKind):
+    """A crashed process's session expires as a matter of course (ZooKeeper's session timeout);
+    a living process's session expiring is a fault (a long pause, a partition)."""
+
+    action = ExpireSession
+    weight = 0.08
+    drain = 13
+    shape = "cross"
+    color = "#d00"
+
+    def process_guard(self, c, p):
+        if p.session not in c.cp.store.sessions:
+            return f"jm{p.index} has no live ZooKeeper session"
+        if p.alive and not c.failures_left():
+            return "no failure may be injected now (the job is not running or the failure budget is spent)"
+        return None
+
+    def drains(self, c, a):
+        return not c.cp.jms[a.job_manager].alive
+
+    def apply(self, c, a):
+        if c.cp.jms[a.job_manager].alive:
+            c.job.failures += 1
+        c.cp.expire_session(c, a.job_manager)
+
+    def describe(self, c, a):
+        return f"the ZooKeeper session of jm{a.job_manager} EXPIRES"
+
+
+@register
+class CrashTaskExecutorKind(_TaskExecutorKind, _ControlPlaneFault):
+    action = CrashTaskExecutor
+    weight = 0.05
+    precondition = _ControlPlaneFault.precondition
+    apply = _ControlPlaneFault.apply
+
+    def te_guard(self, c, te):
+        return None if te.alive else f"te{te.index} is not running"
+
+    def fault(self, c, a):
+        c.cp.crash_task_executor(c, a.task_executor)
+
+    def describe(self, c, a):
+        return f"TaskExecutor te{a.task_executor} CRASHES"
+
+
+@register
+class StartTaskExecutorKind(_TaskExecutorKind):
+    action = StartTaskExecutor
+    weight = 1.0
+    drain = 15
+
+    def te_guard(self, c, te):
+        return None if not te.alive else f"te{te.index} runs"
+
+    def apply(self, c, a):
+        c.cp.start_task_executor(c, a.task_executor)
+
+    def describe(self, c, a):
+        return f"TaskExecutor te{a.task_executor} starts again"
+
+
+@register
+class JobReachedTerminalStateKind(_ControlPlaneKind):
+    action = JobReachedTerminalState
+    weight = 2.0
+    drain = 16
+
+    def candidates(self, c):
+        return (JobReachedTerminalState(),) if c.cp is not None else ()
+
+    def precondition(self, c):
+        return _ControlPlaneKind.precondition(self, c) or c.cp.job_done_possible(c)
+
+    def apply(self, c, a):
+        c.cp.job_reached_terminal_state(c)
+
+    def describe(self, c, a):
+        return "the job reached its globally terminal state: the Dispatcher records its result"
+
+
+@register
+class CleanupJobKind(_ControlPlaneKind):
+    action = CleanupJob
+    weight = 0.05
+    drain = 17
+
+    def candidates(self, c):
+        return (CleanupJob(),) if c.cp is not None else ()
+
+    def precondition(self, c):
+        return _ControlPlaneKind.precondition(self, c) or c.cp.cleanup_possible()
+
+    def apply(self, c, a):
+        c.cp.cleanup(c)
+
+    def describe(self, c, a):
+        return "the leading Dispatcher cleans the job up (job graph, checkpoints, counter; slots released)"
 
 
 # -- views generated from the registry ------------------------------------------------------
@@ -913,6 +1321,9 @@ CORE_KINDS = tuple(u.name for u in KINDS.values() if not u.optional)
 SWARM_KINDS = tuple(u.name for u in KINDS.values() if u.optional)
 #: relative weight of picking an action of each kind (then uniform within the kind)
 WEIGHTS = {u.name: u.weight for u in KINDS.values()}
+#: the data plane's kinds, and every kind (a cluster without the control plane uses the first)
+DATA_UNITS = tuple(u for u in KINDS.values() if not u.control_plane)
+ALL_UNITS = tuple(KINDS.values())
 #: the drain policy's order of kinds
 DRAIN_ORDER = tuple(u for u in sorted((u for u in KINDS.values() if u.drain is not None), key=lambda u: u.drain))
 

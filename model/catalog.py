@@ -42,6 +42,7 @@ PASS = "pass"
 #: kind (first segment of ``family``) -> the flinkspec command that runs entries of that kind
 KINDS = {
     "cluster": "check",
+    "control-plane": "check",
     "focused": "check",
     "z3": "prove",
     "spark-standin": "spark-replay --engine standin",

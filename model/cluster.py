@@ -53,6 +53,7 @@ from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheck
 from model.checkpointstorage import CheckpointStorage, flatten
 from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
 from model.statebackend import BACKENDS, make_backend
+from model.controlplane import ControlPlane
 from model.checkpointcoordinator import (
     CheckpointAborted,
     CheckpointCompleted,
@@ -196,6 +197,26 @@ class RuntimeConfig:
     no_claim_full_first_checkpoint: bool = True
     #: known-unsafe: an incremental snapshot reuses files of the last snapshot taken, confirmed or not.
     reuse_unconfirmed_uploads: bool = False
+    # -- the control plane (model/controlplane.py) --
+    #: whether the FLIP-6 control plane is modelled: JobManager processes under leader
+    #: election, ResourceManager/SlotManager, JobMaster/SlotPool, TaskExecutors, RPCs over an
+    #: unreliable network, heartbeats, the HA store. Off: the data plane alone, as before.
+    control_plane: bool = False
+    #: JobManager processes contending for leadership (control plane only).
+    job_managers: int = 2
+    #: heartbeat intervals (Tick actions) without an answer after which a peer is lost.
+    heartbeat_timeout: int = 2
+    #: known-unsafe when False: no fencing tokens (a deposed leader's RPCs and HA writes are
+    #: accepted).
+    fencing: bool = True
+    #: known-unsafe when False: the checkpoint ID counter lives in the JobManager's memory
+    #: (StandaloneCheckpointIDCounter) instead of the HA store.
+    checkpoint_id_counter_ha: bool = True
+    #: known-unsafe when False: the SlotManager ignores the slot reports of heartbeats.
+    slot_report_reconciliation: bool = True
+    #: known-unsafe when False: a new leader restores the latest checkpoint it has in memory
+    #: instead of the HA store's.
+    restore_from_ha_store: bool = True
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -227,6 +248,10 @@ class RuntimeConfig:
             raise FlinkspecError("incremental checkpoints need state_backend 'rocksdb'")
         if self.restore_mode not in RESTORE_MODES:
             raise FlinkspecError(f"restore_mode must be one of {RESTORE_MODES}, not {self.restore_mode!r}")
+        if self.job_managers < 1:
+            raise FlinkspecError(f"job_managers must be >= 1, not {self.job_managers}")
+        if self.heartbeat_timeout < 1:
+            raise FlinkspecError(f"heartbeat_timeout must be >= 1, not {self.heartbeat_timeout}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
@@ -344,12 +369,26 @@ class Cluster:
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
+        #: the control plane (model.controlplane), or None: a data-plane run has none (and its
+        #: fingerprint has no such field)
+        if self.config.control_plane:
+            self.cp = ControlPlane(self)
+            for t in self.tasks:
+                t.status = "CREATED"  # deployed by a JobMaster once it holds slots
         self._delta.step = -1  # what the deployment changed is the "last step" until the first
 
     @classmethod
     def from_scenario(cls, scenario) -> "Cluster":
         """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, seed)."""
         return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed)
+
+    #: the control plane (an instance attribute only when it is on)
+    cp = None
+
+    @property
+    def _units(self) -> tuple:
+        """The action kinds of this cluster: the data plane's, or every kind with the control plane."""
+        return A.DATA_UNITS if self.cp is None else A.ALL_UNITS
 
     # -- the job's status, for readers (the JobState holds it) ---------------------------------
     status = property(lambda self: self.job.status)
@@ -366,14 +405,14 @@ class Cluster:
     def candidate_actions(self) -> list:
         """Every action the registered kinds form over the current state's ids, enabled or not."""
         out = []
-        for unit in A.KINDS.values():
+        for unit in self._units:
             out.extend(unit.candidates(self))
         return out
 
     def enabled_actions(self) -> list:
         """Exactly the candidate actions whose kind's guard holds."""
         out = []
-        for unit in A.KINDS.values():
+        for unit in self._units:
             out.extend(unit.enabled(self))
         return out
 
@@ -396,6 +435,8 @@ class Cluster:
         apply(self, action)
         if self.outbox:
             self.deliver_messages()
+        if self.cp is not None:
+            self.cp.after_step()
         self.now += 1
         self.trace.append(action)
 
@@ -665,9 +706,13 @@ class Cluster:
     def _effects(self, effects) -> None:
         """Apply the CheckpointCoordinator's effects."""
         job = self.job
+        failed_finalization = None
         for e in effects or ():
             if isinstance(e, CheckpointCompleted):
                 cid = e.checkpoint_id
+                if self.cp is not None and not self._persist_completed(cid):
+                    failed_finalization = cid
+                    continue
                 self.completed_ids.append(cid)
                 self.completed[cid] = self.acks.pop(cid, {})
                 if self.storage is not None:
@@ -689,6 +734,8 @@ class Cluster:
                     job.stopping = None
                     self.events.append(("stop_with_savepoint_failed", self.now, e.checkpoint_id, e.reason))
             elif isinstance(e, NotifyCheckpointComplete):
+                if e.checkpoint_id == failed_finalization:
+                    continue
                 sent = job.notifications
                 for tid in e.tasks:
                     key = (tid, e.checkpoint_id)
@@ -852,6 +899,8 @@ class Cluster:
         if not res.ok:
             return  # declined (e.g. the minimum pause): the request fails, as in Flink
         cid = res.checkpoint_id
+        if self.cp is not None:
+            self.cp.checkpoint_id_taken(self, cid)
         unaligned = self.config.barrier_mode == "unaligned" and not savepoint
         barrier = CheckpointBarrier(cid, self.now, savepoint=savepoint, unaligned=unaligned)
         if savepoint:
@@ -917,6 +966,59 @@ class Cluster:
         self.acks.clear()
         self.job.notifications.clear()
         self._restart(frozenset(range(len(self.tasks))), self.coordinator.restore_latest_checkpointed_state())
+
+    # -- what the control plane asks of the data plane (model.controlplane) ------------------------
+    def _persist_completed(self, cid: int) -> bool:
+        """A completed checkpoint goes to the HA store; if the store rejects it (a deposed
+        leader), finalization fails: the coordinator forgets it and nobody is notified."""
+        store = self.coordinator.store
+        checkpoint = next((x for x in store.get_all_checkpoints() if x.checkpoint_id == cid), None)
+        if checkpoint is None:  # a savepoint: not kept in the store
+            checkpoint = CompletedCheckpoint(cid, self.now, task_states=dict(self.acks.get(cid, {})))
+        if self.cp.checkpoint_completed(self, checkpoint):
+            return True
+        store._checkpoints = [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
+        self.acks.pop(cid, None)
+        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE"))
+        return False
+
+    def job_manager_lost(self) -> None:
+        """The JobMaster that ran the job is gone (crashed or revoked): its pending checkpoints
+        and its in-flight completion notifications die with it; the tasks run on."""
+        self._effects(self.coordinator.job_manager_failover())
+        self.acks.clear()
+        self.job.notifications.clear()
+
+    def fail_on_control_plane(self, subtasks) -> None:
+        """The JobMaster noticed that ``subtasks`` are gone (heartbeat timeout, deployment
+        reconciliation): they fail, and the failover strategy decides what restarts. A
+        finished producer's blocking partitions are gone with them."""
+        lost = set(subtasks)
+        unavailable = frozenset(c for c in range(len(self.channels))
+                                if self.blocking[c] and self.producer_of[c] in lost
+                                and self.tasks[self.producer_of[c]].status != FINISHED)
+        failed = {t for t in lost if self.tasks[t].status != FINISHED}
+        failed |= {self.consumer_of[c] for c in unavailable if self.tasks[self.consumer_of[c]].status != FINISHED}
+        if failed and self.job.status == RUNNING:
+            self._failover(failed, unavailable)
+
+    def restart_job_from(self, checkpoint, next_checkpoint_id: int, fresh: bool) -> None:
+        """A new leader's JobMaster starts the job: a fresh CheckpointCoordinator that knows
+        ``checkpoint`` (the one it recovered) and takes ids from ``next_checkpoint_id``, then
+        every subtask restarts from ``checkpoint`` (``fresh``: the first start; the initial
+        deployment stands)."""
+        self._effects(self.coordinator.job_manager_failover())
+        self.acks.clear()
+        self.job.notifications.clear()
+        self.coordinator = self._new_coordinator(self.eg)
+        if checkpoint is not None:
+            self.coordinator.store.add_checkpoint_and_subsume_oldest_one(checkpoint)
+        self.coordinator.next_checkpoint_id = next_checkpoint_id
+        if fresh:
+            self.cp.restarted(self, frozenset())
+            return
+        self.events.append(("job_manager_failover", self.now))
+        self._restart(frozenset(range(len(self.tasks))), checkpoint)
 
     def _failover(self, failed: set, unavailable: frozenset) -> None:
         job = self.job
@@ -984,6 +1086,8 @@ class Cluster:
         self.allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
         self._write_delta().allocation_changed = True
         self._restore_tasks(set(restart), checkpoint)
+        if self.cp is not None:
+            self.cp.restarted(self, restart)
 
     def _restore_tasks(self, restart: set, checkpoint, keep_base: bool = True) -> None:
         """Restore state of the freshly deployed subtasks in ``restart``: keyed state, source
@@ -1127,6 +1231,17 @@ class Cluster:
                                          or self.job.status == "STOPPED"):
             # with asynchronous phases every task may finish before a stop-with-savepoint
             # completes: the stopped job is not the end, its restart from the savepoint is
+            return False
+        if self._uncommitted_sink_data():
+            return False
+        return self.cp is None or (self.cp.finished() and self.cp.settled())
+
+    def data_plane_drained(self) -> bool:
+        """The data plane's part of :meth:`is_drained` (every task finished, nothing in flight,
+        everything committed)."""
+        if any(t.status != FINISHED for t in self.tasks):
+            return False
+        if self.job.notifications or self.coordinator.num_pending or self.net.in_flight():
             return False
         return not self._uncommitted_sink_data()
 

@@ -78,6 +78,9 @@ class Variant:
     #: a user's job file (``model.jobfile``): the graph and configuration are the file's, the
     #: input is drawn per seed (``job_variant``; such a variant is not registered)
     job: JobFile | None = None
+    #: runs of a safe variant in the quick profile when its walks are long (the control
+    #: plane's); None: the profile's number
+    quick_safe_runs: int | None = None
 
     @property
     def safe(self) -> bool:
@@ -333,8 +336,9 @@ def _add(v: Variant) -> None:
     if v.name in VARIANTS:
         raise ValueError(f"variant {v.name!r} is declared twice")
     VARIANTS[v.name] = v
+    family = "control-plane" if v.config.control_plane else f"cluster/{v.family.replace('_', '-')}"
     catalog.register(catalog.Entry(
-        name=v.name, family=f"cluster/{v.family.replace('_', '-')}", expected=v.expected,
+        name=v.name, family=family, expected=v.expected,
         description=v.description, flink_key=v.flink_key, seam=lambda: v.seam,  # read when asked: see seam
         command=f"flinkspec check --only {v.name}"))
 
@@ -410,6 +414,42 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
              switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
+
+# -- the control plane (model/controlplane.py): family "control-plane" ------------------------
+_CP = dict(control_plane=True, max_failures=5)
+_add(Variant(name="cp-region-failover", description="the FLIP-6 control plane (leader election with fencing, "
+             "ResourceManager/SlotManager, JobMaster/SlotPool, heartbeats, HA store) under lost, duplicated and "
+             "reordered RPCs, TaskExecutor and JobManager crashes, session expiry; region failover",
+             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=50))
+_add(Variant(name="cp-restart-all", description="as cp-region-failover with restart-all failover",
+             config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=350, quick_safe_runs=50))
+_add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
+             "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=50))
+_add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
+             "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
+                                                          "deployments_agree"), switches=("fencing",),
+             config=RuntimeConfig(fencing=False, **_CP), max_steps=350))
+_add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
+             "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
+             "ids again", expected=("checkpoint_ids_increase",), switches=("checkpoint_id_counter_ha",),
+             config=RuntimeConfig(checkpoint_id_counter_ha=False, **_CP), max_steps=350))
+_add(Variant(name="cp-no-slot-reconciliation", description="the SlotManager ignores the slot reports of "
+             "heartbeats: a lost slot-request answer leaves the slot tables disagreeing forever",
+             expected=("slot_views_agree",), switches=("slot_report_reconciliation",),
+             config=RuntimeConfig(slot_report_reconciliation=False, **_CP), max_steps=350))
+_add(Variant(name="cp-restore-from-memory", description="a new leader restores the latest checkpoint it has in "
+             "memory (none, for a fresh process) instead of the HA store's",
+             expected=("restore_uses_latest_checkpoint", "exactly_once", "committed_output_within_reference"),
+             switches=("restore_from_ha_store",),
+             config=RuntimeConfig(restore_from_ha_store=False, **_CP), max_steps=350))
+_add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deployment reconciliation: the "
+             "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
+             "cancellation stays unnoticed", expected=("deployments_agree",),
+             config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), max_steps=350))
+_add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
+             "after the job finished and before its job graph was cleaned up runs the finished job again",
+             expected=("terminal_job_never_reruns",),
+             config=RuntimeConfig(bugs=("FLINK-11813",), **_CP), max_steps=350))
 
 
 _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "

@@ -44,6 +44,8 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
     ``stop_at_first`` (a user's job: one counterexample answers the question)."""
     prof = PROFILES[profile]
     total = max_runs or (prof["safe_runs"] if v.safe else prof["unsafe_max_runs"])
+    if max_runs is None and profile == "quick" and v.safe and v.quick_safe_runs is not None:
+        total = min(total, v.quick_safe_runs)
     res = SuiteResult(name=v.name, expected=v.expected)
     t0 = time.perf_counter()
     for i in range(total):

@@ -9,7 +9,7 @@ Invariants are pure named functions (``spec.invariant``), each tagged *always*,
 INVARIANT_MODULES = ("spec.checkpoint", "spec.exactly_once", "spec.recovery", "spec.coverage",
                      "spec.placement", "spec.watermarks", "spec.focused",
                      "spec.declarative",
-                     "spec.statebackend")
+                     "spec.statebackend", "spec.controlplane")
 
 
 def load_all():

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRIES = load_catalog()
 BY_NAME = {e.name: e for e in ENTRIES}
 REQUIRED = ("name", "family", "expected", "flink_key", "description", "seam", "runner", "command")
-RUNNER_OF_KIND = {"cluster": "check", "focused": "check", "z3": "prove",
+RUNNER_OF_KIND = {"cluster": "check", "control-plane": "check", "focused": "check", "z3": "prove",
                   "spark-standin": "spark-replay --engine standin"}
 
 
@@ -54,7 +54,9 @@ def test_every_kind_is_in_the_catalog_once_per_name():
     names = [e.name for e in ENTRIES]
     assert len(names) == len(set(names)), [n for n, c in Counter(names).items() if c > 1]
     # each layer's registry is in the catalog, completely, and nothing else is
-    layers = {"cluster": set(VARIANTS), "focused": set(FOCUSED), "z3": set(proofs.load_all()),
+    layers = {"cluster": {n for n, v in VARIANTS.items() if not v.config.control_plane},
+              "control-plane": {n for n, v in VARIANTS.items() if v.config.control_plane},
+              "focused": set(FOCUSED), "z3": set(proofs.load_all()),
               "spark-standin": set(STANDIN_VARIANTS)}
     for kind, names_of_layer in layers.items():
         assert {e.name for e in ENTRIES if e.kind == kind} == names_of_layer, kind
@@ -86,8 +88,8 @@ def test_entries_are_validated(kwargs, message):
 def test_entries_agree_with_their_layers():
     for name, v in VARIANTS.items():
         e = BY_NAME[name]
-        assert (e.expected, e.flink_key, e.description, e.family) == (
-            v.expected, v.flink_key, v.description, "cluster/" + v.family.replace("_", "-"))
+        family = "control-plane" if v.config.control_plane else "cluster/" + v.family.replace("_", "-")
+        assert (e.expected, e.flink_key, e.description, e.family) == (v.expected, v.flink_key, v.description, family)
     for name, s in FOCUSED.items():
         e = BY_NAME[name]
         assert (e.expected, e.flink_key, e.description, e.family, e.seam) == (

@@ -54,6 +54,7 @@ DECLARED = {
     "make check": ("make", 0, None),
     "make test": ("make", 0, None),
     ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3": ("run", 0, None),
+    ".venv/bin/flinkspec check --only cp-no-fencing --no-write": ("run", 0, None),
     ".venv/bin/flinkspec corpus update --dry-run": ("run", 0, None),
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small": ("run", 0, None),
     # every variant for up to 120 s each: ~20 minutes; tests/test_explore.py runs the explorer itself
@@ -144,8 +145,10 @@ def test_documented_commands_exit_as_the_docs_say(cmd, tmp_path, monkeypatch, ca
     assert _run(_argv(cmd), tmp_path, monkeypatch) == DECLARED[cmd][1]
     out = capsys.readouterr().out
     assert sorted(p.name for p in (ROOT / "counterexamples").rglob("*.ndjson")) == before
-    if " check --only " in f" {cmd} ":
+    if " check --only " in f" {cmd} " and "--no-write" not in cmd:
         assert list((tmp_path / "results").glob("check-*-seed3/consistent_cut/*.ndjson")), out
+    if "--no-write" in cmd:
+        assert not (tmp_path / "results").exists() and "[ok]" in out, out
     if "corpus update --dry-run" in cmd:
         assert "dry run: nothing written" in out
 

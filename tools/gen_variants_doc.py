@@ -25,6 +25,8 @@ CORPUS = ROOT / "counterexamples"
 SECTIONS = {
     "cluster": ("Whole-cluster variants (`flinkspec check`: seeded random walks, swarm testing, failures)",
                 "variant"),
+    "control-plane": ("Control-plane variants (`flinkspec check`: random walks over RPC loss, crashes, "
+                      "session expiry and leader changes; docs/control-plane.md)", "variant"),
     "focused": ("Focused suites (`flinkspec check`: Hypothesis)", "suite"),
     "z3": ("z3 checks (`flinkspec prove`)", "check"),
     "spark-standin": ("Spark pipeline stand-ins (`flinkspec spark-replay --engine standin`)", "stand-in"),
@@ -73,7 +75,7 @@ def render() -> str:
         group = [e for e in entries if e.kind == kind]
         if not group:
             continue
-        corpus = kind in ("cluster", "focused")
+        corpus = kind in ("cluster", "control-plane", "focused")
         # a z3 check switches nothing by a knob: its scope says what it covers (or mutates)
         fifth = "scope" if kind == "z3" else "seam"
         lines += [f"## {heading}", "",

@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0-49", help="base seeds: 0-49 (default) or 3,7,10-12")
     p.add_argument("--profile", choices=("quick", "thorough"), default="quick")
     p.add_argument("--only", action="append", metavar="SUITE", help="only this suite (repeatable)")
-    p.add_argument("--kind", choices=("cluster", "focused"), help="only the suites of this kind")
+    p.add_argument("--kind", choices=("cluster", "control-plane", "focused"), help="only the suites of this kind")
     p.add_argument("--out", default="results/seed-sweep.ndjson", help="rows are appended here (resumable)")
     p.add_argument("--report", action="store_true", help="only print the table of what --out holds")
     args = p.parse_args(argv)

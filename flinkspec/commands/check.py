@@ -279,7 +279,7 @@ def judge(suites, results, *, selected: bool, seconds: float = 0.0) -> Judgement
         goals.update(r.goals)
     return Judgement(results=tuple(results), goals=goals, goal_names=tuple(GOALS),
                      missing=tuple(g for g in GOALS if goals.get(g, 0) == 0),
-                     cluster_ran=any(e.kind == "cluster" for e in suites), selected=selected, seconds=seconds)
+                     cluster_ran=any(e.kind in ("cluster", "control-plane") for e in suites), selected=selected, seconds=seconds)
 
 
 # -- rendering ---------------------------------------------------------------------------------

@@ -1,0 +1,187 @@
+"""The control plane's RPC messages and the unreliable network that carries them.
+
+Invariant upheld: a message is delivered only while it is in flight, and at most as many
+times as it was sent (a duplicate is a second copy in flight).
+
+Every RPC between the ResourceManager, the JobMaster and the TaskExecutors (and their
+answers) is a frozen value in :class:`RpcNetwork`'s ``in_flight`` list until an action
+delivers it (``RpcDeliver``: any message, so messages are reordered), loses it (``RpcLose``)
+or duplicates it (``RpcDuplicate``). Fenced messages carry the sender's fencing token
+(``token``: Flink's ``ResourceManagerId`` or ``JobMasterId``, the leader session id); the
+receiver of a fenced RPC compares it with the token it expects (``FencedRpcEndpoint``) and
+drops the message when they differ.
+
+Follows Flink's gateways: ``ResourceManagerGateway`` (registerTaskExecutor,
+declareRequiredResources, heartbeatFromTaskManager), ``TaskExecutorGateway`` (requestSlot,
+submitTask, freeSlot, heartbeatFromJobManager / heartbeatFromResourceManager) and
+``JobMasterGateway`` (offerSlots, heartbeatFromTaskManager), with their payloads:
+``SlotReport`` (TaskExecutor -> ResourceManager), ``AllocatedSlotReport`` (JobMaster ->
+TaskExecutor) and ``ExecutionDeploymentReport`` (TaskExecutor -> JobMaster). An RPC's
+return value is a message of its own (``RegistrationResponse``, ``SlotRequestAnswer``,
+``OfferSlotsAnswer``), so answers can be lost and reordered too.
+
+Leaves out: timeouts of individual RPCs (a lost answer is repaired by heartbeats and
+reconciliation, or by a heartbeat timeout), ``updateTaskExecutionState`` (task failures
+and finishes reach the JobMaster through the data plane's own messages), partitions.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+
+@attrs.frozen(slots=True)
+class RegisterTaskExecutor:
+    """TaskExecutor ``te`` (incarnation ``inc``) registers at the ResourceManager of leader
+    session ``token`` with its slot report (``((slot, allocation or None, job token or None), ...)``)."""
+
+    te: int
+    inc: int
+    token: int
+    slot_report: tuple
+
+
+@attrs.frozen(slots=True)
+class RegistrationResponse:
+    """The ResourceManager ``token`` accepted TaskExecutor ``te``'s registration."""
+
+    te: int
+    token: int
+
+
+@attrs.frozen(slots=True)
+class DeclareResourceRequirements:
+    """The JobMaster ``job_token`` declares to the ResourceManager ``token`` that it needs
+    ``slots`` slots."""
+
+    token: int
+    job_token: int
+    slots: int
+
+
+@attrs.frozen(slots=True)
+class RequestSlot:
+    """The ResourceManager ``token`` asks TaskExecutor ``te`` to allocate ``slot`` as
+    ``allocation`` for the JobMaster ``job_token`` (``TaskExecutorGateway.requestSlot``)."""
+
+    te: int
+    token: int
+    slot: int
+    allocation: int
+    job_token: int
+
+
+@attrs.frozen(slots=True)
+class SlotRequestAnswer:
+    """TaskExecutor ``te``'s answer to a RequestSlot: ``ok``, or the slot was not free --
+    then ``holder`` is its ``(allocation, JobMasterId)`` (Flink's ``SlotOccupiedException``)."""
+
+    te: int
+    token: int
+    slot: int
+    allocation: int
+    ok: bool
+    holder: tuple | None = None
+
+
+@attrs.frozen(slots=True)
+class OfferSlots:
+    """TaskExecutor ``te`` offers its slots ``((slot, allocation), ...)`` to the JobMaster
+    ``job_token``."""
+
+    te: int
+    inc: int
+    job_token: int
+    slots: tuple
+
+
+@attrs.frozen(slots=True)
+class OfferSlotsAnswer:
+    """The JobMaster ``job_token`` accepted ``accepted`` (allocations) of TaskExecutor ``te``'s
+    offer; the others are to be freed."""
+
+    te: int
+    job_token: int
+    accepted: tuple
+    rejected: tuple
+
+
+@attrs.frozen(slots=True)
+class SubmitTask:
+    """The JobMaster ``job_token`` deploys ``subtasks`` into ``allocation`` on TaskExecutor ``te``."""
+
+    te: int
+    job_token: int
+    allocation: int
+    subtasks: tuple
+
+
+@attrs.frozen(slots=True)
+class FreeSlot:
+    """The JobMaster ``job_token`` releases ``allocation`` on TaskExecutor ``te``."""
+
+    te: int
+    job_token: int
+    allocation: int
+
+
+@attrs.frozen(slots=True)
+class CancelTask:
+    """The JobMaster ``job_token`` cancels subtasks ``subtasks`` on TaskExecutor ``te``
+    (deployment reconciliation: executions it does not know)."""
+
+    te: int
+    job_token: int
+    subtasks: tuple
+
+
+@attrs.frozen(slots=True)
+class HeartbeatRequest:
+    """A heartbeat request of ``sender`` ("rm" or "jm" of leader session ``token``) to
+    TaskExecutor ``te``; a JobMaster's carries its ``AllocatedSlotReport`` (``payload``:
+    the allocations it holds on ``te``)."""
+
+    sender: str
+    token: int
+    te: int
+    inc: int
+    payload: tuple = ()
+
+
+@attrs.frozen(slots=True)
+class HeartbeatResponse:
+    """TaskExecutor ``te``'s answer to ``receiver`` ("rm" or "jm", leader session ``token``):
+    its ``SlotReport`` for the ResourceManager; for the JobMaster the pair
+    (``ExecutionDeploymentReport``: the executions it runs for that JobMaster, the allocations
+    of the request's AllocatedSlotReport it does not hold)."""
+
+    receiver: str
+    token: int
+    te: int
+    inc: int
+    payload: tuple = ()
+
+
+MESSAGE_TYPES = (RegisterTaskExecutor, RegistrationResponse, DeclareResourceRequirements, RequestSlot,
+                 SlotRequestAnswer, OfferSlots, OfferSlotsAnswer, SubmitTask, FreeSlot, CancelTask,
+                 HeartbeatRequest, HeartbeatResponse)
+
+
+class RpcNetwork:
+    """The messages in flight, in the order they were sent (delivery may take any of them)."""
+
+    __slots__ = ("in_flight",)
+
+    def __init__(self):
+        self.in_flight: list = []
+
+    def send(self, m) -> None:
+        self.in_flight.append(m)
+
+    def take(self, i: int):
+        return self.in_flight.pop(i)
+
+    def drop_for_te(self, te: int) -> None:
+        """A TaskExecutor process died: what was addressed to it or sent by it and not yet
+        delivered is lost with its connections."""
+        self.in_flight = [m for m in self.in_flight if m.te != te]

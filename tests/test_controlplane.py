@@ -1,0 +1,247 @@
+"""Scenarios of the control plane (model/controlplane.py and the components it composes):
+hand-driven runs of the whole Cluster with RuntimeConfig.control_plane, judged by the spec.
+
+The job (model.variants.small_scenario of the keyed family) is one slot's worth of
+subtasks: source -> agg -> sink, on two TaskExecutors of one slot each and two JobManager
+processes. Runs are driven by the drain policy (``drain_choice``) plus the faults each test
+injects, and judged by ``properties.engines.Run`` (every invariant after every step, the
+eventual ones at the end)."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from model import actions as A
+from model import highavailability as ha
+from model import rpc
+from model.cluster import Cluster, RuntimeConfig, drain_choice
+from model.variants import generate, small_scenario, variant
+from properties.engines import Run
+
+
+def scenario(**cfg):
+    base = small_scenario(variant("cp-region-failover"))
+    sm = attrs.evolve(base, config=attrs.evolve(base.config, max_checkpoints=None, max_failures=5, **cfg))
+    return sm
+
+
+def records(n=3):
+    sc = scenario()
+    splits = {"source": (tuple((k % 2, 1, i + 1) for i, k in enumerate(range(n))),)}
+    return splits
+
+
+def run_of(**cfg) -> Run:
+    sc = scenario(**cfg)
+    sc = attrs.evolve(sc, job_input=attrs.evolve(sc.job_input, splits=records(4)))
+    return Run(sc)
+
+
+def step_until(run: Run, pred, limit=500):
+    """Drain-policy steps until ``pred(cluster)``; returns the violation if one occurs."""
+    c = run.cluster
+    for _ in range(limit):
+        if pred(c):
+            return None
+        a = drain_choice(c)
+        assert a is not None, "drained before the condition held"
+        v = run.step(a)
+        if v is not None:
+            return v
+    raise AssertionError("condition not reached")
+
+
+def do(run: Run, action):
+    return run.step(action)
+
+
+def index_of(c, cls) -> int:
+    return next(i for i, m in enumerate(c.cp.net.in_flight) if type(m) is cls)
+
+
+def all_running(c) -> bool:
+    return all(t.status == "RUNNING" for t in c.tasks)
+
+
+def events(c, kind):
+    return [e for e in c.events if e[0] == kind]
+
+
+def complete_a_checkpoint(run: Run) -> int:
+    c = run.cluster
+    assert do(run, A.TriggerCheckpoint()) is None
+    cid = c.coordinator.next_checkpoint_id - 1
+    assert step_until(run, lambda c: cid in c.completed_ids) is None
+    return cid
+
+
+def test_without_the_control_plane_there_is_no_control_plane_state_or_action():
+    c = Cluster.from_scenario(generate(variant("aligned-2pc"), 3))
+    assert c.cp is None and "cp" not in vars(c)
+    kinds = {type(a) for a in c.candidate_actions()}
+    assert not any(A.KINDS[k].control_plane for k in kinds)
+    assert c.why_not_enabled(A.Tick()) == "the control plane is off (RuntimeConfig.control_plane)"
+    assert all(t.status == "RUNNING" for t in c.tasks)  # deployed at once, as before
+
+
+def test_nothing_runs_before_a_leader_deployed_it_then_the_job_finishes_exactly_once():
+    run = run_of()
+    c = run.cluster
+    assert {t.status for t in c.tasks} == {"CREATED"}
+    enabled = c.enabled_actions()
+    assert A.LeaderLatchEvent(0) in enabled and A.LeaderLatchEvent(1) not in enabled  # jm0's latch is first
+    assert not any(not A.KINDS[type(a)].control_plane for a in enabled)  # no data-plane action yet
+    assert step_until(run, all_running) is None
+    assert events(c, "cp_leader")[0][2:] == (0, 1)
+    jm = c.cp.jms[0].jobmaster
+    # every subtask runs in the running JobMaster's slot, as the TaskExecutor says
+    assert len(jm.pool) == jm.required == len(c.cp.groups)
+    assert run.finish() is None and c.is_drained()
+    assert not c.cp.store.exists(ha.JOB_GRAPH) and c.cp.store.get(ha.JOB_RESULT)[0] == "SUCCEEDED"
+
+
+def test_a_crashed_task_executor_is_noticed_only_by_heartbeat_timeout():
+    run = run_of()
+    c = run.cluster
+    step_until(run, all_running)
+    jm = c.cp.jms[0].jobmaster
+    te = next(iter(jm.pool.values()))[0]
+    assert do(run, A.CrashTaskExecutor(te)) is None
+    assert {t.status for t in c.tasks} == {"CANCELED"}  # the tasks died with the process ...
+    assert not events(c, "failover")  # ... but nobody knows yet
+    timeout = c.config.heartbeat_timeout
+    ticks = 0
+    while not events(c, "cp_tm_timeout"):
+        while c.cp.net.in_flight:
+            assert do(run, A.RpcDeliver(0)) is None
+        assert do(run, A.Tick()) is None
+        ticks += 1
+    assert ticks == timeout + 1
+    assert events(c, "failover") and events(c, "cp_tm_timeout")[0][2] == te
+    assert run.finish() is None and c.is_drained()
+
+
+def _leader_failover(run: Run, crash: bool = True):
+    """jm0 (the leader) crashes (or, ``crash=False``, only its session expires) and jm1 takes over."""
+    c = run.cluster
+    if crash:
+        assert do(run, A.CrashJobManager(0)) is None
+    assert do(run, A.ExpireSession(0)) is None
+    return do(run, A.LeaderLatchEvent(1))
+
+
+def test_a_new_leader_restores_the_latest_checkpoint_and_the_counter_from_the_store():
+    run = run_of()
+    c = run.cluster
+    step_until(run, all_running)
+    cid = complete_a_checkpoint(run)
+    assert c.cp.store.get(ha.CHECKPOINTS)[0] == (cid,)
+    assert _leader_failover(run) is None
+    rec = events(c, "cp_job_recovered")[-1]
+    assert rec[2] == ha.token_of(c.cp.jms[1].latch) and rec[3] == rec[4] == cid
+    assert c.coordinator.next_checkpoint_id == cid + 1
+    assert {t.status for t in c.tasks} == {"CREATED"}  # the whole job restarts once it has slots
+    step_until(run, all_running)
+    assert complete_a_checkpoint(run) == cid + 1
+    assert run.finish() is None and c.is_drained()
+
+
+def test_unsafe_in_memory_counter_and_restore_break_on_the_same_failover():
+    for cfg, invariant in ((dict(checkpoint_id_counter_ha=False), "checkpoint_ids_increase"),
+                           (dict(restore_from_ha_store=False), "restore_uses_latest_checkpoint")):
+        run = run_of(**cfg)
+        step_until(run, all_running)
+        complete_a_checkpoint(run)
+        v = _leader_failover(run)
+        if v is None:
+            step_until(run, all_running)
+            assert do(run, A.TriggerCheckpoint()) is not None or run.violation is not None
+            v = run.violation
+        assert v is not None and v.invariant == invariant, (cfg, v)
+
+
+def test_a_deposed_leader_cannot_write_the_store_and_without_fencing_it_can():
+    for fencing in (True, False):
+        run = run_of(fencing=fencing)
+        c = run.cluster
+        step_until(run, all_running)
+        assert do(run, A.ExpireSession(0)) is None  # jm0 still believes it leads
+        assert c.cp.jms[0].token is not None and c.cp.leader_token() != c.cp.jms[0].token
+        assert do(run, A.TriggerCheckpoint()) is None
+        cid = c.coordinator.next_checkpoint_id - 1
+        v = step_until(run, lambda c: any(e[0] in ("completed", "aborted") and e[2] == cid for e in c.events)
+                       or run.violation is not None)
+        writes = [e for e in events(c, "cp_effect") if e[2] == "store" and e[3] == ha.CHECKPOINTS]
+        if fencing:
+            assert v is None and not writes[-1][6]
+            assert (cid, "FINALIZE_CHECKPOINT_FAILURE") in {(e[2], e[3]) for e in events(c, "aborted")}
+            assert not c.job.notifications and cid not in c.completed_ids
+            assert run.finish() is None and c.is_drained()
+        else:
+            assert run.violation is not None and run.violation.invariant == "no_split_brain"
+
+
+def _finish_job_then_fail_over(bugs=()):
+    run = run_of(bugs=bugs)
+    c = run.cluster
+    step_until(run, lambda c: c.cp.job_done_possible(c) is None)
+    assert do(run, A.JobReachedTerminalState()) is None
+    return run, _leader_failover(run)
+
+
+def test_the_job_result_store_keeps_a_finished_job_from_running_again():
+    run, v = _finish_job_then_fail_over()
+    c = run.cluster
+    assert v is None and c.cp.store.get(ha.JOB_RESULT)[0] == "SUCCEEDED"
+    assert len(events(c, "cp_job_recovered")) == 1  # only the first leader's
+    assert c.why_not_enabled(A.CleanupJob()) is None  # the new leader only cleans up
+    assert run.finish() is None and not c.cp.store.exists(ha.JOB_GRAPH)
+
+
+def test_flink_11813_without_a_job_result_store_the_finished_job_runs_again():
+    run, v = _finish_job_then_fail_over(bugs=("FLINK-11813",))
+    assert v is not None and v.invariant == "terminal_job_never_reruns"
+    assert not run.cluster.cp.store.exists(ha.JOB_RESULT)
+
+
+@pytest.mark.parametrize("bugs", [(), ("FLINK-17075",)])
+def test_a_lost_deployment_is_found_by_deployment_reconciliation(bugs):
+    run = run_of(bugs=bugs)
+    c = run.cluster
+    step_until(run, lambda c: any(type(m) is rpc.SubmitTask for m in c.cp.net.in_flight))
+    assert do(run, A.RpcLose(index_of(c, rpc.SubmitTask))) is None
+    v = step_until(run, lambda c: events(c, "cp_missing_deployment") or run.violation is not None, limit=2000)
+    if bugs:
+        assert v is not None and v.invariant == "deployments_agree"
+    else:
+        assert v is None and events(c, "failover")
+        assert run.finish() is None and c.is_drained()
+
+
+@pytest.mark.parametrize("reconcile", [True, False])
+def test_a_lost_slot_request_answer_is_repaired_by_slot_reports(reconcile):
+    run = run_of(slot_report_reconciliation=reconcile)
+    c = run.cluster
+    step_until(run, lambda c: any(type(m) is rpc.SlotRequestAnswer for m in c.cp.net.in_flight))
+    assert do(run, A.RpcLose(index_of(c, rpc.SlotRequestAnswer))) is None
+    v = step_until(run, lambda c: events(c, "cp_pending_slot_reconciled") or run.violation is not None
+                   or c.is_drained(), limit=3000)
+    if reconcile:
+        assert v is None and events(c, "cp_pending_slot_reconciled")
+        assert run.finish() is None and c.is_drained()
+    else:
+        assert v is not None and v.invariant == "slot_views_agree"
+
+
+def test_copy_and_fingerprint_cover_the_control_plane():
+    run = run_of()
+    c = run.cluster
+    step_until(run, all_running)
+    d = c.copy()
+    assert d.fingerprint() == c.fingerprint()
+    d.step(A.CrashTaskExecutor(0))
+    assert d.fingerprint() != c.fingerprint() and c.cp.tes[0].alive and not d.cp.tes[0].alive
+    e = c.copy()
+    e.cp.store.expire_session(e.cp.jms[1].session)  # a store-only change shows in the fingerprint
+    assert e.fingerprint() != c.fingerprint()
