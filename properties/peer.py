@@ -29,10 +29,10 @@ from model.channelstaterescaling import (
     old_subtasks,
 )
 from model.checkpointcoordinator import (
-    CheckpointAborted,
     CheckpointCompleted,
     CheckpointCoordinator,
     CheckpointTriggered,
+    CheckpointTriggerFailed,
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
 )
@@ -473,7 +473,8 @@ def run_pipelined_regions(case: dict) -> list[str]:
 
 _CHECKS = ("pending", "retained", "pending_ids", "retained_ids", "timestamp", "acked", "not_acked", "disposed",
            "fully_acked", "can_be_subsumed", "triggered", "triggered_count", "notified_complete",
-           "notified_aborted", "notify_calls", "abort_calls", "completed", "queued", "pending_props")
+           "notified_aborted", "notify_calls", "abort_calls", "completed", "queued", "pending_props",
+           "trigger_failures")
 
 
 def run_coordinator(case: dict) -> list[str]:
@@ -487,11 +488,13 @@ def run_coordinator(case: dict) -> list[str]:
         checkpoint_timeout=cfg.get("checkpoint_timeout"),
         unaligned_checkpoints_enabled=cfg.get("unaligned", False),
         queue_requests=cfg.get("queue_requests", False),
+        max_queued_requests=cfg.get("max_queued", 1000),
     )
     tasks = sorted(set(cfg["trigger"]) | set(cfg["ack"]) | set(cfg.get("commit") or ()))
     seen: dict = {}  # checkpoint id -> PendingCheckpoint (kept after it leaves ``pending``)
     log = {"triggered": {t: [] for t in tasks}, "complete": {t: [] for t in tasks},
-           "aborted": {t: [] for t in tasks}, "notify_calls": [], "abort_calls": [], "completed": []}
+           "aborted": {t: [] for t in tasks}, "notify_calls": [], "abort_calls": [], "completed": [],
+           "trigger_failures": []}
 
     def effects(effs):
         for e in effs:
@@ -508,8 +511,8 @@ def run_coordinator(case: dict) -> list[str]:
                     log["aborted"].setdefault(t, []).append(e.checkpoint_id)
             elif isinstance(e, CheckpointCompleted):
                 log["completed"].append(e.checkpoint_id)
-            elif isinstance(e, CheckpointAborted):
-                pass
+            elif isinstance(e, CheckpointTriggerFailed):
+                log["trigger_failures"].append(e.reason)
         seen.update(coord.pending)
 
     now = 999
@@ -518,7 +521,7 @@ def run_coordinator(case: dict) -> list[str]:
         where = f"step {i}"
         if "trigger" in step:
             kind = step["trigger"]
-            res = coord.trigger_checkpoint(now, kind, step.get("periodic", False))
+            res = coord.trigger_checkpoint(now, kind, step.get("periodic", False), force=step.get("force"))
             effects(res.effects)
             if "expect" in step:
                 _expect(out, f"{where}: trigger {kind}", res.status, step["expect"])
@@ -568,7 +571,7 @@ def _check_coordinator(out, where, coord, seen, log, check: dict) -> None:
         elif key == "triggered_count":
             for t, n in want.items():
                 _expect(out, f"{what}[{t}]", len(log["triggered"].get(int(t), [])), n)
-        elif key in ("notify_calls", "abort_calls", "completed"):
+        elif key in ("notify_calls", "abort_calls", "completed", "trigger_failures"):
             _expect(out, what, log[key], want)
         else:  # per pending checkpoint
             for cid, v in want.items():
