@@ -31,6 +31,9 @@ from model.channelstaterescaling import (
 from model.checkpointcoordinator import (
     CheckpointCompleted,
     CheckpointCoordinator,
+    CheckpointProperties,
+    CompletedCheckpoint,
+    CompletedCheckpointStore,
     CheckpointTriggered,
     CheckpointTriggerFailed,
     NotifyCheckpointAborted,
@@ -591,6 +594,23 @@ def _check_coordinator(out, where, coord, seen, log, check: dict) -> None:
                 _expect(out, f"{what}[{cid}]", got, v)
 
 
+def run_checkpoint_store(case: dict) -> list[str]:
+    """A DefaultCompletedCheckpointStoreTest retention case: the checkpoints the store already
+    holds (recovered), then the ones added; the store's checkpoints, in order, out. Entries are
+    named (Flink compares the objects; ids repeat between recovered and added ones)."""
+    out: list[str] = []
+    props = {"checkpoint": CheckpointProperties.for_checkpoint(),
+             "savepoint": CheckpointProperties.for_savepoint(False),
+             "stop_with_savepoint": CheckpointProperties.for_sync_savepoint(False, False)}
+    store = CompletedCheckpointStore(case["retain"])
+    for name, cid, kind in case.get("recovered", ()) + case["add"]:
+        if kind not in props:
+            raise PeerSpecError(f"unknown checkpoint kind {kind!r} (one of {sorted(props)})")
+        store.add_checkpoint_and_subsume_oldest_one(CompletedCheckpoint(cid, 0, props[kind], metadata=name))
+    _expect(out, "getAllCheckpoints()", [c.metadata for c in store.get_all_checkpoints()], case["retained"])
+    return out
+
+
 # -- state assignment ---------------------------------------------------------------------------
 
 
@@ -716,6 +736,7 @@ RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "region_failover": run_region_failover,
     "pipelined_regions": run_pipelined_regions,
     "coordinator": run_coordinator,
+    "checkpoint_store": run_checkpoint_store,
     "operator_state_rescale": run_operator_state_rescale,
     "channel_state_assignment": run_channel_state_assignment,
     "keyed_state_assignment": run_keyed_state_assignment,

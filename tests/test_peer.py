@@ -108,6 +108,12 @@ def _wrong_coordinator():
     return d, c
 
 
+def _wrong_checkpoint_store():
+    d, c = _case("DefaultCompletedCheckpointStoreTest", "testAtLeastOneCheckpointRetained")
+    c["retained"] = ["sp3"]
+    return d, c
+
+
 def _wrong_operator_state_rescale():
     d, c = _case("StateAssignmentOperationTest", "testRepartitionUnionState")
     c["rescale"]["3"]["state_info_counts"]["t-4"] = 2
@@ -166,6 +172,7 @@ WRONG = {
     "region_failover": lambda mp: _wrong_region_failover(),
     "pipelined_regions": lambda mp: _wrong_pipelined_regions(),
     "coordinator": lambda mp: _wrong_coordinator(),
+    "checkpoint_store": lambda mp: _wrong_checkpoint_store(),
     "operator_state_rescale": lambda mp: _wrong_operator_state_rescale(),
     "channel_state_assignment": lambda mp: _wrong_channel_state(),
     "keyed_state_assignment": _broken_keyed_state_assignment,
