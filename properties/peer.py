@@ -34,6 +34,7 @@ from model.checkpointcoordinator import (
     CheckpointProperties,
     CompletedCheckpoint,
     CompletedCheckpointStore,
+    PendingCheckpoint,
     CheckpointTriggered,
     CheckpointTriggerFailed,
     NotifyCheckpointAborted,
@@ -611,6 +612,38 @@ def run_checkpoint_store(case: dict) -> list[str]:
     return out
 
 
+_PROPS = {
+    "checkpoint": lambda: CheckpointProperties.for_checkpoint(),
+    "forced_savepoint": lambda: CheckpointProperties.for_savepoint(True),
+    "savepoint": lambda: CheckpointProperties.for_savepoint(False),
+    "sync_savepoint": lambda: CheckpointProperties.for_sync_savepoint(True, False),
+}
+
+
+def run_pending_checkpoint(case: dict) -> list[str]:
+    """A PendingCheckpointTest case: a PendingCheckpoint with the given properties and tasks
+    to acknowledge; acknowledgements (with their TaskAcknowledgeResult) and what Flink asserts."""
+    out: list[str] = []
+    for i, step in enumerate(case["steps"]):
+        if "create" in step:
+            kind = step["create"]
+            if kind not in _PROPS:
+                raise PeerSpecError(f"unknown properties {kind!r} (one of {sorted(_PROPS)})")
+            tasks = frozenset(step.get("tasks_to_ack", [0]))
+            pc = PendingCheckpoint(checkpoint_id=1, timestamp=0, properties=_PROPS[kind](), tasks_to_ack=tasks,
+                                   not_yet_acknowledged=set(tasks))
+        elif "ack" in step:
+            _expect(out, f"step {i}: acknowledgeTask({step['ack']})", pc.acknowledge_task(step["ack"], None),
+                    step["result"])
+        elif "can_be_subsumed" in step:
+            _expect(out, f"step {i}: canBeSubsumed", pc.can_be_subsumed, step["can_be_subsumed"])
+        elif "fully_acked" in step:
+            _expect(out, f"step {i}: areTasksFullyAcknowledged", pc.is_fully_acknowledged, step["fully_acked"])
+        else:
+            raise PeerSpecError(f"unknown step {step!r}")
+    return out
+
+
 # -- state assignment ---------------------------------------------------------------------------
 
 
@@ -737,6 +770,7 @@ RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "pipelined_regions": run_pipelined_regions,
     "coordinator": run_coordinator,
     "checkpoint_store": run_checkpoint_store,
+    "pending_checkpoint": run_pending_checkpoint,
     "operator_state_rescale": run_operator_state_rescale,
     "channel_state_assignment": run_channel_state_assignment,
     "keyed_state_assignment": run_keyed_state_assignment,

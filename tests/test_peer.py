@@ -114,6 +114,12 @@ def _wrong_checkpoint_store():
     return d, c
 
 
+def _wrong_pending_checkpoint():
+    d, c = _case("PendingCheckpointTest", "testSyncSavepointCannotBeSubsumed")
+    c["steps"][1]["can_be_subsumed"] = True
+    return d, c
+
+
 def _wrong_operator_state_rescale():
     d, c = _case("StateAssignmentOperationTest", "testRepartitionUnionState")
     c["rescale"]["3"]["state_info_counts"]["t-4"] = 2
@@ -173,6 +179,7 @@ WRONG = {
     "pipelined_regions": lambda mp: _wrong_pipelined_regions(),
     "coordinator": lambda mp: _wrong_coordinator(),
     "checkpoint_store": lambda mp: _wrong_checkpoint_store(),
+    "pending_checkpoint": lambda mp: _wrong_pending_checkpoint(),
     "operator_state_rescale": lambda mp: _wrong_operator_state_rescale(),
     "channel_state_assignment": lambda mp: _wrong_channel_state(),
     "keyed_state_assignment": _broken_keyed_state_assignment,
