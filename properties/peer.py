@@ -749,12 +749,23 @@ def run_window_operator(case: dict) -> list[str]:
 
 
 def run_chaining(case: dict) -> list[str]:
-    """A StreamingJobGraphGeneratorTest chaining case: a job spec in; the number of JobVertices
-    and the operators of each, in ``getVerticesSortedTopologicallyFromSources`` order, out."""
+    """A StreamingJobGraphGeneratorTest chaining case: a job spec in; per JobVertex in
+    ``getVerticesSortedTopologicallyFromSources`` order the number of operators (and, where the
+    test asserts them, the chained operators head first, the parallelism) and the result
+    partition type of each JobEdge out."""
     out: list[str] = []
     jg = build_job_graph(stream_graph_from_dict(case["job"]))
-    _expect(out, "operators per JobVertex (topological order)", [len(v.operators) for v in jg.vertices.values()],
+    vertices = list(jg.vertices.values())
+    _expect(out, "operators per JobVertex (topological order)", [len(v.operators) for v in vertices],
             case["operators_per_vertex"])
+    if "chains" in case:
+        _expect(out, "chains, head first (isChainStart / isChainEnd)", [list(v.operators) for v in vertices],
+                case["chains"])
+    if "parallelism_per_vertex" in case:
+        _expect(out, "JobVertex parallelism", [v.parallelism for v in vertices], case["parallelism_per_vertex"])
+    if "result_partition_types" in case:
+        _expect(out, "JobEdge result partition types", [e.result_partition_type for e in jg.edges],
+                case["result_partition_types"])
     return out
 
 
