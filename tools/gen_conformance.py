@@ -61,6 +61,10 @@ def render() -> str:
     lines += ["", f"Disagreements: {len(disagreeing)}."]
     for cls, d in disagreeing:
         lines.append(f"- `{cls}#{d['case']}`: {_cell('; '.join(d['disagreements']))}")
+    fixes = [(d["flink_class"], c) for d in datas for c in d["cases"] if c.get("model_fix")]
+    lines += ["", f"Model fixes the peer suite led to: {len(fixes)}."]
+    for cls, c in fixes:
+        lines.append(f"- `{cls}#{c['name']}`: {_cell(c['model_fix'])}")
     lines += ["", "## Per class", ""]
     for data in datas:
         lines += [f"### `{data['flink_class']}`", "",
