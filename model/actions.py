@@ -39,7 +39,7 @@ from typing import Iterable
 import attrs
 
 from model.events import CheckpointBarrier, Watermark, value
-from model.streamtask import FINISHED, RUNNING
+from model.streamtask import FINISHED, RUNNING, KeyedNode, SinkNode
 
 
 # -- the action values -------------------------------------------------------------------------
@@ -201,6 +201,15 @@ class ActionKind:
         is not None)."""
         return True
 
+    def footprint(self, c, a) -> frozenset | None:
+        """The parts of the runtime the enabled action ``a`` reads or writes in state ``c``, when
+        they are local (one task, the channels it takes from and writes to, the shared side
+        outputs it may append to); None when it may reach anything (the coordinator, the job,
+        other tasks through messages). Two actions with disjoint footprints commute and
+        neither disables the other: an explorer's partial-order reduction relies on it
+        (tests/test_explore.py checks it on every variant's walks)."""
+        return None
+
     def describe(self, c, a) -> str:
         return repr(a)
 
@@ -265,6 +274,24 @@ def _delivers(n: int) -> list:
     return _DELIVER[:n]
 
 
+def task_footprint(task, channel) -> frozenset:
+    """What processing one record or watermark in ``task`` (taken from ``channel``, or emitted
+    by its source) can touch: the task, the channel, its output channels, and the shared
+    side outputs its chain writes to -- the external system for a sink, the late-records list
+    for a window operator."""
+    parts = {("task", task.id)}
+    if channel is not None:
+        parts.add(("channel", channel))
+    for o in task.output_channels:
+        parts.add(("channel", o))
+    for node in task.nodes:
+        if isinstance(node, SinkNode):
+            parts.add(("external",))
+        elif isinstance(node, KeyedNode):
+            parts.add(("late",))
+    return frozenset(parts)
+
+
 @register
 class DeliverKind(ActionKind):
     action = Deliver
@@ -326,6 +353,20 @@ class DeliverKind(ActionKind):
                 task.run_deferred()
         else:
             task.process_event(e, ch, c.now)
+
+    def footprint(self, c, a):
+        """A record or a watermark is processed inside the consumer's chain (state, timers,
+        its output channels, a sink's writer); any other element (a barrier, a status, the
+        end of a partition) may reach the coordinator or the job: no footprint."""
+        net = c.net
+        ch = a.channel
+        e = net.queues[ch][net.read_pos[ch]] if net.blocking[ch] else net.queues[ch][0]
+        if type(e) is not tuple and type(e) is not Watermark:
+            return None
+        task = c.tasks[net.consumer_of[ch]]
+        if task.deferred:
+            return None  # the next element takes the deferred snapshot (a message to the coordinator)
+        return task_footprint(task, ch)
 
     def describe(self, c, a):
         ch = c.eg.channels[a.channel]
@@ -392,6 +433,10 @@ class SourceEmitKind(_SourceKind):
         t = c.tasks[a.subtask]
         rec = t.source.next_record()
         t.head.process(rec[0], rec[1], rec[2])
+
+    def footprint(self, c, a):
+        """A source emits inside its own chain."""
+        return task_footprint(c.tasks[a.subtask], None)
 
     def describe(self, c, a):
         src = c.tasks[a.subtask].source

@@ -13,7 +13,7 @@ duplicate state effects after a restore.
 Follows: ``SingleCheckpointBarrierHandler`` and its ``BarrierHandlerState`` machine
 (WaitingForFirstBarrier, CollectingBarriers, AlternatingWaitingForFirstBarrier,
 AlternatingCollectingBarriers, AlternatingWaitingForFirstBarrierUnaligned,
-AlternatingCollectingBarriersUnaligned), ``CheckpointBarrierTracker`` (flink-facts §3),
+AlternatingCollectingBarriersUnaligned), ``CheckpointBarrierTracker``,
 and FLIP-147 (with checkpoints after tasks finish, an EndOfPartition counts as that
 channel's barrier; without, it aborts the pending checkpoint).
 

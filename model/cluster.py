@@ -41,7 +41,6 @@ final checkpoint, without the tasks waiting for it). The state is mutated in pla
 
 from __future__ import annotations
 
-import copy as _copy
 import random
 from typing import Iterable
 
@@ -70,6 +69,7 @@ from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinishe
 from model.keygroups import assign_key_to_parallel_operator, assign_to_key_group
 from model.channelstaterescaling import INFLIGHT_ASSIGNMENTS
 from model.rescaling import channel_rescale_refusal, rescale_channel_states, rescale_graph, rescale_states
+from model.statecopy import deep_copy
 from model.streamtask import (
     DataOutput,
     FINISHED,
@@ -393,7 +393,7 @@ class Cluster:
         for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids,
                         self.channel_rescales):
             memo[id(history)] = list(history)  # history holds immutable values: a shallow copy is independent
-        return _copy.deepcopy(self, memo)
+        return deep_copy(self, memo)
 
     def fingerprint(self) -> str:
         """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left

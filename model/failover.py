@@ -6,8 +6,8 @@ every consumer region of a restarted region, transitively; so no surviving subta
 consuming data that nobody will reproduce, and no restarted producer feeds a consumer that
 already saw a different (non-deterministic) version of its output.
 
-Follows: ``RestartPipelinedRegionFailoverStrategy`` and ``RestartAllFailoverStrategy``
-(flink-facts §4); regions as ``SchedulingPipelinedRegionComputeUtil`` builds them:
+Follows: ``RestartPipelinedRegionFailoverStrategy`` and ``RestartAllFailoverStrategy``;
+regions as ``SchedulingPipelinedRegionComputeUtil`` builds them:
 connected components over must-be-pipelined channels, then strongly connected components
 of the region graph over blocking channels merged into one region (FLINK-17330).
 

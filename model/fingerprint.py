@@ -5,8 +5,9 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
 
 * objects (slotted or not) become ``(class name, field values...)`` over every field except
   those the class lists in ``FINGERPRINT_SKIP`` (history, caches, links to static structure);
-* dicts and sets are sorted (by the canonical form of their keys/elements), so insertion
-  order -- which depends on the path -- does not count; lists, tuples and deques keep order;
+* dicts and sets are sorted (by the canonical form of their keys/elements: natural order
+  for all-int or all-string keys, else by repr), so insertion order -- which depends on the
+  path -- does not count; lists, tuples and deques keep order;
 * a mutable object met again becomes a back-reference ``("ref", n)`` numbered in traversal
   order, so shared structure (a channel deque that a task also writes to) counts once and
   cycles end; frozen attrs values (events, barriers, snapshots) count by content only;
@@ -65,6 +66,16 @@ def canonical(obj, drop_time: bool = False):
     return _canon(obj, drop_time, memo)
 
 
+def _sorted_keys(keys: list) -> list:
+    """``keys`` (canonical forms) in a path-independent order: their natural order when they
+    are all ints or all strings (the common case, no repr needed), else by repr."""
+    if keys:
+        t = type(keys[0])
+        if (t is int or t is str) and all(type(k) is t for k in keys):
+            return sorted(keys)
+    return sorted(keys, key=repr)
+
+
 def _canon(x, drop_time, memo):
     t = type(x)
     if t in _PRIMITIVE:
@@ -72,10 +83,10 @@ def _canon(x, drop_time, memo):
     if t is tuple:
         for e in x:
             if type(e) not in _PRIMITIVE:
-                return ("tuple",) + tuple(_canon(e, drop_time, memo) for e in x)
+                return ("tuple",) + tuple([e if type(e) in _PRIMITIVE else _canon(e, drop_time, memo) for e in x])
         return x
     if t is frozenset:
-        return ("frozenset",) + tuple(sorted((_canon(e, drop_time, memo) for e in x), key=repr))
+        return ("frozenset",) + tuple(_sorted_keys([_canon(e, drop_time, memo) for e in x]))
     if t is FunctionType or (t is BuiltinMethodType and (x.__self__ is None or type(x.__self__) is ModuleType)):
         return ("fn", getattr(x, "__qualname__", repr(x)))
     value = _VALUE.get(t)
@@ -88,25 +99,34 @@ def _canon(x, drop_time, memo):
             return ("ref", ref)
         memo[i] = len(memo)
     if t is list or t is deque:
-        return (t.__name__,) + tuple(_canon(e, drop_time, memo) for e in x)
+        return (t.__name__,) + tuple([e if type(e) in _PRIMITIVE else _canon(e, drop_time, memo) for e in x])
     if t is dict:
-        items = [(_canon(k, drop_time, memo), v) for k, v in x.items()]
-        items.sort(key=lambda kv: repr(kv[0]))
-        return ("dict",) + tuple((k, _canon(v, drop_time, memo)) for k, v in items)
+        if not x:
+            return ("dict",)
+        canon_key = {}
+        for k, v in x.items():
+            canon_key[k if type(k) in _PRIMITIVE else _canon(k, drop_time, memo)] = v
+        out = ["dict"]
+        for k in _sorted_keys(list(canon_key)):
+            v = canon_key[k]
+            out.append((k, v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo)))
+        return tuple(out)
     if t is set:
-        return ("set",) + tuple(sorted((_canon(e, drop_time, memo) for e in x), key=repr))
+        return ("set",) + tuple(_sorted_keys([e if type(e) in _PRIMITIVE else _canon(e, drop_time, memo) for e in x]))
     if t is MethodType or t is BuiltinMethodType:
         owner = x.__self__
         return ("method", x.__name__, _canon(owner, drop_time, memo))
     names, skip = _fields(t, drop_time)
-    d = getattr(x, "__dict__", None)
     out = [t.__qualname__]
     for n in names:
-        out.append(_canon(getattr(x, n, None), drop_time, memo))
+        v = getattr(x, n, None)
+        out.append(v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo))
+    d = getattr(x, "__dict__", None)
     if d:
         for n in sorted(d):
             if n not in skip:
-                out.append((n, _canon(d[n], drop_time, memo)))
+                v = d[n]
+                out.append((n, v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo)))
     return tuple(out)
 
 

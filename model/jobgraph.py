@@ -1,7 +1,7 @@
 """JobGraph: operator chaining (Flink's ``StreamingJobGraphGenerator``).
 
 Invariant upheld: two operators share a :class:`JobVertex` exactly when Flink's
-``isChainable`` holds for the edge between them (flink-facts §5), the slot sharing
+``isChainable`` holds for the edge between them, the slot sharing
 group of every vertex is the one ``StreamGraphGenerator.determineSlotSharingGroup`` and
 ``StreamingJobGraphGenerator.setSlotSharing`` give it, and the vertices of one co-location
 group are in one (JobGraph-level) slot sharing group. That last rule is the one job-spec
@@ -54,7 +54,7 @@ from model.streamgraph import (
     resolve_slot_sharing_groups,
 )
 
-#: ResultPartitionType names used by the model (flink-facts §4).
+#: ResultPartitionType names used by the model (Flink's ``ResultPartitionType``).
 PIPELINED_BOUNDED = "PIPELINED_BOUNDED"
 BLOCKING = "BLOCKING"
 
@@ -103,7 +103,7 @@ class JobEdge:
 def is_chainable(
     stream_graph: StreamGraph, edge: EdgeSpec, slot_sharing_groups: Mapping[str, str] | None = None
 ) -> bool:
-    """``StreamingJobGraphGenerator.isChainable(edge, streamGraph)`` (flink-facts §5).
+    """``StreamingJobGraphGenerator.isChainable(edge, streamGraph)``.
 
     True iff the downstream operator has exactly one input edge and
     ``chaining enabled``, same (resolved) slot sharing group, upstream strategy != NEVER,

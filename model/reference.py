@@ -6,7 +6,7 @@ on the consumers' parallelism: those keep their parallelism), no failures, no ch
 a fixed FIFO schedule, plain append sinks (without failures an append sink shows
 everything written). Any
 correct run of the job, however parallel and however often it failed, must end with
-the same sink output (DESIGN.md §4, "failure transparency", Veresov, Spenger, Carbone
+the same sink output ("failure transparency", Veresov, Spenger, Carbone
 and Haller, ECOOP 2024), compared per key and window (``model.oracle.diff_outputs``).
 
 The reference runs the model itself, so a bug in an operator's semantics would show in

@@ -7,7 +7,7 @@ committed by whichever new sink subtask received it); nothing of the savepoint i
 
 Follows: ``StateAssignmentOperation`` (keyed state by key-group range intersection,
 operator list state by ``RoundRobinOperatorStateRepartitioner``), the max-parallelism rules
-of ``Checkpoints``/``SchedulerBase`` (flink-facts §1). Source split state and the legacy
+of ``Checkpoints``/``SchedulerBase``. Source split state and the legacy
 ``TwoPhaseCommitSinkFunction`` state are SPLIT_DISTRIBUTE list states in Flink.
 
 A restore with new parallelisms from an *unaligned checkpoint* also reassigns the in-flight

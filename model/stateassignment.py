@@ -8,8 +8,7 @@ subtask (SPLIT_DISTRIBUTE), in every new subtask (UNION) or as a copy of one old
 entries (BROADCAST).
 
 Follows: ``StateAssignmentOperation`` (``createKeyGroupPartitions``, key-group range
-intersection, the max-parallelism preconditions) and ``RoundRobinOperatorStateRepartitioner``
-(flink-facts §1).
+intersection, the max-parallelism preconditions) and ``RoundRobinOperatorStateRepartitioner``.
 
 Known-unsafe variant (``keygroup_assignment="modulo"``): new subtask ``i`` takes the key
 groups ``kg % p' == i`` instead of its range, while records are still routed by range —

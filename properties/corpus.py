@@ -17,6 +17,7 @@ what it adds, replaces and removes, and never deletes a file that a hand-written
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import re
 import shutil
@@ -175,6 +176,26 @@ def candidate(path: Path) -> Candidate:
         ok = False
     return Candidate(path=Path(path), variant=cx.variant, invariant=cx.invariant, steps=len(cx.actions),
                      reproduces=ok, relname=f"{path.parent.name}/{path.name}")
+
+
+def stored_lengths(corpus: Path, engines: tuple[str, ...]) -> dict:
+    """(variant, invariant) -> the fewest actions of a counterexample file in ``corpus`` written
+    by one of ``engines`` (read from the files' header and action lines, without replaying
+    them; unreadable files are left out: ``flinkspec corpus update`` judges those)."""
+    out: dict = {}
+    for path in _files(corpus):
+        try:
+            with open(path, encoding="utf-8") as f:
+                header = json.loads(f.readline())
+                steps = sum(1 for line in f if '"type": "action"' in line or '"type":"action"' in line)
+        except (OSError, ValueError):
+            continue
+        if not isinstance(header, dict) or header.get("engine") not in engines:
+            continue
+        key = (header.get("variant"), header.get("invariant"))
+        if key not in out or steps < out[key]:
+            out[key] = steps
+    return out
 
 
 def _files(directory: Path) -> list[Path]:

@@ -38,6 +38,7 @@ from typing import Callable
 
 import attrs
 
+from model import actions as A
 from model.cluster import Cluster, drain_choice
 from model.errors import FlinkspecError
 from model.variants import Scenario, Variant, small_scenario
@@ -80,6 +81,9 @@ class Exploration:
     trace: tuple = ()
     violation: object = None
     limit: str | None = None
+    #: how many processes expanded the levels, and whether sleep sets pruned transitions
+    workers: int = 1
+    reduced: bool = False
 
     @property
     def states_per_s(self) -> float:
@@ -90,35 +94,118 @@ def _key(trace: tuple) -> tuple:
     return tuple(repr(a) for a in trace)
 
 
-def expand(run: Run, trace: tuple):
-    """Every successor of ``run``'s state: ``(action, child_run, violation)`` for each enabled
-    action, in ``enabled_actions`` order. ``child_run`` judges a copy; ``violation`` is the
-    first *always* invariant the step broke, else (a drained child) the first *eventually*
-    invariant, else None."""
+def _independent(fa, fb) -> bool:
+    return fa is not None and fb is not None and fa.isdisjoint(fb)
+
+
+def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: bool = False):
+    """The successors of ``run``'s state: ``(action, child_run, violation, child_sleep)`` for
+    each enabled action not in ``sleep``, in ``enabled_actions`` order. ``child_run`` judges a
+    copy; ``violation`` is the first *always* invariant the step broke, else (a drained child)
+    the first *eventually* invariant, else None.
+
+    With ``reduce`` (sleep sets, Godefroid 1996): the child reached by ``a`` sleeps on every
+    action of ``sleep`` and every action taken before ``a`` here that is independent of ``a``
+    (disjoint ``ActionKind.footprint``): that interleaving is reached through the other order
+    at the same depth. Without it every child's sleep set is empty."""
+    c = run.cluster
+    acts = c.enabled_actions()
+    reduce = reduce and not c.config.time_sensitive
+    if reduce:
+        fp = {a: A.KINDS[type(a)].footprint(c, a) for a in acts}
     out = []
-    for a in run.cluster.enabled_actions():
+    done: list = []
+    for a in acts:
+        if a in sleep:
+            continue
         child = run.fork()
         v = child.step(a)
         if v is None and child.cluster.is_drained():
             v = child.finish()
-        out.append((a, child, v))
+        child_sleep = frozenset()
+        if reduce:
+            fa = fp[a]
+            if fa is not None:
+                child_sleep = frozenset(b for b in (*sleep, *done) if b in fp and _independent(fa, fp[b]))
+            done.append(a)
+        out.append((a, child, v, child_sleep))
     return out
 
 
+@attrs.define(slots=True)
+class Level:
+    """What expanding one level gave: the new states (fingerprint -> smallest trace key, that
+    trace, the state's run or None, its sleep set, whether it is drained), the violating
+    transitions (key, trace, violation), how many transitions were taken, and whether the
+    time limit stopped the expansion."""
+
+    states: dict = attrs.field(factory=dict)
+    violations: list = attrs.field(factory=list)
+    transitions: int = 0
+    timed_out: bool = False
+
+    def add(self, fp: str, key: tuple, trace: tuple, run, sleep: frozenset, drained: bool) -> None:
+        """A state reached at this level: the smallest trace represents it; a state reached by
+        several traces sleeps only on what every one of them sleeps on."""
+        have = self.states.get(fp)
+        if have is None:
+            self.states[fp] = (key, trace, run, sleep, drained)
+        elif key < have[0]:
+            self.states[fp] = (key, trace, run, sleep & have[3], drained)
+        else:
+            self.states[fp] = have[:3] + (have[3] & sleep, have[4])
+
+
+class LocalLevels:
+    """Expands a level in this process (the frontier's states are kept as runs)."""
+
+    workers = 1
+
+    def __init__(self, scenario: Scenario, reduce: bool):
+        self.scenario = scenario
+        self.reduce = reduce
+
+    def expand(self, frontier: list, seen: set, deadline: float | None, report) -> Level:
+        level = Level()
+        for trace, run, sleep in frontier:
+            for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce):
+                level.transitions += 1
+                t = trace + (a,)
+                if v is not None:
+                    level.violations.append((_key(t), t, v))
+                    continue
+                fp = child.cluster.fingerprint()
+                if fp in seen:
+                    continue
+                level.add(fp, _key(t), t, child, child_sleep, child.cluster.is_drained())
+            report(level)
+            if deadline is not None and time.perf_counter() > deadline:
+                level.timed_out = True
+                break
+        return level
+
+
 def explore(scenario: Scenario, limits: Limits = Limits(), *,
-            progress: Callable[[Progress], None] | None = None) -> Exploration:
-    """Breadth-first search over every interleaving of ``scenario`` (see the module docstring)."""
+            progress: Callable[[Progress], None] | None = None, reduce: bool = True,
+            levels=None) -> Exploration:
+    """Breadth-first search over every interleaving of ``scenario`` (see the module docstring).
+    ``reduce``: sleep-set partial-order reduction (same states, same depths, fewer
+    transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the Spark
+    search passes ``spark.explore.SparkLevels``)."""
     t0 = time.perf_counter()
+    levels = levels if levels is not None else LocalLevels(scenario, reduce)
     root = Run(scenario, track_goals=False)
     if root.violation is not None:
         return Exploration(verdict="violation", distinct_states=1, transitions=0, depth=0, complete=False,
-                           seconds=time.perf_counter() - t0, drained_states=0, trace=(), violation=root.violation)
+                           seconds=time.perf_counter() - t0, drained_states=0, trace=(), violation=root.violation,
+                           workers=levels.workers, reduced=reduce)
     seen = {root.cluster.fingerprint()}
-    frontier: list[tuple[tuple, Run]] = [((), root)]
+    frontier: list = [((), root, frozenset())]
     transitions = 0
     drained = 1 if root.cluster.is_drained() else 0
     depth = 0
-    next_report = 500
+    deadline = t0 + limits.max_seconds if limits.max_seconds is not None else None
+    next_report = [500]
 
     def elapsed() -> float:
         return time.perf_counter() - t0
@@ -126,41 +213,29 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     def result(verdict, *, complete, limit=None, trace=(), violation=None):
         return Exploration(verdict=verdict, distinct_states=len(seen), transitions=transitions, depth=depth,
                            complete=complete, seconds=elapsed(), drained_states=drained, trace=trace,
-                           violation=violation, limit=limit)
+                           violation=violation, limit=limit, workers=levels.workers, reduced=reduce)
+
+    def report(level: Level) -> None:
+        if progress is not None and len(seen) + len(level.states) >= next_report[0]:
+            next_report[0] = len(seen) + len(level.states) + 500
+            progress(Progress(depth=depth + 1, distinct_states=len(seen) + len(level.states),
+                              transitions=transitions + level.transitions, frontier=len(frontier), seconds=elapsed()))
 
     while frontier:
         if limits.max_depth is not None and depth >= limits.max_depth:
             return result("bounded", complete=False, limit=f"max_depth={limits.max_depth}")
-        level: dict[str, tuple[tuple, tuple, Run]] = {}  # fingerprint -> (key, trace, run), smallest key
-        violations: list[tuple[tuple, tuple, object]] = []
-        for trace, run in frontier:
-            for a, child, v in expand(run, trace):
-                transitions += 1
-                t = trace + (a,)
-                if v is not None:
-                    violations.append((_key(t), t, v))
-                    continue
-                fp = child.cluster.fingerprint()
-                if fp in seen:
-                    continue
-                k = _key(t)
-                have = level.get(fp)
-                if have is None or k < have[0]:
-                    level[fp] = (k, t, child)
-            if progress is not None and len(seen) + len(level) >= next_report:
-                next_report = len(seen) + len(level) + 500
-                progress(Progress(depth=depth + 1, distinct_states=len(seen) + len(level), transitions=transitions,
-                                  frontier=len(frontier), seconds=elapsed()))
-            if limits.max_seconds is not None and elapsed() > limits.max_seconds:
-                seen.update(level)
-                return result("bounded", complete=False, limit=f"max_seconds={limits.max_seconds:g}")
+        level = levels.expand(frontier, seen, deadline, report)
+        transitions += level.transitions
+        if level.timed_out:
+            seen.update(level.states)
+            return result("bounded", complete=False, limit=f"max_seconds={limits.max_seconds:g}")
         depth += 1
-        if violations:
-            _k, t, v = min(violations, key=lambda x: x[0])
+        if level.violations:
+            _k, t, v = min(level.violations, key=lambda x: x[0])
             return result("violation", complete=False, trace=t, violation=v)
-        seen.update(level)
-        drained += sum(1 for (_k, _t, r) in level.values() if r.cluster.is_drained())
-        frontier = [(t, r) for (_k, t, r) in sorted(level.values(), key=lambda x: x[0])]
+        seen.update(level.states)
+        drained += sum(1 for e in level.states.values() if e[4])
+        frontier = [(t, r, z) for (_k, t, r, z, _d) in sorted(level.states.values(), key=lambda x: x[0])]
         if progress is not None:
             progress(Progress(depth=depth, distinct_states=len(seen), transitions=transitions,
                               frontier=len(frontier), seconds=elapsed()))

@@ -1,4 +1,4 @@
-"""PySpark replay pipeline: seeded random walks of the model at scale (DESIGN.md §7).
+"""PySpark replay pipeline: seeded random walks of the model at scale.
 
 ``spark.session``  one quiet SparkSession factory (local by default, any ``--master``);
 ``spark.replay``   the pipeline: (seed, variant) rows -> runs on executors -> Parquet, summary,

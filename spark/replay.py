@@ -1,4 +1,4 @@
-"""The replay pipeline: seeded random walks of the model on Spark executors (DESIGN.md §7).
+"""The replay pipeline: seeded random walks of the model on Spark executors.
 
 ::
 

@@ -8,7 +8,7 @@ aggregates as ``model.reference.comparison_mode`` says.
 
 ``committed_output_within_reference`` (always): while running, what the sinks made
 visible is always part of the reference output, with no record more often than there.
-This is the "prefix-consistent" half of failure transparency (DESIGN.md §4).
+This is the "prefix-consistent" half of failure transparency (Veresov, Spenger, Carbone and Haller, ECOOP 2024).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Invariants of the focused suites: one task's barrier handler, the CheckpointCoordinator
-alone, and state assignment on rescaling (flink-facts §1 and §3).
+alone, and state assignment on rescaling (``StateAssignmentOperation``).
 
 All are pure ``check(subject) -> Violation | None`` functions of kind *always*, registered
 with their subject (``barrier_handler``, ``coordinator``, ``rescaling``): the focused machine

@@ -2,11 +2,12 @@
 
 ``restart_set_sufficient`` (always): after a failover, every subtask that consumes from a
 restarted producer is restarted too, and every restarted consumer of a blocking partition
-can read it again (the partition survived, or its producer restarts) — flink-facts §4.
+can read it again (the partition survived, or its producer restarts), as
+``RestartPipelinedRegionFailoverStrategy`` ensures.
 
 ``keyed_state_on_owner`` (always): every key group's state lives on the one subtask
 whose KeyGroupRange contains it (so every key group is owned exactly once and no keyed
-state is stranded where its records never arrive) — flink-facts §1.
+state is stranded where its records never arrive), as ``KeyGroupRangeAssignment`` ensures.
 
 ``placement_valid`` (always): after every (re)start, the slot placement satisfies the
 placement invariants of ``spec.placement``.

@@ -1,4 +1,4 @@
-"""Invariants of watermarks and windows (flink-facts §2).
+"""Invariants of watermarks and windows (``StatusWatermarkValve``, ``WindowOperator``).
 
 Valve invariants (subject ``valve``) take a subject with ``.valve`` (a
 ``StatusWatermarkValve``) and ``.emitted`` (the watermarks it emitted, in order; reading it

@@ -1,7 +1,7 @@
 """z3: the minimal number of slots for a slot sharing + co-location layout, against the scheduler.
 
 For an ExecutionGraph, z3 assigns every subtask a slot ``slot[s] in [0, #subtasks)`` under
-Flink's placement rules (flink-facts §5):
+Flink's placement rules (``SlotSharingExecutionSlotAllocator``, ``LocalInputPreferredSlotSharingStrategy``):
 
 * a slot holds at most one subtask per JobVertex (``LocalInputPreferredSlotSharingStrategy``:
   once an execution vertex of V joins a group, the group is no longer available to V);

@@ -243,6 +243,20 @@ def test_pages_stand_alone(page):
     assert not bad, f"{page.name} points outside the repository: {bad}"
 
 
+SOURCES = sorted(p for d in ("model", "spec", "properties", "flinkspec", "spark", "tools", "benchmarks", "tests")
+                 for p in (ROOT / d).rglob("*.py"))
+
+
+def test_code_stands_alone():
+    """No docstring or comment of the code cites a file outside the repository, a design
+    section or an issue number (say the fact, or name Flink's class)."""
+    pattern = re.compile(r"DESIGN\.md|flink-facts|\.\./shared|§\s*\d|\b[Ii]ssues? #?\d+")
+    bad = [f"{p.relative_to(ROOT)}:{i}" for p in SOURCES if p != Path(__file__)
+           for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert len(SOURCES) > 50
+    assert not bad, f"code points outside the repository: {bad}"
+
+
 def test_pages_name_only_files_that_exist():
     missing = []
     for page in PAGES:

@@ -1,4 +1,4 @@
-"""Failure, recovery, savepoint and rescaling scenarios (issue 4.7), and the unsafe variants.
+"""Failure, recovery, savepoint and rescaling scenarios, and the unsafe variants.
 
 Every scenario draws its topology, drives the Cluster with explicit actions (numbered steps)
 and judges the drained run against the p=1 oracle (``model.reference``). Each unsafe variant

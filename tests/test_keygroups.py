@@ -1,6 +1,6 @@
-"""model/keygroups.py: Flink's vectors (flink-facts §1), partition properties, preconditions.
+"""model/keygroups.py: Flink's vectors, partition properties, preconditions.
 
-Vectors come from flink-facts §1 (a straight port of Flink's formulas, matching an independent
+Vectors come from ``KeyGroupRangeAssignment`` (a straight port of Flink's formulas, matching an independent
 data point from apache/flink-agents PR #1024: maxP=128, Long(1) -> 86, String("1") -> 54) and
 from the Java language spec (String/Long/Boolean hashCode). The differential suite
 tests/differential/test_keygroups_vs_flink.py compares against the real Flink jars.

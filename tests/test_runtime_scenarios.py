@@ -1,4 +1,4 @@
-"""Hand-written scenarios for every mechanism of the runtime model (issue 3.10).
+"""Hand-written scenarios for every mechanism of the runtime model.
 
 Each scenario draws its topology, looks channel and subtask ids up in the ExecutionGraph
 (``scenario_util.chan``/``sub``), drives the Cluster with explicit actions (numbered steps)

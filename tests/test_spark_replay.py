@@ -321,3 +321,29 @@ def test_model_random_walk_on_executors_equals_the_driver(sparks, tmp_path, caps
     for c in stored:
         code, out, _ = cli(["replay", c["path"]], capsys)
         assert code == 0 and "reproduced" in out and c["invariant"] in out
+
+
+# -- the exhaustive search on Spark (spark/explore.py) -------------------------------------------
+
+@pytest.mark.parametrize("name, failures", [("aligned-2pc", 0), ("unaligned-without-channel-state", None)])
+def test_explore_on_spark_gives_the_local_search_exactly(sparks, name, failures):
+    """Level-synchronous BFS on the executors: the same verdict, states, transitions, depth,
+    drained states and counterexample as the search in this process."""
+    import attrs
+
+    from model.variants import small_scenario, variant
+    from properties.explore import explore
+    from spark.explore import SparkLevels
+
+    v = variant(name)
+    if failures is not None:
+        v = attrs.evolve(v, small=attrs.evolve(v.small, failures=failures))
+    sc = small_scenario(v)
+    spark = sparks.use("local[2]")
+    local = explore(sc)
+    remote = explore(sc, levels=SparkLevels(spark, sc, True))
+    fields = ("verdict", "distinct_states", "transitions", "depth", "complete", "drained_states", "trace")
+    assert [getattr(remote, f) for f in fields] == [getattr(local, f) for f in fields]
+    assert remote.workers == 2
+    assert (remote.violation and remote.violation.invariant) == (local.violation and local.violation.invariant)
+    assert local.verdict == ("verified" if v.safe else "violation")

@@ -6,14 +6,19 @@ On states reached by seeded random walks of every variant:
 * ``step(a)`` refuses every candidate that is not enabled (and malformed actions) with
   ``model.errors.ActionNotEnabled``, leaving the state (fingerprint, clock, trace) untouched;
 * ``copy()`` is independent: stepping the copy never changes the original, and the same
-  steps on both give the same state;
+  steps on both give the same state; it builds what ``copy.deepcopy`` builds (same canonical
+  form, no mutable object shared but the static deployment data);
 * ``fingerprint()`` is path-independent: actions of two different source subtasks commute
   (every channel has one producer), and both orders give equal fingerprints.
 """
 
 from __future__ import annotations
 
+import copy
+import gc
 import random
+from collections import deque
+from types import MethodType
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,6 +27,8 @@ from hypothesis import strategies as st
 from model import actions as A
 from model.cluster import Cluster
 from model.errors import ActionNotEnabled
+from model.fingerprint import canonical
+from model.fingerprint import _is_value_type
 from model.variants import generate, variant, variant_names
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -97,6 +104,51 @@ def test_copy_is_independent_and_equal(s, seed):
         c.step(a)
     assert c.fingerprint() == twin.fingerprint()
     assert c.external.committed == twin.external.committed
+
+
+def _mutable_reachable(root, stop: set) -> dict:
+    """id -> object for the mutable containers and model objects reachable from ``root``
+    (through containers, model objects' fields and bound methods' owners; not through ``stop``)."""
+    out: dict = {}
+    todo = [root]
+    while todo:
+        x = todo.pop()
+        t = type(x)
+        if id(x) in out or id(x) in stop:
+            continue
+        if t in (tuple, frozenset):
+            todo.extend(x)
+        elif t in (list, set, deque):
+            out[id(x)] = x
+            todo.extend(x)
+        elif t is dict:
+            out[id(x)] = x
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        elif t is MethodType:
+            todo.append(x.__self__)
+        elif t.__module__.startswith("model.") and not _is_value_type(t) and not isinstance(x, type):
+            out[id(x)] = x
+            todo.extend(v for v in gc.get_referents(x) if not isinstance(v, type))
+    return out
+
+
+@SETTINGS
+@given(states)
+def test_copy_builds_what_deepcopy_builds(s):
+    c = walk(*s)
+    fast = c.copy()
+    shared = {id(c.eg), id(c.job_input), id(c.config), id(c.strategy), id(c.task_managers), id(c._ops)}
+    shared |= {id(st) for st in c.eg.subtasks}
+    memo = {i: obj for i, obj in ((id(o), o) for o in (c.eg, c.job_input, c.config, c.strategy, c.task_managers,
+                                                       c._ops, *c.eg.subtasks))}
+    slow = copy.deepcopy(c, memo)
+    assert canonical(fast) == canonical(slow) == canonical(c)
+    assert fast.trace == c.trace and fast.events == c.events
+    mine = _mutable_reachable(c, shared)
+    common = [repr(type(mine[i])) for i in mine.keys() & _mutable_reachable(fast, shared).keys()]
+    assert not common, f"the copy shares mutable state with the original: {common}"
+    assert len(mine) > 10
 
 
 def test_fingerprint_changes_with_the_state():

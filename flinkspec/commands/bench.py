@@ -162,4 +162,34 @@ def run_model(args) -> int:
     return 0
 
 
-TARGETS = (register_spark, register_model)
+def register_explore(sub) -> None:
+    p = sub.add_parser(
+        "explore",
+        help="the exhaustive search's states/s and the cost of copy, step and fingerprint",
+        description=(
+            "On a variant's small scenario: distinct states and transitions per CPU second of the "
+            "breadth-first search (up to --max-states), then microseconds per Cluster.copy (against "
+            "copy.deepcopy of the same state), per Cluster.step and per Cluster.fingerprint on sampled "
+            "states. Prints one JSON line."
+        ),
+    )
+    p.add_argument("--variant", default="aligned-2pc")
+    p.add_argument("--max-states", type=int, default=3000)
+    p.add_argument("--samples", type=int, default=300)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=run_explore)
+
+
+def run_explore(args) -> int:
+    # lazy: the model and the explorer are needed by `bench explore` only, not at flinkspec start-up
+    from benchmarks.explore_bench import bench_explore
+    from model.variants import variant
+
+    variant(args.variant)  # an unknown name is one line
+    if args.max_states < 1 or args.samples < 1:
+        raise InvalidArgument("--max-states and --samples must be >= 1")
+    print(json.dumps(bench_explore(args.variant, max_states=args.max_states, samples=args.samples, seed=args.seed)))
+    return 0
+
+
+TARGETS = (register_spark, register_model, register_explore)

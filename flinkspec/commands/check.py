@@ -190,6 +190,10 @@ def suite_lines(label: str, r) -> list[str]:
         extra = f" (found after {r.runs_to_find or r.runs} run(s)"
         if r.shrunk_from:
             extra += f", shrunk {r.shrunk_from} -> {r.shrunk_to} steps"
+        inv = r.first_violation.get("invariant") if r.first_violation else None
+        shortest = _shortest().get((r.name, inv))
+        if shortest is not None:
+            extra += f"; shortest {shortest} steps (flinkspec explore)"
         extra += ")"
     lines = [f"{label}: {r.verdict} [{'ok' if r.as_expected else 'UNEXPECTED'}] in {r.seconds:.1f}s{extra}"]
     if not r.as_expected and r.first_violation:
@@ -200,6 +204,19 @@ def suite_lines(label: str, r) -> list[str]:
         rel = os.path.relpath(r.counterexample)
         lines.append(f"    counterexample: {r.counterexample if rel.startswith('..') else rel}")
     return lines
+
+
+_SHORTEST: list = []
+
+
+def _shortest() -> dict:
+    """(variant, invariant) -> the length of the explorer's shortest counterexample in the
+    committed corpus (read once)."""
+    if not _SHORTEST:
+        from properties.corpus import DEFAULT_CORPUS, stored_lengths  # start-up: flinkspec.cli imports every command module
+
+        _SHORTEST.append(stored_lengths(DEFAULT_CORPUS, ("explore",)))
+    return _SHORTEST[0]
 
 
 def render_summary(console, verdict: Judgement, *, profile: str, seed: int) -> None:
@@ -232,7 +249,9 @@ TERMS = ("terms: runs = seeded random walks (cluster variants) or Hypothesis exa
          "a suite ran; steps = actions taken over all its runs; \"found after N run(s)\" = the Nth run "
          "violated an expected invariant (an unsafe suite stops there); \"shrunk A -> B steps\" = that "
          "run had A actions up to its violation, the counterexample written has B (delta debugging keeps "
-         "only the actions the violation needs).")
+         "only the actions the violation needs); \"shortest N steps\" = no run of the variant's small "
+         "scenario violates that invariant in fewer actions (the breadth-first search of flinkspec "
+         "explore, stored in the corpus).")
 
 
 def summary_line(verdict: Judgement) -> str:

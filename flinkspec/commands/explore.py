@@ -17,6 +17,7 @@ known-unsafe one: one of its expected invariants violated), 1 otherwise, 2 on ba
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -41,6 +42,14 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="where counterexamples go (default: a new run directory under results/)")
     p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
     p.add_argument("--json", action="store_true", help="one JSON object per variant on stdout")
+    p.add_argument("--workers", type=int, metavar="K",
+                   help="expand each level on Spark with K local cores (local[K]); default: in this process")
+    p.add_argument("--master", metavar="URL",
+                   help="expand each level on this Spark master (local[*], spark://HOST:PORT, yarn, k8s://...)")
+    p.add_argument("--master-timeout", type=float, metavar="S",
+                   help="seconds a cluster master has to answer and give an executor (default 25)")
+    p.add_argument("--no-reduce", action="store_true",
+                   help="take every transition (no sleep-set partial-order reduction)")
     p.set_defaults(func=run)
 
 
@@ -52,7 +61,7 @@ def _positive(name, value):
 def run(args) -> int:
     # the model, the engines and the spec (~0.3 s) are needed here only, not at flinkspec start-up
     from model.variants import generate, small_scenario, variant, variant_names  # start-up: see above
-    from properties.explore import Limits, check_progress, explore, shortest_file  # start-up: see above
+    from properties.explore import Limits, explore  # start-up: see above
 
     _positive("--max-depth", args.max_depth)
     _positive("--max-states", args.max_states)
@@ -60,44 +69,74 @@ def run(args) -> int:
         raise FlinkspecError(f"--max-seconds must be a positive finite number, not {args.max_seconds}")
     if args.all == bool(args.variant):
         raise FlinkspecError("name --variant NAME (repeatable) or --all")
+    _positive("--workers", args.workers)
+    if args.workers is not None and args.master is not None:
+        raise FlinkspecError("give --workers K (Spark local[K]) or --master URL, not both")
+    master = args.master if args.master is not None else (f"local[{args.workers}]" if args.workers else None)
     names = variant_names() if args.all else list(dict.fromkeys(args.variant))
     variants = [variant(n) for n in names]  # an unknown name is one line before any search
     limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds)
-    out_dir = None
+    out_dir_holder: list = [None]
     shrunk = _shrunk_lengths()
     failed = 0
-    for v in variants:
-        scenario = small_scenario(v, args.seed) if args.small else generate(v, args.seed)
-        ex = explore(scenario, limits, progress=_progress_printer(v.name))
-        _clear_progress()
-        file = None
-        if ex.verdict == "violation" and not args.no_write:
-            if out_dir is None:
-                out_dir = _out_dir(args)
-            file = str(shortest_file(out_dir, v, scenario, ex, args.seed))
-        progress_note = None
-        if args.progress_check and ex.verdict != "violation":
-            checked, trace, why = check_progress(scenario)
-            progress_note = {"states": checked, "stuck_after": None if trace is None else len(trace), "reason": why}
-        invariant = ex.violation.invariant if ex.violation is not None else None
-        as_expected = _as_expected(v, ex.verdict, invariant) and (progress_note is None or progress_note["reason"] is None)
-        failed += not as_expected
-        row = {
-            "variant": v.name, "expected": list(v.expected), "verdict": ex.verdict, "invariant": invariant,
-            "distinct_states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
-            "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
-            "workers": 1, "small": args.small, "seed": args.seed, "limit": ex.limit,
-            "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
-            "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
-            "file": file, "progress_check": progress_note, "as_expected": as_expected,
-        }
-        if args.json:
-            print(json.dumps(row), flush=True)
-        else:
-            print(_line(row), flush=True)
+    with _levels(master, args.master_timeout) as make_levels:
+        for v in variants:
+            scenario = small_scenario(v, args.seed) if args.small else generate(v, args.seed)
+            ex = explore(scenario, limits, progress=_progress_printer(v.name), reduce=not args.no_reduce,
+                         levels=make_levels(scenario, not args.no_reduce))
+            failed += _report(args, v, scenario, ex, shrunk, out_dir_holder)
+    out_dir = out_dir_holder[0]
     if out_dir is not None and not args.json:
         print(f"counterexamples written to {out_dir} (keep the shortest in the corpus: flinkspec corpus update)")
     return 1 if failed else 0
+
+
+@contextlib.contextmanager
+def _levels(master: str | None, timeout: float | None):
+    """What expands the levels: None (this process) or Spark's executors on ``master``."""
+    if master is None:
+        yield lambda scenario, reduce: None
+        return
+    # pyspark and the JVM start only when a Spark search is asked for
+    from spark.explore import SparkLevels  # start-up: see above
+    from spark.session import session, validate_master  # start-up: see above
+
+    validate_master(master)
+    with session(master, app_name="flinkspec explore", timeout=timeout) as spark:
+        yield lambda scenario, reduce: SparkLevels(spark, scenario, reduce)
+
+
+def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list) -> int:
+    """Print the row of one variant's search (and write its counterexample); 1 if the verdict
+    is not as expected."""
+    from properties.explore import check_progress, shortest_file  # start-up: see run
+
+    _clear_progress()
+    file = None
+    if ex.verdict == "violation" and not args.no_write:
+        if out_dir_holder[0] is None:
+            out_dir_holder[0] = _out_dir(args)
+        file = str(shortest_file(out_dir_holder[0], v, scenario, ex, args.seed))
+    progress_note = None
+    if args.progress_check and ex.verdict != "violation":
+        checked, trace, why = check_progress(scenario)
+        progress_note = {"states": checked, "stuck_after": None if trace is None else len(trace), "reason": why}
+    invariant = ex.violation.invariant if ex.violation is not None else None
+    as_expected = _as_expected(v, ex.verdict, invariant) and (progress_note is None or progress_note["reason"] is None)
+    row = {
+        "variant": v.name, "expected": list(v.expected), "verdict": ex.verdict, "invariant": invariant,
+        "distinct_states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
+        "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
+        "workers": ex.workers, "reduced": ex.reduced, "small": args.small, "seed": args.seed, "limit": ex.limit,
+        "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
+        "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
+        "file": file, "progress_check": progress_note, "as_expected": as_expected,
+    }
+    if args.json:
+        print(json.dumps(row), flush=True)
+    else:
+        print(_line(row), flush=True)
+    return 0 if as_expected else 1
 
 
 def _as_expected(v, verdict: str, invariant: str | None) -> bool:
@@ -137,22 +176,23 @@ def _out_dir(args) -> Path:
 def _shrunk_lengths() -> dict:
     """(variant, invariant) -> the number of actions of the committed corpus's random-walk
     counterexample (the shrunk one a check run found), for comparison."""
-    from properties.corpus import DEFAULT_CORPUS  # start-up: flinkspec.cli imports every command module
+    from properties.corpus import DEFAULT_CORPUS, stored_lengths  # start-up: see run
 
-    out: dict = {}
-    for path in sorted(DEFAULT_CORPUS.glob("*/*.ndjson")):
-        try:
-            with open(path, encoding="utf-8") as f:
-                header = json.loads(f.readline())
-                steps = sum(1 for line in f if '"type": "action"' in line or '"type":"action"' in line)
-        except (OSError, ValueError):
-            continue
-        if not isinstance(header, dict) or header.get("engine") not in ("random_walk", "spark-replay"):
-            continue
-        key = (header.get("variant"), header.get("invariant"))
-        if key not in out or steps < out[key]:
-            out[key] = steps
-    return out
+    return stored_lengths(DEFAULT_CORPUS, ("random_walk", "spark-replay"))
+
+
+def _shrunk_steps(v, invariant: str, corpus: dict) -> int | None:
+    """The length of the random-walk search's shrunk counterexample for ``v`` and
+    ``invariant``: the committed corpus's, else what the quick profile's random walks find and
+    shrink now (None if they find nothing for this invariant)."""
+    if (v.name, invariant) in corpus:
+        return corpus[(v.name, invariant)]
+    from properties.suites import run_variant_suite  # start-up: see run
+
+    res = run_variant_suite(v, profile="quick", corpus_dir=None)
+    if res.first_violation is None or res.shrunk_to is None:
+        return None
+    return res.shrunk_to if res.first_violation.get("invariant") == invariant else None
 
 
 _last_progress = [0.0]

@@ -1,0 +1,79 @@
+"""The exhaustive search's hot path, measured in one run (``flinkspec bench explore``).
+
+On a variant's small scenario: the search itself (distinct states/s, transitions/s, for
+``max_states`` states), then, on the states it reached, the cost of each part of a
+transition -- ``Cluster.copy`` (the model's copier, ``model.statecopy``, against
+``copy.deepcopy`` with the same shared data), ``Cluster.step`` and ``Cluster.fingerprint``
+-- as microseconds per call and the copier's speed-up ratio. CPU time (``time.process_time``)
+is used throughout, so other processes on the machine distort less.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+
+from model.cluster import Cluster
+from model.variants import small_scenario, variant
+from properties.explore import Limits, explore
+
+
+def _deepcopy(c: Cluster) -> Cluster:
+    """What ``Cluster.copy`` did with ``copy.deepcopy`` (same shared deployment data)."""
+    memo = {id(o): o for o in (c.eg, c.job_input, c.config, c.strategy, c.task_managers, c._ops, *c.eg.subtasks)}
+    for history in (c.trace, c.events, c.restored_from, c.trigger_results, c.completed_ids):
+        memo[id(history)] = list(history)
+    return copy.deepcopy(c, memo)
+
+
+def _sample_states(name: str, n: int, seed: int) -> list[tuple[Cluster, object]]:
+    """``n`` (state, enabled action) pairs from seeded walks of the small scenario."""
+    rng = random.Random(seed)
+    out = []
+    sc = small_scenario(variant(name), seed)
+    while len(out) < n:
+        c = Cluster.from_scenario(sc)
+        for _ in range(rng.randrange(1, 30)):
+            acts = c.enabled_actions()
+            if not acts:
+                break
+            out.append((c.copy(), rng.choice(acts)))
+            c.step(out[-1][1])
+    return out[:n]
+
+
+def _per_call(fn, items, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.process_time()
+        for x in items:
+            fn(x)
+        best = min(best, time.process_time() - t0)
+    return best / len(items) * 1e6
+
+
+def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
+                  repeat: int = 3) -> dict:
+    sc = small_scenario(variant(name), seed)
+    t0 = time.process_time()
+    ex = explore(sc, Limits(max_states=max_states))
+    cpu = time.process_time() - t0
+    states = _sample_states(name, samples, seed)
+    copy_us = _per_call(lambda s: s[0].copy(), states, repeat)
+    deepcopy_us = _per_call(lambda s: _deepcopy(s[0]), states, repeat)
+    fingerprint_us = _per_call(lambda s: s[0].fingerprint(), states, repeat)
+
+    def step(s):
+        c = s[0].copy()
+        c.step(s[1])
+
+    step_us = max(_per_call(step, states, repeat) - copy_us, 0.0)
+    return {
+        "variant": name, "small": True, "seed": seed, "verdict": ex.verdict,
+        "distinct_states": ex.distinct_states, "transitions": ex.transitions, "cpu_s": round(cpu, 3),
+        "states_per_cpu_s": round(ex.distinct_states / cpu, 1), "transitions_per_cpu_s": round(ex.transitions / cpu, 1),
+        "copy_us": round(copy_us, 1), "deepcopy_us": round(deepcopy_us, 1),
+        "copy_speedup_vs_deepcopy": round(deepcopy_us / copy_us, 2),
+        "fingerprint_us": round(fingerprint_us, 1), "step_us": round(step_us, 1), "samples": len(states),
+    }
