@@ -39,6 +39,7 @@ from typing import Iterable
 import attrs
 
 from model.events import CheckpointBarrier, Watermark, value
+from model.inputfiles import short, short_text
 from model.streamtask import FINISHED, RUNNING, KeyedNode, SinkNode
 
 
@@ -845,15 +846,20 @@ def parse_action(text: str):
     try:
         node = ast.parse(text.strip(), mode="eval").body
     except SyntaxError as e:
-        raise ValueError(f"not an action: {text!r} ({e.msg})") from None
+        raise ValueError(f"not an action: {short(text)} ({e.msg})") from None
+    except (RecursionError, MemoryError):
+        raise ValueError(f"not an action: {short(text)} (nested too deeply)") from None
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
-        raise ValueError(f"not an action: {text!r}")
+        raise ValueError(f"not an action: {short(text)}")
     cls = ACTIONS_BY_NAME.get(node.func.id)
     if cls is None:
-        raise ValueError(f"unknown action {node.func.id!r} in {text!r}")
+        raise ValueError(f"unknown action {short(node.func.id)} in {short(text)}")
+    names = [k.arg for k in node.keywords]
+    if len(set(names)) != len(names) or None in names:
+        raise ValueError(f"repeated or ** keyword arguments in {short(text)}")
     try:
         args = [ast.literal_eval(a) for a in node.args]
         kwargs = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
         return cls(*args, **kwargs)
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"bad arguments in {text!r}: {e}") from None
+    except (ValueError, TypeError, RecursionError) as e:
+        raise ValueError(f"bad arguments in {short(text)}: {short_text(str(e))}") from None

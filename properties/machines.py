@@ -33,6 +33,7 @@ configurations are searched by the same machine.
 from __future__ import annotations
 
 import ast
+import inspect
 import sys
 
 import attrs
@@ -51,6 +52,7 @@ from model.checkpointbarrierhandler import (
 )
 from model.checkpointcoordinator import CheckpointCompleted, CheckpointCoordinator, CheckpointTriggered
 from model.events import CheckpointBarrier
+from model.inputfiles import short
 from model.variants import Variant, generate
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
 from model.windowing import SlidingEventTimeWindows, TumblingEventTimeWindows
@@ -857,6 +859,122 @@ FOCUSED_MACHINES = {
 }
 
 
+# What each machine's initialisation takes, checked before a file is replayed: a value of the
+# wrong type (a bool for a count, an object for a flag) or out of the range the model accepts
+# is refused with its name, instead of replaying into nonsense. The fields must be exactly the
+# parameters of the machine's ``start`` (or one-shot check): tests/test_bad_input.py compares them.
+_MAX_INT = (1 << 63) - 1
+
+
+def _int(lo: int, hi: int = _MAX_INT):
+    def check(v):
+        if type(v) is not int or not lo <= v <= hi:
+            return f"an integer in {lo}..{hi}"
+        return None
+    return check
+
+
+def _flag(v):
+    return None if type(v) is bool else "true or false"
+
+
+def _optional(check):
+    def opt(v):
+        return None if v is None else (lambda why: why and f"null or {why}")(check(v))
+    return opt
+
+
+def _rescale_args(v):
+    what = "[maxP, old p, new p, [key groups], [[list sizes]]] with 1 <= p <= maxP <= 32768"
+    if not isinstance(v, list) or len(v) != 5:
+        return what
+    maxp, oldp, newp, kgs, sizes = v
+    if _int(1, 32768)(maxp) or _int(1, 32768)(oldp) or _int(1, 32768)(newp) or oldp > maxp or newp > maxp:
+        return what
+    if not isinstance(kgs, list) or any(_int(0, maxp - 1)(k) for k in kgs):
+        return what + " (key groups in 0..maxP-1)"
+    if (not isinstance(sizes, list) or not 1 <= len(sizes) <= 8
+            or any(not isinstance(z, list) or len(z) > 64 or any(_int(0, 1000)(n) for n in z) for z in sizes)):
+        return what + " (1 to 8 lists of sizes 0..1000)"
+    return None
+
+
+_SMALL = _int(1, 64)
+INIT_FIELDS: dict = {
+    "valve": {"n": _SMALL},
+    "barrier_handler": {"n": _SMALL, "flip147": _flag, "timeout": _int(0, 10**6), "triggered": _int(0, 10**6)},
+    "coordinator": {"tasks": _SMALL, "max_concurrent": _SMALL, "retained": _SMALL, "min_pause": _int(0, 10**6),
+                    "timeout": _optional(_int(1, 10**6)), "queue": _flag, "unaligned": _flag},
+    "window": {"ts": _int(-(1 << 62), 1 << 62), "size": _int(1, 1 << 40), "offset": _int(-(1 << 40), 1 << 40),
+               "slide": _optional(_int(1, 1 << 40))},
+    "rescaling": {"args": _rescale_args},
+}
+
+
+def _one_of(*allowed):
+    def check(v):
+        return None if v in allowed and type(v) is str else "one of " + ", ".join(allowed)
+    return check
+
+
+def _constructor_knobs(*classes):
+    """A ``knobs`` object: keyword arguments of ``classes``' constructors, each of the type of
+    its default (a flag takes true or false)."""
+    params = {}
+    for cls in classes:
+        for name, p in inspect.signature(cls.__init__).parameters.items():
+            if p.default is not inspect.Parameter.empty and type(p.default) in (bool, int):
+                params[name] = type(p.default)
+
+    def check(v):
+        if not isinstance(v, dict):
+            return "an object of " + ", ".join(sorted(params))
+        for k, x in v.items():
+            if k not in params:
+                return f"an object of known knobs ({', '.join(sorted(params))}; {short(k)} is not one)"
+            if type(x) is not params[k]:
+                return f"an object whose {k!r} is {'true or false' if params[k] is bool else 'an integer'}"
+        return None
+    return check
+
+
+KNOB_FIELDS: dict = {
+    "valve": {"knobs": _constructor_knobs(StatusWatermarkValve), "target_below": _flag},
+    "barrier_handler": {"mode": _one_of("aligned", "alternating", "at_least_once"),
+                        "knobs": _constructor_knobs(SingleCheckpointBarrierHandler, CheckpointBarrierTracker)},
+    "coordinator": {"knobs": _constructor_knobs(CheckpointCoordinator)},
+    "window": {"legacy": _flag},
+    "rescaling": {"assignment": _one_of("range", "modulo")},
+}
+
+
+def check_knobs(machine: str, knobs: dict) -> None:
+    """ValueError naming the first knob ``machine``'s factory cannot take."""
+    fields = KNOB_FIELDS[machine]
+    unknown = sorted(set(knobs) - set(fields))
+    if unknown:
+        raise ValueError(f"the {machine} machine takes the knobs {', '.join(fields)}, not {', '.join(map(short, unknown))}")
+    for k, v in knobs.items():
+        why = fields[k](v)
+        if why is not None:
+            raise ValueError(f"'knobs.{k}' of the {machine} machine must be {why}, not {short(v)}")
+
+
+def check_init(machine: str, init: dict) -> None:
+    """ValueError naming the first field of ``init`` that ``machine`` cannot take."""
+    fields = INIT_FIELDS[machine]
+    missing = [k for k in fields if k not in init]
+    unknown = sorted(set(init) - set(fields))
+    if missing or unknown:
+        raise ValueError(f"the {machine} machine's 'init' needs exactly {', '.join(fields)}"
+                         + (f" (missing {', '.join(missing)})" if missing else "")
+                         + (f" (unknown {', '.join(unknown)})" if unknown else ""))
+    for k, check in fields.items():
+        why = check(init[k])
+        if why is not None:
+            raise ValueError(f"'init.{k}' of the {machine} machine must be {why}, not {short(init[k])}")
+
+
 def focused_scenario_from_dict(d: dict) -> FocusedScenario:
     """The header's scenario of a focused counterexample; ValueError naming what is wrong."""
     unknown = set(d) - {"kind", "machine", "knobs", "init"}
@@ -866,6 +984,8 @@ def focused_scenario_from_dict(d: dict) -> FocusedScenario:
         raise ValueError(f"unknown focused machine {d.get('machine')!r} (known: {', '.join(FOCUSED_MACHINES)})")
     if not isinstance(d.get("knobs"), dict) or not isinstance(d.get("init"), dict):
         raise ValueError("'knobs' and 'init' must be objects")
+    check_knobs(d["machine"], d["knobs"])
+    check_init(d["machine"], d["init"])
     return FocusedScenario(d["machine"], d["knobs"], d["init"])
 
 
