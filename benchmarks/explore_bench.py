@@ -1,7 +1,8 @@
 """The exhaustive search's hot path, measured in one run (``flinkspec bench explore``).
 
 On a variant's small scenario: the search itself (distinct states/s, transitions/s, for
-``max_states`` states), then, on the states it reached, the cost of each part of a
+``max_states`` states; and the same search with ``copy.deepcopy`` as the copier, for the
+ratio), then, on the states it reached, the cost of each part of a
 transition -- ``Cluster.copy`` (the model's copier, ``model.statecopy``, against
 ``copy.deepcopy`` with the same shared data), ``Cluster.step`` and ``Cluster.fingerprint``
 -- as microseconds per call and the copier's speed-up ratio. CPU time (``time.process_time``)
@@ -59,6 +60,15 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
     t0 = time.process_time()
     ex = explore(sc, Limits(max_states=max_states))
     cpu = time.process_time() - t0
+    fast_copy = Cluster.copy
+    Cluster.copy = _deepcopy  # the same search with copy.deepcopy, for the ratio
+    try:
+        t0 = time.process_time()
+        slow = explore(sc, Limits(max_states=max_states))
+        cpu_deepcopy = time.process_time() - t0
+    finally:
+        Cluster.copy = fast_copy
+    assert (slow.distinct_states, slow.transitions) == (ex.distinct_states, ex.transitions)
     states = _sample_states(name, samples, seed)
     copy_us = _per_call(lambda s: s[0].copy(), states, repeat)
     deepcopy_us = _per_call(lambda s: _deepcopy(s[0]), states, repeat)
@@ -73,6 +83,8 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         "variant": name, "small": True, "seed": seed, "verdict": ex.verdict,
         "distinct_states": ex.distinct_states, "transitions": ex.transitions, "cpu_s": round(cpu, 3),
         "states_per_cpu_s": round(ex.distinct_states / cpu, 1), "transitions_per_cpu_s": round(ex.transitions / cpu, 1),
+        "states_per_cpu_s_with_deepcopy": round(slow.distinct_states / cpu_deepcopy, 1),
+        "search_speedup_vs_deepcopy": round(cpu_deepcopy / cpu, 2),
         "copy_us": round(copy_us, 1), "deepcopy_us": round(deepcopy_us, 1),
         "copy_speedup_vs_deepcopy": round(deepcopy_us / copy_us, 2),
         "fingerprint_us": round(fingerprint_us, 1), "step_us": round(step_us, 1), "samples": len(states),

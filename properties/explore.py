@@ -25,9 +25,13 @@ The space is finite because every environment action has a budget in the scenari
 configuration: failures (``RuntimeConfig.max_failures``), checkpoints and savepoints
 (``RuntimeConfig.max_checkpoints``); records, splits and watermarks are finite.
 
-Left out (not yet): partial-order and symmetry reductions, and a distributed search; the
-*eventually* invariants are judged on drained states, and :func:`check_progress` checks that
-every reachable state can still drain (see docs/exploration.md).
+Reduction: sleep sets over ``ActionKind.footprint`` (:func:`expand`): the same states at the
+same depths, fewer transitions. A level is expanded by ``LocalLevels`` (this process) or by
+``spark.explore.SparkLevels`` (Spark executors); both give the same result.
+
+Left out: symmetry reduction (the small scenarios have no symmetry: see docs/exploration.md);
+the *eventually* invariants are judged on drained states, and :func:`check_progress` checks
+that every reachable state can still drain.
 """
 
 from __future__ import annotations

@@ -56,8 +56,9 @@ DECLARED = {
     ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3": ("run", 0, None),
     ".venv/bin/flinkspec corpus update --dry-run": ("run", 0, None),
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small": ("run", 0, None),
-    # every variant for 80 s each: ~15 minutes; tests/test_explore.py runs the explorer itself
-    ".venv/bin/flinkspec explore --all --small --json --max-seconds 80": ("parse", 1, None),
+    # every variant for up to 120 s each: ~20 minutes; tests/test_explore.py runs the explorer itself
+    ".venv/bin/flinkspec explore --all --small --json --max-seconds 120": ("parse", 1, None),
+    ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small --workers 2": ("run", 0, None),
     ".venv/bin/flinkspec corpus update": ("corpus", 0, None),
     ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
     ".venv/bin/flinkspec replay counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),

@@ -125,6 +125,9 @@ def test_cli_json_row(capsys):
     (["explore", "--variant", "no-such-variant", "--small"], "unknown variant"),
     (["explore", "--variant", "aligned-2pc", "--max-states", "0"], "--max-states"),
     (["explore", "--variant", "aligned-2pc", "--max-seconds", "inf"], "--max-seconds"),
+    (["explore", "--variant", "aligned-2pc", "--workers", "0"], "--workers"),
+    (["explore", "--variant", "aligned-2pc", "--workers", "2", "--master", "local[2]"], "not both"),
+    (["explore", "--variant", "aligned-2pc", "--master", "spark://nohost"], "HOST:PORT"),
 ])
 def test_cli_bad_arguments_are_one_line(argv, needle, capsys):
     assert main(argv) == 2

@@ -10,6 +10,8 @@ Verdicts: ``violation`` (a shortest counterexample: written to a run directory u
 ``verified`` (the whole reachable state space explored: states, transitions, depth),
 ``bounded`` (a limit stopped the search: what was covered). ``--progress-check`` also checks,
 from every reachable state, that the job can still drain without further faults.
+``--workers K`` / ``--master URL`` expand each level on Spark (same result); sleep-set
+partial-order reduction is on unless ``--no-reduce``.
 
 Exit 0 when every verdict is as expected (a safe variant: verified or bounded; a
 known-unsafe one: one of its expected invariants violated), 1 otherwise, 2 on bad input.
