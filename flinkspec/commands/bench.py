@@ -183,7 +183,7 @@ def register_explore(sub) -> None:
 def run_explore(args) -> int:
     # lazy: the model and the explorer are needed by `bench explore` only, not at flinkspec start-up
     from benchmarks.explore_bench import bench_explore
-    from model.variants import variant  # lazy, as above
+    from model.variants import variant  # lazy: as above
 
     variant(args.variant)  # an unknown name is one line
     if args.max_states < 1 or args.samples < 1:
