@@ -147,6 +147,14 @@ class RestartFromSavepoint:
     parallelism: tuple = ()
 
 
+@attrs.frozen(slots=True)
+class RescaleFromCheckpoint:
+    """Cancel the job and resubmit it from its latest completed checkpoint (aligned or
+    unaligned, with its in-flight data) with new parallelisms ``((operator, p), ...)``."""
+
+    parallelism: tuple = ()
+
+
 # -- the registry ------------------------------------------------------------------------------
 
 class ActionKind:
@@ -1307,6 +1315,51 @@ class CleanupJobKind(_ControlPlaneKind):
 
     def describe(self, c, a):
         return "the leading Dispatcher cleans the job up (job graph, checkpoints, counter; slots released)"
+
+
+@register
+class RescaleFromCheckpointKind(ActionKind):
+    """Offered while the job runs, with ``RuntimeConfig.rescale_from_checkpoints``, once a
+    checkpoint completed: each parallelism of ``RuntimeConfig.rescale_options`` other than the
+    current one, unless Flink would refuse the restore (in-flight data on a rescaled pointwise
+    edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
+
+    action = RescaleFromCheckpoint
+    weight = 2.0
+    optional = False
+    shape = "square"
+    color = "#9c4f00"
+
+    def candidates(self, c):
+        if not c.config.rescale_from_checkpoints:
+            return ()
+        return [RescaleFromCheckpoint(o) for o in c.rescale_choices()[1:]]
+
+    def precondition(self, c):
+        cfg = c.config
+        if not cfg.rescale_from_checkpoints:
+            return "RuntimeConfig.rescale_from_checkpoints is off"
+        if c.job.status != RUNNING or c.job.stopping is not None:
+            return "the job is not running (or is stopping with a savepoint)"
+        if c.job.checkpoint_rescales >= cfg.max_checkpoint_rescales:
+            return f"the run already rescaled from a checkpoint {cfg.max_checkpoint_rescales} time(s)"
+        if c.coordinator.store.get_latest_checkpoint() is None:
+            return "no completed checkpoint to restore"
+        return None
+
+    def admits(self, c, a):
+        if not isinstance(a.parallelism, tuple) or a.parallelism not in c.rescale_choices()[1:]:
+            return (f"{a.parallelism!r} is not one of the offered new parallelisms {c.rescale_choices()[1:]} "
+                    "(RuntimeConfig.rescale_options)")
+        return c.checkpoint_rescale_refusal(a.parallelism)
+
+    def apply(self, c, a):
+        c.rescale_from_checkpoint(a.parallelism)
+
+    def describe(self, c, a):
+        cp = c.coordinator.store.get_latest_checkpoint()
+        return (f"the job is resubmitted from checkpoint {cp.checkpoint_id if cp else '?'} with parallelism "
+                + ", ".join(f"{n}={p}" for n, p in a.parallelism))
 
 
 # -- views generated from the registry ------------------------------------------------------

@@ -71,7 +71,8 @@ from model.functions import filter_function, map_function
 from model.jobgraph import BLOCKING
 from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
 from model.keygroups import assign_key_to_parallel_operator, assign_to_key_group
-from model.rescaling import rescale_graph, rescale_states
+from model.channelstaterescaling import INFLIGHT_ASSIGNMENTS
+from model.rescaling import channel_rescale_refusal, rescale_channel_states, rescale_graph, rescale_states
 from model.statecopy import deep_copy
 from model.streamtask import (
     DataOutput,
@@ -218,6 +219,16 @@ class RuntimeConfig:
     #: instead of the HA store's.
     restore_from_ha_store: bool = True
 
+
+    #: whether RescaleFromCheckpoint is offered: the job is cancelled and resubmitted from its
+    #: latest completed checkpoint (an unaligned one carries in-flight data) with one of the
+    #: parallelisms of ``rescale_options``; at most ``max_checkpoint_rescales`` times per run.
+    rescale_from_checkpoints: bool = False
+    max_checkpoint_rescales: int = 1
+    #: how such a rescale reassigns in-flight data: "mapped" (Flink's SubtaskStateMapper rules,
+    #: model/channelstaterescaling.py) or "old_index" (known unsafe: to the subtask with the old index)
+    inflight_assignment: str = "mapped"
+
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
             raise FlinkspecError(f"checkpointing_mode must be one of {CHECKPOINTING_MODES}, not {self.checkpointing_mode!r}")
@@ -252,6 +263,13 @@ class RuntimeConfig:
             raise FlinkspecError(f"job_managers must be >= 1, not {self.job_managers}")
         if self.heartbeat_timeout < 1:
             raise FlinkspecError(f"heartbeat_timeout must be >= 1, not {self.heartbeat_timeout}")
+
+
+        if self.inflight_assignment not in INFLIGHT_ASSIGNMENTS:
+            raise FlinkspecError(f"inflight_assignment must be one of {INFLIGHT_ASSIGNMENTS}, "
+                                 f"not {self.inflight_assignment!r}")
+        if self.max_checkpoint_rescales < 0:
+            raise FlinkspecError(f"max_checkpoint_rescales must be >= 0, not {self.max_checkpoint_rescales}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
@@ -309,6 +327,8 @@ class JobState:
     failure_times: list = attrs.field(factory=list)
     last_failover: tuple | None = None
     checkpoints_triggered: int = 0
+    #: RescaleFromCheckpoint restores done (bounded by ``max_checkpoint_rescales``)
+    checkpoint_rescales: int = 0
 
 
 @attrs.define(slots=True)
@@ -337,7 +357,8 @@ class Cluster:
     FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
                         "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
-                        "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls")
+                        "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls",
+                        "channel_rescales")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
         self.eg = execution_graph
@@ -358,6 +379,8 @@ class Cluster:
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
         self.outbox: list = []  # the tasks' messages of the current step (empty between steps)
+        #: per RescaleFromCheckpoint: (step, checkpoint id, EdgeReassignment per JobEdge with in-flight data)
+        self.channel_rescales: list = []
         self._delta = StepDelta(step=0)
         self._tm_busy = None
         self._task_cls = seams.variant_class(StreamTask, self.config.bugs)
@@ -463,7 +486,8 @@ class Cluster:
                 id(self._ops): self._ops}
         for st in self.eg.subtasks:
             memo[id(st)] = st
-        for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids):
+        for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids,
+                        self.channel_rescales):
             memo[id(history)] = list(history)  # history holds immutable values: a shallow copy is independent
         return deep_copy(self, memo)
 
@@ -1220,6 +1244,51 @@ class Cluster:
             keep_base = self.config.restore_mode == "CLAIM" or not self.config.no_claim_full_first_checkpoint
         self._install(new_eg, restored, keep_base)
 
+    def checkpoint_rescale_refusal(self, parallelism: tuple) -> str | None:
+        """Why RescaleFromCheckpoint(parallelism) cannot run (None: it can): no completed
+        checkpoint to restore, or one Flink would refuse to rescale (in-flight data on a
+        rescaled pointwise edge, ``channel_rescale_refusal``)."""
+        cp = self.coordinator.store.get_latest_checkpoint()
+        if cp is None:
+            return "no completed checkpoint to restore"
+        return channel_rescale_refusal(self.eg, _rescaled_eg(self.eg.stream_graph, parallelism), cp.task_states)
+
+    def rescale_from_checkpoint(self, parallelism: tuple) -> None:
+        """Cancel the job and resubmit it from its latest completed checkpoint with new
+        parallelisms (``flink run -s <checkpoint>``): keyed and operator state as from a
+        savepoint (``rescale_states``), in-flight data of an unaligned checkpoint reassigned by
+        ``rescale_channel_states`` and restored ahead of new data into the new input channels."""
+        job = self.job
+        old_eg = self.eg
+        cp = self.coordinator.store.get_latest_checkpoint()
+        cid = cp.checkpoint_id
+        snaps = cp.task_states
+        new_eg = _rescaled_eg(old_eg.stream_graph, parallelism)
+        restored = rescale_states(old_eg, new_eg, snaps, cid, self.config.keygroup_assignment)
+        placed, report = rescale_channel_states(old_eg, new_eg, snaps, self.config.inflight_assignment)
+        for c, recs in placed.items():
+            restored.task_states[new_eg.channels[c].consumer].input_channel_state[c] = tuple(recs)
+        for t in self.tasks:
+            if t.status == RUNNING:
+                t.status = "CANCELED"
+        job.notifications.clear()
+        job.stopping = None
+        self.acks.clear()
+        self.coordinator = self._new_coordinator(new_eg)
+        self.coordinator.restore_savepoint(CompletedCheckpoint(cid, self.now, task_states=dict(restored.task_states)))
+        job.attempt += 1
+        job.generation += 1
+        job.checkpoint_rescales += 1
+        self._write_delta().redeployed = True
+        inflight = sum(len(r.before) for r in report)
+        old_p = dict((o.name, o.parallelism) for o in old_eg.stream_graph.operators)
+        direction = "up" if any(p > old_p[n] for n, p in parallelism) else (
+            "down" if any(p < old_p[n] for n, p in parallelism) else "same")
+        self.channel_rescales.append((self.now, cid, report))
+        self.events.append(("rescaled_from_checkpoint", self.now, cid, tuple(parallelism), inflight, direction))
+        self.restored_from.append((self.now, cid, ("rescale",) + tuple(parallelism)))
+        self._install(new_eg, restored)
+
     # -- whole runs -------------------------------------------------------------------------
     def is_drained(self) -> bool:
         """Every task finished, nothing in flight, and every sink's output committed."""
@@ -1259,6 +1328,21 @@ class Cluster:
                     if cur is not None and cur.records:
                         return True
         return False
+
+
+_RESCALED_EG: dict = {}
+
+
+def _rescaled_eg(stream_graph, parallelism: tuple):
+    """The ExecutionGraph of ``stream_graph`` with ``parallelism`` (cached: the
+    RescaleFromCheckpoint guard asks for it on every step it is offered)."""
+    key = (stream_graph, parallelism)
+    eg = _RESCALED_EG.get(key)
+    if eg is None:
+        if len(_RESCALED_EG) > 64:
+            _RESCALED_EG.clear()
+        eg = _RESCALED_EG[key] = compile_stream_graph(rescale_graph(stream_graph, dict(parallelism)))
+    return eg
 
 
 #: action class -> (its kind's guard, its apply), bound once (``step`` is the hot path)

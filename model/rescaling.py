@@ -10,16 +10,28 @@ operator list state by ``RoundRobinOperatorStateRepartitioner``), the max-parall
 of ``Checkpoints``/``SchedulerBase``. Source split state and the legacy
 ``TwoPhaseCommitSinkFunction`` state are SPLIT_DISTRIBUTE list states in Flink.
 
+A restore with new parallelisms from an *unaligned checkpoint* also reassigns the in-flight
+data of the old subtasks (:func:`rescale_channel_states`, the rules of
+``model/channelstaterescaling.py``: ``StateAssignmentOperation`` / ``TaskStateAssignment`` with
+each edge's ``SubtaskStateMapper``); :func:`channel_rescale_refusal` names the restores Flink
+cannot do (in-flight data on a rescaled pointwise edge).
+
 Deliberate difference: an operator whose max parallelism was auto-configured adopts the
 savepoint's max parallelism by being compiled with it explicitly in the new StreamGraph.
-Savepoints are aligned, so there is no channel state to rescale.
+Savepoints are aligned, so a rescale from a savepoint has no channel state.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from model.channelstaterescaling import (
+    ChannelStateRescalingError,
+    assign_channel_state,
+    edge_mappers,
+)
 from model.errors import FlinkspecError
+from model.events import value
 from model.stateassignment import assign_keyed_state, check_max_parallelism, repartition_operator_state
 from model.streamgraph import effective_max_parallelism
 from model.streamtask import TaskSnapshot
@@ -100,3 +112,79 @@ def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: 
         for i, sid in enumerate(subs):
             per_new[sid].operator[name] = parts[i]
     return RestoredState(checkpoint_id, per_new)
+
+
+@value
+@attrs.frozen(slots=True)
+class EdgeReassignment:
+    """The in-flight records of one JobEdge across a rescale, for the invariants: ``before``
+    the records of the old channels (input channel state, then output channel state), ``after``
+    ``(new consumer subtask index, record)`` for every record placed in a new channel."""
+
+    job_edge: int
+    partitioner: str
+    max_parallelism: int
+    old_parallelism: tuple  # (upstream, downstream)
+    new_parallelism: tuple
+    before: tuple
+    after: tuple
+
+
+def _old_inflight(old_eg, snaps: dict) -> dict:
+    """JobEdge index -> (old upstream index, old downstream index) -> in-flight records."""
+    subs = old_eg.subtasks
+    per_edge: dict = {}
+    for ch in old_eg.channels:
+        cons, prod = snaps.get(ch.consumer), snaps.get(ch.producer)
+        recs = list(cons.input_channel_state.get(ch.id, ())) if cons is not None else []
+        if prod is not None:
+            recs += list(prod.output_channel_state.get(ch.id, ()))
+        if recs:
+            key = (subs[ch.producer].subtask_index, subs[ch.consumer].subtask_index)
+            per_edge.setdefault(ch.job_edge, {})[key] = recs
+    return per_edge
+
+
+def _parallelisms(eg, edge) -> tuple:
+    v = eg.job_graph.vertices
+    return v[edge.source_vertex].parallelism, v[edge.target_vertex].parallelism
+
+
+def channel_rescale_refusal(old_eg, new_eg, snaps: dict) -> str | None:
+    """Why Flink would refuse to restore ``snaps`` onto ``new_eg`` (None: it would not):
+    in-flight data on a pointwise edge whose parallelism changes (``SubtaskStateMapper.UNSUPPORTED``)."""
+    for e, recs in sorted(_old_inflight(old_eg, snaps).items()):
+        edge = old_eg.job_graph.edges[e]
+        if "UNSUPPORTED" in edge_mappers(edge.partitioner) and \
+                _parallelisms(old_eg, edge) != _parallelisms(new_eg, new_eg.job_graph.edges[e]):
+            return (f"{edge.partitioner} edge {edge.source_vertex} -> {edge.target_vertex} holds in-flight data "
+                    "and is rescaled: Cannot rescale the given pointwise partitioner")
+    return None
+
+
+def rescale_channel_states(old_eg, new_eg, snaps: dict, assignment: str = "mapped") -> tuple[dict, tuple]:
+    """The in-flight records of the checkpoint ``snaps`` placed in ``new_eg``'s channels:
+    (new channel id -> records, per JobEdge an :class:`EdgeReassignment`). Raises
+    ChannelStateRescalingError for a restore Flink refuses."""
+    new_subs = new_eg.subtasks
+    new_channel = {(ch.job_edge, new_subs[ch.producer].subtask_index, new_subs[ch.consumer].subtask_index): ch.id
+                   for ch in new_eg.channels}
+    placed: dict = {}
+    report = []
+    for e, recs in sorted(_old_inflight(old_eg, snaps).items()):
+        edge = old_eg.job_graph.edges[e]
+        old_p = _parallelisms(old_eg, edge)
+        new_p = _parallelisms(new_eg, new_eg.job_graph.edges[e])
+        max_p = new_eg.job_graph.vertices[edge.target_vertex].max_parallelism
+        out = assign_channel_state(recs, edge.partitioner, old_p[0], new_p[0], old_p[1], new_p[1], max_p, assignment)
+        after = []
+        for (u, k), rs in sorted(out.items()):
+            cid = new_channel.get((e, u, k))
+            if cid is None:
+                raise ChannelStateRescalingError(f"no channel {u} -> {k} on {edge.partitioner} edge "
+                                                 f"{edge.source_vertex} -> {edge.target_vertex} after the rescale")
+            placed.setdefault(cid, []).extend(rs)
+            after += [(k, r) for r in rs]
+        before = tuple(r for _, rs in sorted(recs.items()) for r in rs)
+        report.append(EdgeReassignment(e, edge.partitioner, max_p, old_p, new_p, before, tuple(after)))
+    return placed, tuple(report)

@@ -107,22 +107,30 @@ def repartition_split_distribute(old: list[list], new_parallelism: int, start: i
     return out, new_start
 
 
-def repartition_union(old: list[list], new_parallelism: int) -> list[list]:
-    """UNION: every new subtask gets all entries of all old subtasks."""
-    entries = [e for lst in old for e in lst]
+def repartition_union(old: list[list | None], new_parallelism: int) -> list[list]:
+    """UNION: every new subtask gets all entries of all old subtasks (``None``: an old subtask
+    that reported no handle of this state)."""
+    entries = [e for lst in old if lst is not None for e in lst]
     return [list(entries) for _ in range(new_parallelism)]
 
 
-def repartition_broadcast(old: list[list], new_parallelism: int) -> list[list]:
-    """BROADCAST: new subtask i gets old subtask ``i % oldP``'s copy."""
-    return [list(old[i % len(old)]) for i in range(new_parallelism)]
+def repartition_broadcast(old: list[list | None], new_parallelism: int) -> list[list]:
+    """BROADCAST: new subtask i gets the ``i % k``-th of the k copies the old subtasks reported
+    (``RoundRobinOperatorStateRepartitioner.repartitionBroadcastState`` indexes the list of
+    reported handles, so an old subtask that reported none (``None``) is skipped, not copied as
+    empty: ``StateAssignmentOperationTest#testRepartitionBroadcastStateWithNullSubtaskState``)."""
+    reported = [lst for lst in old if lst is not None]
+    if not reported:
+        return [[] for _ in range(new_parallelism)]
+    return [list(reported[i % len(reported)]) for i in range(new_parallelism)]
 
 
 def repartition_operator_state(old: list[list], new_parallelism: int, mode: str = "split_distribute",
                                start: int = 0) -> tuple[list[list], int]:
     """``RoundRobinOperatorStateRepartitioner.repartitionState`` for one state name: with
     unchanged parallelism SPLIT_DISTRIBUTE state keeps its layout (Flink returns the previous
-    assignment as is); otherwise ``mode`` picks SPLIT_DISTRIBUTE / UNION / BROADCAST."""
+    assignment as is); otherwise ``mode`` picks SPLIT_DISTRIBUTE / UNION / BROADCAST. For UNION
+    and BROADCAST an entry of ``old`` may be ``None``: that old subtask reported no handle."""
     if mode == "split_distribute":
         if len(old) == new_parallelism:
             return [list(x) for x in old], start

@@ -168,6 +168,11 @@ class StatusWatermarkValve:
             raise InvalidArgument(
                 f"StatusWatermarkValve.num_channels: {num_channels!r} must be an int >= 1"
             )
+        for name, flag in (("flush_on_all_idle", flush_on_all_idle), ("flink_40475", flink_40475),
+                           ("check_aligned_nonempty", check_aligned_nonempty),
+                           ("realign_below_output", realign_below_output)):
+            if not isinstance(flag, bool):
+                raise InvalidArgument(f"StatusWatermarkValve.{name}: {flag!r} must be true or false")
         self.num_channels = num_channels
         self.output = output
         self.flush_on_all_idle = flush_on_all_idle

@@ -98,3 +98,19 @@ def region_failover_restarted_producer_region(run, new_events) -> bool:
             if p in restart and p not in failed:
                 return True
     return False
+
+
+def _rescaled_from_checkpoint_with_inflight(new_events, direction: str) -> bool:
+    return any(e[0] == "rescaled_from_checkpoint" and e[4] > 0 and e[5] == direction for e in new_events)
+
+
+@goal("unaligned_rescale_up_with_inflight", "StateAssignmentOperation (channel state)",
+      "A job was resubmitted from an unaligned checkpoint holding in-flight data with a higher parallelism.")
+def unaligned_rescale_up_with_inflight(run, new_events) -> bool:
+    return _rescaled_from_checkpoint_with_inflight(new_events, "up")
+
+
+@goal("unaligned_rescale_down_with_inflight", "StateAssignmentOperation (channel state)",
+      "A job was resubmitted from an unaligned checkpoint holding in-flight data with a lower parallelism.")
+def unaligned_rescale_down_with_inflight(run, new_events) -> bool:
+    return _rescaled_from_checkpoint_with_inflight(new_events, "down")

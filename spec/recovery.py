@@ -11,11 +11,18 @@ state is stranded where its records never arrive), as ``KeyGroupRangeAssignment`
 
 ``placement_valid`` (always): after every (re)start, the slot placement satisfies the
 placement invariants of ``spec.placement``.
+
+``inflight_preserved_on_rescale`` and ``inflight_on_key_group_owner`` (always): when a job is
+resubmitted from a checkpoint with other parallelisms, every in-flight record of the checkpoint
+is placed in exactly one new channel of its edge, and a record of a hash exchange in a channel
+whose consumer owns its key group under the new KeyGroupRanges (``model/channelstaterescaling.py``).
 """
 
 from __future__ import annotations
 
-from model.keygroups import compute_key_group_range_for_operator_index
+from collections import Counter
+
+from model.keygroups import assign_key_to_parallel_operator, compute_key_group_range_for_operator_index
 from spec.invariant import Violation, invariant
 from spec.placement import check_placement
 
@@ -105,3 +112,66 @@ def placement_valid(run) -> Violation | None:
                          message=f"{v.invariant}: {v.message}")
     return None
 
+
+
+def _this_steps_channel_rescale(cluster):
+    """The in-flight reassignment the last step did (RescaleFromCheckpoint), or None."""
+    rescales = cluster.channel_rescales
+    if not rescales or rescales[-1][0] != cluster.now - 1:
+        return None
+    return rescales[-1]
+
+
+@invariant(
+    "inflight_preserved_on_rescale",
+    kind="always",
+    concept="StateAssignmentOperation / TaskStateAssignment (channel state)",
+    statement="A restore with new parallelisms from an unaligned checkpoint places every in-flight record "
+    "of the checkpoint in exactly one new channel of its edge: none lost, none duplicated.",
+)
+def inflight_preserved_on_rescale(run) -> Violation | None:
+    rec = _this_steps_channel_rescale(run.cluster)
+    if rec is None:
+        return None
+    _, cid, report = rec
+    for r in report:
+        before = Counter(r.before)
+        after = Counter(x for _, x in r.after)
+        if before != after:
+            lost = sorted((before - after).elements(), key=repr)
+            extra = sorted((after - before).elements(), key=repr)
+            return Violation(
+                invariant="inflight_preserved_on_rescale",
+                expected={"records": len(r.before)}, actual={"lost": lost, "duplicated": extra},
+                message=(f"checkpoint {cid}, {r.partitioner} edge {r.job_edge} rescaled {r.old_parallelism} -> "
+                         f"{r.new_parallelism}: in-flight records lost {lost}, duplicated {extra}"),
+            )
+    return None
+
+
+@invariant(
+    "inflight_on_key_group_owner",
+    kind="always",
+    concept="SubtaskStateMapper.RANGE / RecordFilter",
+    statement="After a rescale from an unaligned checkpoint, every in-flight record of a hash exchange "
+    "reaches the new subtask that owns its key group.",
+)
+def inflight_on_key_group_owner(run) -> Violation | None:
+    rec = _this_steps_channel_rescale(run.cluster)
+    if rec is None:
+        return None
+    _, cid, report = rec
+    for r in report:
+        if r.partitioner != "hash":
+            continue
+        p = r.new_parallelism[1]
+        for k, record in r.after:
+            owner = assign_key_to_parallel_operator(record[0], r.max_parallelism, p)
+            if owner != k:
+                return Violation(
+                    invariant="inflight_on_key_group_owner",
+                    expected={"key": record[0], "owner": owner}, actual={"subtask": k},
+                    message=(f"checkpoint {cid}: the in-flight record {record!r} of hash edge {r.job_edge} was "
+                             f"restored to new subtask {k} of {p}, but its key group belongs to subtask {owner}"),
+                )
+    return None

@@ -14,6 +14,7 @@ from model.cluster import ActionNotEnabled, JobInput, RuntimeConfig, drain
 from model.stateassignment import StateAssignmentError
 from model.streamgraph import StreamGraphBuilder
 from scenario_util import chan, deliver_until_empty, enabled, fresh, kinds, oracle_diffs, records, sub
+from spec.recovery import inflight_on_key_group_owner, inflight_preserved_on_rescale
 
 
 def _keyed_count_job(sink_kind="two_phase_commit", *, src_p=2, agg_p=3, max_p=10, sink_p=None):
@@ -665,3 +666,97 @@ def test_variant_modulo_key_group_assignment_on_rescale():
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
     assert d.missing and {e.key for e in d.missing} <= moved
+
+
+# ---------------------------------------------------------------------------------------------
+# rescaling from unaligned checkpoints (in-flight data)
+# ---------------------------------------------------------------------------------------------
+
+
+def _unaligned_checkpoint_with_inflight(c):
+    """6 records in flight to agg(0..2), an unaligned checkpoint whose barriers overtake them
+    (they become the source's output channel state), the barriers delivered: checkpoint 1
+    completes with all 6 records as in-flight data."""
+    eg = c.eg
+    s = sub(eg, "src", 0)
+    for _ in range(6):
+        c.step(A.SourceEmit(s))                   # 1. records queue up in the three channels
+    c.step(A.TriggerCheckpoint())                 # 2. unaligned barriers jump ahead of them
+    for k in range(3):
+        c.step(A.Deliver(chan(eg, ("src", 0), ("agg", k))))   # 3. each agg subtask takes its barrier
+    assert c.completed_ids == [1]
+    assert sum(len(v) for s in c.completed[1].values() for v in s.output_channel_state.values()) == 6
+
+
+def test_rescale_from_unaligned_checkpoint_restores_inflight_records_at_their_owner():
+    """Resubmit from unaligned checkpoint 1 with agg 3 -> 2: the 6 in-flight records are
+    reassigned by SubtaskStateMapper (RANGE on the hash edge, ARBITRARY upstream) and reach the
+    new owner of their key group; the drained output equals the failure-free reference.
+
+        src(0) ──hash──► agg(0..2)→out   ==>   src(0) ──hash──► agg(0..1)→out
+    """
+    g = _keyed_count_job(src_p=1, agg_p=3, max_p=10)
+    inp = _input(splits=1, per_split=10)
+    cfg = RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10,
+                        rescale_options=(("agg", (2,)),))
+    c = fresh(g, inp, cfg)
+    _unaligned_checkpoint_with_inflight(c)
+    act = A.RescaleFromCheckpoint((("src", 1), ("agg", 2), ("out", 2)))
+    assert act in c.enabled_actions()
+    c.step(act)
+    assert c.events[-1][0] == "rescaled_from_checkpoint" and c.events[-1][4] == 6 and c.events[-1][5] == "down"
+    run = type("R", (), {"cluster": c})()
+    assert inflight_preserved_on_rescale(run) is None and inflight_on_key_group_owner(run) is None
+    assert sum(len(q) for q in c.channels) == 6   # the in-flight records wait in the new channels
+    assert not any(A.RescaleFromCheckpoint(o) in c.enabled_actions() for o in c.rescale_choices())  # once per run
+    drain(c)
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_variant_inflight_to_old_subtask_index_loses_and_misroutes_records():
+    """The known-unsafe variant hands old agg k's in-flight data to new agg k: old agg 2's
+    records are lost (there is no new subtask 2) and records of key groups that moved are
+    counted by a subtask that does not own them. The safe configuration survives the same
+    actions."""
+    g = _keyed_count_job(src_p=1, agg_p=3, max_p=10)
+    inp = _input(splits=1, per_split=10)
+    opts = (("agg", (2,)),)
+
+    def script(c):
+        _unaligned_checkpoint_with_inflight(c)
+        c.step(A.RescaleFromCheckpoint((("src", 1), ("agg", 2), ("out", 2))))
+
+    base = dict(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10, rescale_options=opts)
+    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base),
+                                  RuntimeConfig(inflight_assignment="old_index", **base), script)
+    assert oracle_diffs(g, inp, safe) == {}
+    (_, _, report), = unsafe.channel_rescales
+    before = sorted(r for e in report for r in e.before)
+    after = sorted(r for e in report for _, r in e.after)
+    assert len(after) < len(before)               # old agg 2's in-flight records are gone
+    assert oracle_diffs(g, inp, unsafe)["out"].missing
+
+
+def test_rescale_from_checkpoint_refuses_inflight_data_on_a_rescaled_pointwise_edge():
+    """A rescale edge (pointwise) carrying in-flight data cannot be rescaled
+    (SubtaskStateMapper.UNSUPPORTED): the action is not offered, with Flink's reason."""
+    b = StreamGraphBuilder("pointwise")
+    b.source("src", parallelism=2)
+    b.map("m", "src", parallelism=2, partitioner="rescale")
+    b.sink("out", "m", parallelism=2)
+    g = b.build()
+    inp = _input(splits=2, per_split=4)
+    cfg = RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10,
+                        rescale_options=(("m", (1,)),))
+    c = fresh(g, inp, cfg)
+    eg = c.eg
+    for i in range(2):
+        for _ in range(3):
+            c.step(A.SourceEmit(sub(eg, "src", i)))
+    c.step(A.TriggerCheckpoint())
+    for i in range(2):
+        c.step(A.Deliver(chan(eg, ("src", i), ("m", i))))
+    assert c.completed_ids == [1]
+    opt = [o for o in c.rescale_choices()[1:] if dict(o)["m"] == 1][0]
+    why = c.why_not_enabled(A.RescaleFromCheckpoint(opt))
+    assert why is not None and "Cannot rescale the given pointwise partitioner" in why

@@ -250,3 +250,11 @@ def test_property_fix_final_watermark_independent_of_idle_order(seq):
         for c in perm:
             v2.input_watermark_status(True, c)
         assert v2.last_output_watermark == max(v2.channel_watermarks)
+
+
+@pytest.mark.parametrize("knob", ["flush_on_all_idle", "flink_40475", "check_aligned_nonempty", "realign_below_output"])
+def test_variant_knobs_must_be_booleans(knob):
+    """A counterexample file whose valve knob is not true/false (e.g. an object) is refused with
+    a one-line error instead of being read as truthy."""
+    with pytest.raises(InvalidArgument, match=f"StatusWatermarkValve.{knob}: .* must be true or false"):
+        StatusWatermarkValve(2, RecordingValveOutput(), **{knob: {"wrong": 1}})

@@ -1,0 +1,144 @@
+"""model/channelstaterescaling.py: SubtaskStateMapper, RescaleMappings, the rescaling
+descriptors, and the record-level reassignment of in-flight data (and the unsafe variant)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from model.channelstaterescaling import (
+    UNSUPPORTED_MESSAGE,
+    ChannelStateRescalingError,
+    ambiguous_targets,
+    assign_channel_state,
+    is_identity,
+    new_to_old_mapping,
+    old_subtasks,
+)
+from model.errors import FlinkspecError
+from model.keygroups import assign_key_to_parallel_operator, compute_key_group_range_for_operator_index
+from model.stateassignment import repartition_broadcast, repartition_operator_state
+
+
+def test_round_robin_examples_of_flinks_javadoc():
+    # SubtaskStateMapper.ROUND_ROBIN's javadoc: old 10 -> new 4, and old 6 -> new 10
+    assert new_to_old_mapping("ROUND_ROBIN", 10, 4) == ((0, 4, 8), (1, 5, 9), (2, 6), (3, 7))
+    assert new_to_old_mapping("ROUND_ROBIN", 6, 10) == ((0,), (1,), (2,), (3,), (4,), (5,), (), (), (), ())
+    assert new_to_old_mapping("ARBITRARY", 10, 4) == new_to_old_mapping("ROUND_ROBIN", 10, 4)
+
+
+def test_range_example_of_flinks_javadoc():
+    # SubtaskStateMapper.RANGE's javadoc: 3 -> 2, each new subtask reads two old ones
+    assert new_to_old_mapping("RANGE", 3, 2) == ((0, 1), (1, 2))
+    assert ambiguous_targets(new_to_old_mapping("RANGE", 3, 2)) == {1}
+
+
+def test_first_and_full():
+    assert new_to_old_mapping("FIRST", 3, 2) == ((0, 1, 2), ())
+    assert new_to_old_mapping("FULL", 2, 3) == ((0, 1),) * 3
+
+
+def test_identity():
+    assert is_identity(new_to_old_mapping("RANGE", 4, 4), 4)
+    assert not is_identity(new_to_old_mapping("RANGE", 4, 3), 4)
+
+
+def test_unsupported_mapper_refuses_with_flinks_message():
+    with pytest.raises(ChannelStateRescalingError) as e:
+        old_subtasks("UNSUPPORTED", 0, 2, 3)
+    assert str(e.value) == UNSUPPORTED_MESSAGE
+
+
+def test_unknown_mapper():
+    with pytest.raises(FlinkspecError, match="unknown SubtaskStateMapper 'NOPE'"):
+        old_subtasks("NOPE", 0, 1, 1)
+
+
+def test_range_mapper_reads_every_old_owner_for_small_max_parallelisms():
+    """RANGE computes with 32768 key groups, not the operator's max parallelism ("the actual
+    maxParallelism cancels out"): every old subtask whose range (with the real max parallelism)
+    intersects a new subtask's range is among the old subtasks RANGE names."""
+    for max_p in range(1, 21):
+        for old_p in range(1, max_p + 1):
+            for new_p in range(1, max_p + 1):
+                for k in range(new_p):
+                    new_r = compute_key_group_range_for_operator_index(max_p, new_p, k)
+                    need = {j for j in range(old_p)
+                            if not compute_key_group_range_for_operator_index(max_p, old_p, j)
+                            .get_intersection(new_r).is_empty()}
+                    assert need <= set(old_subtasks("RANGE", k, old_p, new_p)), (max_p, old_p, new_p, k)
+
+
+def _inflight(rng, up_p, down_p, max_p, n=60):
+    """Records of a hash exchange as they would be in flight: each on the channel to its owner."""
+    recs: dict = {}
+    for i in range(n):
+        key = rng.randrange(40)
+        u = rng.randrange(up_p)
+        d = assign_key_to_parallel_operator(key, max_p, down_p)
+        recs.setdefault((u, d), []).append((key, i, 0))
+    return recs
+
+
+@pytest.mark.parametrize("up, down", [((2, 2), (2, 3)), ((2, 3), (3, 2)), ((3, 1), (4, 2)), ((1, 2), (3, 5))])
+def test_hash_exchange_in_flight_records_reach_their_new_owner_exactly_once(up, down):
+    rng = random.Random(f"{up}{down}")
+    max_p = 128
+    recs = _inflight(rng, up[0], down[0], max_p)
+    out = assign_channel_state(recs, "hash", up[0], up[1], down[0], down[1], max_p)
+    before = Counter(r for rs in recs.values() for r in rs)
+    after = Counter(r for rs in out.values() for r in rs)
+    assert after == before
+    for (u, k), rs in out.items():
+        assert 0 <= u < up[1] and 0 <= k < down[1]
+        for r in rs:
+            assert assign_key_to_parallel_operator(r[0], max_p, down[1]) == k
+
+
+def test_rebalance_exchange_keeps_every_record_once():
+    rng = random.Random(3)
+    recs = {(u, d): [(rng.randrange(9), i, 0) for i in range(5)] for u in range(3) for d in range(3)}
+    out = assign_channel_state(recs, "rebalance", 3, 3, 3, 2, 128)
+    assert Counter(r for rs in out.values() for r in rs) == Counter(r for rs in recs.values() for r in rs)
+
+
+def test_old_index_variant_loses_or_misroutes_records():
+    """The known-unsafe variant: in-flight data to the subtask with the old index."""
+    rng = random.Random(7)
+    max_p = 128
+    recs = _inflight(rng, 2, 3, max_p)
+    out = assign_channel_state(recs, "hash", 2, 2, 3, 2, max_p, assignment="old_index")
+    kept = Counter(r for rs in out.values() for r in rs)
+    lost = Counter(r for rs in recs.values() for r in rs) - kept
+    misrouted = [r for (u, k), rs in out.items() for r in rs if assign_key_to_parallel_operator(r[0], max_p, 2) != k]
+    assert lost or misrouted
+
+
+def test_pointwise_edge_with_in_flight_data_is_refused_when_rescaled():
+    recs = {(0, 0): [("a", 1, 0)]}
+    with pytest.raises(ChannelStateRescalingError, match="Cannot rescale the given pointwise partitioner"):
+        assign_channel_state(recs, "forward", 2, 3, 2, 3, 128)
+    # not rescaled: kept in place
+    assert assign_channel_state(recs, "forward", 2, 2, 2, 2, 128) == {(0, 0): [("a", 1, 0)]}
+
+
+def test_bad_assignment_name():
+    with pytest.raises(FlinkspecError, match="inflight_assignment must be one of"):
+        assign_channel_state({}, "hash", 1, 1, 1, 1, 128, assignment="nope")
+
+
+# -- regression: BROADCAST operator state of old subtasks that reported none -------------------
+
+
+def test_broadcast_state_copies_only_reported_handles():
+    """StateAssignmentOperationTest#testRepartitionBroadcastStateWithNullSubtaskState: only old
+    subtask 0 reported the broadcast state; every new subtask gets its copy (the model used to
+    hand new subtask 1 the empty state of old subtask 1)."""
+    assert repartition_broadcast([[1, 2, 3], None], 3) == [[1, 2, 3]] * 3
+    parts, _ = repartition_operator_state([[1, 2, 3], None], 2, "broadcast")
+    assert parts == [[1, 2, 3], [1, 2, 3]]
+    assert repartition_broadcast([None, None], 2) == [[], []]
+    # every subtask reported: new i gets old i % oldP's copy, as before
+    assert repartition_broadcast([[1], [2]], 3) == [[1], [2], [1]]
