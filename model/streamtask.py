@@ -434,6 +434,7 @@ class StreamTask:
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
         "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred", "backend",
+        "out_of_order",
     )
     #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
     #: (the cluster's, fingerprinted there), and what the task's position in the (static)
@@ -471,6 +472,9 @@ class StreamTask:
         self.timer: tuple[int, int] | None = None
         self.eop_seen = 0
         self.acked: set[int] = set()
+        #: (checkpoint, newer checkpoint) if this attempt took a snapshot (its synchronous phase)
+        #: after one of a newer checkpoint; None in a correct run
+        self.out_of_order: tuple[int, int] | None = None
         self.late: list = []
         #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
         self.backend = None
@@ -569,6 +573,9 @@ class StreamTask:
 
     def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
         """``CheckpointResponder.acknowledgeCheckpoint``: send the snapshot to the JobMaster."""
+        newer = max(self.acked, default=-1)
+        if newer > snap.checkpoint_id and self.out_of_order is None:
+            self.out_of_order = (snap.checkpoint_id, newer)
         self.acked.add(snap.checkpoint_id)
         if self.backend is not None:
             self.backend.ready(snap)  # acknowledged after the asynchronous phase (FinishAsyncSnapshot)

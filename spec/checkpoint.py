@@ -85,23 +85,24 @@ def decline_at_most_once(run) -> Violation | None:
     "snapshots_in_checkpoint_order",
     kind="always",
     concept="SubtaskCheckpointCoordinatorImpl (out-of-order barriers are declined)",
-    statement="Per task, snapshots are taken in increasing checkpoint order: no task acknowledges a "
-    "checkpoint older than one it already acknowledged in the same attempt.",
+    statement="Per task, snapshots are taken in increasing checkpoint order: no task takes (the synchronous "
+    "phase of) a snapshot of a checkpoint older than one it already took in the same attempt.",
 )
 def snapshots_in_checkpoint_order(run) -> Violation | None:
-    """Looks at the acknowledgements the last step delivered (``Cluster.delta.acked``): each
-    must be the newest checkpoint its task acknowledged (``StreamTask.acked``, reset when the
-    task is redeployed)."""
+    """Reads ``StreamTask.out_of_order``: set when a task takes the synchronous phase of a
+    snapshot older than one it already took in the same attempt (the asynchronous phases,
+    with a state backend, may finish and be acknowledged in any order, as Flink's
+    ``AsyncCheckpointRunnable`` instances do)."""
     cluster = run.cluster
-    for tid, cid in cluster.delta.acked:
-        newer = max(cluster.tasks[tid].acked)
-        if newer > cid:
-            name = cluster.eg.subtasks[tid].name
+    for t in cluster.tasks:
+        if t.out_of_order is not None:
+            cid, newer = t.out_of_order
+            name = cluster.eg.subtasks[t.id].name
             return Violation(
                 invariant="snapshots_in_checkpoint_order",
-                expected={"subtask": tid, "checkpoint": f"> {newer}"},
-                actual={"subtask": tid, "checkpoint": cid},
-                message=(f"{name} took a snapshot of checkpoint {cid} after it had acknowledged checkpoint "
+                expected={"subtask": t.id, "checkpoint": f"> {newer}"},
+                actual={"subtask": t.id, "checkpoint": cid},
+                message=(f"{name} took a snapshot of checkpoint {cid} after it had taken one of checkpoint "
                          f"{newer}: its state for {cid} already contains what it processed for {newer}"),
             )
     return None
