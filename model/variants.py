@@ -498,7 +498,8 @@ _add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint a
              small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
 _add(Variant(name="rescale-source-state-by-index", description="a rescaled restore that hands new subtask i "
              "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
-             family="rescale_source", expected=("exactly_once", "window_results_exactly_once"),
+             family="rescale_source", expected=("exactly_once", "window_results_exactly_once",
+                                               "committed_output_within_reference"),
              switches=("operator_state_by_index",),
              config=RuntimeConfig(savepoints=True, max_failures=1, operator_state_by_index=True), max_steps=500,
              small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))

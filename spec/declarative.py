@@ -394,6 +394,12 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
     return problems
 
 
+#: the events of a (re)deployment from a snapshot: a failover's restore, a restart from a
+#: savepoint (with or without a new parallelism), a rescale from a checkpoint -- the watermark
+#: is part of none of them, so each may reopen a window
+RESTORE_EVENTS = frozenset({"restored", "rescaled", "rescaled_from_checkpoint"})
+
+
 @invariant(
     "window_results_exactly_once",
     kind="eventually",
@@ -404,7 +410,7 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
 def window_results_exactly_once(run) -> Violation | None:
     if not run.expected.event_time_judged:
         return None
-    restores = sum(1 for e in run.cluster.events if e[0] == "restored")
+    restores = sum(1 for e in run.cluster.events if e[0] in RESTORE_EVENTS)
     problems = window_result_problems(run.scenario.graph, run.scenario.job_input,
                                       sink_output_by_operator(run.cluster), run.cluster.late, restores)
     if not problems:
