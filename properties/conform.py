@@ -683,13 +683,19 @@ class FlinkDriver:
 
 
 def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0,
-                progress: Callable[[str], None] | None = None, work_root: str | None = None) -> list[RunResult]:
+                progress: Callable[[str], None] | None = None, keep: Path | None = None) -> list[RunResult]:
     """Generate ``runs`` jobs from ``seed`` (run ``i`` has seed ``seed + i``), run them in real
-    Flink in batches of ``batch`` jobs per JVM and in the model, and compare."""
+    Flink in batches of ``batch`` jobs per JVM and in the model, and compare. Flink's work
+    folder (part files, observations, checkpoints, logs) is removed at the end, unless ``keep``
+    names a folder to keep it in."""
     say = progress or (lambda _m: None)
     jobs = [generate_job(seed + i) for i in range(runs)]
     results: list[RunResult] = []
-    work = Path(tempfile.mkdtemp(prefix="flinkspec-conform-", dir=work_root))
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="flinkspec-conform-", dir=keep)).resolve()
+    else:
+        work = Path(tempfile.mkdtemp(prefix="flinkspec-conform-")).resolve()
     try:
         for start in range(0, runs, batch):
             chunk = jobs[start:start + batch]
@@ -710,7 +716,8 @@ def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0
                 driver.close()
             say(f"batch of {len(chunk)} job(s) in {time.perf_counter() - t0:.0f}s")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
     return results
 
 

@@ -199,6 +199,12 @@ def build_phase(env, job: dict, phase_no: int, folder: str, jvm):
     os.makedirs(obs_dir, exist_ok=True)
 
     p_src = par["source"]
+    # the default parallelism goes to the operators PyFlink adds without a handle to set it
+    # (assign_timestamps_and_watermarks adds a Python Extract-Timestamp and Java's
+    # TimestampsAndWatermarksOperator before the map it returns): they must run at the source's
+    # parallelism, chained to it, so each watermark generator sees one source subtask's records
+    # (the local default is the number of cores)
+    env.set_parallelism(p_src)
     elements = jvm.java.util.ArrayList()
     for i in range(n):
         elements.add(str(i))

@@ -34,6 +34,9 @@ def register(sub) -> None:
                    help="jobs per Flink JVM (default 10; each job runs in its own MiniCluster)")
     p.add_argument("--timeout", type=float, default=180.0, metavar="SECONDS",
                    help="longest a job may take in Flink before it counts as a disagreement (default 180)")
+    p.add_argument("--keep-work", metavar="DIR", default=None,
+                   help="keep Flink's work folder (committed part files, observations, checkpoints, logs) "
+                        "under DIR instead of removing it")
     p.add_argument("--json", action="store_true", help="a JSON summary as the last line of stdout")
     p.set_defaults(func=run)
 
@@ -58,11 +61,14 @@ def run(args) -> int:
     # lazy: the model runtime and the corpus helpers load only when this command runs
     from properties.conform import ensure_flink_env, run_conform, summary
     from properties.corpus import run_directory
-    from properties.safe_io import write_atomic
+    from properties.safe_io import check_output_dir, write_atomic
 
     ensure_flink_env(_say)
     t0 = time.perf_counter()
-    results = run_conform(args.runs, args.seed, batch=args.batch, timeout=args.timeout, progress=_say)
+    keep = None
+    if args.keep_work is not None:
+        keep = check_output_dir(args.keep_work, what="--keep-work folder")
+    results = run_conform(args.runs, args.seed, batch=args.batch, timeout=args.timeout, progress=_say, keep=keep)
     line = summary(results, args.seed, time.perf_counter() - t0)
     out = run_directory("conform", args.seed)
     report = out / "report.json"
