@@ -570,12 +570,16 @@ def _compare_restore(job: ConformJob, model: ModelSide, obs: list) -> list[str]:
 
 @attrs.frozen(slots=True)
 class RunResult:
+    """One run: its job, the differences found (empty: agree), Flink's answer as the driver
+    gave it (committed output, observations, key hashes and groups) for the report."""
+
     seed: int
     job: ConformJob
     differences: tuple
     seconds: float
     flink_failed: bool
     restored_from: int | None
+    flink: dict = attrs.field(factory=dict, eq=False)
 
     @property
     def agree(self) -> bool:
@@ -585,14 +589,15 @@ class RunResult:
         return {"seed": self.seed, "agree": self.agree, "job": self.job.to_dict(),
                 "differences": list(self.differences), "flink_seconds": self.seconds,
                 "with_failure": self.job.fail is not None, "rescaled": self.job.rescale is not None,
-                "model_restored_from_checkpoint": self.restored_from}
+                "model_restored_from_checkpoint": self.restored_from,
+                "flink": {k: v for k, v in self.flink.items() if k != "id"}}
 
 
 def judge(job: ConformJob, flink: dict) -> RunResult:
     """Run the model side of ``job`` and compare it with Flink's answer ``flink``."""
     if not flink.get("ok"):
         diffs = (f"Flink did not run the job: {flink.get('error', 'no answer')}",)
-        return RunResult(job.seed, job, diffs, float(flink.get("seconds", 0.0)), False, None)
+        return RunResult(job.seed, job, diffs, float(flink.get("seconds", 0.0)), False, None, flink)
     order = None
     diffs = []
     if job.rescale is not None:
@@ -602,7 +607,7 @@ def judge(job: ConformJob, flink: dict) -> RunResult:
     model = model_side(job, order)
     diffs += compare(job, model, flink)
     return RunResult(job.seed, job, tuple(diffs), float(flink.get("seconds", 0.0)), bool(flink.get("failed")),
-                     model.restored_from)
+                     model.restored_from, flink)
 
 
 def flink_env_missing() -> bool:

@@ -377,6 +377,24 @@ def _wait_finished(jvm, result, client, deadline: float, what: str) -> None:
         raise RuntimeError(f"{what} failed: {_java_cause(e)}") from None
 
 
+def _stop_with_savepoint(jvm, client, folder: str, deadline: float) -> str:
+    """Stop the job with a savepoint into ``folder``; returns the savepoint's path. A savepoint
+    refused because not every task runs yet (the sources may emit before the last tasks are
+    deployed: "Not all required tasks are currently running") is retried."""
+    from py4j.protocol import Py4JJavaError
+
+    fmt = jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
+    while True:
+        try:
+            # PyFlink 2.3.0's JobClient.stop_with_savepoint passes two arguments to a Java
+            # method that takes three (the SavepointFormatType): call the Java client directly
+            return client._j_job_client.stopWithSavepoint(False, "file://" + folder, fmt).get()
+        except Py4JJavaError as e:
+            if "Not all required tasks are currently running" not in str(e) or time.time() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _java_cause(e: Exception) -> str:
     text = str(e)
     causes = [line.strip() for line in text.splitlines() if line.strip().startswith("Caused by:")]
@@ -400,11 +418,7 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
         result = client._j_job_client.getJobExecutionResult()
         if phase.get("stop_with_savepoint"):
             _wait_for_phase_input(job, phase_no, folder, result, deadline)
-            fmt = jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
-            # PyFlink 2.3.0's JobClient.stop_with_savepoint passes two arguments to a Java method
-            # that takes three (the SavepointFormatType): call the Java client directly
-            restore = client._j_job_client.stopWithSavepoint(
-                False, "file://" + os.path.join(folder, f"savepoint-{phase_no}"), fmt).get()
+            restore = _stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"), deadline)
             savepoints.append(restore)
         _wait_finished(jvm, result, client, deadline, what)
     keys = sorted({r[0] for r in job["records"]})
