@@ -36,7 +36,7 @@ Compared, per run (each difference is one line of :attr:`RunResult.differences`)
   contains it (``model.stateassignment``) at that phase's parallelism;
 * after a rescale: the keyed state each new subtask restored (Flink: the value a subtask finds
   the first time it sees a key; model: the rescaled savepoint) and the source splits each new
-  source subtask holds, in order, with their offsets (Flink: the records each subtask reads;
+  source subtask holds, with their offsets (Flink: the records each subtask reads;
   model: ``RoundRobinOperatorStateRepartitioner`` as ``model.stateassignment`` does it) -- the
   source reader's split state is Flink's operator list state (SPLIT_DISTRIBUTE);
 * the final keyed state (value and subtask) of each key of a rolling aggregate.
@@ -554,11 +554,15 @@ def _compare_restore(job: ConformJob, model: ModelSide, obs: list) -> list[str]:
     predicted = model.restored_splits
     flink_failed_early = job.fail is not None
     for i, want in enumerate(predicted):
-        got = tuple(seen.get(i, ()))
-        ok = got == want or (flink_failed_early and want[:len(got)] == got)
+        # compared as sets: Flink merges a new subtask's entries per state handle in a HashMap
+        # (RoundRobinOperatorStateRepartitioner), so the order of splits that came from
+        # different old subtasks is unspecified; a failure in the first attempt may stop a
+        # subtask before it reads its later splits
+        got = sorted(seen.get(i, ()))
+        ok = got == sorted(want) or (flink_failed_early and set(got) <= set(want))
         if not ok:
-            diffs.append(f"after the rescale source subtask {i} reads splits (split, offset) {list(got)} in Flink, "
-                         f"the model restored {list(want)}")
+            diffs.append(f"after the rescale source subtask {i} reads splits (split, offset) {got} in Flink, "
+                         f"the model restored {sorted(want)}")
     extra = sorted(set(seen) - set(range(len(predicted))))
     if extra:
         diffs.append(f"after the rescale Flink's source subtasks {extra} read records; the model has none")
