@@ -36,6 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from model.catalog import RANDOM_WALK_KINDS
 from spec.coverage import GOALS
 
 # properties.catalog / properties.suites (Hypothesis, the engines, every registered suite:
@@ -279,7 +280,7 @@ def judge(suites, results, *, selected: bool, seconds: float = 0.0) -> Judgement
         goals.update(r.goals)
     return Judgement(results=tuple(results), goals=goals, goal_names=tuple(GOALS),
                      missing=tuple(g for g in GOALS if goals.get(g, 0) == 0),
-                     cluster_ran=any(e.kind in ("cluster", "control-plane") for e in suites), selected=selected, seconds=seconds)
+                     cluster_ran=any(e.kind in RANDOM_WALK_KINDS for e in suites), selected=selected, seconds=seconds)
 
 
 # -- rendering ---------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ import sys
 import time
 from pathlib import Path
 
+from model.catalog import RANDOM_WALK_KINDS
 from model.errors import FlinkspecError
 
 
@@ -37,7 +38,8 @@ def register(sub) -> None:
     p = sub.add_parser("explore", help="explore every interleaving of a small scenario (breadth first)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("--variant", action="append", metavar="NAME", help="a cluster variant (repeatable)")
-    p.add_argument("--all", action="store_true", help="every cluster variant")
+    p.add_argument("--all", action="store_true", help="every whole-cluster variant (catalog kinds "
+                   f"{', '.join(RANDOM_WALK_KINDS)})")
     p.add_argument("--job", metavar="FILE", help="a job spec with optional [runtime] and [input] tables")
     p.add_argument("--max-checkpoints", type=int, metavar="N", default=None,
                    help="with --job: checkpoints and savepoints a run may trigger (default 1)")
