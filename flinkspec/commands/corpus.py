@@ -30,12 +30,11 @@ def register(sub) -> None:
                    help="the corpus to update (default: this checkout's counterexamples/)")
     u.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     u.set_defaults(func=run_update)
-    p.set_defaults(func=lambda args: _usage(p))
+    p.set_defaults(func=_usage)
 
 
-def _usage(parser) -> int:
-    parser.print_help()
-    return 2
+def _usage(args) -> int:
+    raise FlinkspecError("an ACTION is required: update (see `flinkspec corpus --help`)")
 
 
 def run_update(args) -> int:
