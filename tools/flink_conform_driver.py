@@ -178,6 +178,7 @@ def read_committed(folder: str) -> list:
 
 
 def build_phase(env, job: dict, phase_no: int, folder: str, jvm):
+    # pyflink is imported by the functions that need it (the module itself loads without it)
     from pyflink.common import Duration, Row, Types, WatermarkStrategy
     from pyflink.common.serialization import Encoder
     from pyflink.common.time import Time

@@ -58,10 +58,9 @@ def _say(message: str) -> None:
 
 def run(args) -> int:
     _check(args)
-    # lazy: the model runtime and the corpus helpers load only when this command runs
-    from properties.conform import ensure_flink_env, run_conform, summary
-    from properties.corpus import run_directory
-    from properties.safe_io import check_output_dir, write_atomic
+    from properties.conform import ensure_flink_env, run_conform, summary  # lazy: the model runtime loads only here
+    from properties.corpus import run_directory  # lazy, as above
+    from properties.safe_io import check_output_dir, write_atomic  # lazy, as above
 
     ensure_flink_env(_say)
     t0 = time.perf_counter()
