@@ -40,10 +40,12 @@ def test_fifty_random_jobs_with_failures_and_rescales_agree_with_real_flink():
     assert line["with_failures"] >= 30 and line["failures_injected"] == line["with_failures"]
     assert line["rescaled"] >= 10 and line["rescaled_up"] >= 1 and line["rescaled_down"] >= 1
     assert line["disagreements"] == [], line["disagreements"]
-    # every run observed what it compares: Flink's committed output, and after a rescale the
-    # first-phase split order and the restored source splits
+    # the runs compared something: committed output in almost every run (a map and a filter may
+    # remove every record, as double -> odd_value in seed 1032), and after every rescale the
+    # records each new source subtask read
+    assert sum(bool(r.flink["output"]) for r in results) >= RUNS - 5
     for r in results:
-        assert r.flink.get("ok") and r.flink["output"], r.seed
+        assert r.flink.get("ok"), r.seed
         if r.job.rescale is not None:
             assert any(o[0] == "src" and o[1] == 1 for o in r.flink["observations"]), r.seed
 
