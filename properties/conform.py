@@ -670,25 +670,38 @@ class FlinkDriver:
             del self._stderr[:-50]
 
     def run(self, requests: list[dict]):
-        """Yield the answer to each request, in order."""
-        for r in requests:
-            self._proc.stdin.write(json.dumps(r) + "\n")
-        self._proc.stdin.close()
+        """Yield the answer to each request, in order (a driver that died answers the rest with
+        an error)."""
+        try:
+            for r in requests:
+                self._proc.stdin.write(json.dumps(r) + "\n")
+            self._proc.stdin.close()
+        except OSError:  # the driver exited before reading: its stderr says why
+            pass
         for r in requests:
             line = self._proc.stdout.readline()
             if not line:
+                try:  # the driver is gone: let its last words reach self._stderr
+                    self._proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
+                self._thread.join(timeout=5)
                 tail = "".join(self._stderr[-5:]).strip().replace("\n", " | ")
                 yield {"id": r["id"], "ok": False, "error": f"the Flink driver exited ({tail[-300:]})"}
                 continue
             yield json.loads(line)
 
-    def close(self) -> None:
+    def close(self, *, kill: bool = False) -> None:
+        """Wait for the driver to exit (``kill``: end it at once, e.g. on an interrupt)."""
         if self._proc.poll() is None:
-            try:
-                self._proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            if not kill:
+                try:
+                    self._proc.wait(timeout=60)
+                    return
+                except subprocess.TimeoutExpired:
+                    pass
+            self._proc.kill()
+            self._proc.wait()
 
 
 def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0,
@@ -710,6 +723,7 @@ def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0
             chunk = jobs[start:start + batch]
             t0 = time.perf_counter()
             driver = FlinkDriver(work, timeout)
+            done = False
             try:
                 answers = driver.run([flink_request(j, start + n) for n, j in enumerate(chunk)])
                 for j, answer in zip(chunk, answers):
@@ -721,8 +735,9 @@ def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0
                         f"{' (' + ', '.join(kinds) + ')' if kinds else ''} {r.seconds:.1f}s")
                     for d in r.differences:
                         say(f"    {d}")
+                done = True
             finally:
-                driver.close()
+                driver.close(kill=not done)
             say(f"batch of {len(chunk)} job(s) in {time.perf_counter() - t0:.0f}s")
     finally:
         if keep is None:

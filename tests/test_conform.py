@@ -342,3 +342,20 @@ def test_a_real_flink_environment_that_cannot_be_created_is_one_line_and_exit_2(
     assert calls and len(err) == 2
     assert "creating the real-Flink environment" in err[0]
     assert "cannot create" in err[1] and "apache-flink" in err[1] and "network" in err[1]
+
+
+def test_a_driver_that_dies_answers_every_job_with_its_last_words(tmp_path, monkeypatch):
+    script = tmp_path / "driver.py"
+    script.write_text("import sys\nsys.stdin.readline()\nsys.stderr.write('java.lang.OutOfMemoryError: heap\\n')\n"
+                      "sys.exit(1)\n")
+    monkeypatch.setattr(conform, "FLINK_PYTHON", __import__("sys").executable)
+    monkeypatch.setattr(conform, "DRIVER", script)
+    driver = conform.FlinkDriver(tmp_path, 10.0)
+    try:
+        answers = list(driver.run([{"id": 1}, {"id": 2}]))
+    finally:
+        driver.close()
+    assert [a["id"] for a in answers] == [1, 2] and not any(a["ok"] for a in answers)
+    assert all("the Flink driver exited" in a["error"] and "OutOfMemoryError" in a["error"] for a in answers)
+    r = judge(generate_job(4), answers[0])
+    assert not r.agree and "OutOfMemoryError" in r.differences[0]
