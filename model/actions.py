@@ -173,6 +173,10 @@ class ActionKind:
     #: a step of this kind only moves records (the viewer collapses runs of such steps; a
     #: delivery is one when its mark's shape is "record")
     moves_records: bool = False
+    #: a step of this kind disturbs checkpointing (a failure, a lost message, a timeout, a stop
+    #: or restart of the job): checkpoints pending at that moment may legitimately never
+    #: complete (spec/checkpoint.py ``checkpoints_keep_completing`` judges the ones after it)
+    disturbs: bool = False
 
     @property
     def name(self) -> str:
@@ -583,6 +587,7 @@ class TriggerCheckpointKind(ActionKind):
 
 @register
 class CheckpointTimeoutKind(ActionKind):
+    disturbs = True
     action = CheckpointTimeout
     weight = 0.1
     drain = 8
@@ -656,6 +661,8 @@ class AlignmentTimeoutKind(ActionKind):
 
 class _FailureKind(ActionKind):
     """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
+
+    disturbs = True
 
     def precondition(self, c):
         if not c.failures_left():
@@ -738,6 +745,7 @@ class FailJobManagerKind(_FailureKind):
 
 @register
 class StopWithSavepointKind(ActionKind):
+    disturbs = True
     action = StopWithSavepoint
     weight = 0.1
     shape = "square"
@@ -767,6 +775,8 @@ class StopWithSavepointKind(ActionKind):
 class RestartFromSavepointKind(ActionKind):
     """Offered when the job stopped with a savepoint: the current parallelisms first (the
     drain policy takes that one), then each option of ``RuntimeConfig.rescale_options``."""
+
+    disturbs = True
 
     action = RestartFromSavepoint
     weight = 5.0
@@ -1059,6 +1069,8 @@ class RpcDeliverKind(_InFlightKind):
 class _ControlPlaneFault(_ControlPlaneKind):
     """A control-plane fault: counted against ``max_failures`` like the data plane's."""
 
+    disturbs = True
+
     shape = "cross"
     color = "#d00"
 
@@ -1221,6 +1233,8 @@ class ExpireSessionKind(_JobManagerKind):
     """A crashed process's session expires as a matter of course (ZooKeeper's session timeout);
     a living process's session expiring is a fault (a long pause, a partition)."""
 
+    disturbs = True
+
     action = ExpireSession
     weight = 0.08
     drain = 13
@@ -1323,6 +1337,8 @@ class RescaleFromCheckpointKind(ActionKind):
     checkpoint completed: each parallelism of ``RuntimeConfig.rescale_options`` other than the
     current one, unless Flink would refuse the restore (in-flight data on a rescaled pointwise
     edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
+
+    disturbs = True
 
     action = RescaleFromCheckpoint
     weight = 2.0

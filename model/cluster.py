@@ -173,6 +173,11 @@ class RuntimeConfig:
     #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
     #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
     alignment_timer: str = "deadline"
+    #: a CancelCheckpointMarker is taken without comparing its checkpoint id to the one being
+    #: aligned: a late marker of an older checkpoint aborts the current one (Flink's
+    #: ``SingleCheckpointBarrierHandler.processCancellationBarrier`` ignores markers of older
+    #: checkpoints)
+    unchecked_cancellation_id: bool = False
     #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
     #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
     #: the splits of the others are lost
@@ -627,7 +632,8 @@ class Cluster:
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
-            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer)
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer,
+            cancel_current_on_stale_marker=cfg.unchecked_cancellation_id)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}

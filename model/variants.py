@@ -583,6 +583,15 @@ _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the Share
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 
+_add(Variant(name="unchecked-cancellation-id", description="cancellation markers taken without comparing their "
+             "checkpoint id to the one being aligned: a late CancelCheckpointMarker of a subsumed checkpoint aborts "
+             "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
+             "that overtook its barrier), although nothing failed", family="two_stage",
+             expected=("checkpoints_keep_completing",), switches=("unchecked_cancellation_id",),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, unchecked_cancellation_id=True, **_F),
+             small=Small(checkpoints=2, records=2)))
+
 
 def variant(name: str) -> Variant:
     v = VARIANTS.get(name)

@@ -441,7 +441,12 @@ def run_baseline(module: str, profile: KillProfile) -> Baseline:
     with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as d:
         out = os.path.join(d, "baseline.json")
         pid = _fork(lambda: _baseline_child(module, profile, out) or 0)
-        _, status = os.waitpid(pid, 0)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except BaseException:  # interrupted: the child (its own process group) goes too
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
         if not os.path.exists(out):
             raise FlinkspecError(f"model/{module}.py: the kill profile's baseline run failed (status {status})")
         data = json.loads(Path(out).read_text())
