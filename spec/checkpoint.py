@@ -160,10 +160,12 @@ def aligned_checkpoint_timeout_honoured(run) -> Violation | None:
 
 #: events that disturb checkpointing without an action of a disturbing kind in the same step
 #: (a failover noticed later, a restore, a JobManager recovery, a TaskManager declared lost by
-#: heartbeat timeout): checkpoints pending then may legitimately never complete
+#: heartbeat timeout, a finalization that failed because a snapshot referenced shared state the
+#: SharedStateRegistry no longer knows): checkpoints pending then may legitimately never complete
 DISTURBING_EVENTS = frozenset({"failover", "task_failed", "task_manager_lost", "job_manager_failover", "job_failed",
                                "restored", "rescaled", "rescaled_from_checkpoint", "stop_with_savepoint",
-                               "cp_tm_timeout", "cp_jobmaster_lost", "cp_job_recovered", "cp_rpc_lost"})
+                               "cp_tm_timeout", "cp_jobmaster_lost", "cp_job_recovered", "cp_rpc_lost",
+                               "finalize_failed", "cp_finalize_failed", "failure_between_snapshot_phases"})
 #: abort reasons that mean "a newer checkpoint took its place": fine when a newer one completes
 SUBSUMED_REASONS = frozenset({"CHECKPOINT_SUBSUMED", "CHECKPOINT_DECLINED_SUBSUMED"})
 #: abort reasons of a job's natural end (a task's input ended before the barrier came, with
@@ -222,13 +224,13 @@ def checkpoints_keep_completing(run) -> Violation | None:
         if reason in END_OF_INPUT_REASONS or (reason in SUBSUMED_REASONS and newer) \
                 or any(t <= when for t in newer):
             continue
-        since = "any disturbance" if last < 0 else f"the last disturbance (step {last})"
+        since = "in a run without disturbance" if last < 0 else f"after the last disturbance (step {last})"
         what = f"was aborted ({reason}) at step {when}" if reason is not None else "never completed"
         return Violation(
             invariant="checkpoints_keep_completing",
             expected={"checkpoint": cid, "outcome": "completed, or overtaken by a newer completed checkpoint"},
             actual={"checkpoint": cid, "outcome": reason or "pending"},
-            message=(f"checkpoint {cid}, triggered at step {res.timestamp} after {since}, {what} and no newer "
+            message=(f"checkpoint {cid}, triggered at step {res.timestamp} {since}, {what} and no newer "
                      f"checkpoint had completed: with no further faults a triggered checkpoint must complete"),
         )
     return None
