@@ -98,8 +98,10 @@ KILL_PROFILES: dict[str, KillProfile] = {
                                              "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
     "watermarkstatus": KillProfile(("tests/test_watermarkstatus.py", "tests/test_eventtime.py", *SCENARIOS,
                                     *CLUSTER_RUNS)),
-    "failover": KillProfile(("tests/test_restart_strategies.py", *SCENARIOS, *CLUSTER_RUNS)),
-    "stateassignment": KillProfile(("tests/test_focused_machines.py", "tests/test_rescale_source.py",
+    "failover": KillProfile(("tests/test_failover.py", "tests/test_restart_strategies.py", *SCENARIOS,
+                             *CLUSTER_RUNS)),
+    "stateassignment": KillProfile(("tests/test_stateassignment.py", "tests/test_focused_machines.py",
+                                    "tests/test_rescale_source.py",
                                     "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
     "keygroups": KillProfile(("tests/test_keygroups.py", "tests/test_z3_keygroups.py",
                               "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
@@ -687,7 +689,7 @@ def plan(module: str, mutants: list[Mutant], baseline: Baseline, equivalents: di
 
 def mutate_module(module: str, *, workers: int, deadline: float | None, master: str | None,
                   equivalents: dict[str, str], timeout: float | None, only: set[str] | None,
-                  tests_per_mutant: int = TESTS_PER_MUTANT, progress: Callable[[str, Result, int, int], None],
+                  tests_per_mutant: int = TESTS_PER_MUTANT, profile: KillProfile | None = None, progress: Callable[[str, Result, int, int], None],
                   note: Callable[[str], None]) -> ModuleReport:
     """Generate, triage, run and judge the mutants of one module."""
     t0 = time.monotonic()
@@ -697,7 +699,7 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
     stale = tuple(sorted(k for k in equivalents if k.split(":")[0] == module and k not in ids))
     if only is not None:
         mutants = [m for m in mutants if m.id in only]
-    profile = kill_profile(module)
+    profile = profile or kill_profile(module)
     note(f"model/{module}.py: {len(mutants)} mutant(s); baseline of the kill profile "
          f"({len(profile.tests)} test file(s)/selection(s)) under coverage ...")
     baseline = run_baseline(module, profile)

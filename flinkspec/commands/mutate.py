@@ -40,6 +40,9 @@ def register(sub) -> None:
                    help="wall-clock budget of the whole run; mutants not started by then are reported not_run")
     p.add_argument("--timeout-s", type=float, default=None, metavar="S",
                    help="time limit per mutant (default: 4 x its tests' unmutated time + 10 s)")
+    p.add_argument("--kill-tests", action="append", default=None, metavar="PYTEST_ARG",
+                   help="judge the mutants with these tests (a file or node id, repeatable) instead of the "
+                        "module's kill profile")
     p.add_argument("--tests-per-mutant", type=int, default=None, metavar="N",
                    help="run at most N of the tests that execute a mutant's lines, round-robin over the "
                         "profile's parts (default 30; 0: all of them)")
@@ -133,14 +136,20 @@ def run(args) -> int:
         print(f"[{module} {done}/{total}] {res.mutant.id} line {res.mutant.line}: {res.outcome}{extra} "
               f"({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
+    override = None
+    if args.kill_tests:
+        for t in args.kill_tests:
+            if not (M.ROOT / t.split("::")[0]).is_file():
+                raise InvalidArgument(f"--kill-tests {t!r}: no such test file")
+        override = M.KillProfile(tuple(args.kill_tests))
     if master is None:
         note(f"importing the model and the kill profiles' tests ({workers} worker(s)) ...")
-        M.warm_up(M.kill_profile(m) for m in modules)
+        M.warm_up([override] if override else [M.kill_profile(m) for m in modules])
     reports = []
     for mod in modules:
         rep = M.mutate_module(mod, workers=workers, deadline=deadline, master=master, equivalents=equivalents,
                               timeout=args.timeout_s, only=only, progress=progress, note=note,
-                              tests_per_mutant=(M.TESTS_PER_MUTANT if args.tests_per_mutant is None
+                              profile=override, tests_per_mutant=(M.TESTS_PER_MUTANT if args.tests_per_mutant is None
                                                 else args.tests_per_mutant))
         reports.append(rep)
         if out is not None:
