@@ -372,11 +372,13 @@ def warm_up(profiles: Iterable[KillProfile]) -> None:
     import pytest  # lazy: pytest is needed only by mutation runs
 
     args = sorted({t for p in profiles for t in p.tests})
-    saved = os.dup(1), os.dup(2)
+    saved, cwd = (os.dup(1), os.dup(2)), os.getcwd()
     try:
+        os.chdir(ROOT)  # the profiles name tests relative to the repository (node ids too)
         _quiet_fds()
         rc = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args])
     finally:
+        os.chdir(cwd)
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         os.close(saved[0])
@@ -430,6 +432,7 @@ def _fork(target: Callable[[], int]) -> int:
         code = 3
         try:
             os.setpgid(0, 0)
+            os.chdir(ROOT)
             code = target()
         except BaseException:  # noqa: BLE001 - whatever the mutant raised, the child must exit
             code = 3
