@@ -11,7 +11,7 @@ sizes, partitioners, keys, disorder and input sizes vary with the seed.
 
 Expected verdicts are invariant *names* (strings): ``model`` never imports ``spec``.
 
-Every variant is also an entry of ``model.catalog`` (family ``cluster/<job family>``), with
+Every variant is also an entry of ``model.catalog`` (family ``Variant.catalog_family``), with
 its *seam*: the definition a re-introduced bug overrides (``model.seams``), or the unsafe
 knobs it switches (``switches``), e.g. ``RuntimeConfig.skip_consumer_regions=True``.
 """
@@ -85,6 +85,20 @@ class Variant:
     @property
     def safe(self) -> bool:
         return self.expected == (PASS,)
+
+    @property
+    def kind(self) -> str:
+        """The catalog kind (``model.catalog.KINDS``): ``control-plane`` when the control plane
+        runs, ``state-backend`` for the storage scenarios, else ``cluster``."""
+        if self.config.control_plane:
+            return "control-plane"
+        return "state-backend" if self.family == "state_backend" else "cluster"
+
+    @property
+    def catalog_family(self) -> str:
+        """The catalog family: the kind, and for a plain cluster variant its job family
+        (``cluster/keyed``, ``cluster/two-stage`` ...)."""
+        return f"cluster/{self.family.replace('_', '-')}" if self.kind == "cluster" else self.kind
 
     @property
     def seam(self) -> str | None:
@@ -336,9 +350,8 @@ def _add(v: Variant) -> None:
     if v.name in VARIANTS:
         raise ValueError(f"variant {v.name!r} is declared twice")
     VARIANTS[v.name] = v
-    family = "control-plane" if v.config.control_plane else f"cluster/{v.family.replace('_', '-')}"
     catalog.register(catalog.Entry(
-        name=v.name, family=family, expected=v.expected,
+        name=v.name, family=v.catalog_family, expected=v.expected,
         description=v.description, flink_key=v.flink_key, seam=lambda: v.seam,  # read when asked: see seam
         command=f"flinkspec check --only {v.name}"))
 
