@@ -94,7 +94,7 @@ def test_a_surviving_mutant_is_reported_with_its_diff_and_exit_1(tmp_path):
     (["--module", "../tests/conftest.py"], "no such model module"),
     (["--only", "failover:zz"], "not a mutant id"),
     (["--only", "failover:0123456789"], "no such mutant"),
-    (["--workers", "0"], "--workers 0: must be at least 1"),
+    (["--workers", "0"], "must be between 1 and"),
     (["--budget-s", "-1"], "--budget-s -1: must be a positive number"),
     (["--kill-tests", "tests/nope.py", "--module", "failover"], "no such test file"),
 ])

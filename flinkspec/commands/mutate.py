@@ -23,6 +23,7 @@ import os
 import sys
 import time
 
+from flinkspec.commands import count
 from model.errors import InvalidArgument
 
 
@@ -46,7 +47,7 @@ def register(sub) -> None:
     p.add_argument("--tests-per-mutant", type=int, default=None, metavar="N",
                    help="run at most N of the tests that execute a mutant's lines, round-robin over the "
                         "profile's parts (default 30; 0: all of them)")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--workers", type=count, default=None, metavar="N",
                    help="mutants run at once (default: the number of cores)")
     p.add_argument("--master", default=None, metavar="URL",
                    help="run the mutants as Spark tasks on this master (local[N], spark://HOST:PORT, ...)")
@@ -66,8 +67,8 @@ def _validate(args) -> None:
     for flag, value in (("--budget-s", args.budget_s), ("--timeout-s", args.timeout_s)):
         if value is not None and not value > 0:
             raise InvalidArgument(f"{flag} {value:g}: must be a positive number of seconds")
-    if args.tests_per_mutant is not None and args.tests_per_mutant < 0:
-        raise InvalidArgument(f"--tests-per-mutant {args.tests_per_mutant}: must be 0 (all) or more")
+    if args.tests_per_mutant is not None and not 0 <= args.tests_per_mutant <= 10**9:
+        raise InvalidArgument(f"--tests-per-mutant {args.tests_per_mutant}: must be 0 (all) or a count of tests")
     if args.workers is not None and args.workers < 1:
         raise InvalidArgument(f"--workers {args.workers}: must be at least 1")
     if not 0 <= args.min_score <= 100:
