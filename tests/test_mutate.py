@@ -119,3 +119,15 @@ def test_the_committed_triage_file_is_well_formed_and_names_current_mutants():
     current = {m.id for mod in {k.split(":")[0] for k in triaged} for m in M.generate(mod)}
     assert set(triaged) <= current, sorted(set(triaged) - current)
     assert all(len(reason) > 20 for reason in triaged.values())
+
+
+@pytest.mark.slow
+def test_mutants_run_as_spark_tasks(tmp_path):
+    """With --master each mutant is a Spark task: a fresh interpreter on the executor with the
+    import hook serving the mutant's source (a JVM start: slow)."""
+    obvious, _ = _pick()
+    r = _flinkspec("mutate", "--only", obvious.id, "--kill-tests", "tests/test_failover.py", "--master", "local[1]",
+                   "--no-write", "--json", "--equivalents", str(tmp_path / "none.toml"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["master"] == "local[1]" and summary["killed"] == 1 and summary["survived"] == 0
