@@ -204,13 +204,12 @@ def _qualnames(module_node) -> dict[int, str]:
 
 def generate(module: str) -> list[Mutant]:
     """Every mutant of ``model/<module>.py``, in mutmut's visiting order (deterministic)."""
-    # lazy: libcst and mutmut are needed only here (and cost ~0.5 s to import)
-    import libcst as cst
-    from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider
-    from libcst.metadata import WhitespaceInclusivePositionProvider as WSPos
-    from mutmut.mutation.file_mutation import MutationVisitor
-    from mutmut.mutation.mutators import mutation_operators
-    from mutmut.mutation.pragma_handling import IgnoredCode, PragmaVisitor
+    import libcst as cst  # lazy: libcst and mutmut only when mutants are generated (~0.5 s to import)
+    from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider  # lazy: as above
+    from libcst.metadata import WhitespaceInclusivePositionProvider as WSPos  # lazy: as above
+    from mutmut.mutation.file_mutation import MutationVisitor  # lazy: as above
+    from mutmut.mutation.mutators import mutation_operators  # lazy: as above
+    from mutmut.mutation.pragma_handling import IgnoredCode, PragmaVisitor  # lazy: as above
 
     path = module_path(module)
     code = path.read_text()

@@ -93,9 +93,8 @@ def _modules(args, M) -> list[str]:
 
 def run(args) -> int:
     _validate(args)
-    # lazy: the model runtime, libcst and pytest only for this command
-    from properties import mutation as M
-    from properties.safe_io import check_output_dir, write_atomic
+    from properties import mutation as M  # lazy: the model runtime, libcst and pytest only for this command
+    from properties.safe_io import check_output_dir, write_atomic  # lazy: as above
 
     modules = _modules(args, M)
     equivalents = M.load_equivalents(args.equivalents or M.EQUIVALENTS_FILE)
