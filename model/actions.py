@@ -606,7 +606,18 @@ class CheckpointTimeoutKind(ActionKind):
         return None
 
     def apply(self, c, a):
+        if self.stuck(c):
+            c.events.append(("checkpoint_stuck", c.now, a.checkpoint_id))
         c.expire_checkpoint(a.checkpoint_id)
+
+    def stuck(self, c) -> bool:
+        """Nothing that could still complete a checkpoint can happen: no action of a kind the
+        drain policy takes before expiring checkpoints is enabled (no record, barrier or
+        notification can move; triggering another checkpoint does not help this one). The drain
+        expires only such a checkpoint; an expiry then is no fault injected but the sign that the
+        checkpoint can never complete."""
+        return not any(u.drain < self.drain and u.action is not TriggerCheckpoint and u.enabled(c)
+                       for u in DRAIN_ORDER)
 
     def describe(self, c, a):
         return f"checkpoint {a.checkpoint_id} expires"

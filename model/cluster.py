@@ -756,7 +756,7 @@ class Cluster:
                 if job.stopping == cid:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
-                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
+                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason, e.subtask))
                 if self.storage is not None:
                     self._discard_acked(e.checkpoint_id)
                 if job.stopping == e.checkpoint_id:
@@ -1009,7 +1009,7 @@ class Cluster:
             return True
         store._checkpoints = [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
         self.acks.pop(cid, None)
-        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE"))
+        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE", None))
         return False
 
     def job_manager_lost(self) -> None:

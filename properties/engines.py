@@ -82,9 +82,6 @@ class Run:
         #: a source went idle in this run (a SourceIdle action was taken): on a windowed job the
         #: window results then depend on timing (``timing_dependent``)
         self.idle_seen = False
-        #: the trace index where ``finish`` began draining (None before): the drain's own
-        #: checkpoint timeouts are not faults (``spec/checkpoint.py`` checkpoints_keep_completing)
-        self.drain_from: int | None = None
         self.violation: Violation | None = None
         if check_always:
             # the initial deployment (its slot placement, its key groups) is judged too
@@ -104,7 +101,6 @@ class Run:
         r.committed_before = self.committed_before
         r.idle_seen = self.idle_seen
         r.violation = self.violation
-        r.drain_from = self.drain_from
         return r
 
     @property
@@ -154,7 +150,6 @@ class Run:
         c = self.cluster
         if c.status == "FAILED":
             return None  # a job that exhausted its restarts has nothing to compare
-        self.drain_from = len(c.trace)
         for _ in range(max_steps):
             act = drain_choice(c)
             if act is None:

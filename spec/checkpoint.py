@@ -176,17 +176,18 @@ END_OF_INPUT_REASONS = frozenset({"CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"})
 def last_disturbance(run) -> int:
     """The logical time of the run's last disturbance: a step of a disturbing action kind
     (``ActionKind.disturbs``: a failure, a lost message, a checkpoint timeout, a stop, restart
-    or rescale) or a disturbing event; -1 when there was none. A ``CheckpointTimeout`` the
-    drain takes (``run.drain_from`` on) does not count: the drain expires only a checkpoint
-    that can no longer complete, which is what is judged."""
+    or rescale) or a disturbing event; -1 when there was none. A ``CheckpointTimeout`` taken
+    when nothing could complete the checkpoint any more (the model records
+    ``checkpoint_stuck``: what the drain policy does at the end of a run) is no disturbance: it
+    is the sign that the checkpoint can never complete, which is what is judged."""
     cluster = run.cluster
-    drain_from = getattr(run, "drain_from", None)
+    stuck = {e[1] for e in cluster.events if e[0] == "checkpoint_stuck"}
     last = -1
     for i, a in enumerate(cluster.trace):
         unit = kind_of(a)
         if unit is None or not unit.disturbs:
             continue
-        if drain_from is not None and i >= drain_from and type(a) is CheckpointTimeout:
+        if type(a) is CheckpointTimeout and i in stuck:
             continue
         last = i
     for e in cluster.events:
@@ -212,24 +213,29 @@ def checkpoints_keep_completing(run) -> Violation | None:
     cluster = run.cluster
     last = last_disturbance(run)
     completed = {e[2]: e[1] for e in cluster.events if e[0] == "completed"}
-    aborted = {e[2]: (e[3], e[1]) for e in cluster.events if e[0] == "aborted"}
+    aborted = {e[2]: (e[3], e[1], e[4] if len(e) > 4 else None) for e in cluster.events if e[0] == "aborted"}
     for res in cluster.trigger_results:
         if not res.ok or res.timestamp <= last:
             continue
         cid = res.checkpoint_id
         if cid in completed:
             continue
-        reason, when = aborted.get(cid, (None, cluster.now))
+        reason, when, decliner = aborted.get(cid, (None, cluster.now, None))
         newer = [t for c, t in completed.items() if c > cid]
         if reason in END_OF_INPUT_REASONS or (reason in SUBSUMED_REASONS and newer) \
                 or any(t <= when for t in newer):
             continue
         since = "in a run without disturbance" if last < 0 else f"after the last disturbance (step {last})"
         what = f"was aborted ({reason}) at step {when}" if reason is not None else "never completed"
+        if decliner is not None:
+            what += f", declined by {cluster.eg.subtasks[decliner].name}"
+        actual = {"checkpoint": cid, "outcome": reason or "pending"}
+        if decliner is not None:
+            actual["subtask"] = decliner
         return Violation(
             invariant="checkpoints_keep_completing",
             expected={"checkpoint": cid, "outcome": "completed, or overtaken by a newer completed checkpoint"},
-            actual={"checkpoint": cid, "outcome": reason or "pending"},
+            actual=actual,
             message=(f"checkpoint {cid}, triggered at step {res.timestamp} {since}, {what} and no newer "
                      f"checkpoint had completed: with no further faults a triggered checkpoint must complete"),
         )

@@ -58,9 +58,9 @@ def _run(name="aligned-2pc", seed=0):
 
 def test_a_checkpoint_aborted_without_a_fault_is_a_violation_and_one_before_a_failure_is_not():
     """Hand-built: trigger a checkpoint, fail a task (the checkpoint is aborted by the
-    failover), drain: no violation (the abort had a cause). The same checkpoint expired by
-    a timeout the search took is no violation either; expired by the drain (it could no longer
-    complete) it is."""
+    failover), drain: no violation (the abort had a cause). The same checkpoint expired while
+    records can still move (a timeout the search injects: a slow checkpoint) is no violation
+    either; expired when nothing can complete it any more (stuck) it is."""
     run = _run()
     run.step(TriggerCheckpoint(savepoint=False))
     failure = next(a for a in run.cluster.enabled_actions() if isinstance(a, FailTask))
@@ -72,15 +72,37 @@ def test_a_checkpoint_aborted_without_a_fault_is_a_violation_and_one_before_a_fa
     run = _run()
     run.step(TriggerCheckpoint(savepoint=False))
     cid = run.cluster.trigger_results[-1].checkpoint_id
-    run.step(CheckpointTimeout(checkpoint_id=cid))  # the search's timeout: a fault
+    run.step(CheckpointTimeout(checkpoint_id=cid))  # the sources can still emit: a fault
+    assert not any(e[0] == "checkpoint_stuck" for e in run.cluster.events)
+    assert last_disturbance(run) == 1
     assert run.finish() is None
 
     run = _run()
     run.step(TriggerCheckpoint(savepoint=False))
-    run.drain_from = len(run.cluster.trace)  # as if the drain took the timeout below
+    run.cluster.events.append(("checkpoint_stuck", 1, cid))  # as the model records a stuck expiry
     run.step(CheckpointTimeout(checkpoint_id=cid))
+    assert last_disturbance(run) == -1
     v = checkpoints_keep_completing(run)
     assert v is not None and v.invariant == "checkpoints_keep_completing" and "CHECKPOINT_EXPIRED" in v.message
+
+
+def test_flink_17568_stuck_checkpoint_replays_to_the_same_violation():
+    """The FLINK-17568 seam defers a snapshot past one more element; when none comes the
+    checkpoint is stuck and the drain expires it. The recorded actions (the drain's included)
+    replay to the same violation: the expiry is judged by the state it happens in, not by who
+    chose it."""
+    for seed in range(100, 160):
+        r = random_walk("FLINK-17568", seed)
+        if r.invariant == "checkpoints_keep_completing":
+            break
+    else:
+        raise AssertionError("no stuck checkpoint in 60 runs of FLINK-17568")
+    scenario = generate(variant("FLINK-17568"), seed)
+    v, _ = replay(scenario, r.actions, finish=True)
+    assert v is not None and v.to_dict() == r.violation
+    small = shrink(scenario, list(r.actions), "checkpoints_keep_completing")
+    v2, _ = replay(scenario, small, finish=True)
+    assert v2 is not None and v2.invariant == "checkpoints_keep_completing"
 
 
 def test_disturbing_kinds_come_from_the_registry():
