@@ -9,8 +9,9 @@
          │    (which tests execute which line of X, how long each takes; a test that fails here
          │    is left out of the profile and named)
          ▼
-    each mutant: the profile's tests that execute its lines, fastest first, stopping at the first
-    failure, within a time limit ─► killed (which test) / survived (the diff) / timeout
+    each mutant: the profile's tests that execute its lines (at most 30, round-robin over the
+    profile's parts), stopping at the first failure, within a time limit
+    ─► killed (which test) / survived (the diff) / timeout
 
 **Generation.** mutmut's mutation operators (``mutmut.mutation.file_mutation.MutationVisitor``
 with ``mutmut.mutation.mutators.mutation_operators``: numbers +1, ``<``/``<=`` and the other
@@ -27,7 +28,7 @@ the file keeps the id), with ``~2``, ``~3`` for identical diffs.
 **Running.** The parent imports the model and the profile's tests once (pytest
 ``--collect-only``), then forks one child per mutant (at most ``workers`` at a time): the child
 swaps the mutated function's code object in (``properties/mutantrun.py``) and runs its tests with
-``pytest -x``. A mutant outside any function body (a class attribute, a default argument, a
+``pytest -x``. Without ``master`` and without a fresh interpreter, ``time_limit`` bounds each. A mutant outside any function body (a class attribute, a default argument, a
 module constant) runs in a fresh interpreter with an import hook serving its source, against the
 whole profile. On Spark (``master``) every mutant runs that way, one task each.
 

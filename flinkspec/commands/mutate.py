@@ -3,9 +3,9 @@
 Plants one small bug at a time in a model module (mutmut's mutation operators: a comparison
 swapped, a number off by one, a condition negated, an argument dropped, ...) and runs the
 module's kill profile -- its unit tests, the focused suites and scenarios of its mechanism and
-the safe variants' seeded cluster runs, only those tests that execute the mutated line, fastest
-first, stopping at the first failure, within a time limit per mutant -- to see whether the suite
-notices. Each mutant is killed (the test that failed), survived (its diff is shown), timeout, or
+the safe variants' seeded cluster runs, only those tests that execute the mutated lines (at most
+``--tests-per-mutant``, round-robin over the profile's parts), stopping at the first failure,
+within a time limit per mutant -- to see whether the suite notices. Each mutant is killed (the test that failed), survived (its diff is shown), timeout, or
 equivalent (triaged by hand in properties/mutants-equivalent.toml with a reason, never run).
 Mutants run in parallel processes (``--workers``, default the number of cores), or as Spark tasks
 with ``--master``. The mutant list is deterministic; ``--only ID`` re-runs one mutant,
