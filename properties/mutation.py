@@ -28,7 +28,7 @@ the file keeps the id), with ``~2``, ``~3`` for identical diffs.
 **Running.** The parent imports the model and the profile's tests once (pytest
 ``--collect-only``), then forks one child per mutant (at most ``workers`` at a time): the child
 swaps the mutated function's code object in (``properties/mutantrun.py``) and runs its tests with
-``pytest -x``. Without ``master`` and without a fresh interpreter, ``time_limit`` bounds each. A mutant outside any function body (a class attribute, a default argument, a
+``pytest -x``. ``time_limit`` bounds every run. A mutant outside any function body (a class attribute, a default argument, a
 module constant) runs in a fresh interpreter with an import hook serving its source, against the
 whole profile. On Spark (``master``) every mutant runs that way, one task each.
 
