@@ -1364,13 +1364,18 @@ def step(cluster: Cluster, action) -> Cluster:
     return cluster
 
 
+class RunStuck(FlinkspecError):
+    """No enabled action drains the run although it is not at its end (a liveness failure of
+    the model or of a variant: ``spec.exactly_once.run_drains`` turns it into a violation)."""
+
+
 def drain_choice(cluster: Cluster):
     """The one drain policy, as a single choice: the first enabled action of the kinds with a
     drain priority (``model.actions.DRAIN_ORDER``: finish the data, commit, then a final
     checkpoint, then expire what can no longer complete, then restart a stopped job at its
     parallelism) that the kind lets the drain take. None when the run is drained, or when it
     cannot drain further (a stop-with-savepoint in progress, or every task finished with data
-    left for a consumer that already finished). Raises FlinkspecError when the run is stuck."""
+    left for a consumer that already finished). Raises :class:`RunStuck` when the run is stuck."""
     if cluster.is_drained():
         return None
     for unit in A.DRAIN_ORDER:
@@ -1379,7 +1384,7 @@ def drain_choice(cluster: Cluster):
                 return a
     if cluster.job.stopping is not None or all(t.status == FINISHED for t in cluster.tasks):
         return None
-    raise FlinkspecError(f"the run is stuck after {cluster.now} steps: no action drains it further")
+    raise RunStuck(f"the run is stuck after {cluster.now} steps: no action drains it further")
 
 
 def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
