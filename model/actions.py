@@ -173,6 +173,10 @@ class ActionKind:
     #: a step of this kind only moves records (the viewer collapses runs of such steps; a
     #: delivery is one when its mark's shape is "record")
     moves_records: bool = False
+    #: a step of this kind disturbs checkpointing (a failure, a lost message, a timeout, a stop
+    #: or restart of the job): checkpoints pending at that moment may legitimately never
+    #: complete (spec/checkpoint.py ``checkpoints_keep_completing`` judges the ones after it)
+    disturbs: bool = False
 
     @property
     def name(self) -> str:
@@ -583,6 +587,7 @@ class TriggerCheckpointKind(ActionKind):
 
 @register
 class CheckpointTimeoutKind(ActionKind):
+    disturbs = True
     action = CheckpointTimeout
     weight = 0.1
     drain = 8
@@ -601,7 +606,18 @@ class CheckpointTimeoutKind(ActionKind):
         return None
 
     def apply(self, c, a):
+        if self.stuck(c):
+            c.events.append(("checkpoint_stuck", c.now, a.checkpoint_id))
         c.expire_checkpoint(a.checkpoint_id)
+
+    def stuck(self, c) -> bool:
+        """Nothing that could still complete a checkpoint can happen: no action of a kind the
+        drain policy takes before expiring checkpoints is enabled (no record, barrier or
+        notification can move; triggering another checkpoint does not help this one). The drain
+        expires only such a checkpoint; an expiry then is no fault injected but the sign that the
+        checkpoint can never complete."""
+        return not any(u.drain < self.drain and u.action is not TriggerCheckpoint and u.enabled(c)
+                       for u in DRAIN_ORDER)
 
     def describe(self, c, a):
         return f"checkpoint {a.checkpoint_id} expires"
@@ -656,6 +672,8 @@ class AlignmentTimeoutKind(ActionKind):
 
 class _FailureKind(ActionKind):
     """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
+
+    disturbs = True
 
     def precondition(self, c):
         if not c.failures_left():
@@ -738,6 +756,7 @@ class FailJobManagerKind(_FailureKind):
 
 @register
 class StopWithSavepointKind(ActionKind):
+    disturbs = True
     action = StopWithSavepoint
     weight = 0.1
     shape = "square"
@@ -767,6 +786,8 @@ class StopWithSavepointKind(ActionKind):
 class RestartFromSavepointKind(ActionKind):
     """Offered when the job stopped with a savepoint: the current parallelisms first (the
     drain policy takes that one), then each option of ``RuntimeConfig.rescale_options``."""
+
+    disturbs = True
 
     action = RestartFromSavepoint
     weight = 5.0
@@ -1123,6 +1144,8 @@ class RpcDeliverKind(_InFlightKind):
 class _ControlPlaneFault(_ControlPlaneKind):
     """A control-plane fault: counted against ``max_failures`` like the data plane's."""
 
+    disturbs = True
+
     shape = "cross"
     color = "#d00"
 
@@ -1293,6 +1316,8 @@ class ExpireSessionKind(_JobManagerKind):
     """A crashed process's session expires as a matter of course (ZooKeeper's session timeout);
     a living process's session expiring is a fault (a long pause, a partition)."""
 
+    disturbs = True
+
     action = ExpireSession
     weight = 0.08
     drain = 13
@@ -1395,6 +1420,8 @@ class RescaleFromCheckpointKind(ActionKind):
     checkpoint completed: each parallelism of ``RuntimeConfig.rescale_options`` other than the
     current one, unless Flink would refuse the restore (in-flight data on a rescaled pointwise
     edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
+
+    disturbs = True
 
     action = RescaleFromCheckpoint
     weight = 2.0

@@ -173,6 +173,11 @@ class RuntimeConfig:
     #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
     #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
     alignment_timer: str = "deadline"
+    #: a CancelCheckpointMarker is taken without comparing its checkpoint id to the one being
+    #: aligned: a late marker of an older checkpoint aborts the current one (Flink's
+    #: ``SingleCheckpointBarrierHandler.processCancellationBarrier`` ignores markers of older
+    #: checkpoints)
+    unchecked_cancellation_id: bool = False
     #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
     #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
     #: the splits of the others are lost
@@ -627,7 +632,8 @@ class Cluster:
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
-            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer)
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer,
+            cancel_current_on_stale_marker=cfg.unchecked_cancellation_id)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}
@@ -750,7 +756,7 @@ class Cluster:
                 if job.stopping == cid:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
-                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
+                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason, e.subtask))
                 if self.storage is not None:
                     self._discard_acked(e.checkpoint_id)
                 if job.stopping == e.checkpoint_id:
@@ -1003,7 +1009,7 @@ class Cluster:
             return True
         store._checkpoints = [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
         self.acks.pop(cid, None)
-        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE"))
+        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE", None))
         return False
 
     def job_manager_lost(self) -> None:

@@ -423,7 +423,8 @@ _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an 
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "
-             "the cut", expected=("consistent_cut",),
+             "the cut; a snapshot deferred past an element that never comes is never taken, so its checkpoint "
+             "expires", expected=("consistent_cut", "checkpoints_keep_completing"),
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-17568",), channel_capacity=3)))
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
@@ -595,6 +596,15 @@ _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the Share
                        "file_deleted_only_when_unreferenced"),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
+
+_add(Variant(name="unchecked-cancellation-id", description="cancellation markers taken without comparing their "
+             "checkpoint id to the one being aligned: a late CancelCheckpointMarker of a subsumed checkpoint aborts "
+             "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
+             "that overtook its barrier), although nothing failed", family="two_stage",
+             expected=("checkpoints_keep_completing",), switches=("unchecked_cancellation_id",),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, unchecked_cancellation_id=True, **_F),
+             small=Small(checkpoints=2, records=2)))
 
 
 def variant(name: str) -> Variant:
