@@ -91,6 +91,8 @@ DECLARED = {
     "flinkspec bench spark --runs 20000": ("small", 0, {"--runs": "40", "--engine": "standin"}),
     ".venv/bin/flinkspec check --job examples/orders-append.toml": ("run", 1, None),
     ".venv/bin/flinkspec check --job examples/orders-2pc.toml": ("run", 0, None),
+    # real Flink MiniClusters for ~5 minutes: tests/differential/test_conform_vs_flink.py (slow, flink) runs it
+    ".venv/bin/flinkspec conform --runs 50 --json": ("parse", 0, None),
 }
 
 COMMANDS = doc_commands()
