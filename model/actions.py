@@ -1134,8 +1134,15 @@ class RpcDeliverKind(_InFlightKind):
     drain = 10
     verb = "deliver"
 
+    def admits(self, c, a):
+        why = _InFlightKind.admits(self, c, a)
+        if why is None and not c.cp.net.deliverable(a.index):
+            why = (f"an earlier message of the same connection is in flight (RuntimeConfig.rpc_order="
+                   f"{c.config.rpc_order!r})")
+        return why
+
     def drains(self, c, a):
-        return a.index == 0  # the drain delivers in sending order
+        return a.index == 0  # the drain delivers the oldest message (of the first connection)
 
     def apply(self, c, a):
         c.cp.deliver(c, a.index)
@@ -1149,12 +1156,13 @@ class _ControlPlaneFault(_ControlPlaneKind):
     shape = "cross"
     color = "#d00"
 
+    #: a fault kind ``RuntimeConfig.control_plane_faults`` may leave out
+    cp_fault = True
+
     def precondition(self, c):
         if c.cp is None:
             return "the control plane is off (RuntimeConfig.control_plane)"
-        if not c.failures_left():
-            return "no failure may be injected now (the job is not running or the failure budget is spent)"
-        return None
+        return _fault_refused(self, c)
 
     def apply(self, c, a):
         c.job.failures += 1
@@ -1162,27 +1170,38 @@ class _ControlPlaneFault(_ControlPlaneKind):
         self.fault(c, a)
 
 
-@register
-class RpcLoseKind(_InFlightKind, _ControlPlaneFault):
-    action = RpcLose
-    weight = 0.1
-    verb = "lose"
+def _fault_refused(kind, c) -> str | None:
+    """Why a control-plane fault of ``kind`` may not be injected now (None: it may)."""
+    if not c.failures_left():
+        return "no failure may be injected now (the job is not running or the failure budget is spent)"
+    allowed = c.config.control_plane_faults
+    if allowed is not None and kind.name not in allowed:
+        return f"{kind.name} is not among RuntimeConfig.control_plane_faults {allowed!r}"
+    return None
+
+
+class _NetworkFault(_InFlightKind, _ControlPlaneFault):
+    """A fault of the network: a message lost or duplicated."""
 
     precondition = _ControlPlaneFault.precondition
     apply = _ControlPlaneFault.apply
+
+
+@register
+class RpcLoseKind(_NetworkFault):
+    action = RpcLose
+    weight = 0.1
+    verb = "lose"
 
     def fault(self, c, a):
         c.events.append(("cp_rpc_lost", c.now, c.cp.net.take(a.index)))
 
 
 @register
-class RpcDuplicateKind(_InFlightKind, _ControlPlaneFault):
+class RpcDuplicateKind(_NetworkFault):
     action = RpcDuplicate
     weight = 0.05
     verb = "duplicate"
-
-    precondition = _ControlPlaneFault.precondition
-    apply = _ControlPlaneFault.apply
 
     def fault(self, c, a):
         c.cp.net.send(c.cp.net.in_flight[a.index])
@@ -1197,6 +1216,13 @@ class TickKind(_ControlPlaneKind):
 
     def candidates(self, c):
         return (Tick(),) if c.cp is not None else ()
+
+    def precondition(self, c):
+        why = _ControlPlaneKind.precondition(self, c)
+        if why is None and c.config.rpc_capacity is not None and len(c.cp.net.in_flight) >= c.config.rpc_capacity:
+            why = (f"{len(c.cp.net.in_flight)} RPCs are in flight (RuntimeConfig.rpc_capacity="
+                   f"{c.config.rpc_capacity}): the next heartbeat interval waits")
+        return why
 
     def drains(self, c, a):
         return c.cp.needs_tick()
@@ -1323,13 +1349,12 @@ class ExpireSessionKind(_JobManagerKind):
     drain = 13
     shape = "cross"
     color = "#d00"
+    cp_fault = True
 
     def process_guard(self, c, p):
         if p.session not in c.cp.store.sessions:
             return f"jm{p.index} has no live ZooKeeper session"
-        if p.alive and not c.failures_left():
-            return "no failure may be injected now (the job is not running or the failure budget is spent)"
-        return None
+        return _fault_refused(self, c) if p.alive else None
 
     def drains(self, c, a):
         return not c.cp.jms[a.job_manager].alive
@@ -1476,6 +1501,8 @@ WEIGHTS = {u.name: u.weight for u in KINDS.values()}
 #: the data plane's kinds, and every kind (a cluster without the control plane uses the first)
 DATA_UNITS = tuple(u for u in KINDS.values() if not u.control_plane)
 ALL_UNITS = tuple(KINDS.values())
+#: the control plane's fault kinds (``RuntimeConfig.control_plane_faults`` names a subset)
+CONTROL_PLANE_FAULTS = tuple(u.name for u in KINDS.values() if getattr(u, "cp_fault", False))
 #: the drain policy's order of kinds
 DRAIN_ORDER = tuple(u for u in sorted((u for u in KINDS.values() if u.drain is not None), key=lambda u: u.drain))
 

@@ -105,6 +105,7 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
 ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
+RPC_ORDERS = ("any", "connection")
 
 
 def known_bugs() -> tuple[str, ...]:
@@ -223,6 +224,19 @@ class RuntimeConfig:
     #: known-unsafe when False: a new leader restores the latest checkpoint it has in memory
     #: instead of the HA store's.
     restore_from_ha_store: bool = True
+    #: the control-plane fault kinds a run may inject (names of action kinds: RpcLose,
+    #: RpcDuplicate, CrashJobManager, ExpireSession of a living process, CrashTaskExecutor);
+    #: None = all of them. Every fault counts against ``max_failures``.
+    control_plane_faults: tuple | None = None
+    #: RPCs in flight at which the next heartbeat interval (Tick) waits; None = unbounded. Not a
+    #: Flink knob: each Tick sends heartbeats, so without a bound the messages in flight, and
+    #: the control plane's state space, grow without end (exhaustive exploration needs a bound).
+    rpc_capacity: int | None = None
+    #: which RPC may be delivered next: "any" (every message overtakes every other) or
+    #: "connection" (Pekko's order: one sender's messages to one receiver arrive in sending
+    #: order; different connections overtake each other). "connection" is Flink's transport;
+    #: "any" is a superset of its behaviours.
+    rpc_order: str = "any"
 
 
     #: whether RescaleFromCheckpoint is offered: the job is cancelled and resubmitted from its
@@ -268,6 +282,15 @@ class RuntimeConfig:
             raise FlinkspecError(f"job_managers must be >= 1, not {self.job_managers}")
         if self.heartbeat_timeout < 1:
             raise FlinkspecError(f"heartbeat_timeout must be >= 1, not {self.heartbeat_timeout}")
+        if self.control_plane_faults is not None:
+            unknown_faults = sorted(set(self.control_plane_faults) - set(A.CONTROL_PLANE_FAULTS))
+            if unknown_faults or not isinstance(self.control_plane_faults, tuple):
+                raise FlinkspecError(f"control_plane_faults must be a tuple of {A.CONTROL_PLANE_FAULTS}, "
+                                     f"not {self.control_plane_faults!r}")
+        if self.rpc_order not in RPC_ORDERS:
+            raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
+        if self.rpc_capacity is not None and self.rpc_capacity < 1:
+            raise FlinkspecError(f"rpc_capacity must be >= 1 or None, not {self.rpc_capacity}")
 
 
         if self.inflight_assignment not in INFLIGHT_ASSIGNMENTS:
