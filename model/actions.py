@@ -173,6 +173,10 @@ class ActionKind:
     #: a step of this kind only moves records (the viewer collapses runs of such steps; a
     #: delivery is one when its mark's shape is "record")
     moves_records: bool = False
+    #: a step of this kind disturbs checkpointing (a failure, a lost message, a timeout, a stop
+    #: or restart of the job): checkpoints pending at that moment may legitimately never
+    #: complete (spec/checkpoint.py ``checkpoints_keep_completing`` judges the ones after it)
+    disturbs: bool = False
 
     @property
     def name(self) -> str:
@@ -583,6 +587,7 @@ class TriggerCheckpointKind(ActionKind):
 
 @register
 class CheckpointTimeoutKind(ActionKind):
+    disturbs = True
     action = CheckpointTimeout
     weight = 0.1
     drain = 8
@@ -601,7 +606,18 @@ class CheckpointTimeoutKind(ActionKind):
         return None
 
     def apply(self, c, a):
+        if self.stuck(c):
+            c.events.append(("checkpoint_stuck", c.now, a.checkpoint_id))
         c.expire_checkpoint(a.checkpoint_id)
+
+    def stuck(self, c) -> bool:
+        """Nothing that could still complete a checkpoint can happen: no action of a kind the
+        drain policy takes before expiring checkpoints is enabled (no record, barrier or
+        notification can move; triggering another checkpoint does not help this one). The drain
+        expires only such a checkpoint; an expiry then is no fault injected but the sign that the
+        checkpoint can never complete."""
+        return not any(u.drain < self.drain and u.action is not TriggerCheckpoint and u.enabled(c)
+                       for u in DRAIN_ORDER)
 
     def describe(self, c, a):
         return f"checkpoint {a.checkpoint_id} expires"
@@ -656,6 +672,8 @@ class AlignmentTimeoutKind(ActionKind):
 
 class _FailureKind(ActionKind):
     """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
+
+    disturbs = True
 
     def precondition(self, c):
         if not c.failures_left():
@@ -738,6 +756,7 @@ class FailJobManagerKind(_FailureKind):
 
 @register
 class StopWithSavepointKind(ActionKind):
+    disturbs = True
     action = StopWithSavepoint
     weight = 0.1
     shape = "square"
@@ -767,6 +786,8 @@ class StopWithSavepointKind(ActionKind):
 class RestartFromSavepointKind(ActionKind):
     """Offered when the job stopped with a savepoint: the current parallelisms first (the
     drain policy takes that one), then each option of ``RuntimeConfig.rescale_options``."""
+
+    disturbs = True
 
     action = RestartFromSavepoint
     weight = 5.0
@@ -1113,8 +1134,15 @@ class RpcDeliverKind(_InFlightKind):
     drain = 10
     verb = "deliver"
 
+    def admits(self, c, a):
+        why = _InFlightKind.admits(self, c, a)
+        if why is None and not c.cp.net.deliverable(a.index):
+            why = (f"an earlier message of the same connection is in flight (RuntimeConfig.rpc_order="
+                   f"{c.config.rpc_order!r})")
+        return why
+
     def drains(self, c, a):
-        return a.index == 0  # the drain delivers in sending order
+        return a.index == 0  # the drain delivers the oldest message (of the first connection)
 
     def apply(self, c, a):
         c.cp.deliver(c, a.index)
@@ -1123,15 +1151,18 @@ class RpcDeliverKind(_InFlightKind):
 class _ControlPlaneFault(_ControlPlaneKind):
     """A control-plane fault: counted against ``max_failures`` like the data plane's."""
 
+    disturbs = True
+
     shape = "cross"
     color = "#d00"
+
+    #: a fault kind ``RuntimeConfig.control_plane_faults`` may leave out
+    cp_fault = True
 
     def precondition(self, c):
         if c.cp is None:
             return "the control plane is off (RuntimeConfig.control_plane)"
-        if not c.failures_left():
-            return "no failure may be injected now (the job is not running or the failure budget is spent)"
-        return None
+        return _fault_refused(self, c)
 
     def apply(self, c, a):
         c.job.failures += 1
@@ -1139,27 +1170,38 @@ class _ControlPlaneFault(_ControlPlaneKind):
         self.fault(c, a)
 
 
-@register
-class RpcLoseKind(_InFlightKind, _ControlPlaneFault):
-    action = RpcLose
-    weight = 0.1
-    verb = "lose"
+def _fault_refused(kind, c) -> str | None:
+    """Why a control-plane fault of ``kind`` may not be injected now (None: it may)."""
+    if not c.failures_left():
+        return "no failure may be injected now (the job is not running or the failure budget is spent)"
+    allowed = c.config.control_plane_faults
+    if allowed is not None and kind.name not in allowed:
+        return f"{kind.name} is not among RuntimeConfig.control_plane_faults {allowed!r}"
+    return None
+
+
+class _NetworkFault(_InFlightKind, _ControlPlaneFault):
+    """A fault of the network: a message lost or duplicated."""
 
     precondition = _ControlPlaneFault.precondition
     apply = _ControlPlaneFault.apply
+
+
+@register
+class RpcLoseKind(_NetworkFault):
+    action = RpcLose
+    weight = 0.1
+    verb = "lose"
 
     def fault(self, c, a):
         c.events.append(("cp_rpc_lost", c.now, c.cp.net.take(a.index)))
 
 
 @register
-class RpcDuplicateKind(_InFlightKind, _ControlPlaneFault):
+class RpcDuplicateKind(_NetworkFault):
     action = RpcDuplicate
     weight = 0.05
     verb = "duplicate"
-
-    precondition = _ControlPlaneFault.precondition
-    apply = _ControlPlaneFault.apply
 
     def fault(self, c, a):
         c.cp.net.send(c.cp.net.in_flight[a.index])
@@ -1174,6 +1216,13 @@ class TickKind(_ControlPlaneKind):
 
     def candidates(self, c):
         return (Tick(),) if c.cp is not None else ()
+
+    def precondition(self, c):
+        why = _ControlPlaneKind.precondition(self, c)
+        if why is None and c.config.rpc_capacity is not None and len(c.cp.net.in_flight) >= c.config.rpc_capacity:
+            why = (f"{len(c.cp.net.in_flight)} RPCs are in flight (RuntimeConfig.rpc_capacity="
+                   f"{c.config.rpc_capacity}): the next heartbeat interval waits")
+        return why
 
     def drains(self, c, a):
         return c.cp.needs_tick()
@@ -1293,18 +1342,19 @@ class ExpireSessionKind(_JobManagerKind):
     """A crashed process's session expires as a matter of course (ZooKeeper's session timeout);
     a living process's session expiring is a fault (a long pause, a partition)."""
 
+    disturbs = True
+
     action = ExpireSession
     weight = 0.08
     drain = 13
     shape = "cross"
     color = "#d00"
+    cp_fault = True
 
     def process_guard(self, c, p):
         if p.session not in c.cp.store.sessions:
             return f"jm{p.index} has no live ZooKeeper session"
-        if p.alive and not c.failures_left():
-            return "no failure may be injected now (the job is not running or the failure budget is spent)"
-        return None
+        return _fault_refused(self, c) if p.alive else None
 
     def drains(self, c, a):
         return not c.cp.jms[a.job_manager].alive
@@ -1396,6 +1446,8 @@ class RescaleFromCheckpointKind(ActionKind):
     current one, unless Flink would refuse the restore (in-flight data on a rescaled pointwise
     edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
 
+    disturbs = True
+
     action = RescaleFromCheckpoint
     weight = 2.0
     optional = False
@@ -1449,6 +1501,8 @@ WEIGHTS = {u.name: u.weight for u in KINDS.values()}
 #: the data plane's kinds, and every kind (a cluster without the control plane uses the first)
 DATA_UNITS = tuple(u for u in KINDS.values() if not u.control_plane)
 ALL_UNITS = tuple(KINDS.values())
+#: the control plane's fault kinds (``RuntimeConfig.control_plane_faults`` names a subset)
+CONTROL_PLANE_FAULTS = tuple(u.name for u in KINDS.values() if getattr(u, "cp_fault", False))
 #: the drain policy's order of kinds
 DRAIN_ORDER = tuple(u for u in sorted((u for u in KINDS.values() if u.drain is not None), key=lambda u: u.drain))
 

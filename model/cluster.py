@@ -105,6 +105,7 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
 ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
+RPC_ORDERS = ("any", "connection")
 
 
 def known_bugs() -> tuple[str, ...]:
@@ -173,6 +174,11 @@ class RuntimeConfig:
     #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
     #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
     alignment_timer: str = "deadline"
+    #: a CancelCheckpointMarker is taken without comparing its checkpoint id to the one being
+    #: aligned: a late marker of an older checkpoint aborts the current one (Flink's
+    #: ``SingleCheckpointBarrierHandler.processCancellationBarrier`` ignores markers of older
+    #: checkpoints)
+    unchecked_cancellation_id: bool = False
     #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
     #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
     #: the splits of the others are lost
@@ -218,6 +224,19 @@ class RuntimeConfig:
     #: known-unsafe when False: a new leader restores the latest checkpoint it has in memory
     #: instead of the HA store's.
     restore_from_ha_store: bool = True
+    #: the control-plane fault kinds a run may inject (names of action kinds: RpcLose,
+    #: RpcDuplicate, CrashJobManager, ExpireSession of a living process, CrashTaskExecutor);
+    #: None = all of them. Every fault counts against ``max_failures``.
+    control_plane_faults: tuple | None = None
+    #: RPCs in flight at which the next heartbeat interval (Tick) waits; None = unbounded. Not a
+    #: Flink knob: each Tick sends heartbeats, so without a bound the messages in flight, and
+    #: the control plane's state space, grow without end (exhaustive exploration needs a bound).
+    rpc_capacity: int | None = None
+    #: which RPC may be delivered next: "any" (every message overtakes every other) or
+    #: "connection" (Pekko's order: one sender's messages to one receiver arrive in sending
+    #: order; different connections overtake each other). "connection" is Flink's transport;
+    #: "any" is a superset of its behaviours.
+    rpc_order: str = "any"
 
 
     #: whether RescaleFromCheckpoint is offered: the job is cancelled and resubmitted from its
@@ -263,6 +282,15 @@ class RuntimeConfig:
             raise FlinkspecError(f"job_managers must be >= 1, not {self.job_managers}")
         if self.heartbeat_timeout < 1:
             raise FlinkspecError(f"heartbeat_timeout must be >= 1, not {self.heartbeat_timeout}")
+        if self.control_plane_faults is not None:
+            unknown_faults = sorted(set(self.control_plane_faults) - set(A.CONTROL_PLANE_FAULTS))
+            if unknown_faults or not isinstance(self.control_plane_faults, tuple):
+                raise FlinkspecError(f"control_plane_faults must be a tuple of {A.CONTROL_PLANE_FAULTS}, "
+                                     f"not {self.control_plane_faults!r}")
+        if self.rpc_order not in RPC_ORDERS:
+            raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
+        if self.rpc_capacity is not None and self.rpc_capacity < 1:
+            raise FlinkspecError(f"rpc_capacity must be >= 1 or None, not {self.rpc_capacity}")
 
 
         if self.inflight_assignment not in INFLIGHT_ASSIGNMENTS:
@@ -627,7 +655,8 @@ class Cluster:
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
-            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer)
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer,
+            cancel_current_on_stale_marker=cfg.unchecked_cancellation_id)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}
@@ -750,7 +779,7 @@ class Cluster:
                 if job.stopping == cid:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
-                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
+                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason, e.subtask))
                 if self.storage is not None:
                     self._discard_acked(e.checkpoint_id)
                 if job.stopping == e.checkpoint_id:
@@ -1003,7 +1032,7 @@ class Cluster:
             return True
         store._checkpoints = [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
         self.acks.pop(cid, None)
-        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE"))
+        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE", None))
         return False
 
     def job_manager_lost(self) -> None:
@@ -1358,13 +1387,18 @@ def step(cluster: Cluster, action) -> Cluster:
     return cluster
 
 
+class RunStuck(FlinkspecError):
+    """No enabled action drains the run although it is not at its end (a liveness failure of
+    the model or of a variant: ``spec.exactly_once.run_drains`` turns it into a violation)."""
+
+
 def drain_choice(cluster: Cluster):
     """The one drain policy, as a single choice: the first enabled action of the kinds with a
     drain priority (``model.actions.DRAIN_ORDER``: finish the data, commit, then a final
     checkpoint, then expire what can no longer complete, then restart a stopped job at its
     parallelism) that the kind lets the drain take. None when the run is drained, or when it
     cannot drain further (a stop-with-savepoint in progress, or every task finished with data
-    left for a consumer that already finished). Raises FlinkspecError when the run is stuck."""
+    left for a consumer that already finished). Raises :class:`RunStuck` when the run is stuck."""
     if cluster.is_drained():
         return None
     for unit in A.DRAIN_ORDER:
@@ -1373,7 +1407,7 @@ def drain_choice(cluster: Cluster):
                 return a
     if cluster.job.stopping is not None or all(t.status == FINISHED for t in cluster.tasks):
         return None
-    raise FlinkspecError(f"the run is stuck after {cluster.now} steps: no action drains it further")
+    raise RunStuck(f"the run is stuck after {cluster.now} steps: no action drains it further")
 
 
 def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:

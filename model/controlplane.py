@@ -104,7 +104,11 @@ def _reconcile_flink_17075(self, m, timeout) -> tuple:
 class ControlPlane:
     """The control plane's state and mechanisms (see the module docstring)."""
 
-    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig")
+    #: left out of a fingerprint: static structure, the derived signature, and the id counters
+    #: (a new id is above every live one whatever the counter says: ids count by rank,
+    #: ``model.fingerprint.fresh_id``)
+    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig", "next_allocation",
+                        "next_attempt")
 
     __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "quiet", "storage",
                  "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
@@ -118,7 +122,7 @@ class ControlPlane:
         self._jm_cls = seams.variant_class(JobMaster, cfg.bugs)
         self.groups = tuple(g.subtasks for g in compute_execution_slot_sharing_groups(c.eg))
         self.store = ha.ZooKeeperStore()
-        self.net = rpc.RpcNetwork()
+        self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
         self.running: int | None = None
         self.next_allocation = 1
         self.next_attempt = 1
@@ -144,13 +148,13 @@ class ControlPlane:
         self._sig = self._signature()
 
     # -- small helpers -----------------------------------------------------------------------
-    def new_attempt(self) -> int:
-        a = self.next_attempt
+    def new_attempt(self) -> rpc.ExecutionAttemptID:
+        a = rpc.ExecutionAttemptID(self.next_attempt)
         self.next_attempt += 1
         return a
 
-    def new_allocation(self) -> int:
-        a = self.next_allocation
+    def new_allocation(self) -> rpc.AllocationID:
+        a = rpc.AllocationID(self.next_allocation)
         self.next_allocation += 1
         return a
 
@@ -421,7 +425,7 @@ class ControlPlane:
     def crash_task_executor(self, c, i: int) -> None:
         te = self.tes[i]
         self.executions_died(c, te.crash())
-        self.net.in_flight = [m for m in self.net.in_flight if getattr(m, "te", None) != i]
+        self.net.drop_for_te(i)
         self.fault()
 
     def start_task_executor(self, c, i: int) -> None:

