@@ -483,11 +483,24 @@ class SourceIdleKind(_SourceKind):
     weight = 0.4
     color = "#bbb"
 
+    def precondition(self, c):
+        budget = c.config.max_idle_periods
+        if budget is not None and c.job.idle_periods >= budget:
+            return f"the sources went idle {c.job.idle_periods} time(s): max_idle_periods is {budget}"
+        return None
+
+    def admits(self, c, a):
+        return self.precondition(c) or _SourceKind.admits(self, c, a)
+
+    guard = admits  # the budget, then the source's own guard
+
     def source_guard(self, src):
         return "the source is idle already" if src.wm_output.is_idle else None
 
     def apply(self, c, a):
         c.tasks[a.subtask].source.wm_output.mark_idle()
+        if c.config.max_idle_periods is not None:  # counted only under a budget: an unbounded
+            c.job.idle_periods += 1                 # run's IDLE/ACTIVE toggles return to one state
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} goes IDLE"

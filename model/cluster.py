@@ -247,6 +247,10 @@ class RuntimeConfig:
     #: how such a rescale reassigns in-flight data: "mapped" (Flink's SubtaskStateMapper rules,
     #: model/channelstaterescaling.py) or "old_index" (known unsafe: to the subtask with the old index)
     inflight_assignment: str = "mapped"
+    #: how many times a run's sources may go IDLE (``SourceIdle``); None = unbounded. Not a
+    #: Flink knob: each IDLE/ACTIVE toggle puts a WatermarkStatus into the channels, so without
+    #: a bound the toggles multiply the interleavings an exhaustive search has to take.
+    max_idle_periods: int | None = None
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -259,6 +263,8 @@ class RuntimeConfig:
             raise FlinkspecError("max_concurrent_checkpoints must be >= 1")
         if self.max_checkpoints is not None and self.max_checkpoints < 0:
             raise FlinkspecError(f"max_checkpoints must be >= 0 or None, not {self.max_checkpoints}")
+        if self.max_idle_periods is not None and self.max_idle_periods < 0:
+            raise FlinkspecError(f"max_idle_periods must be >= 0 or None, not {self.max_idle_periods}")
         if self.failover_strategy not in ("region", "full"):
             raise FlinkspecError(f"failover_strategy must be 'region' or 'full', not {self.failover_strategy!r}")
         if self.restart_strategy not in ("fixed-delay", "failure-rate", "none"):
@@ -357,6 +363,8 @@ class JobState:
     checkpoints_triggered: int = 0
     #: RescaleFromCheckpoint restores done (bounded by ``max_checkpoint_rescales``)
     checkpoint_rescales: int = 0
+    #: SourceIdle actions taken (bounded by ``max_idle_periods``)
+    idle_periods: int = 0
 
 
 @attrs.define(slots=True)
