@@ -102,11 +102,13 @@ def _independent(fa, fb) -> bool:
     return fa is not None and fb is not None and fa.isdisjoint(fb)
 
 
-def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: bool = False):
+def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: bool = False,
+           consume: bool = False):
     """The successors of ``run``'s state: ``(action, child_run, violation, child_sleep)`` for
     each enabled action not in ``sleep``, in ``enabled_actions`` order. ``child_run`` judges a
     copy; ``violation`` is the first *always* invariant the step broke, else (a drained child)
-    the first *eventually* invariant, else None.
+    the first *eventually* invariant, else None. With ``consume`` the last successor is
+    ``run`` itself, stepped (one copy fewer per state; the caller no longer needs ``run``).
 
     With ``reduce`` (sleep sets, Godefroid 1996): the child reached by ``a`` sleeps on every
     action of ``sleep`` and every action taken before ``a`` here that is independent of ``a``
@@ -119,10 +121,16 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
         fp = {a: A.KINDS[type(a)].footprint(c, a) for a in acts}
     out = []
     done: list = []
+    last = None
+    if consume:
+        for a in reversed(acts):
+            if a not in sleep:
+                last = a
+                break
     for a in acts:
         if a in sleep:
             continue
-        child = run.fork()
+        child = run if a is last else run.fork()
         v = child.step(a)
         if v is None and child.cluster.is_drained():
             v = child.finish()
@@ -172,7 +180,7 @@ class LocalLevels:
     def expand(self, frontier: list, seen: set, deadline: float | None, report) -> Level:
         level = Level()
         for trace, run, sleep in frontier:
-            for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce):
+            for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1
                 t = trace + (a,)
                 if v is not None:

@@ -49,7 +49,7 @@ def expand_partition(scenario, reduce: bool, rows: Iterator) -> Iterator[tuple]:
     count = 0
     for trace, sleep in rows:
         run = _replay(scenario, trace)
-        for a, child, v, child_sleep in expand(run, trace, sleep, reduce):
+        for a, child, v, child_sleep in expand(run, trace, sleep, reduce, consume=True):
             count += 1
             t = trace + (a,)
             if v is not None:
