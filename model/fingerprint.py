@@ -37,6 +37,7 @@ the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids`).
 from __future__ import annotations
 
 import hashlib
+import operator
 import re
 from collections import deque
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
@@ -124,6 +125,31 @@ def _sorted_keys(keys: list) -> list:
     return sorted(keys, key=repr)
 
 
+#: canonical forms of value objects (frozen attrs), per ``drop_time``: ``id -> (object,
+#: form)``. The entry keeps the object alive, so its id is not reused while the entry exists;
+#: a value never changes (nor do the containers it holds: ``Cluster.copy`` shares values
+#: between states on the same assumption), so neither does its form. A value's form numbers
+#: its back-references on its own, so it is the same wherever the value is met.
+_VALUE_FORMS: tuple = ({}, {})
+_VALUE_FORMS_MAX = 200_000
+
+
+def _object_reader(t, drop_time: bool):
+    """``(qualname, read)`` for objects of class ``t``: ``read(x)`` returns the fingerprinted
+    slot values in ``_fields`` order (a C ``attrgetter``), or raises AttributeError when a slot
+    is unset (then the caller reads them one by one)."""
+    names, _skip, _bags = _fields(t, drop_time)
+    if not names:
+        return t.__qualname__, lambda x: ()
+    get = operator.attrgetter(*names)
+    if len(names) == 1:
+        return t.__qualname__, lambda x: (get(x),)
+    return t.__qualname__, get
+
+
+_READERS: dict = {}
+
+
 def _canon(x, drop_time, memo):
     t = type(x)
     if t in _PRIMITIVE:
@@ -143,12 +169,21 @@ def _canon(x, drop_time, memo):
     value = _VALUE.get(t)
     if value is None:
         value = _VALUE[t] = _is_value_type(t)
-    if not value:
-        i = id(x)
-        ref = memo.get(i)
-        if ref is not None:
-            return ("ref", ref)
-        memo[i] = len(memo)
+    if value:
+        forms = _VALUE_FORMS[drop_time]
+        e = forms.get(id(x))
+        if e is not None and e[0] is x:
+            return e[1]
+        form = _canon_object(x, t, drop_time, {})  # its own back-references: context-free
+        if len(forms) >= _VALUE_FORMS_MAX:
+            forms.clear()
+        forms[id(x)] = (x, form)
+        return form
+    i = id(x)
+    ref = memo.get(i)
+    if ref is not None:
+        return ("ref", ref)
+    memo[i] = len(memo)
     if t is list or t is deque:
         return (t.__name__,) + tuple([e if type(e) in _PRIMITIVE else _canon(e, drop_time, memo) for e in x])
     if t is dict:
@@ -167,14 +202,28 @@ def _canon(x, drop_time, memo):
     if t is MethodType or t is BuiltinMethodType:
         owner = x.__self__
         return ("method", x.__name__, _canon(owner, drop_time, memo))
+    return _canon_object(x, t, drop_time, memo)
+
+
+def _canon_object(x, t, drop_time, memo):
+    """The canonical form of an object of a class (slots, then ``__dict__``)."""
     names, skip, bags = _fields(t, drop_time)
-    out = [t.__qualname__]
-    for n in names:
-        v = getattr(x, n, None)
-        if n in bags:
-            out.append(("multiset",) + tuple(sorted((_canon(e, drop_time, memo) for e in v), key=repr)))
-            continue
-        out.append(v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo))
+    reader = _READERS.get((t, drop_time))
+    if reader is None:
+        reader = _READERS[(t, drop_time)] = _object_reader(t, drop_time)
+    out = [reader[0]]
+    try:
+        values = reader[1](x)
+    except AttributeError:  # an unset slot counts as None
+        values = [getattr(x, n, None) for n in names]
+    if bags:
+        for n, v in zip(names, values):
+            if n in bags:
+                out.append(("multiset",) + tuple(sorted((_canon(e, drop_time, memo) for e in v), key=repr)))
+            else:
+                out.append(v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo))
+    else:
+        out += [v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo) for v in values]
     d = getattr(x, "__dict__", None)
     if d:
         for n in sorted(d):
