@@ -384,10 +384,15 @@ _add(Variant(name="unaligned-2pc", description="unaligned checkpoints with chann
 _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
              "(aligned-checkpoint-timeout)", config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4,
                                                                  channel_capacity=3, **_F)))
+#: an aligned savepoint overtaken by an unaligned checkpoint at the keyed operator (two input
+#: channels, from two map subtasks): two triggers, and one record -- in flight on one map->agg
+#: channel while the barriers pass it -- is enough (FLINK-20645 is found in this scenario, so
+#: it exercises the mechanism its safe twin unaligned-savepoints-2pc is verified against)
+_SAVEPOINT_OVERTAKEN_SMALL = Small(checkpoints=2, records=1)
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, **_F), small=Small(checkpoints=2, records=2)))
+                                  channel_capacity=3, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
              sink_kind="upsert", config=RuntimeConfig(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
@@ -446,7 +451,7 @@ _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
              "persistence off", expected=("consistent_cut",), family="two_stage",
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2,
-                                  trigger_savepoints=True, channel_capacity=3), small=Small(checkpoints=2, records=2)))
+                                  trigger_savepoints=True, channel_capacity=3), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "
              "the producers of lost blocking partitions", family="blocking",
              expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",), **_F)))
