@@ -5,8 +5,12 @@ On a variant's small scenario: the search itself (distinct states/s, transitions
 ratio), then, on the states it reached, the cost of each part of a
 transition -- ``Cluster.copy`` (the model's copier, ``model.statecopy``, against
 ``copy.deepcopy`` with the same shared data), ``Cluster.step`` and ``Cluster.fingerprint``
--- as microseconds per call and the copier's speed-up ratio. CPU time (``time.process_time``)
-is used throughout, so other processes on the machine distort less.
+-- as microseconds per call and the copier's speed-up ratio. Beside them, in the same run: the
+search with every successor copied (no parent reuse), the fingerprint with the value-form
+cache cleared before each call, and the search of the scenario with the sources' IDLE/ACTIVE
+toggles unbounded (the small scenario before ``RuntimeConfig.max_idle_periods``: a larger
+space, comparable with measurements made before). CPU time (``time.process_time``) is used
+throughout, so other processes on the machine distort less.
 """
 
 from __future__ import annotations
@@ -15,8 +19,12 @@ import copy
 import random
 import time
 
+import attrs
+
+from model import fingerprint
 from model.cluster import Cluster
 from model.variants import small_scenario, variant
+from properties import explore as explore_module
 from properties.explore import Limits, explore
 
 
@@ -54,12 +62,39 @@ def _per_call(fn, items, repeat: int) -> float:
     return best / len(items) * 1e6
 
 
+def _fingerprint_uncached(c: Cluster) -> str:
+    """``Cluster.fingerprint`` with the value-form cache cleared first (every value's form
+    computed again, as before the cache existed)."""
+    for forms in fingerprint._VALUE_FORMS:
+        forms.clear()
+    return c.fingerprint()
+
+
+def _timed_search(sc, max_states: int, consume: bool = True):
+    """CPU seconds and result of the search; ``consume=False``: every successor is a copy
+    (the parent is not reused for its last successor)."""
+    plain = explore_module.expand
+    if not consume:
+        explore_module.expand = lambda *a, consume=False, **k: plain(*a, **k)
+    try:
+        t0 = time.process_time()
+        ex = explore(sc, Limits(max_states=max_states))
+        return time.process_time() - t0, ex
+    finally:
+        explore_module.expand = plain
+
+
 def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
                   repeat: int = 3) -> dict:
     sc = small_scenario(variant(name), seed)
-    t0 = time.process_time()
-    ex = explore(sc, Limits(max_states=max_states))
-    cpu = time.process_time() - t0
+    cpu, ex = _timed_search(sc, max_states)
+    cpu_copying, copying = _timed_search(sc, max_states, consume=False)
+    assert (copying.distinct_states, copying.transitions) == (ex.distinct_states, ex.transitions)
+    # the scenario with the sources' IDLE/ACTIVE toggles unbounded (the small scenario before
+    # max_idle_periods): a larger space, for states/s comparable with earlier measurements
+    toggles = attrs.evolve(sc, config=attrs.evolve(sc.config, max_idle_periods=None))
+    cpu_toggles, ex_toggles = _timed_search(toggles, max_states)
+    cpu_toggles_copying, _ = _timed_search(toggles, max_states, consume=False)
     fast_copy = Cluster.copy
     Cluster.copy = _deepcopy  # the same search with copy.deepcopy, for the ratio
     try:
@@ -73,6 +108,7 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
     copy_us = _per_call(lambda s: s[0].copy(), states, repeat)
     deepcopy_us = _per_call(lambda s: _deepcopy(s[0]), states, repeat)
     fingerprint_us = _per_call(lambda s: s[0].fingerprint(), states, repeat)
+    fingerprint_uncached_us = _per_call(lambda s: _fingerprint_uncached(s[0]), states, repeat)
 
     def step(s):
         c = s[0].copy()
@@ -88,4 +124,11 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         "copy_us": round(copy_us, 1), "deepcopy_us": round(deepcopy_us, 1),
         "copy_speedup_vs_deepcopy": round(deepcopy_us / copy_us, 2),
         "fingerprint_us": round(fingerprint_us, 1), "step_us": round(step_us, 1), "samples": len(states),
+        "fingerprint_uncached_us": round(fingerprint_uncached_us, 1),
+        "fingerprint_speedup_from_value_cache": round(fingerprint_uncached_us / fingerprint_us, 2),
+        "states_per_cpu_s_copying_every_successor": round(copying.distinct_states / cpu_copying, 1),
+        "search_speedup_from_parent_reuse": round(cpu_copying / cpu, 2),
+        "idle_toggles_distinct_states": ex_toggles.distinct_states, "idle_toggles_verdict": ex_toggles.verdict,
+        "states_per_cpu_s_with_idle_toggles": round(ex_toggles.distinct_states / cpu_toggles, 1),
+        "idle_toggles_speedup_from_parent_reuse": round(cpu_toggles_copying / cpu_toggles, 2),
     }

@@ -13,7 +13,9 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
   path -- does not count; lists, tuples and deques keep order;
 * a mutable object met again becomes a back-reference ``("ref", n)`` numbered in traversal
   order, so shared structure (a channel deque that a task also writes to) counts once and
-  cycles end; frozen attrs values (events, barriers, snapshots) count by content only;
+  cycles end; frozen attrs values (events, barriers, snapshots) count by content only, with
+  back-references numbered within the value, so a value's form does not depend on where it is
+  met and is computed once per value object (``_VALUE_FORMS``);
 * functions and bound methods are named by their qualified name (the model's functions are
   pure, or their state lives in the object a bound method belongs to);
 * with ``drop_time``, the fields named in ``TIME_FIELDS`` (logical time and timestamps) are
@@ -37,7 +39,6 @@ the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids`).
 from __future__ import annotations
 
 import hashlib
-import operator
 import re
 from collections import deque
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
@@ -134,22 +135,6 @@ _VALUE_FORMS: tuple = ({}, {})
 _VALUE_FORMS_MAX = 200_000
 
 
-def _object_reader(t, drop_time: bool):
-    """``(qualname, read)`` for objects of class ``t``: ``read(x)`` returns the fingerprinted
-    slot values in ``_fields`` order (a C ``attrgetter``), or raises AttributeError when a slot
-    is unset (then the caller reads them one by one)."""
-    names, _skip, _bags = _fields(t, drop_time)
-    if not names:
-        return t.__qualname__, lambda x: ()
-    get = operator.attrgetter(*names)
-    if len(names) == 1:
-        return t.__qualname__, lambda x: (get(x),)
-    return t.__qualname__, get
-
-
-_READERS: dict = {}
-
-
 def _canon(x, drop_time, memo):
     t = type(x)
     if t in _PRIMITIVE:
@@ -208,14 +193,8 @@ def _canon(x, drop_time, memo):
 def _canon_object(x, t, drop_time, memo):
     """The canonical form of an object of a class (slots, then ``__dict__``)."""
     names, skip, bags = _fields(t, drop_time)
-    reader = _READERS.get((t, drop_time))
-    if reader is None:
-        reader = _READERS[(t, drop_time)] = _object_reader(t, drop_time)
-    out = [reader[0]]
-    try:
-        values = reader[1](x)
-    except AttributeError:  # an unset slot counts as None
-        values = [getattr(x, n, None) for n in names]
+    out = [t.__qualname__]
+    values = [getattr(x, n, None) for n in names]
     if bags:
         for n, v in zip(names, values):
             if n in bags:
