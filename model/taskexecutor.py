@@ -229,22 +229,25 @@ class TaskExecutor:
                 del self.deployed[i]
         return gone
 
-    def on_allocated_slot_report(self, job_token: int, allocations: tuple) -> tuple[set, tuple]:
+    def on_allocated_slot_report(self, job_token: int, allocations: tuple, sync: bool = True) -> tuple:
         """The JobMaster's ``AllocatedSlotReport`` (``syncSlotsWithSnapshotFromJobMaster``):
         an active slot of that JobMaster missing from two reports in a row is freed (one
-        report may have been sent before the JobMaster accepted the slot); an allocation the
-        report names that this TaskExecutor does not hold for the JobMaster is answered as
-        failed (``failSlot``). Returns (executions that died, failed allocations)."""
+        report may have been sent before the JobMaster accepted the slot; ``sync=False``, the
+        known-unsafe variant, never frees one); an allocation the report names that this
+        TaskExecutor does not hold for the JobMaster is answered as failed (``failSlot``).
+        Returns (executions that died, failed allocations, allocations freed)."""
         gone: set = set()
+        freed = []
         for i, s in enumerate(self.slots):
-            if s is not None and s[1] == job_token and s[2] and s[0] not in allocations:
+            if sync and s is not None and s[1] == job_token and s[2] and s[0] not in allocations:
                 if s[0] in self.unreported:
                     self.unreported.discard(s[0])
                     self.slots[i] = FREE
                     gone.update(self.deployed.pop(i, ()))
+                    freed.append(s[0])
                 else:
                     self.unreported.add(s[0])
             elif s is not None:
                 self.unreported.discard(s[0])
         held = {s[0] for s in self.slots if s is not None and s[1] == job_token}
-        return gone, tuple(a for a in allocations if a not in held)
+        return gone, tuple(a for a in allocations if a not in held), freed

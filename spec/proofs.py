@@ -40,6 +40,7 @@ PROOF_MODULES = (
     "spec.z3_valve",
     "spec.z3_barriers",
     "spec.z3_slots",
+    "spec.z3_leader_election",
 )
 
 Outcome = tuple[str, str, "dict[str, Any] | None"]
