@@ -109,10 +109,10 @@ class ControlPlane:
     #: (a new id is above every live one whatever the counter says: ids count by rank,
     #: ``model.fingerprint.fresh_id``)
     FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig", "next_allocation",
-                        "next_attempt", "region_inputs", "idle_timeout", "eager", "slot_sync")
+                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout", "eager", "slot_sync")
 
-    __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "quiet", "storage",
-                 "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
+    __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "next_sequence", "quiet",
+                 "storage", "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
                  "_jm_cls", "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync")
 
     def __init__(self, c):
@@ -132,6 +132,7 @@ class ControlPlane:
         self.running: int | None = None
         self.next_allocation = 1
         self.next_attempt = 1
+        self.next_sequence = 1
         self.quiet = 0
         self.storage: dict = {}
         self.started = False
@@ -157,6 +158,11 @@ class ControlPlane:
     def new_attempt(self) -> rpc.ExecutionAttemptID:
         a = rpc.ExecutionAttemptID(self.next_attempt)
         self.next_attempt += 1
+        return a
+
+    def new_sequence_number(self) -> rpc.SequenceNumber:
+        a = rpc.SequenceNumber(self.next_sequence)
+        self.next_sequence += 1
         return a
 
     def new_allocation(self) -> rpc.AllocationID:
@@ -514,6 +520,10 @@ class ControlPlane:
             if te.alive and te.rm_token is not None and not te.registered:
                 self.net.send(rpc.RegisterTaskExecutor(te.index, te.inc, te.rm_token, te.slot_report()))
             if te.alive:
+                died = te.job_leader_tick(self.timeout)
+                if died is not None:
+                    c.events.append(("cp_job_leader_timeout", c.now, te.index, te.job_token))
+                    self.executions_died(c, died)
                 te.timeout_inactive(self.timeout)
                 te.offer(self)
 
@@ -549,11 +559,14 @@ class ControlPlane:
                 for slot in rm.on_heartbeat(self, m, c.config.slot_report_reconciliation):
                     c.events.append(("cp_pending_slot_reconciled", c.now, slot))
             return
-        if t is rpc.OfferSlots or t is rpc.HeartbeatResponse:
-            p = self._jm(m.job_token if t is rpc.OfferSlots else m.token)
+        if t is rpc.OfferSlots or t is rpc.HeartbeatResponse or t is rpc.RequirementsAcknowledged:
+            p = self._jm(m.token if t is rpc.HeartbeatResponse else m.job_token)
             if p is None:
                 return
             jm = p.jobmaster
+            if t is rpc.RequirementsAcknowledged:
+                jm.on_acknowledged(m)
+                return
             if t is rpc.OfferSlots:
                 if p.latch != ha.latch_leader(self.store):
                     c.events.append(("cp_offer_to_deposed", c.now, m.te, p.index))
@@ -617,6 +630,7 @@ class ControlPlane:
                     te.missed_rm = 0
                     self.net.send(rpc.HeartbeatResponse("rm", m.token, te.index, te.inc, te.slot_report()))
             elif m.token == te.job_token:
+                te.missed_jm = 0
                 died, failed_slots, freed = te.on_allocated_slot_report(m.token, m.payload, self.slot_sync)
                 for alloc in freed:
                     c.events.append(("cp_unreported_slot_freed", c.now, m.te, alloc))
@@ -664,6 +678,9 @@ class ControlPlane:
             self.ha_write(c, p, path, None, delete=True)
         if p.jobmaster is not None:
             p.jobmaster.release_all(self)
+            # the closed JobMaster disconnects from the ResourceManager of its own process,
+            # which clears the job's requirement (Flink: JobLeaderIdService / disconnectJobManager)
+            p.rm.requirements.pop(p.jobmaster.token, None)
             p.jobmaster = None
         c.events.append(("cp_job_cleaned_up", c.now, p.token))
 

@@ -10,8 +10,9 @@ Follows ``JobMaster`` (a ``FencedRpcEndpoint<JobMasterId>``) with a ``Declarativ
 * its requirement is the number of execution slot sharing groups that hold or need a slot:
   a group needs one while a subtask of it is schedulable and not FINISHED (the control plane
   says which are schedulable: ``model.controlplane``); it declares the requirement to the
-  ResourceManager whenever it changes, and again each heartbeat interval while the pool
-  holds fewer slots;
+  ResourceManager whenever it changes, and again each heartbeat interval until the
+  ResourceManager acknowledged it (``DeclareResourceRequirementServiceConnectionManager``
+  retries a declaration that failed);
 * ``offerSlots`` (a TaskExecutor that offers is connected: a heartbeat target): an offered
   slot is accepted while the pool needs slots (a declarative
   pool accepts any matching slot, whichever allocation it came from), else rejected;
@@ -50,7 +51,7 @@ class JobMaster:
     """The JobMaster of leader session ``token`` (see the module docstring)."""
 
     __slots__ = ("token", "groups", "pool", "group_slot", "deployed", "attempts", "pending", "connected", "missed",
-                 "unconfirmed", "status", "idle", "needed", "declared")
+                 "unconfirmed", "status", "idle", "needed", "declared", "acked")
 
     def __init__(self, token: int, groups: tuple, attempts: list):
         self.token = token
@@ -79,8 +80,10 @@ class JobMaster:
         self.idle: dict = {}
         #: the groups that hold or need a slot (``update_demand``); all of them until told
         self.needed: frozenset = frozenset(range(len(groups)))
-        #: the requirement last declared to the ResourceManager
-        self.declared: int | None = None
+        #: the number of the last declaration sent to the ResourceManager, and whether it
+        #: acknowledged it
+        self.declared = None
+        self.acked = False
 
     @property
     def required(self) -> int:
@@ -96,8 +99,9 @@ class JobMaster:
                 alloc = self.group_slot.pop(g)
                 self.idle[alloc] = 0
                 freed.append(alloc)
+        changed = len(needed) != len(self.needed)
         self.needed = needed
-        if self.required != self.declared:
+        if changed:
             self.declare(cp, force=True)
         return freed
 
@@ -107,11 +111,17 @@ class JobMaster:
         return dict(self.connected)
 
     def declare(self, cp, force: bool = False) -> None:
-        """Declare the requirement: when it changed (``force``), and again while the pool holds
-        fewer slots (a declaration may have been lost)."""
-        if self.status == "RUNNING" and (force or len(self.pool) < self.required):
-            self.declared = self.required
-            cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, self.required))
+        """Declare the requirement: when it changed (``force``), and again (each heartbeat
+        interval) until the ResourceManager acknowledged it."""
+        if force or not self.acked:
+            self.declared = cp.new_sequence_number()
+            self.acked = False
+            cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, self.required, self.declared))
+
+    def on_acknowledged(self, m: rpc.RequirementsAcknowledged) -> None:
+        """The ResourceManager holds the last declaration (or an older one's answer arrives late)."""
+        if m.seq == self.declared:
+            self.acked = True
 
     def on_offer(self, cp, m: rpc.OfferSlots) -> set:
         """Accept or reject the offered slots. A slot offered under a new allocation replaces
@@ -266,7 +276,7 @@ class JobMaster:
         """Give every slot back (``FreeSlot`` to its TaskExecutor) and withdraw the requirement."""
         for alloc, (te, _inc, _slot) in sorted(self.pool.items()):
             cp.net.send(rpc.FreeSlot(te, self.token, alloc))
-        cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, 0))
+        cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, 0, cp.new_sequence_number()))
         self.pool.clear()
         self.group_slot.clear()
         self.deployed.clear()

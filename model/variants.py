@@ -483,7 +483,8 @@ _add(Variant(name="cp-eager-blocking-regions", description="every pipelined regi
              family="blocking", expected=("region_deployed_after_blocking_inputs",), switches=("scheduling",),
              config=RuntimeConfig(scheduling="eager", **_CP), max_steps=350))
 _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
-             "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever",
+             "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
+             "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",), switches=("allocated_slot_report_sync",),
              config=RuntimeConfig(allocated_slot_report_sync=False, **_CP), max_steps=350))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "

@@ -260,10 +260,10 @@ def cp_deposed_leader_write_rejected(run, new_events) -> bool:
 # -- idle slots and scheduling -----------------------------------------------------------------
 
 @invariant("idle_slots_returned", kind="always", concept="DeclarativeSlotPool.releaseIdleSlots / AllocatedSlotReport",
-           statement="Once heartbeats have settled, every slot a connected TaskExecutor holds as active for the "
-                     "leading JobMaster is in that JobMaster's SlotPool: a slot the pool gave up (an idle slot "
-                     "after slot.idle.timeout) is free on the TaskExecutor too, and by its slot report in the "
-                     "SlotManager.")
+           statement="Once heartbeats have settled, every slot a TaskExecutor holds as active for the leading "
+                     "JobMaster is in that JobMaster's SlotPool: a slot the pool gave up (an idle slot after "
+                     "slot.idle.timeout, a slot of a TaskExecutor it lost) is free on the TaskExecutor too, and by its "
+                     "slot report in the SlotManager.")
 def idle_slots_returned(run) -> Violation | None:
     cp = run.cluster.cp
     if cp is None or not cp.settled():
@@ -272,9 +272,9 @@ def idle_slots_returned(run) -> Violation | None:
     jm = None if p is None else p.jobmaster
     if jm is None:
         return None
-    for i, inc in sorted(jm.targets().items()):
-        te = cp.tes[i]
-        if not te.alive or te.inc != inc or te.job_token != jm.token:
+    for te in cp.tes:
+        i = te.index
+        if not te.alive or te.job_token != jm.token:
             continue
         for slot, s in enumerate(te.slots):
             if s is not None and s[1] == jm.token and s[2] and s[0] not in jm.pool:
