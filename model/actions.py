@@ -173,6 +173,10 @@ class ActionKind:
     #: a step of this kind only moves records (the viewer collapses runs of such steps; a
     #: delivery is one when its mark's shape is "record")
     moves_records: bool = False
+    #: a step of this kind disturbs checkpointing (a failure, a lost message, a timeout, a stop
+    #: or restart of the job): checkpoints pending at that moment may legitimately never
+    #: complete (spec/checkpoint.py ``checkpoints_keep_completing`` judges the ones after it)
+    disturbs: bool = False
 
     @property
     def name(self) -> str:
@@ -583,6 +587,7 @@ class TriggerCheckpointKind(ActionKind):
 
 @register
 class CheckpointTimeoutKind(ActionKind):
+    disturbs = True
     action = CheckpointTimeout
     weight = 0.1
     drain = 8
@@ -601,7 +606,18 @@ class CheckpointTimeoutKind(ActionKind):
         return None
 
     def apply(self, c, a):
+        if self.stuck(c):
+            c.events.append(("checkpoint_stuck", c.now, a.checkpoint_id))
         c.expire_checkpoint(a.checkpoint_id)
+
+    def stuck(self, c) -> bool:
+        """Nothing that could still complete a checkpoint can happen: no action of a kind the
+        drain policy takes before expiring checkpoints is enabled (no record, barrier or
+        notification can move; triggering another checkpoint does not help this one). The drain
+        expires only such a checkpoint; an expiry then is no fault injected but the sign that the
+        checkpoint can never complete."""
+        return not any(u.drain < self.drain and u.action is not TriggerCheckpoint and u.enabled(c)
+                       for u in DRAIN_ORDER)
 
     def describe(self, c, a):
         return f"checkpoint {a.checkpoint_id} expires"
@@ -656,6 +672,8 @@ class AlignmentTimeoutKind(ActionKind):
 
 class _FailureKind(ActionKind):
     """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
+
+    disturbs = True
 
     def precondition(self, c):
         if not c.failures_left():
@@ -738,6 +756,7 @@ class FailJobManagerKind(_FailureKind):
 
 @register
 class StopWithSavepointKind(ActionKind):
+    disturbs = True
     action = StopWithSavepoint
     weight = 0.1
     shape = "square"
@@ -767,6 +786,8 @@ class StopWithSavepointKind(ActionKind):
 class RestartFromSavepointKind(ActionKind):
     """Offered when the job stopped with a savepoint: the current parallelisms first (the
     drain policy takes that one), then each option of ``RuntimeConfig.rescale_options``."""
+
+    disturbs = True
 
     action = RestartFromSavepoint
     weight = 5.0
@@ -891,6 +912,9 @@ class DiscardFileKind(ActionKind):
     def apply(self, c, a):
         c.discard_file(a.path)
 
+    def mark(self, c, a):
+        return {"lane": STORAGE_LANE, "shape": self.shape, "color": self.color}
+
     def describe(self, c, a):
         return f"the state file {a.path} is deleted ({c.storage.scheduled[a.path]})"
 # -- the control plane (model/controlplane.py): offered only with RuntimeConfig.control_plane ---
@@ -985,6 +1009,52 @@ class CleanupJob:
     counter leave the store; the JobMaster releases its slots."""
 
 
+#: the swimlane of the HA store and of checkpoint storage (``component_lanes``)
+HA_LANE, STORAGE_LANE = "ha", "storage"
+
+
+def component_lanes(c) -> tuple:
+    """The swimlanes of ``c``'s components beside its subtasks, ``{"id", "name"}`` each: one per
+    JobManager process (``jm<j>``: its ResourceManager, Dispatcher and JobMaster), one per
+    TaskExecutor (``te<i>``) and the HA store when the control plane runs; checkpoint storage
+    with a state backend. The ids are the ``lane`` / ``from_lane`` of the kinds' marks."""
+    out = []
+    if c.cp is not None:
+        out += [{"id": f"jm{p.index}", "name": f"JobManager {p.index}"} for p in c.cp.jms]
+        out += [{"id": f"te{t.index}", "name": f"TaskExecutor {t.index}"} for t in c.cp.tes]
+        out.append({"id": HA_LANE, "name": "HA store"})
+    if c.storage is not None:
+        out.append({"id": STORAGE_LANE, "name": "checkpoint storage"})
+    return tuple(out)
+
+
+def rpc_lanes(cp, m) -> tuple:
+    """(sender lane, receiver lane) of the RPC message ``m``: a TaskExecutor's lane, or the
+    lane of the JobManager process whose ResourceManager / JobMaster holds the message's
+    leader session (None when no process holds it any more)."""
+    def process(token, role):
+        for p in cp.jms:
+            owner = p.rm if role == "rm" else p.jobmaster
+            if owner is not None and owner.token == token:
+                return f"jm{p.index}"
+        return None
+    te = f"te{m.te}" if hasattr(m, "te") else None
+    name = type(m).__name__
+    if name in ("RegisterTaskExecutor", "SlotRequestAnswer"):
+        return te, process(m.token, "rm")
+    if name in ("RegistrationResponse", "RequestSlot"):
+        return process(m.token, "rm"), te
+    if name == "DeclareResourceRequirements":
+        return process(m.job_token, "jm"), process(m.token, "rm")
+    if name == "OfferSlots":
+        return te, process(m.job_token, "jm")
+    if name == "HeartbeatRequest":
+        return process(m.token, m.sender), te
+    if name == "HeartbeatResponse":
+        return te, process(m.token, m.receiver)
+    return process(m.job_token, "jm"), te  # OfferSlotsAnswer, SubmitTask, FreeSlot, CancelTask
+
+
 class _ControlPlaneKind(ActionKind):
     control_plane = True
     optional = False
@@ -993,8 +1063,17 @@ class _ControlPlaneKind(ActionKind):
     def precondition(self, c):
         return None if c.cp is not None else "the control plane is off (RuntimeConfig.control_plane)"
 
+    #: the action is a notification of the HA services (drawn as an arrow from their lane)
+    from_ha = False
+
     def mark(self, c, a):
-        return {"lane": None, "shape": self.shape, "color": self.color}
+        m = {"lane": self.lane(c, a), "shape": self.shape, "color": self.color}
+        return m | {"from_lane": HA_LANE} if self.from_ha else m
+
+    def lane(self, c, a):
+        """The component lane (``component_lanes``) the action happens in; None: the
+        coordinator's lane (a clock tick, the job's terminal state)."""
+        return None
 
 
 @register
@@ -1028,6 +1107,12 @@ class ReleaseRestoredSnapshotKind(ActionKind):
     def describe(self, c, a):
         return f"the user deletes snapshot {c.storage.restored[0]} (restored in NO_CLAIM mode)"
 class _InFlightKind(_ControlPlaneKind):
+    def mark(self, c, a):
+        sender, receiver = rpc_lanes(c.cp, c.cp.net.in_flight[a.index])
+        if receiver is None:  # addressed to a leader session no process holds: shown at the sender
+            return {"lane": sender, "shape": self.shape, "color": self.color}
+        return {"lane": receiver, "from_lane": sender, "shape": self.shape, "color": self.color}
+
     def candidates(self, c):
         if c.cp is None:
             return ()
@@ -1065,6 +1150,8 @@ class RpcDeliverKind(_InFlightKind):
 
 class _ControlPlaneFault(_ControlPlaneKind):
     """A control-plane fault: counted against ``max_failures`` like the data plane's."""
+
+    disturbs = True
 
     shape = "cross"
     color = "#d00"
@@ -1148,6 +1235,9 @@ class TickKind(_ControlPlaneKind):
 
 
 class _JobManagerKind(_ControlPlaneKind):
+    def lane(self, c, a):
+        return f"jm{a.job_manager}"
+
     def candidates(self, c):
         if c.cp is None:
             return ()
@@ -1160,6 +1250,9 @@ class _JobManagerKind(_ControlPlaneKind):
 
 
 class _TaskExecutorKind(_ControlPlaneKind):
+    def lane(self, c, a):
+        return f"te{a.task_executor}"
+
     def candidates(self, c):
         if c.cp is None:
             return ()
@@ -1177,6 +1270,7 @@ class LeaderLatchEventKind(_JobManagerKind):
     weight = 2.0
     drain = 11
     color = "#06c"
+    from_ha = True
 
     def process_guard(self, c, p):
         return None if c.cp.latch_event(c, p.index) else f"nothing changed for the latch of jm{p.index}"
@@ -1194,6 +1288,7 @@ class LeaderRetrievalKind(_TaskExecutorKind):
     weight = 2.0
     drain = 12
     color = "#06c"
+    from_ha = True
 
     def te_guard(self, c, te):
         return None if c.cp.retrieval_pending(te.index) else f"te{te.index} knows the current leader"
@@ -1246,6 +1341,8 @@ class StartJobManagerKind(_JobManagerKind):
 class ExpireSessionKind(_JobManagerKind):
     """A crashed process's session expires as a matter of course (ZooKeeper's session timeout);
     a living process's session expiring is a fault (a long pause, a partition)."""
+
+    disturbs = True
 
     action = ExpireSession
     weight = 0.08
@@ -1354,6 +1451,8 @@ class RescaleFromCheckpointKind(ActionKind):
     checkpoint completed: each parallelism of ``RuntimeConfig.rescale_options`` other than the
     current one, unless Flink would refuse the restore (in-flight data on a rescaled pointwise
     edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
+
+    disturbs = True
 
     action = RescaleFromCheckpoint
     weight = 2.0

@@ -16,8 +16,8 @@ Entry format (:class:`Entry`):
 
 * ``name`` — unique across every kind;
 * ``family`` — ``"<kind>"`` or ``"<kind>/<mechanism>"``, the kind one of :data:`KINDS`:
-  ``cluster/keyed``, ``cluster/blocking``, ``focused/valve``, ``z3/barriers``,
-  ``spark-standin`` ...;
+  ``cluster/keyed``, ``cluster/blocking``, ``control-plane``, ``state-backend``,
+  ``focused/valve``, ``z3/barriers``, ``spark-standin`` ...;
 * ``expected`` — ``("pass",)`` for a safe configuration, else what the run must find: the
   invariant names any one of which must be violated (for a z3 check expected to fail:
   ``("counterexample",)``);
@@ -39,14 +39,39 @@ import attrs
 
 PASS = "pass"
 
-#: kind (first segment of ``family``) -> the flinkspec command that runs entries of that kind
+@attrs.frozen(slots=True)
+class Kind:
+    """What entries of one kind have in common: the command that runs them, how
+    ``docs/variants.md`` heads their section (``title``; ``column``: what its first column
+    calls an entry), whether they are whole-cluster ``model.variants.Variant`` s searched by
+    seeded random walks (``random_walks``), and whether their counterexamples go to the
+    committed corpus (``corpus``)."""
+
+    runner: str
+    title: str
+    column: str = "name"
+    random_walks: bool = False
+    corpus: bool = False
+
+
+#: kind (first segment of ``family``) -> what it is; the order is the order of every listing
 KINDS = {
-    "cluster": "check",
-    "control-plane": "check",
-    "focused": "check",
-    "z3": "prove",
-    "spark-standin": "spark-replay --engine standin",
+    "cluster": Kind("check", "Whole-cluster variants (`flinkspec check`: seeded random walks, swarm testing, "
+                    "failures)", "variant", random_walks=True, corpus=True),
+    "control-plane": Kind("check", "Control-plane variants (`flinkspec check`: random walks over RPC loss, "
+                          "crashes, session expiry and leader changes; docs/control-plane.md)", "variant",
+                          random_walks=True, corpus=True),
+    "state-backend": Kind("check", "State-backend variants (`flinkspec check`: random walks over two-phase "
+                          "snapshots, checkpoint storage, subsumption and restores; docs/state-backends.md)",
+                          "variant", random_walks=True, corpus=True),
+    "focused": Kind("check", "Focused suites (`flinkspec check`: Hypothesis)", "suite", corpus=True),
+    "z3": Kind("prove", "z3 checks (`flinkspec prove`)", "check"),
+    "spark-standin": Kind("spark-replay --engine standin",
+                          "Spark pipeline stand-ins (`flinkspec spark-replay --engine standin`)", "stand-in"),
 }
+
+#: the kinds whose entries are whole-cluster variants searched by seeded random walks
+RANDOM_WALK_KINDS = tuple(k for k, kind in KINDS.items() if kind.random_walks)
 
 
 def _family(_instance, _attribute, value: str) -> None:
@@ -82,7 +107,7 @@ class Entry:
 
     @property
     def runner(self) -> str:
-        return KINDS[self.kind]
+        return KINDS[self.kind].runner
 
     @property
     def safe(self) -> bool:

@@ -70,11 +70,15 @@ class SingleCheckpointBarrierHandler:
         "checkpoints_after_tasks_finish",
         "snapshot_obsolete_barriers",
         "alignment_timer",
+        "cancel_current_on_stale_marker",
     )
 
     def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
                  checkpoints_after_tasks_finish: bool = True, snapshot_obsolete_barriers: bool = False,
-                 alignment_timer: str = "deadline"):
+                 alignment_timer: str = "deadline", cancel_current_on_stale_marker: bool = False):
+        #: known unsafe (``RuntimeConfig.unchecked_cancellation_id``): a CancelCheckpointMarker of
+        #: an older checkpoint aborts the checkpoint being aligned
+        self.cancel_current_on_stale_marker = cancel_current_on_stale_marker
         #: "deadline" (Flink), or known unsafe "immediate" / "never" (``RuntimeConfig.alignment_timer``)
         self.alignment_timer = alignment_timer
         #: known unsafe (``RuntimeConfig.unchecked_barrier_order``): a late barrier of an older
@@ -215,6 +219,8 @@ class SingleCheckpointBarrierHandler:
     def process_cancellation(self, checkpoint_id: int) -> None:
         if checkpoint_id > self.current_id or (checkpoint_id == self.current_id and self.aligned):
             self._abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
+        elif self.cancel_current_on_stale_marker and self.pending:
+            self._abort(self.current_id, DECLINED_ON_CANCELLATION_BARRIER)  # the unsafe knob
 
     def _abort(self, checkpoint_id: int, reason: str) -> None:
         self.current_id = max(checkpoint_id, self.current_id)

@@ -175,6 +175,11 @@ class RuntimeConfig:
     #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
     #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
     alignment_timer: str = "deadline"
+    #: a CancelCheckpointMarker is taken without comparing its checkpoint id to the one being
+    #: aligned: a late marker of an older checkpoint aborts the current one (Flink's
+    #: ``SingleCheckpointBarrierHandler.processCancellationBarrier`` ignores markers of older
+    #: checkpoints)
+    unchecked_cancellation_id: bool = False
     #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
     #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
     #: the splits of the others are lost
@@ -668,7 +673,8 @@ class Cluster:
         return self._handler_cls(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
-            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer)
+            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer,
+            cancel_current_on_stale_marker=cfg.unchecked_cancellation_id)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}
@@ -791,7 +797,7 @@ class Cluster:
                 if job.stopping == cid:
                     self._stop_after_savepoint(cid)
             elif isinstance(e, CheckpointAborted):
-                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason))
+                self.events.append(("aborted", self.now, e.checkpoint_id, e.reason, e.subtask))
                 if self.storage is not None:
                     self._discard_acked(e.checkpoint_id)
                 if job.stopping == e.checkpoint_id:
@@ -1044,7 +1050,7 @@ class Cluster:
             return True
         store._checkpoints = [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
         self.acks.pop(cid, None)
-        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE"))
+        self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE", None))
         return False
 
     def job_manager_lost(self) -> None:
@@ -1399,13 +1405,18 @@ def step(cluster: Cluster, action) -> Cluster:
     return cluster
 
 
+class RunStuck(FlinkspecError):
+    """No enabled action drains the run although it is not at its end (a liveness failure of
+    the model or of a variant: ``spec.exactly_once.run_drains`` turns it into a violation)."""
+
+
 def drain_choice(cluster: Cluster):
     """The one drain policy, as a single choice: the first enabled action of the kinds with a
     drain priority (``model.actions.DRAIN_ORDER``: finish the data, commit, then a final
     checkpoint, then expire what can no longer complete, then restart a stopped job at its
     parallelism) that the kind lets the drain take. None when the run is drained, or when it
     cannot drain further (a stop-with-savepoint in progress, or every task finished with data
-    left for a consumer that already finished). Raises FlinkspecError when the run is stuck."""
+    left for a consumer that already finished). Raises :class:`RunStuck` when the run is stuck."""
     if cluster.is_drained():
         return None
     for unit in A.DRAIN_ORDER:
@@ -1414,7 +1425,7 @@ def drain_choice(cluster: Cluster):
                 return a
     if cluster.job.stopping is not None or all(t.status == FINISHED for t in cluster.tasks):
         return None
-    raise FlinkspecError(f"the run is stuck after {cluster.now} steps: no action drains it further")
+    raise RunStuck(f"the run is stuck after {cluster.now} steps: no action drains it further")
 
 
 def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:

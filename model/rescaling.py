@@ -101,13 +101,15 @@ def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: 
         subs = new_eg.subtasks_of(vertex_of[name])
         for i, sid in enumerate(subs):
             per_new[sid].keyed[name] = assigned[i]
-    start = 0
     for name in sorted(list_old):
         new_op = new_ops[name]
         if by_index:  # known unsafe (RuntimeConfig.operator_state_by_index): old subtask i's state to new i
             parts = [list(list_old[name][i]) if i < len(list_old[name]) else [] for i in range(new_op.parallelism)]
         else:
-            parts, start = repartition_operator_state(list_old[name], new_op.parallelism, "split_distribute", start)
+            # StateAssignmentOperation repartitions each operator on its own: its
+            # RoundRobinOperatorStateRepartitioner starts at new subtask 0 for every operator
+            # (the start index carries over only between the state names of one operator)
+            parts, _ = repartition_operator_state(list_old[name], new_op.parallelism, "split_distribute", 0)
         subs = new_eg.subtasks_of(vertex_of[name])
         for i, sid in enumerate(subs):
             per_new[sid].operator[name] = parts[i]

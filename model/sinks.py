@@ -75,6 +75,9 @@ TWO_PHASE_COMMIT = "two_phase_commit"
 UPSERT = "upsert"
 APPEND = "append"
 SINK_KINDS = (TWO_PHASE_COMMIT, UPSERT, APPEND)
+#: the sink kinds whose output is exactly-once across failures and restores (an append sink
+#: writes the records between the restored checkpoint and the failure again: at-least-once)
+EXACTLY_ONCE_SINK_KINDS = (TWO_PHASE_COMMIT, UPSERT)
 
 
 @attrs.frozen(slots=True, order=True)

@@ -8,7 +8,13 @@ subtask (SPLIT_DISTRIBUTE), in every new subtask (UNION) or as a copy of one old
 entries (BROADCAST).
 
 Follows: ``StateAssignmentOperation`` (``createKeyGroupPartitions``, key-group range
-intersection, the max-parallelism preconditions) and ``RoundRobinOperatorStateRepartitioner``.
+intersection, the max-parallelism preconditions) and ``RoundRobinOperatorStateRepartitioner``
+(called per operator: its round-robin start begins at new subtask 0 for every operator).
+
+Deliberate choice where Flink leaves the order open: a new subtask's SPLIT_DISTRIBUTE entries
+are listed in old-subtask order; Flink merges them per state handle in a ``HashMap``, so the
+order of entries that came from different old subtasks (e.g. the splits a source subtask reads
+one after the other) follows the handles' hash codes. Which entries a subtask gets is the same.
 
 Known-unsafe variant (``keygroup_assignment="modulo"``): new subtask ``i`` takes the key
 groups ``kg % p' == i`` instead of its range, while records are still routed by range —

@@ -11,7 +11,7 @@ sizes, partitioners, keys, disorder and input sizes vary with the seed.
 
 Expected verdicts are invariant *names* (strings): ``model`` never imports ``spec``.
 
-Every variant is also an entry of ``model.catalog`` (family ``cluster/<job family>``), with
+Every variant is also an entry of ``model.catalog`` (family ``Variant.catalog_family``), with
 its *seam*: the definition a re-introduced bug overrides (``model.seams``), or the unsafe
 knobs it switches (``switches``), e.g. ``RuntimeConfig.skip_consumer_regions=True``.
 """
@@ -90,6 +90,20 @@ class Variant:
     @property
     def safe(self) -> bool:
         return self.expected == (PASS,)
+
+    @property
+    def kind(self) -> str:
+        """The catalog kind (``model.catalog.KINDS``): ``control-plane`` when the control plane
+        runs, ``state-backend`` for the storage scenarios, else ``cluster``."""
+        if self.config.control_plane:
+            return "control-plane"
+        return "state-backend" if self.family == "state_backend" else "cluster"
+
+    @property
+    def catalog_family(self) -> str:
+        """The catalog family: the kind, and for a plain cluster variant its job family
+        (``cluster/keyed``, ``cluster/two-stage`` ...)."""
+        return f"cluster/{self.family.replace('_', '-')}" if self.kind == "cluster" else self.kind
 
     @property
     def seam(self) -> str | None:
@@ -345,9 +359,8 @@ def _add(v: Variant) -> None:
     if v.name in VARIANTS:
         raise ValueError(f"variant {v.name!r} is declared twice")
     VARIANTS[v.name] = v
-    family = "control-plane" if v.config.control_plane else f"cluster/{v.family.replace('_', '-')}"
     catalog.register(catalog.Entry(
-        name=v.name, family=family, expected=v.expected,
+        name=v.name, family=v.catalog_family, expected=v.expected,
         description=v.description, flink_key=v.flink_key, seam=lambda: v.seam,  # read when asked: see seam
         command=f"flinkspec check --only {v.name}"))
 
@@ -419,7 +432,8 @@ _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an 
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "
-             "the cut", expected=("consistent_cut",),
+             "the cut; a snapshot deferred past an element that never comes is never taken, so its checkpoint "
+             "expires", expected=("consistent_cut", "checkpoints_keep_completing"),
              config=RuntimeConfig(unaligned=True, bugs=("FLINK-17568",), channel_capacity=3)))
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
@@ -610,6 +624,15 @@ _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the Share
                        "file_deleted_only_when_unreferenced"),
              config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
+
+_add(Variant(name="unchecked-cancellation-id", description="cancellation markers taken without comparing their "
+             "checkpoint id to the one being aligned: a late CancelCheckpointMarker of a subsumed checkpoint aborts "
+             "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
+             "that overtook its barrier), although nothing failed", family="two_stage",
+             expected=("checkpoints_keep_completing",), switches=("unchecked_cancellation_id",),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
+                                  channel_capacity=3, unchecked_cancellation_id=True, **_F),
+             small=Small(checkpoints=2, records=2)))
 
 
 def variant(name: str) -> Variant:

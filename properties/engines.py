@@ -27,11 +27,11 @@ import attrs
 
 import spec
 from model import actions as A
-from model.cluster import Cluster, drain_choice
+from model.cluster import Cluster, RunStuck, drain_choice
 from model.errors import ActionNotEnabled, FlinkspecError
 from model.variants import Scenario, Variant, generate, variant as get_variant
 from spec.declarative import event_time_judged
-from spec.exactly_once import Expected
+from spec.exactly_once import Expected, run_drains
 from spec.invariant import Violation, invariants
 
 spec.load_all()  # every invariant module registers its invariants before the lists below are taken
@@ -82,6 +82,8 @@ class Run:
         #: a source went idle in this run (a SourceIdle action was taken): on a windowed job the
         #: window results then depend on timing (``timing_dependent``)
         self.idle_seen = False
+        #: why the drain policy found no action (``model.cluster.RunStuck``), read by run_drains
+        self.stuck: str | None = None
         self.violation: Violation | None = None
         if check_always:
             # the initial deployment (its slot placement, its key groups) is judged too
@@ -151,7 +153,12 @@ class Run:
         if c.status == "FAILED":
             return None  # a job that exhausted its restarts has nothing to compare
         for _ in range(max_steps):
-            act = drain_choice(c)
+            try:
+                act = drain_choice(c)
+            except RunStuck as e:  # a liveness failure: a violation of its own name, written as a file
+                self.stuck = str(e)
+                self.violation = run_drains(self).at_step(c.now)
+                return self.violation
             if act is None:
                 break
             if observe is not None:

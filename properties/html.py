@@ -209,6 +209,8 @@ def _state_data(tl, names: dict) -> dict:
         if k.startswith("keyed_state"):  # a key's state: "'b' = 1", "'b' [0,3) = 7"
             r += [c for c in keyrefs if any(re.search(r"(^|; )" + re.escape(c[4:]) + r" [=\[]", f.get(k) or "")
                                             for f in flats)]
+        if k.endswith("session"):  # a component's leader session: "session 3"
+            r += [f"session:{m}" for m in sorted({m for f in flats for m in re.findall(r"session (\d+)", f.get(k) or "")})]
         if k == "checkpoints › completed":
             ids = {x for f in flats for x in f.get(k, "").strip("[]").split(", ") if x.isdigit()}
             r += [f"cp{x}" for x in sorted(ids, key=int)]
@@ -244,7 +246,7 @@ def render_timeline(tl) -> str:
     vstep = tl.violation_step
     v = tl.violation
     data = {
-        "lanes": list(tl.lanes),
+        "lanes": list(tl.lanes) + list(tl.components),
         "steps": [{"a": s.action, "k": s.kind, "d": s.description, "m": s.mark, "alt": [list(x) for x in s.alternatives],
                    "c": list(s.completed), "ev": s.eventful, "dr": s.drained} for s in tl.steps],
         "state": _state_data(tl, {ln["name"]: ln["id"] for ln in tl.lanes}),
@@ -253,7 +255,7 @@ def render_timeline(tl) -> str:
     }
     h = tl.header
     filt = "".join(f'<label><input type="checkbox" class="lanef" value="{ln["id"]}" checked> {_e(ln["name"])}</label>'
-                   for ln in tl.lanes)
+                   for ln in tl.lanes + tl.components)
     job = "; ".join(f'{_e(o["name"])} ({_e(o["kind"])}, p={o["parallelism"]})' for o in tl.job["operators"])
     edges = "; ".join(f'{_e(e["source"])} —{_e(e["partitioner"])}{"/blocking" if e["exchange_mode"] == "blocking" else ""}→ '
                       f'{_e(e["target"])}' for e in tl.job["edges"])
@@ -278,14 +280,14 @@ def render_timeline(tl) -> str:
 <button type="button" id="last" title="last step (End)">▶|</button>
 <span id="pos" aria-live="polite"></span>
 <label><input type="checkbox" id="collapse" checked> collapse uneventful runs</label>
-<details class="filter"><summary>filter subtasks</summary>{filt}
+<details class="filter"><summary>filter lanes</summary>{filt}
 <button type="button" id="fall">all</button> <button type="button" id="fnone">none</button></details>
 </nav>
 <section class="lanesbox"><h2>swimlanes</h2><div id="lanes"></div>
 <p class="legend"><span style="color:#2a6fdb">●</span> record delivered · <span style="color:#1b9e3e">●</span> source read ·
 <span style="color:#c77c02">▮</span> barrier · <span style="color:#888">▲</span> watermark · <span style="color:#d00">✕</span> failure ·
 <span style="color:#c77c02">■</span> coordinator action · <span style="color:#1b9e3e">★</span> checkpoint completed ·
-<span style="color:#d00">┆</span> the violation · arrows: producer → consumer</p></section>
+<span style="color:#d00">┆</span> the violation · arrows: producer → consumer, RPC sender → receiver</p></section>
 <div class="cols">
 <section class="stepsbox"><h2>steps</h2><ol id="steps">{_step_list(tl, vstep)}</ol></section>
 <section class="statebox"><h2>state after step <span id="stn"></span></h2>

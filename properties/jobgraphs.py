@@ -40,6 +40,7 @@ def stream_graphs(
     max_parallelism: int = 4,
     max_sources: int = 2,
     allow_co_location: bool = True,
+    sink_kinds: tuple = SINK_KINDS,
 ) -> StreamGraph:
     n = draw(st.integers(1, max_operators))
     ssg_names = st.sampled_from([None, None, None, "default", "a", "b"])
@@ -86,7 +87,7 @@ def stream_graphs(
                 params["window_offset"] = draw(st.integers(-(size - 1), size - 1))
             params["allowed_lateness"] = draw(st.integers(0, 3))
         else:
-            params["sink_kind"] = draw(st.sampled_from(SINK_KINDS))
+            params["sink_kind"] = draw(st.sampled_from(sink_kinds))
             sinks.add(name)
         op = OperatorSpec(
             name=name, kind=kind, parallelism=p, max_parallelism=maxp,

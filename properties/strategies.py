@@ -15,6 +15,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from model.cluster import JobInput, RuntimeConfig
+from model.sinks import EXACTLY_ONCE_SINK_KINDS, SINK_KINDS
 from model.variants import Scenario
 from properties.jobgraphs import stream_graphs
 
@@ -65,6 +66,10 @@ def runtime_configs(draw, safe: bool = True):
 
 @st.composite
 def scenarios(draw, safe: bool = True):
-    graph = draw(stream_graphs(max_operators=5, max_parallelism=3))
+    """A job, its input and a runtime configuration. ``safe``: only settings under which the
+    runtime promises exactly-once (no at-least-once checkpointing, only sinks whose output is
+    exactly-once across failures: an append sink under failures duplicates by design)."""
+    graph = draw(stream_graphs(max_operators=5, max_parallelism=3,
+                               sink_kinds=EXACTLY_ONCE_SINK_KINDS if safe else SINK_KINDS))
     return Scenario(graph=graph, job_input=draw(job_inputs(graph)), config=draw(runtime_configs(safe)),
                     seed=draw(st.integers(0, 1000)))

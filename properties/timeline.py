@@ -64,6 +64,9 @@ class Timeline:
     job: dict
     #: one lane per subtask: {"id", "name", "vertex"}
     lanes: tuple
+    #: one lane per component beside the subtasks (``model.actions.component_lanes``):
+    #: JobManager processes, TaskExecutors, the HA store, checkpoint storage — {"id", "name"}
+    components: tuple
     #: {"id", "producer", "consumer", "blocking", "partitioner"}
     channels: tuple
     steps: tuple
@@ -141,6 +144,84 @@ def _keyed_state(task) -> dict:
     return out
 
 
+def _slot_text(view) -> str:
+    """A slot as a component sees it: ``FREE``, or its allocation and owning JobMasterId."""
+    if view is None or view[0] in (None, "FREE"):
+        return "FREE"
+    return f"allocation {view[1]} of JobMaster session {view[2]}" if view[0] == "ALLOCATED" else str(view)
+
+
+def _control_plane(cp, names: list) -> dict:
+    """The control plane's components (``model.controlplane``): each JobManager process with
+    its ResourceManager and JobMaster, each slot as the SlotManager, the TaskExecutor and the
+    SlotPool see it (the three views ``slot_views_agree`` compares), each TaskExecutor, the RPC
+    messages in flight and the HA store's nodes."""
+    jms = {}
+    for p in cp.jms:
+        d = {"alive": p.alive, "leader_latch": p.latch or "-",
+             "leader_session": "-" if p.token is None else f"session {p.token}"}
+        if p.rm is not None:
+            d["resource_manager"] = {"session": f"session {p.rm.token}",
+                                     "registered": [f"te{t} (incarnation {i})" for t, i in sorted(p.rm.registered.items())],
+                                     "requirements": [f"JobMaster session {j}: {n} slot(s)"
+                                                      for j, n in sorted(p.rm.requirements.items())]}
+        jm = p.jobmaster
+        if jm is not None:
+            d["job_master"] = {"session": f"session {jm.token}", "status": jm.status,
+                               "slot_pool": [f"allocation {a} in te{i}/{slot}"
+                                             for a, (i, _inc, slot) in sorted(jm.pool.items())],
+                               "waiting_for_deployment": [names[t] for t in sorted(jm.pending) if t < len(names)]}
+        jms[f"jm{p.index}"] = d
+    slots = {}
+    for te in cp.tes:
+        for slot, view in enumerate(te.slots):
+            row = {"task_executor": "FREE" if view is None else
+                   f"allocation {view[0]} of JobMaster session {view[1]}" + ("" if view[2] else " (inactive)")}
+            for p in cp.jms:
+                if p.alive and p.rm is not None:
+                    row[f"slot_manager (jm{p.index})"] = _slot_text(p.rm.slots.get((te.index, slot)))
+                if p.alive and p.jobmaster is not None:
+                    held = [a for a, (i, _inc, s) in p.jobmaster.pool.items() if (i, s) == (te.index, slot)]
+                    row[f"slot_pool (jm{p.index})"] = ", ".join(f"allocation {a}" for a in sorted(held)) or "-"
+            slots[f"slot te{te.index}/{slot}"] = row
+    tes = {}
+    for te in cp.tes:
+        tes[f"te{te.index}"] = {
+            "alive": te.alive, "incarnation": te.inc, "registered": te.registered,
+            "resource_manager": "-" if te.rm_token is None else f"session {te.rm_token}",
+            "job_leader": "-" if te.job_token is None else f"session {te.job_token}",
+            "deployed": [f"slot {s}: " + ", ".join(names[t] if t < len(names) else str(t) for t, _a in ex)
+                         for s, ex in sorted(te.deployed.items())]}
+    store = {}
+    for path, node in sorted(cp.store.nodes.items()):
+        if path == "/":
+            continue
+        store[path] = f"{node.data!r} (version {node.version}" + (f", ephemeral of session {node.owner})"
+                                                                   if node.owner else ")")
+    return {"job_managers": jms, "slots": slots, "task_executors": tes,
+            "rpc_in_flight": [repr(m) for m in cp.net.in_flight], "ha_store": store}
+
+
+def _storage(st) -> dict:
+    """Checkpoint storage (``model.checkpointstorage``): every file (existing, scheduled for
+    deletion, deleted and by whom), the SharedStateRegistry's entries, and which snapshots
+    the job keeps or was given."""
+    files = {}
+    for path in sorted(set(st.files) | set(st.deleted)):
+        if path in st.files:
+            files[path] = "exists" + (f", delete scheduled: {st.scheduled[path]}" if path in st.scheduled else "")
+        else:
+            files[path] = f"deleted by the {st.deleted[path]}"
+    registry = {path: f"created by checkpoint {e.created_by}, last used by checkpoint {e.last_used}"
+                for path, e in sorted(st.registry.entries.items())}
+    snapshots = {f"checkpoint {cid}": {"files": [p for h in hs.values() for p in h.paths],
+                                       "savepoint": cid in st.savepoints, "owned_by_the_job": cid in st.owned}
+                 for cid, hs in sorted(st.handles.items())}
+    return {"files": files, "shared_state_registry": registry, "snapshots": snapshots,
+            "restored": "-" if st.restored is None else
+            f"checkpoint {st.restored[0]} in {st.restored[1]} mode" + (" (released by the user)" if st.released else "")}
+
+
 def snapshot(run) -> dict:
     """The state of ``run``'s cluster as nested plain data (sections -> names -> fields)."""
     c = run.cluster
@@ -197,7 +278,7 @@ def snapshot(run) -> dict:
             "records": [element_text(r) for r in txn.records],
         }
     committed = {name: [element_text(r) for r in recs] for name, recs in sink_output_by_operator(c).items()}
-    return {
+    out = {
         "job": {"status": c.status, "step": c.now, "attempt": c.attempt, "failures": c.failures,
                 "restarts": c.restarts},
         "channels": channels,
@@ -207,6 +288,11 @@ def snapshot(run) -> dict:
         "sinks": {"transactions": txns, "committed": committed},
         "keyed_state": keyed,
     }
+    if c.cp is not None:
+        out["control_plane"] = _control_plane(c.cp, names)
+    if c.storage is not None:
+        out["storage"] = _storage(c.storage)
+    return out
 
 
 def _text(v) -> str:
@@ -262,10 +348,28 @@ def _refs_of_value(key: str, v, names: dict, out: set) -> None:
         out.add(f"sink:{v}")
 
 
+#: a state file's path (``model.checkpointstorage``: ``shared/...``, ``chk-<id>/...``, ``sp-<id>/...``)
+FILE_PATH = re.compile(r"\b((?:shared|chk-\d+|sp-\d+)/[\w@.-]+)")
+
+
+def component_refs(text: str) -> set:
+    """The control-plane and storage element ids ``text`` names: ``slot:te<i>/<s>`` (a slot:
+    not its whole TaskExecutor), ``te:te<i>``, ``session:<n>`` (a leader session, i.e. a ResourceManagerId / JobMasterId),
+    ``cp<n>`` (``checkpoint id <n>``), ``file:<path>``."""
+    out = set()
+    for te, slot in re.findall(r"\bte(\d+)/(\d+)\b", text) + re.findall(r"'te(\d+)', (\d+)", text):
+        out.add(f"slot:te{te}/{slot}")
+    out.update(f"te:te{t}" for t in re.findall(r"\bte(\d+)\b(?!/)", text))
+    out.update(f"session:{n}" for n in re.findall(r"\b(?:leader session|JobMaster(?: session)?) (\d+)", text))
+    out.update(f"cp{n}" for n in re.findall(r"\bcheckpoint id (\d+)", text))
+    out.update(f"file:{p}" for p in FILE_PATH.findall(text))
+    return out
+
+
 def concerns(violation, eg) -> tuple:
     """The ids of the elements the violation names: ``ch<N>``, ``cp<N>``, ``kg<N>``,
-    ``task<N>``, ``rec:<record>``, ``key:<key>``, ``sink:<operator>``, from its expected and
-    actual values and its message; for a restart set, the subtasks that should have restarted
+    ``task<N>``, ``rec:<record>``, ``key:<key>``, ``sink:<operator>`` and the components'
+    (:func:`component_refs`), from its expected and actual values and its message; for a restart set, the subtasks that should have restarted
     and did not."""
     names = {s.name: s.id for s in eg.subtasks}
     out: set = set()
@@ -278,6 +382,9 @@ def concerns(violation, eg) -> tuple:
             and isinstance(act.get("restart"), list):
         out.update(f"task{t}" for t in set(exp["restart"]) - set(act["restart"]) if type(t) is int)
     msg = violation.message or ""
+    out.update(component_refs(" ".join(str(x) for x in (exp, act, msg))))
+    if type(exp) is int and "checkpoint" in msg:  # e.g. the latest checkpoint a restore should have used
+        out.add(f"cp{exp}")
     out.update(f"cp{m}" for m in re.findall(r"\b(?:checkpoint|savepoint) (\d+)", msg))
     out.update(f"ch{m}" for m in re.findall(r"\bchannel (\d+)", msg))
     for name, sid in names.items():
@@ -303,6 +410,12 @@ def state_refs(path: str, names: dict) -> tuple:
             refs.append(f"cp{p[11:]}")
         elif p.startswith("kg ") and p[3:].isdigit():
             refs.append(f"kg{p[3:]}")
+        elif re.fullmatch(r"slot te\d+/\d+", p):
+            refs.append(f"slot:{p[5:]}")
+        elif re.fullmatch(r"te\d+", p):
+            refs.append(f"te:{p}")
+        elif FILE_PATH.fullmatch(p):
+            refs.append(f"file:{p}")
     return tuple(refs)
 
 
@@ -413,7 +526,7 @@ def build_timeline(cx, *, alternatives: bool = True) -> Timeline:
     return Timeline(
         title=f"{rec.invariant} — {h.get('variant', '')}", header={k: h.get(k) for k in (
             "variant", "engine", "seed", "model_version", "expected_verdict", "invariant")} | {"path": cx.path},
-        job=job, lanes=lanes, channels=chans, steps=tuple(out_steps), states=tuple(states),
+        job=job, lanes=lanes, components=A.component_lanes(run.cluster), channels=chans, steps=tuple(out_steps), states=tuple(states),
         violation=rec.to_dict(), violation_step=vstep, concerns=concerns(rec, eg), output=output_table(run),
         ended=run.cluster.is_drained() or run.cluster.status != "RUNNING",
         reproduced=reproduced)

@@ -58,6 +58,7 @@ ENGINES = {
     "hypothesis": "a Hypothesis state machine (flinkspec check, focused and cluster suites)",
     "spark-replay": "a random walk run on Spark (flinkspec spark-replay)",
     "explore": "an exhaustive exploration of the state space",
+    "z3": "a z3 counterexample of flinkspec prove, replayed in the model",
 }
 
 #: Bounds of a counterexample's scenario (the model builds every subtask and channel and
@@ -192,10 +193,11 @@ def schema(kind: str) -> dict:
 # -- header names ------------------------------------------------------------------------------
 
 def known_suites() -> tuple[str, ...]:
-    """Names a counterexample's ``variant`` may have: the suites ``flinkspec check`` runs."""
-    from properties.catalog import check_suites  # lazy: loads every suite (~0.2 s), only for a file
+    """Names a counterexample's ``variant`` may have: the suites ``flinkspec check`` runs and
+    the z3 checks of ``flinkspec prove`` (whose counterexamples ``properties.z3_files`` writes)."""
+    from properties.catalog import check_suites, load_catalog  # lazy: loads every suite (~0.2 s), only for a file
 
-    return tuple(e.name for e in check_suites())
+    return tuple(e.name for e in check_suites()) + tuple(e.name for e in load_catalog() if e.kind == "z3")
 
 
 def check_variant(header: dict, source: str) -> None:

@@ -11,6 +11,7 @@ a record counted on both (or consumed past the barrier) is duplicated.
 
 from __future__ import annotations
 
+from model.actions import CheckpointTimeout, kind_of
 from spec.invariant import Violation, invariant
 
 
@@ -154,4 +155,88 @@ def aligned_checkpoint_timeout_honoured(run) -> Violation | None:
                              else f"its alignment timer is due at {t.timer[1]} instead of {deadline}: the "
                                   f"checkpoint turns unaligned {'early' if t.timer[1] < deadline else 'late'}")),
             )
+    return None
+
+
+#: events that disturb checkpointing without an action of a disturbing kind in the same step
+#: (a failover noticed later, a restore, a JobManager recovery, a TaskManager declared lost by
+#: heartbeat timeout, a finalization that failed because a snapshot referenced shared state the
+#: SharedStateRegistry no longer knows): checkpoints pending then may legitimately never complete
+DISTURBING_EVENTS = frozenset({"failover", "task_failed", "task_manager_lost", "job_manager_failover", "job_failed",
+                               "restored", "rescaled", "rescaled_from_checkpoint", "stop_with_savepoint",
+                               "cp_tm_timeout", "cp_jobmaster_lost", "cp_job_recovered", "cp_rpc_lost",
+                               "finalize_failed", "cp_finalize_failed", "failure_between_snapshot_phases"})
+#: abort reasons that mean "a newer checkpoint took its place": fine when a newer one completes
+SUBSUMED_REASONS = frozenset({"CHECKPOINT_SUBSUMED", "CHECKPOINT_DECLINED_SUBSUMED"})
+#: abort reasons of a job's natural end (a task's input ended before the barrier came, with
+#: checkpoints after tasks finish switched off)
+END_OF_INPUT_REASONS = frozenset({"CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"})
+
+
+def last_disturbance(run) -> int:
+    """The logical time of the run's last disturbance: a step of a disturbing action kind
+    (``ActionKind.disturbs``: a failure, a lost message, a checkpoint timeout, a stop, restart
+    or rescale) or a disturbing event; -1 when there was none. A ``CheckpointTimeout`` taken
+    when nothing could complete the checkpoint any more (the model records
+    ``checkpoint_stuck``: what the drain policy does at the end of a run) is no disturbance: it
+    is the sign that the checkpoint can never complete, which is what is judged."""
+    cluster = run.cluster
+    stuck = {e[1] for e in cluster.events if e[0] == "checkpoint_stuck"}
+    last = -1
+    for i, a in enumerate(cluster.trace):
+        unit = kind_of(a)
+        if unit is None or not unit.disturbs:
+            continue
+        if type(a) is CheckpointTimeout and i in stuck:
+            continue
+        last = i
+    for e in cluster.events:
+        if e[0] in DISTURBING_EVENTS and e[1] > last:
+            last = e[1]
+    return last
+
+
+@invariant(
+    "checkpoints_keep_completing",
+    kind="eventually",
+    concept="CheckpointCoordinator progress (a checkpoint fails only for a cause; CheckpointFailureManager)",
+    statement="With no further faults, checkpoints keep completing: in a drained run, every checkpoint triggered "
+    "after the last disturbance (failure, lost message, timeout, stop, restart) completes, or is overtaken by a "
+    "newer checkpoint that completes, or is declined because a task's input ended.",
+)
+def checkpoints_keep_completing(run) -> Violation | None:
+    """Overtaken: declined as subsumed (a newer barrier reached a task first) and a newer
+    checkpoint completes; or ended otherwise after a newer checkpoint had completed (a
+    savepoint's aligned barrier overtaken by a newer unaligned checkpoint's reaches tasks that
+    already took the newer one: they skip it without declining, as Flink's
+    ``SubtaskCheckpointCoordinatorImpl`` does, and the savepoint expires)."""
+    cluster = run.cluster
+    last = last_disturbance(run)
+    completed = {e[2]: e[1] for e in cluster.events if e[0] == "completed"}
+    aborted = {e[2]: (e[3], e[1], e[4] if len(e) > 4 else None) for e in cluster.events if e[0] == "aborted"}
+    for res in cluster.trigger_results:
+        if not res.ok or res.timestamp <= last:
+            continue
+        cid = res.checkpoint_id
+        if cid in completed:
+            continue
+        reason, when, decliner = aborted.get(cid, (None, cluster.now, None))
+        newer = [t for c, t in completed.items() if c > cid]
+        if reason in END_OF_INPUT_REASONS or (reason in SUBSUMED_REASONS and newer) \
+                or any(t <= when for t in newer):
+            continue
+        since = "in a run without disturbance" if last < 0 else f"after the last disturbance (step {last})"
+        what = f"was aborted ({reason}) at step {when}" if reason is not None else "never completed"
+        if decliner is not None:
+            what += f", declined by {cluster.eg.subtasks[decliner].name}"
+        actual = {"checkpoint": cid, "outcome": reason or "pending"}
+        if decliner is not None:
+            actual["subtask"] = decliner
+        return Violation(
+            invariant="checkpoints_keep_completing",
+            expected={"checkpoint": cid, "outcome": "completed, or overtaken by a newer completed checkpoint"},
+            actual=actual,
+            message=(f"checkpoint {cid}, triggered at step {res.timestamp} {since}, {what} and no newer "
+                     f"checkpoint had completed: with no further faults a triggered checkpoint must complete"),
+        )
     return None

@@ -153,3 +153,15 @@ def committed_output_within_reference(run) -> Violation | None:
                          f"the external system now shows it {seen_before + 1} time(s)"),
             )
     return None
+
+
+@invariant("run_drains", kind="eventually", concept="the drain policy (liveness)",
+           statement="With no further faults, the run can always be driven to its end: while it is not drained, "
+                     "some enabled action (finishing the data, a commit, a final checkpoint, expiring what can no "
+                     "longer complete, a restart) brings it closer.")
+def run_drains(run) -> Violation | None:
+    why = getattr(run, "stuck", None)
+    if why is None:
+        return None
+    return Violation(invariant="run_drains", expected="an enabled action that drains the run",
+                     actual="none", message=why)

@@ -695,7 +695,7 @@ def _check(topo: Topology, expected: str, cross_check: bool = True) -> Callable[
                             f"{topo.checkpoints} is reachable ({elapsed:.2f}s)"), None
         if result != "counterexample":
             return result, f"z3 gave up at depth {info.get('depth')} after {elapsed:.2f}s", None
-        cex = {k: v for k, v in info.items() if k != "state"}
+        cex = {k: v for k, v in info.items() if k != "state"} | {"topology": attrs.asdict(topo)}
         if not cross_check:
             return result, f"{info['step']}-step trace breaks checkpoint {info['checkpoint']} ({elapsed:.2f}s)", cex
         # replay in the Python model: same checkpoint, same channel, same step

@@ -30,8 +30,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ENTRIES = load_catalog()
 BY_NAME = {e.name: e for e in ENTRIES}
 REQUIRED = ("name", "family", "expected", "flink_key", "description", "seam", "runner", "command")
-RUNNER_OF_KIND = {"cluster": "check", "control-plane": "check", "focused": "check", "z3": "prove",
-                  "spark-standin": "spark-replay --engine standin"}
+RUNNER_OF_KIND = {"cluster": "check", "control-plane": "check", "state-backend": "check", "focused": "check",
+                  "z3": "prove", "spark-standin": "spark-replay --engine standin"}
 
 
 # -- the catalog -----------------------------------------------------------------------------
@@ -54,10 +54,10 @@ def test_every_kind_is_in_the_catalog_once_per_name():
     names = [e.name for e in ENTRIES]
     assert len(names) == len(set(names)), [n for n, c in Counter(names).items() if c > 1]
     # each layer's registry is in the catalog, completely, and nothing else is
-    layers = {"cluster": {n for n, v in VARIANTS.items() if not v.config.control_plane},
-              "control-plane": {n for n, v in VARIANTS.items() if v.config.control_plane},
-              "focused": set(FOCUSED), "z3": set(proofs.load_all()),
-              "spark-standin": set(STANDIN_VARIANTS)}
+    layers = {kind: {n for n, v in VARIANTS.items() if v.kind == kind} for kind in catalog.RANDOM_WALK_KINDS}
+    layers |= {"focused": set(FOCUSED), "z3": set(proofs.load_all()), "spark-standin": set(STANDIN_VARIANTS)}
+    assert set(layers) == set(catalog.KINDS)
+    assert all(layers.values()), {k for k, v in layers.items() if not v}  # every kind has entries
     for kind, names_of_layer in layers.items():
         assert {e.name for e in ENTRIES if e.kind == kind} == names_of_layer, kind
     assert len(ENTRIES) == sum(len(v) for v in layers.values())
@@ -88,7 +88,8 @@ def test_entries_are_validated(kwargs, message):
 def test_entries_agree_with_their_layers():
     for name, v in VARIANTS.items():
         e = BY_NAME[name]
-        family = "control-plane" if v.config.control_plane else "cluster/" + v.family.replace("_", "-")
+        family = ("control-plane" if v.config.control_plane else "state-backend" if v.family == "state_backend"
+                  else "cluster/" + v.family.replace("_", "-"))
         assert (e.expected, e.flink_key, e.description, e.family) == (v.expected, v.flink_key, v.description, family)
     for name, s in FOCUSED.items():
         e = BY_NAME[name]

@@ -52,6 +52,11 @@ def doc_commands() -> list[tuple[str, str]]:
 #:   shell: environment set-up lines of a walkthrough: valid shell syntax
 DECLARED = {
     "make check": ("make", 0, None),
+    ".venv/bin/flinkspec mutate --list --module model/failover.py": ("run", 0, None),
+    # a whole module's mutation run takes many minutes: tests/test_mutate.py runs the machinery on two mutants
+    ".venv/bin/flinkspec mutate --module model/failover.py --json": ("parse", 0, None),
+    # pytest inside the test run: tests/test_mutate.py runs `mutate --only` in a subprocess
+    ".venv/bin/flinkspec mutate --only failover:a072f9f761 --kill-tests tests/test_failover.py": ("parse", 0, None),
     "make test": ("make", 0, None),
     ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3": ("run", 0, None),
     ".venv/bin/flinkspec check --only cp-no-fencing --no-write": ("run", 0, None),
@@ -86,6 +91,8 @@ DECLARED = {
     "flinkspec bench spark --runs 20000": ("small", 0, {"--runs": "40", "--engine": "standin"}),
     ".venv/bin/flinkspec check --job examples/orders-append.toml": ("run", 1, None),
     ".venv/bin/flinkspec check --job examples/orders-2pc.toml": ("run", 0, None),
+    # real Flink MiniClusters for ~5 minutes: tests/differential/test_conform_vs_flink.py (slow, flink) runs it
+    ".venv/bin/flinkspec conform --runs 50 --json": ("parse", 0, None),
 }
 
 COMMANDS = doc_commands()

@@ -69,3 +69,41 @@ def test_a_wrong_expectation_is_reported_as_unexpected():
     wrong = attrs.evolve(VARIANTS["at-least-once-2pc"], expected=("pass",))
     res = run_variant_suite(wrong, max_runs=60)
     assert res.violations and not res.as_expected
+
+
+def test_safe_generated_scenarios_use_only_exactly_once_sinks():
+    """An append sink duplicates under failures by design (the unsafe variant
+    append-sink-under-failures): the safe any-job search must not draw one (a seed sweep found
+    the safe suite hypothesis-cluster-any-job failing on seed 35 with an append sink)."""
+    from hypothesis import given, settings
+    from model.sinks import EXACTLY_ONCE_SINK_KINDS
+    from properties.strategies import scenarios
+
+    seen = set()
+
+    @settings(max_examples=150, deadline=None, database=None)
+    @given(safe=scenarios(safe=True), any_=scenarios(safe=False))
+    def check(safe, any_):
+        assert {o.sink_kind for o in safe.graph.operators if o.kind == "sink"} <= set(EXACTLY_ONCE_SINK_KINDS)
+        seen.update(o.sink_kind for o in any_.graph.operators if o.kind == "sink")
+
+    check()
+    assert "append" in seen  # the unsafe search still draws append sinks
+
+
+def test_a_stuck_drain_is_a_violation_of_run_drains(monkeypatch):
+    """A run the drain policy cannot drive to its end is a liveness violation (``run_drains``)
+    at the step it got stuck, not an error without a file."""
+    from model.cluster import RunStuck
+    from model.variants import VARIANTS, generate
+    from properties import engines
+
+    run = engines.Run(generate(VARIANTS["aligned-2pc"], 0))
+
+    def stuck(c):
+        raise RunStuck(f"the run is stuck after {c.now} steps: no action drains it further")
+
+    monkeypatch.setattr(engines, "drain_choice", stuck)
+    v = run.finish()
+    assert v is not None and v.invariant == "run_drains" and v.step == run.cluster.now
+    assert "stuck after 0 steps" in v.message

@@ -137,17 +137,17 @@ def assert_bad_input(cls: str, argv, folder: Path, *, allowed=(2,), out_path: Pa
 
 # ----------------------------------------------------------------------------- counterexamples
 
-COMMANDS = ("replay", "show", "show --html")
+COMMANDS = ("replay", "show", "show --html", "show --itf")
 
 
 def _argv(command: str, path: Path, folder: Path) -> tuple[list, Path | None]:
     """The command line; for ``show --html`` an OUT that is new, or (by the input's hash)
     an existing page that must be left as it was."""
-    if command == "show --html":
-        out = folder / "page.html"
+    if command in ("show --html", "show --itf"):
+        out = folder / ("page.html" if command == "show --html" else "trace.itf.json")
         if int(hashlib.sha256(path.name.encode()).hexdigest(), 16) % 2:
             out.write_text("an existing page that a failed command must leave alone\n")
-        return ["show", path, "--html", out], out
+        return ["show", path, command.split()[1], out], out
     return [command, path], None
 
 
@@ -452,6 +452,17 @@ def targets(tmp_path_factory):
                d / "no-such-folder" / "page.html", "/proc/self/page.html", d / "dir" / "sub" / "x.html"]
 
 
+#: commands that write an OUT file: each must refuse a non-regular or unwritable OUT before it
+#: runs anything (a search with --report refuses before the search)
+OUT_COMMANDS = {
+    "show --html": lambda good: ["show", good, "--html", "OUT"],
+    "show --html --all-state": lambda good: ["show", good, "--html", "OUT", "--all-state"],
+    "show --itf": lambda good: ["show", good, "--itf", "OUT"],
+    "check --report": lambda good: ["check", "--only", "at-least-once-2pc", "--no-write", "--report", "OUT"],
+    "explore --report": lambda good: ["explore", "--variant", "at-least-once-2pc", "--small", "--report", "OUT"],
+}
+
+
 @pytest.mark.parametrize("budget", PROFILES)
 def test_show_html_refuses_non_regular_or_unwritable_targets(targets, budget):
     folder, outs = targets
@@ -460,10 +471,10 @@ def test_show_html_refuses_non_regular_or_unwritable_targets(targets, budget):
 
     @settings(max_examples=max(8, budget // 3), suppress_health_check=list(HealthCheck), deadline=None,
               database=None)
-    @given(out=st.sampled_from(outs), all_state=st.booleans())
-    def check(out, all_state):
-        argv = ["show", good, "--html", out] + (["--all-state"] if all_state else [])
-        code = assert_bad_input("show --html: non-regular/unwritable OUT", argv, folder, out_path=None)
+    @given(out=st.sampled_from(outs), command=st.sampled_from(sorted(OUT_COMMANDS)))
+    def check(out, command):
+        argv = [x if x != "OUT" else out for x in OUT_COMMANDS[command](good)]
+        code = assert_bad_input(f"{command}: non-regular/unwritable OUT", argv, folder, out_path=None)
         assert code == 2
 
     check()
@@ -527,17 +538,25 @@ def _toml(path: Path) -> dict:
     return tomllib.loads(path.read_text())
 
 
+#: every command that reads a job spec (a rejected spec is rejected before any search)
+JOB_COMMANDS = {
+    "compile": lambda path: ["compile", path],
+    "check --job": lambda path: ["check", "--job", path, "--no-write"],
+    "explore --job": lambda path: ["explore", "--job", path, "--max-states", "50"],
+}
+
+
 @pytest.mark.parametrize("budget", PROFILES)
 @pytest.mark.parametrize("cls", FILE_CLASSES + ("too large",))
 def test_mutated_job_specs(work, cls, budget):
     @settings(max_examples=budget, suppress_health_check=list(HealthCheck), deadline=None, database=None)
-    @given(spec=mutated_job_spec(cls), json_out=st.booleans())
-    def check(spec, json_out):
+    @given(spec=mutated_job_spec(cls), json_out=st.booleans(), command=st.sampled_from(sorted(JOB_COMMANDS)))
+    def check(spec, json_out, command):
         ext, data = spec
         with fresh(work) as d:
             path = d / f"job{ext}"
             path.write_bytes(data)
-            argv = ["compile", path] + (["--json"] if json_out else [])
+            argv = JOB_COMMANDS[command](path) + (["--json"] if json_out else [])
             assert_bad_input(f"job spec: {cls}", argv, d)
 
     check()
@@ -594,6 +613,39 @@ def bad_argv(draw, command: str, spec: Path):
         if case == "partitions":
             return base + ["--partitions", draw(st.sampled_from(["0", "-1", str(10**9)]))]
         return base + ["--max-steps", draw(st.sampled_from(["0", "-1", str(10**12)]))]
+    if command == "explore":
+        base = ["explore", "--variant", "at-least-once-2pc", "--small"]
+        case = draw(st.sampled_from(["workers", "master", "depth", "states", "seconds", "variant", "seed", "combo"]))
+        if case == "workers":
+            return base + ["--workers", draw(st.sampled_from(["0", "-1", "x", "1.5", *_HUGE]))]
+        if case == "master":
+            return base + ["--master", draw(st.sampled_from(["lokal[2]", "local[0]", "spark://h:99999", "spark://:1",
+                                                              "yarn", "k8s://", "", "spark://" + "h" * 100_000]))]
+        if case == "depth":
+            return base + ["--max-depth", draw(st.sampled_from(["0", "-1", "x", *_HUGE]))]
+        if case == "states":
+            return base + ["--max-states", draw(st.sampled_from(["0", "-5", "1e3", *_HUGE]))]
+        if case == "seconds":
+            return base + ["--max-seconds", draw(st.sampled_from(["0", "-1", "nan", "inf", "x"]))]
+        if case == "variant":
+            return ["explore", "--variant", draw(st.sampled_from(["nope", "x" * 100_000, ""])), "--small"]
+        if case == "seed":
+            return base + ["--seed", draw(st.sampled_from([str(2**64), "-1" + "0" * 30, "x"]))]
+        return draw(st.sampled_from([["explore"], ["explore", "--all", "--variant", "aligned-2pc"],
+                                     base + ["--workers", "2", "--master", "local[2]"],
+                                     ["explore", "--job", spec, "--small"], ["explore", "--job", "/dev/null"]]))
+    if command == "check":
+        return draw(st.sampled_from([
+            ["check", "--seed", "x"], ["check", "--seed", str(2**64)], ["check", "--seed", "1" * 5_000],
+            ["check", "--only", "x" * 100_000], ["check", "--variant", "nope"], ["check", "--job", "/dev/null"],
+            ["check", "--job", "/no/such/job.toml"], ["check", "--job", spec, "--only", "aligned-2pc"],
+            ["check", "--profile", "nope"], ["check", "--list", "--report", "/dev/null"]]))
+    if command == "peer":
+        return draw(st.sampled_from([["peer", "--class", "NoSuchTest"], ["peer", "--class", ""],
+                                     ["peer", "--class", "x" * 100_000], ["peer", "--nope"]]))
+    if command == "corpus":
+        return draw(st.sampled_from([["corpus"], ["corpus", "nope"], ["corpus", "update", "/no/such/run-dir"],
+                                     ["corpus", "update", "/dev/null"], ["corpus", "update", spec]]))
     if command == "prove":
         return ["prove", "--timeout", draw(st.sampled_from(["0", "-1", "nan", "inf", "x"]))]
     if command == "usage":
@@ -607,7 +659,8 @@ def bad_argv(draw, command: str, spec: Path):
     raise AssertionError(command)
 
 
-ARG_COMMANDS = ("compile", "keygroup", "keygroup-types", "spark-replay", "prove", "usage")
+ARG_COMMANDS = ("compile", "keygroup", "keygroup-types", "spark-replay", "explore", "check", "peer", "corpus",
+                "prove", "usage")
 
 
 @pytest.mark.parametrize("budget", PROFILES)

@@ -66,9 +66,7 @@ def test_every_corpus_violation_concerns_an_element_the_page_marks(cx_path):
     cx = load_counterexample(cx_path)
     tl = build_timeline(cx)
     assert tl.reproduced
-    cfg = cx.scenario.config
-    if not cfg.control_plane and cfg.state_backend is None:  # those components have no page elements yet
-        assert tl.concerns, f"{cx_path.name}: the violation names nothing the page can mark"
+    assert tl.concerns, f"{cx_path.name}: the violation names nothing the page can mark"
     page = render_html(cx)
     steps = re.findall(r'<li class="[^"]*" data-step="(\d+)"', page)
     n = len(cx.actions)
@@ -145,3 +143,48 @@ def test_show_itf_refuses_a_focused_file_in_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "--itf writes whole-cluster counterexamples" in err and "\n" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_control_plane_components_have_lanes_and_rpc_arrows_run_sender_to_receiver():
+    cx = load_counterexample(ROOT / "counterexamples/slot_views_agree/4200534765c2.ndjson")
+    tl = build_timeline(cx)
+    ids = [c["id"] for c in tl.components]
+    assert ids == ["jm0", "jm1", "te0", "te1", "ha"]
+    delivered = [s for s in tl.steps if s.kind == "RpcDeliver"]
+    assert delivered
+    for s in delivered:  # the sender is None when no process holds its leader session any more
+        assert s.mark["lane"] in ids and s.mark.get("from_lane") in ids + [None], s.action
+        if "HeartbeatResponse(receiver='rm'" in s.description:  # a TaskExecutor answers the ResourceManager
+            assert s.mark["from_lane"].startswith("te") and s.mark["lane"].startswith("jm")
+        if "RequestSlot(" in s.description:  # the ResourceManager asks a TaskExecutor
+            assert s.mark["from_lane"].startswith("jm") and s.mark["lane"].startswith("te")
+    assert sum(s.mark.get("from_lane") is not None for s in delivered) > len(delivered) // 2
+    assert all(s.mark["lane"] == f"jm{s.action.split('=')[1].rstrip(')')}"
+               for s in tl.steps if s.kind in ("CrashJobManager", "StartJobManager"))
+
+
+def test_control_plane_violation_marks_its_slot_and_not_the_other_slots():
+    cx = load_counterexample(ROOT / "counterexamples/slot_views_agree/4200534765c2.ndjson")
+    tl = build_timeline(cx)
+    assert "slot:te0/0" in tl.concerns and "slot:te0/1" not in tl.concerns
+    last = flatten(tl.states[cx.violation.step + 1])
+    # the three views of the slot are rows of the state panel; the SlotManager's disagrees with the TaskExecutor's
+    assert last["control_plane › slots › slot te0/0 › task_executor"] == "FREE"
+    assert last["control_plane › slots › slot te0/0 › slot_manager (jm0)"].startswith("allocation ")
+    page = render_html(cx)
+    data = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S).group(1)
+    refs = json.loads(data)["state"]["refs"]
+    marked = {k for k, r in refs.items() if set(r) & set(tl.concerns)}
+    assert "control_plane › slots › slot te0/0 › task_executor" in marked
+    assert not any("slot te0/1" in k for k in marked)
+
+
+def test_storage_files_are_rows_and_deletes_are_in_the_storage_lane():
+    cx = load_counterexample(ROOT / "counterexamples/file_deleted_only_when_unreferenced/a1afdd8a4ab0.ndjson")
+    tl = build_timeline(cx)
+    assert [c["id"] for c in tl.components] == ["storage"]
+    assert "file:shared/g0a0s2-0@1" in tl.concerns
+    end = flatten(tl.states[-1])
+    assert end["storage › files › shared/g0a0s2-0@1"] == "deleted by the job"
+    discards = [s for s in tl.steps if s.kind == "DiscardFile"]
+    assert discards and all(s.mark["lane"] == "storage" for s in discards)

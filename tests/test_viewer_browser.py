@@ -63,11 +63,6 @@ def test_the_corpus_has_whole_cluster_and_focused_files():
     assert kinds == {True, False}, "the browser tests are meant to open both kinds of page"
 
 
-def _data_plane_only(cx) -> bool:
-    cfg = cx.scenario.config
-    return not getattr(cfg, "control_plane", False) and getattr(cfg, "state_backend", None) is None
-
-
 @pytest.mark.parametrize("cx_path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_corpus_page_no_console_errors_violation_marked_and_screenshot(page, pages, cx_path):
     cx = load_counterexample(cx_path)
@@ -84,10 +79,9 @@ def test_corpus_page_no_console_errors_violation_marked_and_screenshot(page, pag
         if kind_of(cx.scenario) is None:
             col = page.locator("#lanes .col[data-violation]")
             assert col.count() == 1 and int(col.get_attribute("data-step")) == vstep
-            # the state panel marks what the violation concerns (a channel, a checkpoint, a subtask...);
-            # the control plane's components and the state files have no panel rows yet
-            if _data_plane_only(cx):
-                assert page.locator("#state tr[data-violation]").count() > 0
+            # the state panel marks what the violation concerns (a channel, a checkpoint, a subtask,
+            # a slot, a TaskExecutor, a leader session, a state file...)
+            assert page.locator("#state tr[data-violation]").count() > 0
     assert page.locator("#violation[data-violation]").count() == 1
     # walk the whole trace with the keyboard (key events dispatched in the page: one round trip)
     page.keyboard.press("Home")

@@ -258,3 +258,80 @@ def test_variant_knobs_must_be_booleans(knob):
     a one-line error instead of being read as truthy."""
     with pytest.raises(InvalidArgument, match=f"StatusWatermarkValve.{knob}: .* must be true or false"):
         StatusWatermarkValve(2, RecordingValveOutput(), **{knob: {"wrong": 1}})
+
+
+# ---------------------------------------------------------------------------- contracts
+
+def test_a_channel_catching_up_exactly_to_the_output_is_aligned_again():
+    """Flink realigns a channel once its watermark is at or above the output watermark
+    (``watermarkMillis >= lastOutputWatermark``): from then on it holds the output back.
+
+    ch0: 5, IDLE ....... ACTIVE (5, behind), 8 (= output: aligned) ──┐
+    ch1: 5 ............ 8 ......................................... 20 ─┴──► 5, 8 (not 20)
+    """
+    v, out = make(2)
+    feed(v, [("wm", 0, 5), ("wm", 1, 5), ("idle", 0), ("wm", 1, 8), ("active", 0)])
+    assert out.watermarks == [5, 8] and not v.channel_is_aligned(0)
+    feed(v, [("wm", 0, 8)])
+    assert v.channel_is_aligned(0) is True
+    feed(v, [("wm", 1, 20)])
+    assert out.watermarks == [5, 8]
+
+
+def test_status_and_flags_are_booleans():
+    """``isIdle()`` and the per-channel flags are booleans, before and after idleness."""
+    v, out = make(2)
+    assert v.is_idle is False and v.channel_aligned == (True, True) and v.channel_idle == (False, False)
+    feed(v, [("wm", 0, 1), ("idle", 0), ("idle", 1)])
+    assert v.is_idle is True and v.channel_aligned == (False, False)
+    feed(v, [("active", 1)])
+    assert v.is_idle is False
+    last, idle, wms, idles, aligned = v.state()
+    assert all(type(x) is bool for x in (idle, *idles, *aligned)), v.state()
+    assert out.events[-2:] == [("status", "IDLE"), ("status", "ACTIVE")]
+
+
+@pytest.mark.parametrize("n", [0, -1, True, False, "2", 2.0, None])
+def test_a_channel_count_that_is_not_a_positive_int_is_refused(n):
+    with pytest.raises(InvalidArgument, match="num_channels"):
+        StatusWatermarkValve(n, RecordingValveOutput())
+
+
+def test_the_defaults_are_flink_2_3_0():
+    """A valve built without knobs behaves as the table's flink-2.3.0 entry: the FLINK-40475
+    stall, no Long.MAX_VALUE without aligned channels, the all-idle flush."""
+    assert VALVE_VARIANTS["flink-2.3.0"]["knobs"] == {}
+    assert _final_watermark(STALL, 3) == 1
+    assert _final_watermark([("wm", 2, 0), ("idle", 0), ("idle", 1), ("active", 1), ("idle", 2)], 3) == 0
+    v, _ = make(2)
+    feed(v, [("wm", 0, 5), ("wm", 1, 9), ("idle", 1), ("idle", 0)])
+    assert v.last_output_watermark == 9
+    assert (v.flush_on_all_idle, v.flink_40475, v.check_aligned_nonempty, v.realign_below_output) == \
+        (True, False, True, False)
+
+
+def test_each_named_valve_variant_shows_the_behaviour_the_table_states():
+    """The table's knobs are the ones that produce its verdicts, on the traces above."""
+    def final(name, trace, n):
+        return _final_watermark(trace, n, **VALVE_VARIANTS[name]["knobs"])
+
+    assert final("flink-2.3.0", STALL, 3) == 1                      # progress violated (FLINK-40475)
+    assert final("flink-40475-fix", STALL, 3) == 3                  # progress holds
+    wms = [("wm", 0, 5), ("wm", 1, 9)]
+    orders = (wms + [("idle", 0), ("idle", 1)], wms + [("idle", 1), ("idle", 0)])
+    assert {final("pre-flink-7728", t, 2) for t in orders} == {5, 9}
+    assert {final("flink-2.3.0", t, 2) for t in orders} == {9}
+    no_aligned = [("wm", 2, 0), ("idle", 0), ("idle", 1), ("active", 1), ("idle", 2)]
+    assert final("pre-flink-7721", no_aligned, 3) == 2**63 - 1
+    # realign-below-output: a channel returning below the output is aligned at once
+    v, _ = make(2, **VALVE_VARIANTS["mutant-realign-below-output"]["knobs"])
+    feed(v, [("wm", 0, 5), ("wm", 1, 5), ("idle", 0), ("wm", 1, 8), ("active", 0)])
+    assert v.channel_is_aligned(0) and v.channel_watermark(0) < v.last_output_watermark
+
+
+def test_a_watermark_not_above_the_channels_changes_nothing():
+    """Flink ignores a watermark that is not above its channel's (``watermark > channel's``):
+    repeating ch1's 3 after the FLINK-40475 stall does not release it."""
+    v, out = make(3)
+    feed(v, STALL + [("wm", 1, 3), ("wm", 1, 2)])
+    assert out.watermarks == [1]

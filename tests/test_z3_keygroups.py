@@ -77,7 +77,7 @@ def test_registered_mutant_check_reports_the_counterexample():
 
 
 def test_prove_cli_all_expected_exit_0(main, capsys):
-    assert main(["prove", "--json"]) == 0
+    assert main(["prove", "--json", "--no-write"]) == 0
     rows = json.loads(capsys.readouterr().out)
     names = {r["name"] for r in rows}
     assert {"keygroups.partition", "keygroups.operator_index", "keygroups.no_int32_overflow",
@@ -86,7 +86,7 @@ def test_prove_cli_all_expected_exit_0(main, capsys):
 
 
 def test_prove_cli_table(main, capsys):
-    assert main(["prove", "--only", "keygroups.partition"]) == 0
+    assert main(["prove", "--only", "keygroups.partition", "--no-write"]) == 0
     out = capsys.readouterr().out
     for word in ("property", "scope", "result", "expected", "time", "keygroups.partition", "proved"):
         assert word in out

@@ -6,7 +6,9 @@ Run: .venv/bin/python tools/gen_conformance.py        (``--check``: exit 1 if th
 documented differences and skipped (each count computed from the data files and by running
 every ported case against the model, with the ``quick`` draws of the randomized cases; the slow
 suite runs Flink's full draws), then every skipped case with its reason and every assertion a
-ported case leaves out. tests/test_peer.py checks the committed page equals it.
+ported case leaves out. tests/test_peer.py checks the committed page equals it. The page's
+hand-written last part, from the heading :data:`HAND_WRITTEN` to the end (the comparison with a
+real Flink MiniCluster, ``flinkspec conform``), is kept as it is.
 """
 
 from __future__ import annotations
@@ -20,6 +22,15 @@ from properties.peer import load_all, summary
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "conformance.md"
+#: the first line of the page's hand-written part (kept by ``render()``)
+HAND_WRITTEN = "## Real Flink: `flinkspec conform`"
+
+
+def hand_written_part() -> str:
+    """The page's hand-written last part (from :data:`HAND_WRITTEN` on), or "" if it has none."""
+    text = DOC.read_text() if DOC.is_file() else ""
+    at = text.find("\n" + HAND_WRITTEN + "\n")
+    return text[at + 1:] if at >= 0 else ""
 
 
 def _cell(text: str) -> str:
@@ -38,7 +49,9 @@ def render() -> str:
         "from the model), or the reason it cannot be expressed in the model. `properties/peer.py`",
         "runs each ported case against the model; `tests/test_peer.py` fails on any disagreement",
         "(`flinkspec peer` prints the same table and every disagreement). This page is generated",
-        "from the data by `tools/gen_conformance.py`; a test fails when it is stale.",
+        "from the data by `tools/gen_conformance.py`; a test fails when it is stale. The last section,",
+        "written by hand, compares the model with a real Flink 2.3.0 MiniCluster on random jobs",
+        "(`flinkspec conform`).",
         "",
         "A disagreement is either a model fix (with a regression test) or a documented deliberate",
         "difference (a case marked `difference`, listed below). Cases that draw random inputs in",
@@ -89,7 +102,9 @@ def render() -> str:
             lines.append("Documented deliberate differences:")
             lines += [f"- `{c['name']}`: {_cell(c['difference']['why'])}" for c in diffs]
             lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    page = "\n".join(lines).rstrip() + "\n"
+    tail = hand_written_part()
+    return page + ("\n" + tail if tail else "")
 
 
 def main(argv: list[str]) -> int:

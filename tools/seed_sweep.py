@@ -30,6 +30,8 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from model.catalog import KINDS
+
 
 def parse_seeds(text: str) -> list[int]:
     """``"0-49"`` or ``"3,7,10-12"`` -> the seeds, in order, without duplicates."""
@@ -121,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", default="0-49", help="base seeds: 0-49 (default) or 3,7,10-12")
     p.add_argument("--profile", choices=("quick", "thorough"), default="quick")
     p.add_argument("--only", action="append", metavar="SUITE", help="only this suite (repeatable)")
-    p.add_argument("--kind", choices=("cluster", "control-plane", "focused"), help="only the suites of this kind")
+    p.add_argument("--kind", choices=[k for k, kind in KINDS.items() if kind.runner == "check"],
+                   help="only the suites of this kind")
     p.add_argument("--out", default="results/seed-sweep.ndjson", help="rows are appended here (resumable)")
     p.add_argument("--report", action="store_true", help="only print the table of what --out holds")
     args = p.parse_args(argv)

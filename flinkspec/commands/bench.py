@@ -14,6 +14,7 @@ import json
 import multiprocessing
 import time
 
+from flinkspec.commands import seed
 from model.errors import InvalidArgument
 from spark.replay import ENGINES, ReplayPlan, check_variants, fingerprint, result_frame, run_one
 from spark.session import start_session, stop_session
@@ -56,7 +57,7 @@ def register_spark(sub) -> None:
     p.add_argument("--variant", metavar="NAME", action="append", default=None,
                    help="variant to run (repeatable; default: all)")
     p.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--seed", metavar="S", type=int, default=0)
+    p.add_argument("--seed", metavar="S", type=seed, default=0)
     p.add_argument("--max-steps", metavar="K", type=int, default=None,
                    help="random-walk steps per run (default: the variant's own)")
     p.add_argument("--partitions", metavar="P", type=int, default=None,
@@ -147,7 +148,7 @@ def register_model(sub) -> None:
         ),
     )
     p.add_argument("--records", type=int, default=10_000)
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--seed", type=seed, default=7)
     p.add_argument("--repeat", type=int, default=3, help="timings per measurement; the best is kept")
     p.set_defaults(func=run_model)
 
@@ -176,7 +177,7 @@ def register_explore(sub) -> None:
     p.add_argument("--variant", default="aligned-2pc")
     p.add_argument("--max-states", type=int, default=3000)
     p.add_argument("--samples", type=int, default=300)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.set_defaults(func=run_explore)
 
 

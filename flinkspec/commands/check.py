@@ -36,6 +36,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from flinkspec.commands import seed
+from model.catalog import RANDOM_WALK_KINDS
+from model.errors import FlinkspecError
 from spec.coverage import GOALS
 
 # properties.catalog / properties.suites (Hypothesis, the engines, every registered suite:
@@ -51,7 +54,7 @@ def register(sub) -> None:
     p.add_argument("--only", action="append", metavar="SUITE",
                    help="run only this suite (repeatable); `flinkspec check --list` names them")
     p.add_argument("--variant", action="append", metavar="NAME", help="alias of --only for variant suites")
-    p.add_argument("--seed", type=int, default=0, help="base seed (runs use seed, seed+1, ...)")
+    p.add_argument("--seed", type=seed, default=0, help="base seed (runs use seed, seed+1, ...)")
     p.add_argument("--corpus", metavar="DIR", default=None,
                    help="write shrunk counterexamples into DIR (default: a new run directory "
                         "results/check-<UTC time>-seed<N>/; the committed counterexamples/ changes only "
@@ -71,6 +74,10 @@ def register(sub) -> None:
 
 def run(args) -> int:
     if args.list:
+        ignored = [flag for flag, given in (("--report", args.report), ("--job", args.job), ("--only", args.only),
+                                            ("--variant", args.variant)) if given]
+        if ignored:  # --list runs nothing: a flag that asks for a run is a mistake, not a silent no-op
+            raise FlinkspecError(f"--list prints the catalog and runs nothing: drop {', '.join(ignored)}")
         return list_catalog(json_lines=args.json)
     if args.job is not None:
         return run_job(args)
@@ -129,8 +136,7 @@ def _steps_of(path) -> int | None:
 def run_job(args) -> int:
     """``check --job FILE``: search the user's job; exit 0 (nothing violated), 1 (a violation,
     named), 2 (a bad spec: raised as an InvalidJobSpec before any search)."""
-    from model.errors import FlinkspecError  # lazy: see the note at the top
-    from model.jobfile import load_job_file  # lazy, as above
+    from model.jobfile import load_job_file  # lazy: see the note at the top
     from model.variants import job_variant  # lazy, as above
     from properties.suites import run_job_suites  # lazy, as above
 
@@ -279,7 +285,7 @@ def judge(suites, results, *, selected: bool, seconds: float = 0.0) -> Judgement
         goals.update(r.goals)
     return Judgement(results=tuple(results), goals=goals, goal_names=tuple(GOALS),
                      missing=tuple(g for g in GOALS if goals.get(g, 0) == 0),
-                     cluster_ran=any(e.kind in ("cluster", "control-plane") for e in suites), selected=selected, seconds=seconds)
+                     cluster_ran=any(e.kind in RANDOM_WALK_KINDS for e in suites), selected=selected, seconds=seconds)
 
 
 # -- rendering ---------------------------------------------------------------------------------

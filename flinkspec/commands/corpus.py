@@ -30,26 +30,25 @@ def register(sub) -> None:
                    help="the corpus to update (default: this checkout's counterexamples/)")
     u.add_argument("--dry-run", action="store_true", help="print what would change, write nothing")
     u.set_defaults(func=run_update)
-    p.set_defaults(func=lambda args: _usage(p))
+    p.set_defaults(func=_usage)
 
 
-def _usage(parser) -> int:
-    parser.print_help()
-    return 2
+def _usage(args) -> int:
+    raise FlinkspecError("an ACTION is required: update (see `flinkspec corpus --help`)")
 
 
 def run_update(args) -> int:
     # lazy: the catalog and the corpus load the model and every scenario kind (~0.5 s),
     # which the other commands' start-up must not pay for
-    from properties.catalog import check_suites
     from properties.corpus import DEFAULT_CORPUS, RESULTS, run_directories, update_corpus  # lazy, as above
+    from properties.validation import known_suites  # lazy, as above
 
     corpus = Path(args.corpus) if args.corpus else DEFAULT_CORPUS
     sources = [Path(s) for s in args.sources] if args.sources else run_directories(RESULTS)
     if not sources:
         raise FlinkspecError(f"no run directories with counterexamples under {RESULTS}/ "
                              f"(run `flinkspec check` first, or name one with --from DIR)")
-    known = {e.name for e in check_suites()}
+    known = set(known_suites())
     changes = update_corpus(sources, corpus, dry_run=args.dry_run, known_variants=known)
     shown = _shown(corpus)
     print(f"corpus {shown} <- {len(sources)} source(s): " + ", ".join(_shown(s) for s in sources))

@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+from flinkspec.commands import count, seed
+from model.catalog import RANDOM_WALK_KINDS
 from model.errors import FlinkspecError
 
 
@@ -37,14 +39,15 @@ def register(sub) -> None:
     p = sub.add_parser("explore", help="explore every interleaving of a small scenario (breadth first)",
                        description=__doc__.split("\n\n")[1] if __doc__ else None)
     p.add_argument("--variant", action="append", metavar="NAME", help="a cluster variant (repeatable)")
-    p.add_argument("--all", action="store_true", help="every cluster variant")
+    p.add_argument("--all", action="store_true", help="every whole-cluster variant (catalog kinds "
+                   f"{', '.join(RANDOM_WALK_KINDS)})")
     p.add_argument("--job", metavar="FILE", help="a job spec with optional [runtime] and [input] tables")
-    p.add_argument("--max-checkpoints", type=int, metavar="N", default=None,
+    p.add_argument("--max-checkpoints", type=count, metavar="N", default=None,
                    help="with --job: checkpoints and savepoints a run may trigger (default 1)")
-    p.add_argument("--seed", type=int, default=0, help="the scenario's seed (default 0)")
+    p.add_argument("--seed", type=seed, default=0, help="the scenario's seed (default 0)")
     p.add_argument("--small", action="store_true", help="the variant's smallest scenario (model.variants.Small)")
-    p.add_argument("--max-depth", type=int, metavar="D", help="expand at most D levels")
-    p.add_argument("--max-states", type=int, metavar="N", help="stop after N distinct states")
+    p.add_argument("--max-depth", type=count, metavar="D", help="expand at most D levels")
+    p.add_argument("--max-states", type=count, metavar="N", help="stop after N distinct states")
     p.add_argument("--max-seconds", type=float, metavar="S", default=600.0,
                    help="stop a variant's search after S seconds (default 600)")
     p.add_argument("--progress-check", action="store_true",
@@ -52,7 +55,7 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="where counterexamples go (default: a new run directory under results/)")
     p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
     p.add_argument("--json", action="store_true", help="one JSON object per variant on stdout")
-    p.add_argument("--workers", type=int, metavar="K",
+    p.add_argument("--workers", type=count, metavar="K",
                    help="expand each level on Spark with K local cores (local[K]); default: in this process")
     p.add_argument("--master", metavar="URL",
                    help="expand each level on this Spark master (local[*], spark://HOST:PORT, yarn, k8s://...)")

@@ -1,8 +1,14 @@
-"""``flinkspec prove [--only NAME] [--timeout SECONDS]``: run the registered z3 checks.
+"""``flinkspec prove [--only NAME] [--timeout SECONDS] [--corpus DIR | --no-write]``: run the registered z3 checks.
 
 Prints a table (property, scope, result, expected, time) and the details/counterexample of
-each check. Exit 0 when every result is the expected one, 1 when any differs (a property
-not proved, a mutation not caught, or z3 ``unknown``), 2 on an unknown ``--only`` name.
+each check. Every counterexample the model reproduces (a valve trace replayed on the focused
+valve machine, a barrier trace replayed on the whole-cluster model) is also written as a
+counterexample file (``properties.z3_files``) into a new run directory under results/ (or
+``--corpus DIR``; ``--no-write``: nowhere), for ``flinkspec show`` and ``replay``. A trace
+whose property has no registered invariant in the model (the valve's ``progress_aligned_min``)
+is reported, not written. Exit 0 when every result is the expected one, 1 when any differs
+(a property not proved, a mutation not caught, or z3 ``unknown``), 2 on an unknown
+``--only`` name.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import argparse
 import json
 import sys
 
+from flinkspec.commands.check import output_directory, written_note
 from model.errors import FlinkspecError
 from spec.proofs import load_all, run_check
 
@@ -34,7 +41,10 @@ def register(subparsers) -> None:
         help="z3 timeout per solver call (default: none); a timeout reports 'unknown'",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON instead")
-    p.set_defaults(func=run)
+    p.add_argument("--corpus", metavar="DIR", default=None,
+                   help="write the counterexamples here (default: a new run directory under results/)")
+    p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
+    p.set_defaults(func=run, seed=None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,11 +56,17 @@ def run(args: argparse.Namespace) -> int:
             f"unknown proof {args.only!r}; known: {', '.join(registry)}"
         )
     checks = [registry[args.only]] if args.only else list(registry.values())
+    out = output_directory(args, command="prove")  # a bad --corpus is one line before any check
     runs = [run_check(c, args.timeout) for c in checks]
+    if out is not None:
+        from properties.z3_files import write_z3_counterexamples  # lazy: loads the model's engines
+
+        write_z3_counterexamples(runs, out)
     if args.json:
         print(json.dumps([r.to_dict() for r in runs], indent=2))
     else:
         _print_table(runs)
+    print(written_note(out, fresh=out is not None and args.corpus is None), file=sys.stderr if args.json else sys.stdout)
     return 0 if all(r.as_expected for r in runs) else 1
 
 

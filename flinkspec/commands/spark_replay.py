@@ -17,6 +17,7 @@ import argparse
 import json
 from collections import Counter
 
+from flinkspec.commands import seed
 from model.errors import InvalidArgument
 from properties.corpus import run_directory
 from spark.replay import ENGINES, ReplayPlan, check_destinations, check_variants, format_summary, replay
@@ -60,7 +61,7 @@ def add_run_arguments(p) -> None:
                    help="a model variant to run (repeatable; default: all)")
     p.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True,
                    help="swarm testing: each run enables a random subset of action kinds (default on)")
-    p.add_argument("--seed", metavar="S", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--seed", metavar="S", type=seed, default=0, help="first seed (default 0)")
     p.add_argument("--max-steps", metavar="K", type=int, default=None,
                    help="random-walk steps of one run before it is drained (default: the variant's own)")
     p.add_argument("--partitions", metavar="P", type=int, default=None,

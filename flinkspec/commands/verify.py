@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from flinkspec.commands import seed
 from flinkspec.cli import build_parser
 
 DEFAULT_SPARK_RUNS = 400
@@ -21,7 +22,7 @@ def register(sub) -> None:
     p = sub.add_parser("verify", help="the main job: check + prove + a short Spark replay, then a summary",
                        description=__doc__.split("\n\n")[1])
     p.add_argument("--profile", choices=("quick", "thorough"), default="quick")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=seed, default=0)
     p.add_argument("--spark-runs", type=int, default=DEFAULT_SPARK_RUNS,
                    help=f"runs of the Spark replay (default {DEFAULT_SPARK_RUNS}; 0 skips it)")
     p.add_argument("--spark-master", default="local[*]")

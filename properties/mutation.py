@@ -1,0 +1,727 @@
+"""Mutation testing of the model: how many small bugs planted in a model module the suite notices.
+
+    model/X.py ──mutmut's operators──► mutants (deterministic list; id = module + hash of the diff)
+         │                                   │
+         │ kill profile (KILL_PROFILES):     │ equivalent ones (properties/mutants-equivalent.toml,
+         │ the tests that judge module X     │ triaged by hand with a reason) are not run
+         ▼                                   ▼
+    baseline: the profile's tests on the unmutated model, under coverage, one context per test
+         │    (which tests execute which line of X, how long each takes; a test that fails here
+         │    is left out of the profile and named)
+         ▼
+    each mutant: the profile's tests that execute its lines (at most 30, round-robin over the
+    profile's parts), stopping at the first failure, within a time limit
+    ─► killed (which test) / survived (the diff) / timeout
+
+**Generation.** mutmut's mutation operators (``mutmut.mutation.file_mutation.MutationVisitor``
+with ``mutmut.mutation.mutators.mutation_operators``: numbers +1, ``<``/``<=`` and the other
+operator swaps, ``and``/``or``, ``True``/``False``, ``is``/``is not``, ``in``/``not in``,
+``break``/``return``, an assignment's value to None, an argument dropped or replaced by None, a
+string literal changed, a conditional expression's branches swapped, ...), used as a library.
+Left out: strings inside a ``raise`` statement (the text of an error is not semantics), and
+what mutmut itself never mutates (decorated functions other than ``@staticmethod`` and
+``@classmethod``, type annotations, lines marked ``# pragma: no mutate``). Each mutant is the
+module's source with one node replaced; its id is ``<module>:<10 hex digits>`` of the SHA-256
+of its diff's changed and context lines (not the hunk's line numbers, so an edit elsewhere in
+the file keeps the id), with ``~2``, ``~3`` for identical diffs.
+
+**Running.** The parent imports the model and the profile's tests once (pytest
+``--collect-only``), then forks one child per mutant (at most ``workers`` at a time): the child
+swaps the mutated function's code object in (``properties/mutantrun.py``) and runs its tests with
+``pytest -x``. ``time_limit`` bounds every run. A mutant outside any function body (a class attribute, a default argument, a
+module constant) runs in a fresh interpreter with an import hook serving its source, against the
+whole profile. On Spark (``master``) every mutant runs that way, one task each.
+
+**Score.** ``killed / (killed + survived + timeout)`` per module, timeouts counted as not killed;
+``score_with_timeouts`` counts them as killed (a run that never ends is noticed, but could be a
+slow machine). Equivalent mutants are outside both.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Iterable
+
+import attrs
+
+from model.errors import FlinkspecError, InvalidArgument
+
+ROOT = Path(__file__).resolve().parent.parent
+#: triaged equivalent mutants: ``["<module>:<hash>"] reason = "..."``
+EQUIVALENTS_FILE = ROOT / "properties" / "mutants-equivalent.toml"
+#: the modules ``flinkspec mutate`` tests when none is named
+TARGET_MODULES = ("checkpointcoordinator", "checkpointbarrierhandler", "watermarkstatus", "failover",
+                  "stateassignment", "keygroups", "sinks")
+ID_RE = re.compile(r"^[a-z_][a-z0-9_]*:[0-9a-f]{10}(~[0-9]+)?$")
+OUTCOMES = ("killed", "survived", "timeout", "equivalent", "not_run")
+#: exit code of a forked child whose code swap was impossible (the job is run in a fresh interpreter)
+SWAP_FAILED = 42
+
+
+# -- the kill profile ------------------------------------------------------------------------------
+
+#: the cluster runs every module's profile includes: every safe variant's seeded random walks
+#: (40 runs each) must still pass, judged by every invariant of subject "run"
+CLUSTER_RUNS = ("tests/test_engines.py::test_safe_variant_passes",)
+#: the data-plane and failure scenarios (hand-written runs of the whole Cluster)
+SCENARIOS = ("tests/test_runtime_scenarios.py", "tests/test_failure_scenarios.py")
+#: tests of a profile's files left out: they judge files, replays and error messages of the
+#: focused suites (slow, and no semantics the suites themselves do not judge)
+EXCLUDED = ("writes_a_file", "malformed", "reproducible_from_their_seed", "no_longer_reproduces")
+
+
+@attrs.frozen
+class KillProfile:
+    """The tests that judge a module's mutants: pytest arguments (files or node ids)."""
+
+    tests: tuple[str, ...]
+    exclude: tuple[str, ...] = EXCLUDED
+
+
+#: per model module, its kill profile: its unit tests, the focused suites and property tests of
+#: its mechanism, the scenarios and the cluster runs
+KILL_PROFILES: dict[str, KillProfile] = {
+    "checkpointcoordinator": KillProfile(("tests/test_checkpointcoordinator.py", "tests/test_focused_machines.py",
+                                          "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "checkpointbarrierhandler": KillProfile(("tests/test_focused_machines.py", "tests/test_snapshot_order.py",
+                                             "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "watermarkstatus": KillProfile(("tests/test_watermarkstatus.py", "tests/test_eventtime.py", *SCENARIOS,
+                                    *CLUSTER_RUNS)),
+    "failover": KillProfile(("tests/test_failover.py", "tests/test_restart_strategies.py", *SCENARIOS,
+                             *CLUSTER_RUNS)),
+    "stateassignment": KillProfile(("tests/test_stateassignment.py", "tests/test_focused_machines.py",
+                                    "tests/test_rescale_source.py",
+                                    "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "keygroups": KillProfile(("tests/test_keygroups.py", "tests/test_z3_keygroups.py",
+                              "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "sinks": KillProfile(("tests/test_sinks.py", *SCENARIOS, *CLUSTER_RUNS)),
+}
+
+
+def kill_profile(module: str) -> KillProfile:
+    """The module's profile; a module without one: its unit tests (``tests/test_<module>.py``
+    when present), the scenarios and the cluster runs."""
+    if module in KILL_PROFILES:
+        return KILL_PROFILES[module]
+    own = f"tests/test_{module}.py"
+    return KillProfile(((own,) if (ROOT / own).is_file() else ()) + SCENARIOS + CLUSTER_RUNS)
+
+
+# -- mutants ---------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Mutant:
+    """One mutant of one model module: the source with one node replaced."""
+
+    id: str
+    module: str  # "keygroups"
+    index: int  # 1-based position in the module's deterministic list
+    operator: str  # mutmut's operator function
+    line: int  # first and last line of the replaced node
+    end_line: int
+    stmt_line: int  # first line of the statement holding it (coverage counts statements)
+    function: str | None  # "func" or "Class.method" when the node is in that function's body
+    start: int  # character offsets of the replaced text in the source
+    end: int
+    replacement: str
+    diff: str
+
+    def source(self, original: str) -> str:
+        return original[:self.start] + self.replacement + original[self.end:]
+
+    @property
+    def swappable(self) -> bool:
+        """The mutant can be put in place by swapping one function's code object."""
+        return self.function is not None
+
+    @property
+    def lines(self) -> range:
+        return range(self.stmt_line, self.end_line + 1)
+
+
+def module_path(module: str) -> Path:
+    return ROOT / "model" / f"{module}.py"
+
+
+def parse_module_arg(text: str) -> str:
+    """``model/X.py`` (or ``X``, ``model.X``) -> ``X``; InvalidArgument when there is no such model module."""
+    name = text.strip()
+    if name.endswith(".py"):
+        name = name[:-3]
+    name = name.replace("\\", "/")
+    for prefix in ("./", "model/", "model."):
+        if name.startswith(prefix):
+            name = name[len(prefix):]
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", name) or name == "__init__" or not module_path(name).is_file():
+        known = ", ".join(sorted(p.stem for p in (ROOT / "model").glob("*.py") if p.stem != "__init__"))
+        raise InvalidArgument(f"--module {text!r}: no such model module (one of model/{{{known}}}.py)")
+    return name
+
+
+def _diff_body(diff: str) -> str:
+    return "\n".join(l for l in diff.splitlines() if not l.startswith(("---", "+++", "@@")))
+
+
+def make_id(module: str, diff: str) -> str:
+    return f"{module}:{hashlib.sha256(_diff_body(diff).encode()).hexdigest()[:10]}"
+
+
+def _line_offsets(text: str) -> list[int]:
+    offsets, pos = [0], 0
+    for line in text.splitlines(keepends=True):
+        pos += len(line)
+        offsets.append(pos)
+    return offsets
+
+
+def _qualnames(module_node) -> dict[int, str]:
+    """id(FunctionDef node) -> qualified name, for module-level functions and methods of
+    module-level classes (the functions mutmut assigns mutants to)."""
+    import libcst as cst  # lazy: libcst only when mutants are generated
+
+    names: dict[int, str] = {}
+    for stmt in module_node.body:
+        if isinstance(stmt, cst.FunctionDef):
+            names[id(stmt)] = stmt.name.value
+        elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            for member in stmt.body.body:
+                if isinstance(member, cst.FunctionDef):
+                    names[id(member)] = f"{stmt.name.value}.{member.name.value}"
+    return names
+
+
+def generate(module: str) -> list[Mutant]:
+    """Every mutant of ``model/<module>.py``, in mutmut's visiting order (deterministic)."""
+    import libcst as cst  # lazy: libcst and mutmut only when mutants are generated (~0.5 s to import)
+    from libcst.metadata import MetadataWrapper, ParentNodeProvider, PositionProvider  # lazy: as above
+    from libcst.metadata import WhitespaceInclusivePositionProvider as WSPos  # lazy: as above
+    from mutmut.mutation.file_mutation import MutationVisitor  # lazy: as above
+    from mutmut.mutation.mutators import mutation_operators  # lazy: as above
+    from mutmut.mutation.pragma_handling import IgnoredCode, PragmaVisitor  # lazy: as above
+
+    path = module_path(module)
+    code = path.read_text()
+    wrapper = MetadataWrapper(cst.parse_module(code))
+    pragmas = PragmaVisitor(str(path))
+    wrapper.visit(pragmas)
+    ignored = IgnoredCode(no_mutate_lines=pragmas.no_mutate_lines, ignore_node_lines=pragmas.ignore_node_lines,
+                          ignore_pattern_lines=set())
+    found = []  # (operator name, original node, mutated node, function node)
+    for node_type, op in mutation_operators:
+        visitor = MutationVisitor([(node_type, op)], ignored)
+        wrapper.visit(visitor)
+        found.extend((op.__name__, m.original_node, m.mutated_node, m.contained_by_top_level_function)
+                     for m in visitor.mutations)
+    positions, ws_positions = wrapper.resolve(PositionProvider), wrapper.resolve(WSPos)
+    parents = wrapper.resolve(ParentNodeProvider)
+    qualnames = _qualnames(wrapper.module)
+    offsets = _line_offsets(code)
+    lines = code.splitlines(keepends=True)
+    order = sorted(range(len(found)), key=lambda i: (positions[found[i][1]].start.line,
+                                                     positions[found[i][1]].start.column, i))
+    mutants, seen = [], Counter()
+    for i in order:
+        opname, orig, mutated, func = found[i]
+        ancestors, p = [], orig
+        while p in parents:
+            p = parents[p]
+            ancestors.append(p)
+        if any(isinstance(a, cst.Raise) for a in ancestors):
+            continue
+        if opname == "operator_string" and not any(isinstance(a, cst.Comparison) for a in ancestors):
+            continue
+        stmt = next((a for a in ancestors if isinstance(a, (cst.BaseSmallStatement, cst.BaseCompoundStatement))),
+                    None)
+        in_params = any(isinstance(a, (cst.Parameters, cst.Decorator)) for a in ancestors)
+        ws = ws_positions[orig]
+        start = offsets[ws.start.line - 1] + ws.start.column
+        end = offsets[ws.end.line - 1] + ws.end.column
+        replacement = wrapper.module.code_for_node(mutated)
+        new_code = code[:start] + replacement + code[end:]
+        if new_code == code:
+            continue
+        diff = "".join(difflib.unified_diff(lines, new_code.splitlines(keepends=True), f"a/model/{module}.py",
+                                            f"b/model/{module}.py", n=2))
+        mid = make_id(module, diff)
+        seen[mid] += 1
+        if seen[mid] > 1:
+            mid = f"{mid}~{seen[mid]}"
+        pos = positions[orig]
+        stmt_line = positions[stmt].start.line if stmt is not None else pos.start.line
+        mutants.append(Mutant(
+            id=mid, module=module, index=len(mutants) + 1, operator=opname, line=pos.start.line,
+            end_line=pos.end.line, stmt_line=min(stmt_line, pos.start.line),
+            function=None if func is None or in_params else qualnames.get(id(func)),
+            start=start, end=end, replacement=replacement, diff=diff))
+    return mutants
+
+
+# -- equivalent mutants ---------------------------------------------------------------------------
+
+
+def load_equivalents(path: Path | str = EQUIVALENTS_FILE) -> dict[str, str]:
+    """``{mutant id: reason}`` from the triage file; a malformed file is a one-line error."""
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text()) if p.exists() else {}
+    except tomllib.TOMLDecodeError as e:
+        raise InvalidArgument(f"{p}: not TOML ({e})") from None
+    out = {}
+    for key, entry in data.items():
+        if not ID_RE.match(key):
+            raise InvalidArgument(f"{p}: [{key!r}]: not a mutant id (<module>:<10 hex digits>)")
+        if not isinstance(entry, dict) or not isinstance(entry.get("reason"), str) or not entry["reason"].strip():
+            raise InvalidArgument(f"{p}: [{key!r}]: needs reason = \"why no test can tell it from the model\"")
+        out[key] = entry["reason"].strip()
+    return out
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Baseline:
+    """The profile's tests on the unmutated model: which execute which line, how long each took."""
+
+    tests: tuple[str, ...]  # node ids, in profile order, passing ones only
+    seconds: dict  # node id -> seconds
+    lines: dict  # line -> tuple of node ids
+    failing: tuple[str, ...]  # tests that fail without any mutant (left out)
+    parts: dict = attrs.field(factory=dict)  # node id -> index of the profile entry it belongs to
+
+    def tests_for(self, mutant: Mutant, limit: int = 0) -> list[str]:
+        """The tests that execute the mutant's lines (every test for a mutant outside a function
+        body: its lines run at import), taken round-robin over the profile's parts (unit tests,
+        focused suites, scenarios, cluster runs), each part in its own order; at most ``limit``
+        (0: all). Deterministic: the same tests for the same coverage."""
+        if not mutant.swappable:
+            chosen = set(self.tests)
+        else:
+            chosen = {t for line in mutant.lines for t in self.lines.get(line, ())}
+        groups: dict[int, list[str]] = {}
+        for t in self.tests:
+            if t in chosen:
+                groups.setdefault(self.parts.get(t, 0), []).append(t)
+        order = [g[i] for i in range(max((len(g) for g in groups.values()), default=0))
+                 for _, g in sorted(groups.items()) if i < len(g)]
+        return order[:limit] if limit else order
+
+    def seconds_for(self, tests: Iterable[str]) -> float:
+        return sum(self.seconds.get(t, 0.0) for t in tests)
+
+
+@attrs.frozen
+class Result:
+    mutant: Mutant
+    outcome: str  # one of OUTCOMES
+    seconds: float = 0.0
+    killed_by: str | None = None
+    tests: int = 0  # tests selected
+    reason: str | None = None  # equivalent: the triage reason; survived: "no test executes it" etc.
+
+    def to_json(self, *, with_diff: bool) -> dict:
+        m = self.mutant
+        d = {"id": m.id, "module": m.module, "index": m.index, "operator": m.operator, "line": m.line,
+             "function": m.function, "outcome": self.outcome, "seconds": round(self.seconds, 2),
+             "tests": self.tests}
+        if self.killed_by:
+            d["killed_by"] = self.killed_by
+        if self.reason:
+            d["reason"] = self.reason
+        if with_diff or self.outcome in ("survived", "timeout"):
+            d["diff"] = m.diff
+        return d
+
+
+def _quiet_fds() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+
+
+class _Deselect:
+    """pytest plugin: leave out the items whose node id contains one of ``patterns``."""
+
+    def __init__(self, patterns):
+        self.patterns = tuple(patterns)
+
+    def pytest_collection_modifyitems(self, config, items):
+        keep = [it for it in items if not any(p in it.nodeid for p in self.patterns)]
+        dropped = [it for it in items if it not in keep]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+
+def warm_up(profiles: Iterable[KillProfile]) -> None:
+    """Import the model, the spec and every profile's test modules in this process (pytest
+    ``--collect-only``), so forked children start warm. Output is discarded."""
+    import pytest  # lazy: pytest is needed only by mutation runs
+
+    args = sorted({t for p in profiles for t in p.tests})
+    saved, cwd = (os.dup(1), os.dup(2)), os.getcwd()
+    try:
+        os.chdir(ROOT)  # the profiles name tests relative to the repository (node ids too)
+        _quiet_fds()
+        rc = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args])
+    finally:
+        os.chdir(cwd)
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        os.close(saved[0])
+        os.close(saved[1])
+    if rc not in (0,):
+        raise FlinkspecError(f"the kill profile's tests do not collect (pytest exit {rc}): "
+                             f"run `pytest --collect-only {' '.join(args)}`")
+
+
+def _baseline_child(module: str, profile: KillProfile, out: str) -> None:
+    """In a forked child: run the profile under coverage, one context per test; write the
+    Baseline as JSON to ``out``."""
+    import coverage  # lazy: only the baseline child measures coverage
+    import pytest  # lazy: as above
+
+    path = str(module_path(module))
+    cov = coverage.Coverage(data_file=None, include=[path], config_file=False)
+    tests, seconds, failing = [], {}, []
+
+    class Contexts:
+        def pytest_runtest_setup(self, item):
+            cov.switch_context(item.nodeid)
+
+        def pytest_runtest_logreport(self, report):
+            if report.when == "call":
+                tests.append(report.nodeid)
+                seconds[report.nodeid] = report.duration
+            if report.failed and report.nodeid not in failing:
+                failing.append(report.nodeid)
+
+    _quiet_fds()
+    cov.start()
+    pytest.main(["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "-o", "addopts=", *profile.tests],
+                plugins=[Contexts(), _Deselect(profile.exclude)])
+    cov.stop()
+    data = cov.get_data()
+    lines = {}
+    for line, ctxs in data.contexts_by_lineno(path).items():
+        named = [c for c in ctxs if c]
+        if named:
+            lines[line] = named
+    with open(out, "w") as f:
+        json.dump({"tests": [t for t in tests if t not in failing], "seconds": seconds, "lines": lines,
+                   "failing": failing}, f)
+
+
+def _fork(target: Callable[[], int]) -> int:
+    """Fork; the child runs ``target`` in its own process group and exits with its code."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            os.setpgid(0, 0)
+            os.chdir(ROOT)
+            code = target()
+        except BaseException:  # noqa: BLE001 - whatever the mutant raised, the child must exit
+            code = 3
+        finally:
+            os._exit(code if isinstance(code, int) else 3)
+    return pid
+
+
+def run_baseline(module: str, profile: KillProfile) -> Baseline:
+    """The unmutated profile (in a forked child of the warm process)."""
+    with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as d:
+        out = os.path.join(d, "baseline.json")
+        pid = _fork(lambda: _baseline_child(module, profile, out) or 0)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except BaseException:  # interrupted: the child (its own process group) goes too
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        if not os.path.exists(out):
+            raise FlinkspecError(f"model/{module}.py: the kill profile's baseline run failed (status {status})")
+        data = json.loads(Path(out).read_text())
+    tests = tuple(data["tests"])
+    if not tests:
+        raise FlinkspecError(f"model/{module}.py: the kill profile has no passing test")
+    return Baseline(tests=tests, seconds=data["seconds"], failing=tuple(data["failing"]),
+                    lines={int(k): tuple(v) for k, v in data["lines"].items()},
+                    parts={t: part_of(t, profile) for t in tests})
+
+
+def part_of(nodeid: str, profile: KillProfile) -> int:
+    """Index of the profile entry (a file or a node-id prefix) a test was collected from."""
+    for i, entry in enumerate(profile.tests):
+        if nodeid == entry or nodeid.startswith((entry + "::", entry + "[")):
+            return i
+    return len(profile.tests)
+
+
+@attrs.frozen
+class Job:
+    """One mutant to run: its source, its tests, its time limit."""
+
+    mutant: Mutant
+    source: str
+    tests: tuple[str, ...]
+    limit: float
+    fresh: bool = False  # in a fresh interpreter (else: a forked child swapping the code in)
+
+
+def time_limit(baseline_seconds: float, override: float | None) -> float:
+    """The per-mutant time limit: ``override``, else 4 x the tests' unmutated time + 10 s (the
+    machine is shared: timings are noisy)."""
+    return override if override is not None else 4.0 * baseline_seconds + 10.0
+
+
+def _subprocess_spec(job: Job, result_path: str) -> dict:
+    return {"root": str(ROOT), "module": f"model.{job.mutant.module}",
+            "path": str(module_path(job.mutant.module)), "source": job.source, "tests": list(job.tests),
+            "result": result_path}
+
+
+class _Running:
+    def __init__(self, job: Job, result_path: str, pid: int | None = None, popen=None):
+        self.job, self.result_path, self.pid, self.popen = job, result_path, pid, popen
+        self.t0 = time.monotonic()
+
+    def poll(self) -> int | None:
+        """Exit status when done (a negative number: killed by that signal), else None."""
+        if self.popen is not None:
+            return self.popen.poll()
+        pid, status = os.waitpid(self.pid, os.WNOHANG)
+        if pid == 0:
+            return None
+        return os.waitstatus_to_exitcode(status)
+
+    def kill(self) -> None:
+        pid = self.popen.pid if self.popen is not None else self.pid
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if self.popen is not None:
+            self.popen.wait()
+        else:
+            os.waitpid(self.pid, 0)
+
+
+def _start(job: Job, tmp: str) -> _Running:
+    """Start a mutant: a forked child swapping the code in, or a fresh interpreter."""
+    from properties import mutantrun  # lazy: the runner half, imported in the warm parent only when running
+
+    result_path = os.path.join(tmp, job.mutant.id.replace(":", "_").replace("~", "_") + ".json")
+    if job.mutant.swappable and not job.fresh:
+        def child() -> int:
+            try:
+                mutantrun.swap_code(f"model.{job.mutant.module}", job.mutant.function, job.source)
+            except (ValueError, KeyError, AttributeError):
+                return SWAP_FAILED
+            return mutantrun.run_tests(list(job.tests), result_path)
+
+        return _Running(job, result_path, pid=_fork(child))
+    spec_path = result_path + ".spec"
+    Path(spec_path).write_text(json.dumps(_subprocess_spec(job, result_path)))
+    popen = subprocess.Popen([sys.executable, "-m", "properties.mutantrun", spec_path], cwd=ROOT,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    return _Running(job, result_path, popen=popen)
+
+
+def _judge(job: Job, status: int | None, seconds: float, result_path: str) -> Result:
+    """The outcome of a finished (or timed-out: ``status`` None) mutant run."""
+    info = {}
+    if os.path.exists(result_path):
+        try:
+            info = json.loads(Path(result_path).read_text())
+        except ValueError:
+            info = {}
+    n = len(job.tests)
+    if status is None:
+        return Result(job.mutant, "timeout", seconds, tests=n, reason=f"no verdict within {job.limit:.0f} s")
+    if status == 0:
+        return Result(job.mutant, "survived", seconds, tests=n)
+    how = info.get("failed") or ("a crash (signal %d)" % -status if status < 0 else
+                                 f"a failed run (exit {status})")
+    return Result(job.mutant, "killed", seconds, killed_by=how, tests=n)
+
+
+def run_local(jobs: list[Job], *, workers: int, deadline: float | None,
+              progress: Callable[[Result], None]) -> list[Result]:
+    """Run the jobs, at most ``workers`` at a time; jobs not started by ``deadline``
+    (``time.monotonic()``) are ``not_run``."""
+    results: list[Result] = []
+    queue = list(jobs)
+    running: list[_Running] = []
+    with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as tmp:
+        try:
+            while queue or running:
+                while queue and len(running) < workers:
+                    if deadline is not None and time.monotonic() >= deadline:
+                        for job in queue:
+                            results.append(Result(job.mutant, "not_run", reason="--budget-s spent"))
+                        queue.clear()
+                        break
+                    running.append(_start(queue.pop(0), tmp))
+                for r in list(running):
+                    status = r.poll()
+                    elapsed = time.monotonic() - r.t0
+                    if status is None and elapsed > r.job.limit:
+                        r.kill()
+                        res = _judge(r.job, None, elapsed, r.result_path)
+                    elif status is None:
+                        continue
+                    elif status == SWAP_FAILED:
+                        running.remove(r)
+                        queue.insert(0, attrs.evolve(r.job, fresh=True))
+                        continue
+                    else:
+                        res = _judge(r.job, status, elapsed, r.result_path)
+                    running.remove(r)
+                    results.append(res)
+                    progress(res)
+                time.sleep(0.02)
+        finally:
+            for r in running:
+                r.kill()
+    return results
+
+
+def _spark_task(spec: dict, limit: float) -> dict:
+    """On an executor: one mutant in a fresh interpreter; returns status, seconds and the
+    result file's content."""
+    with tempfile.TemporaryDirectory(prefix="flinkspec-mutant-") as d:
+        spec = dict(spec, result=os.path.join(d, "result.json"))
+        spec_path = os.path.join(d, "spec.json")
+        Path(spec_path).write_text(json.dumps(spec))
+        t0 = time.monotonic()
+        p = subprocess.Popen([sys.executable, "-m", "properties.mutantrun", spec_path], cwd=spec["root"],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        try:
+            status = p.wait(timeout=limit)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            status = None
+        seconds = time.monotonic() - t0
+        info = Path(spec["result"]).read_text() if os.path.exists(spec["result"]) else "{}"
+    return {"status": status, "seconds": seconds, "info": info}
+
+
+def run_spark(jobs: list[Job], *, master: str, progress: Callable[[Result], None]) -> list[Result]:
+    """Every mutant as one Spark task (a fresh interpreter on the executor, with the import
+    hook). The executors must see the project at the same path as the driver."""
+    from spark.session import session  # lazy: pyspark only with --master
+
+    specs = [(_subprocess_spec(j, ""), j.limit) for j in jobs]
+    with session(master) as spark:
+        sc = spark.sparkContext
+        out = sc.parallelize(list(enumerate(specs)), max(1, len(specs))) \
+            .map(lambda item: (item[0], _spark_task(item[1][0], item[1][1]))).collect()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as tmp:
+        for i, got in sorted(out):
+            path = os.path.join(tmp, f"{i}.json")
+            Path(path).write_text(got["info"])
+            res = _judge(jobs[i], got["status"], got["seconds"], path)
+            results.append(res)
+            progress(res)
+    return results
+
+
+# -- one module ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ModuleReport:
+    module: str
+    results: tuple[Result, ...]
+    seconds: float
+    baseline_tests: int
+    failing_baseline: tuple[str, ...]
+    stale_equivalents: tuple[str, ...]
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for r in self.results if r.outcome == outcome)
+
+    def summary(self) -> dict:
+        c = {o: self.count(o) for o in OUTCOMES}
+        judged = c["killed"] + c["survived"] + c["timeout"]
+        return {"module": f"model/{self.module}.py", "mutants": len(self.results), **c,
+                "score": round(100.0 * c["killed"] / judged, 1) if judged else None,
+                "score_with_timeouts": round(100.0 * (c["killed"] + c["timeout"]) / judged, 1) if judged else None,
+                "complete": c["not_run"] == 0, "seconds": round(self.seconds, 1),
+                "profile_tests": self.baseline_tests, "failing_without_mutant": list(self.failing_baseline),
+                "stale_equivalents": list(self.stale_equivalents)}
+
+
+#: tests run per mutant at most (``--tests-per-mutant``; 0: every test executing its lines)
+TESTS_PER_MUTANT = 30
+
+
+def plan(module: str, mutants: list[Mutant], baseline: Baseline, equivalents: dict[str, str],
+         timeout: float | None, source: str, tests_per_mutant: int = TESTS_PER_MUTANT
+         ) -> tuple[list[Job], list[Result]]:
+    """The jobs to run and the results known without running: equivalent (triaged) mutants,
+    and mutants no test of the profile executes (they survive)."""
+    jobs, known = [], []
+    for m in mutants:
+        if m.id in equivalents:
+            known.append(Result(m, "equivalent", reason=equivalents[m.id]))
+            continue
+        tests = baseline.tests_for(m, tests_per_mutant)
+        if not tests:
+            known.append(Result(m, "survived", reason="no test of the kill profile executes this line"))
+            continue
+        jobs.append(Job(m, m.source(source), tuple(tests), time_limit(baseline.seconds_for(tests), timeout)))
+    return jobs, known
+
+
+def mutate_module(module: str, *, workers: int, deadline: float | None, master: str | None,
+                  equivalents: dict[str, str], timeout: float | None, only: set[str] | None,
+                  tests_per_mutant: int = TESTS_PER_MUTANT, profile: KillProfile | None = None, progress: Callable[[str, Result, int, int], None],
+                  note: Callable[[str], None]) -> ModuleReport:
+    """Generate, triage, run and judge the mutants of one module."""
+    t0 = time.monotonic()
+    source = module_path(module).read_text()
+    mutants = generate(module)
+    ids = {m.id for m in mutants}
+    stale = tuple(sorted(k for k in equivalents if k.split(":")[0] == module and k not in ids))
+    if only is not None:
+        mutants = [m for m in mutants if m.id in only]
+    profile = profile or kill_profile(module)
+    note(f"model/{module}.py: {len(mutants)} mutant(s); baseline of the kill profile "
+         f"({len(profile.tests)} test file(s)/selection(s)) under coverage ...")
+    baseline = run_baseline(module, profile)
+    note(f"model/{module}.py: baseline {len(baseline.tests)} test(s), "
+         f"{baseline.seconds_for(baseline.tests):.0f} s" +
+         (f"; {len(baseline.failing)} failing without a mutant, left out: {', '.join(baseline.failing[:3])}"
+          if baseline.failing else ""))
+    jobs, known = plan(module, mutants, baseline, equivalents, timeout, source, tests_per_mutant)
+    done = [0]
+    total = len(jobs)
+
+    def tick(res: Result) -> None:
+        done[0] += 1
+        progress(module, res, done[0], total)
+
+    if master is not None:
+        ran = run_spark(jobs, master=master, progress=tick)
+    else:
+        ran = run_local(jobs, workers=workers, deadline=deadline, progress=tick)
+    results = sorted(known + ran, key=lambda r: r.mutant.index)
+    return ModuleReport(module, tuple(results), time.monotonic() - t0, len(baseline.tests), baseline.failing,
+                        stale)

@@ -1,0 +1,133 @@
+"""``flinkspec mutate``: the mutant list (deterministic, stable ids, one node replaced), the
+machinery on two planted mutants (an obvious one killed, a triaged equivalent one reported as
+such and never run), and bad arguments (one line, exit 2)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from properties import mutation as M
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _flinkspec(*args, cwd=ROOT):
+    return subprocess.run([sys.executable, "-m", "flinkspec.cli", *args], cwd=cwd, env=ENV, capture_output=True,
+                          text=True, timeout=300)
+
+
+def _changed(m) -> tuple[str, str]:
+    lines = m.diff.splitlines()
+    return (next(l[1:].strip() for l in lines if l.startswith("-") and not l.startswith("---")),
+            next(l[1:].strip() for l in lines if l.startswith("+") and not l.startswith("+++")))
+
+
+def test_mutant_list_is_deterministic_with_unique_ids_and_one_node_replaced():
+    a, b = M.generate("failover"), M.generate("failover")
+    assert [m.id for m in a] == [m.id for m in b] and len(a) > 50
+    assert len({m.id for m in a}) == len(a)
+    assert all(M.ID_RE.match(m.id) and m.id.startswith("failover:") for m in a)
+    source = M.module_path("failover").read_text()
+    for m in a:
+        mutated = m.source(source)
+        assert mutated != source
+        cst.parse_module(mutated)  # still Python
+        assert m.diff.count("\n-") >= 1 and m.diff.count("\n+") >= 1
+    # an id does not depend on where in the file the mutant is (the hunk's line numbers)
+    m = a[10]
+    shifted = m.diff.replace("@@ -", "@@ -1").replace(" +", " +1")
+    assert M.make_id("failover", shifted) == m.id.split("~")[0]
+
+
+def test_error_messages_and_annotations_are_not_mutated():
+    muts = M.generate("stateassignment")
+    assert not [m for m in muts if "raise" in _changed(m)[0] or "Max parallelism mismatch" in m.replacement]
+
+
+def _pick():
+    muts = M.generate("failover")
+    obvious = next(m for m in muts if _changed(m) == ("if a != b:", "if a == b:"))
+    equivalent = next(m for m in muts if _changed(m) == ('name = "region"', "name = None"))
+    return obvious, equivalent
+
+
+def test_the_machinery_kills_an_obvious_mutant_and_reports_a_triaged_equivalent(tmp_path):
+    obvious, equivalent = _pick()
+    triage = tmp_path / "equivalent.toml"
+    triage.write_text(f'["{equivalent.id}"]\nreason = "the class attribute name is never read"\n')
+    out = tmp_path / "out"
+    r = _flinkspec("mutate", "--only", obvious.id, "--only", equivalent.id, "--kill-tests", "tests/test_failover.py",
+                   "--equivalents", str(triage), "--out", str(out), "--workers", "1", "--json")
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["killed"] == 1 and summary["equivalent"] == 1 and summary["survived"] == 0
+    per_module = json.loads(r.stdout.strip().splitlines()[0])
+    assert per_module["module"] == "model/failover.py" and per_module["score"] == 100.0
+    results = {m["id"]: m for m in json.loads((out / "failover.json").read_text())["mutants"]}
+    assert results[obvious.id]["outcome"] == "killed"
+    assert results[obvious.id]["killed_by"].startswith("tests/test_failover.py::")
+    assert results[equivalent.id]["outcome"] == "equivalent"
+    assert results[equivalent.id]["reason"] == "the class attribute name is never read"
+    assert "[failover 1/1]" in r.stderr  # progress on stderr: only the obvious one ran
+
+
+def test_a_surviving_mutant_is_reported_with_its_diff_and_exit_1(tmp_path):
+    """The same equivalent mutant, not triaged and judged by a test that cannot see it, survives."""
+    _, equivalent = _pick()
+    r = _flinkspec("mutate", "--only", equivalent.id, "--kill-tests", "tests/test_failover.py", "--no-write",
+                   "--equivalents", str(tmp_path / "none.toml"), "--workers", "1")
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert f"SURVIVED {equivalent.id}" in r.stdout
+    assert '-    name = "region"' in r.stdout and "+    name = None" in r.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--module", "model/nope.py"], "--module 'model/nope.py': no such model module"),
+    (["--module", "../tests/conftest.py"], "no such model module"),
+    (["--only", "failover:zz"], "not a mutant id"),
+    (["--only", "failover:0123456789"], "no such mutant"),
+    (["--workers", "0"], "must be between 1 and"),
+    (["--budget-s", "-1"], "--budget-s -1: must be a positive number"),
+    (["--kill-tests", "tests/nope.py", "--module", "failover"], "no such test file"),
+])
+def test_bad_arguments_are_one_line_errors(args, message):
+    r = _flinkspec("mutate", *args)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], r.stderr
+
+
+def test_a_malformed_triage_file_is_one_line_error(tmp_path):
+    for text, message in (('["failover:0123456789"]\n', "needs reason"), ("[x\n", "not TOML"),
+                          ('["nope"]\nreason = "r"\n', "not a mutant id")):
+        bad = tmp_path / "bad.toml"
+        bad.write_text(text)
+        r = _flinkspec("mutate", "--module", "failover", "--list", "--equivalents", str(bad))
+        assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
+
+
+def test_the_committed_triage_file_is_well_formed_and_names_current_mutants():
+    triaged = M.load_equivalents()
+    current = {m.id for mod in {k.split(":")[0] for k in triaged} for m in M.generate(mod)}
+    assert set(triaged) <= current, sorted(set(triaged) - current)
+    assert all(len(reason) > 20 for reason in triaged.values())
+
+
+@pytest.mark.slow
+def test_mutants_run_as_spark_tasks(tmp_path):
+    """With --master each mutant is a Spark task: a fresh interpreter on the executor with the
+    import hook serving the mutant's source (a JVM start: slow)."""
+    obvious, _ = _pick()
+    r = _flinkspec("mutate", "--only", obvious.id, "--kill-tests", "tests/test_failover.py", "--master", "local[1]",
+                   "--no-write", "--json", "--equivalents", str(tmp_path / "none.toml"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads(r.stdout.strip().splitlines()[-1])
+    assert summary["master"] == "local[1]" and summary["killed"] == 1 and summary["survived"] == 0
