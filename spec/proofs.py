@@ -86,9 +86,9 @@ _FLINK_KEY = re.compile(r"flink[-_](\d{4,})", re.IGNORECASE)
 
 
 def _family(module: str | None) -> str:
-    """``z3/<mechanism>`` for a check defined in ``spec.z3_<mechanism>``, else ``z3``."""
+    """``z3/<mechanism>`` for a check defined in ``spec.z3_<mechanism>`` (underscores as hyphens), else ``z3``."""
     last = (module or "").rsplit(".", 1)[-1]
-    return f"z3/{last[3:]}" if last.startswith("z3_") and len(last) > 3 else "z3"
+    return f"z3/{last[3:].replace('_', '-')}" if last.startswith("z3_") and len(last) > 3 else "z3"
 
 
 def _flink_key(*texts: str) -> str | None:
