@@ -492,20 +492,16 @@ class Cluster:
             return f"{action!r} is not an action of any registered kind"
         return unit.guard(self, action)
 
-    def not_enabled(self, action) -> str | None:
-        """Why ``action`` is not enabled here (the message ``step`` would raise), or None."""
-        entry = _GUARD_AND_APPLY.get(type(action))
-        if entry is None:
-            return f"{action!r} is not an action of any registered kind"
-        why = entry[0](self, action)
-        return None if why is None else f"{action!r}: {why}"
-
     def step(self, action) -> None:
         """Apply ``action`` if it is enabled; else raise ActionNotEnabled (the state is untouched)."""
-        why = self.not_enabled(action)
+        try:
+            guard, apply = _GUARD_AND_APPLY[type(action)]
+        except KeyError:
+            raise ActionNotEnabled(f"{action!r} is not an action of any registered kind") from None
+        why = guard(self, action)
         if why is not None:
-            raise ActionNotEnabled(why)
-        _GUARD_AND_APPLY[type(action)][1](self, action)
+            raise ActionNotEnabled(f"{action!r}: {why}")
+        apply(self, action)
         if self.outbox:
             self.deliver_messages()
         if self.cp is not None:

@@ -146,6 +146,22 @@ def test_action_arguments_are_checked_against_the_scenario_before_any_step(tmp_p
         one_line_error(err, ":2: action", rule)
 
 
+def test_the_viewer_refuses_an_rpc_delivery_of_a_message_not_in_flight():
+    """The viewer reads what an action names (the RPC at an index) before the step: an index
+    past the messages in flight is the replay's error naming the step, not an IndexError."""
+    import attrs  # only this test builds a counterexample by hand
+
+    from model.actions import RpcDeliver
+    from model.errors import FlinkspecError
+    from properties.timeline import build_timeline
+
+    cx = load_counterexample(next(p for p in CORPUS if '"RpcDeliver(index=' in p.read_text()))
+    i = next(i for i, a in enumerate(cx.actions) if type(a) is RpcDeliver)
+    bad = attrs.evolve(cx, actions=cx.actions[:i] + (RpcDeliver(index=99),) + cx.actions[i + 1:])
+    with pytest.raises(FlinkspecError, match=rf"step {i}: RpcDeliver\(index=99\): .*in flight"):
+        build_timeline(bad)
+
+
 def test_show_never_explains_a_step_that_is_not_enabled(tmp_path, capsys, cx_lines):
     """An action with valid arguments that is not enabled at its turn: show prints nothing
     (no half explanation) and names the line and the guard."""
