@@ -12,13 +12,17 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from flinkspec import cli
 from flinkspec.cli import main
+from model.actions import RpcDeliver
+from model.errors import FlinkspecError
 from model.inputfiles import InputError, parse_json
 from properties.counterexample import CounterexampleError, check_replay, load_counterexample
 from properties.safe_io import OutputError, check_output_dir, write_atomic
+from properties.timeline import build_timeline
 from properties.validation import published_schemas, render_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -149,12 +153,6 @@ def test_action_arguments_are_checked_against_the_scenario_before_any_step(tmp_p
 def test_the_viewer_refuses_an_rpc_delivery_of_a_message_not_in_flight():
     """The viewer reads what an action names (the RPC at an index) before the step: an index
     past the messages in flight is the replay's error naming the step, not an IndexError."""
-    import attrs  # only this test builds a counterexample by hand
-
-    from model.actions import RpcDeliver
-    from model.errors import FlinkspecError
-    from properties.timeline import build_timeline
-
     cx = load_counterexample(next(p for p in CORPUS if '"RpcDeliver(index=' in p.read_text()))
     i = next(i for i, a in enumerate(cx.actions) if type(a) is RpcDeliver)
     bad = attrs.evolve(cx, actions=cx.actions[:i] + (RpcDeliver(index=99),) + cx.actions[i + 1:])
