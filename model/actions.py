@@ -1426,6 +1426,9 @@ class JobReachedTerminalStateKind(_ControlPlaneKind):
     def precondition(self, c):
         return _ControlPlaneKind.precondition(self, c) or c.cp.job_done_possible(c)
 
+    def drains(self, c, a):
+        return not c.cp.needs_tick()  # the drain settles heartbeats first: settled states are judged with a JobMaster
+
     def apply(self, c, a):
         c.cp.job_reached_terminal_state(c)
 
@@ -1444,6 +1447,9 @@ class CleanupJobKind(_ControlPlaneKind):
 
     def precondition(self, c):
         return _ControlPlaneKind.precondition(self, c) or c.cp.cleanup_possible()
+
+    def drains(self, c, a):
+        return not c.cp.needs_tick()  # as JobReachedTerminalState: settle first
 
     def apply(self, c, a):
         c.cp.cleanup(c)

@@ -106,6 +106,7 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
 ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
 RPC_ORDERS = ("any", "connection")
+SCHEDULINGS = ("region", "eager")
 
 
 def known_bugs() -> tuple[str, ...]:
@@ -237,6 +238,19 @@ class RuntimeConfig:
     #: order; different connections overtake each other). "connection" is Flink's transport;
     #: "any" is a superset of its behaviours.
     rpc_order: str = "any"
+    #: ``slot.idle.timeout`` in heartbeat intervals (Flink: 50 s, five of its 10 s heartbeat
+    #: intervals; here as many intervals as ``heartbeat_timeout``'s default): a free slot of the
+    #: SlotPool idle this long, and not needed, is released to its TaskExecutor.
+    slot_idle_timeout: int = 2
+    #: known-unsafe when False: the TaskExecutor ignores the JobMaster's AllocatedSlotReport
+    #: (``syncSlotsWithSnapshotFromJobMaster``), so a slot whose ``freeSlot`` was lost stays
+    #: allocated for the job for ever.
+    allocated_slot_report_sync: bool = True
+    #: how the JobMaster schedules (control plane only): "region" (Flink's
+    #: PipelinedRegionSchedulingStrategy: a region consuming blocking partitions is deployed
+    #: once their producers finished, every other at once) or, known-unsafe for blocking
+    #: exchanges, "eager" (every region at once, the consumers of blocking partitions too).
+    scheduling: str = "region"
 
 
     #: whether RescaleFromCheckpoint is offered: the job is cancelled and resubmitted from its
@@ -295,6 +309,10 @@ class RuntimeConfig:
                                      f"not {self.control_plane_faults!r}")
         if self.rpc_order not in RPC_ORDERS:
             raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
+        if self.slot_idle_timeout < 1:
+            raise FlinkspecError(f"slot_idle_timeout must be >= 1, not {self.slot_idle_timeout}")
+        if self.scheduling not in SCHEDULINGS:
+            raise FlinkspecError(f"scheduling must be one of {SCHEDULINGS}, not {self.scheduling!r}")
         if self.rpc_capacity is not None and self.rpc_capacity < 1:
             raise FlinkspecError(f"rpc_capacity must be >= 1 or None, not {self.rpc_capacity}")
 
@@ -495,7 +513,7 @@ class Cluster:
         if self.outbox:
             self.deliver_messages()
         if self.cp is not None:
-            self.cp.after_step()
+            self.cp.after_step(self)
         self.now += 1
         self.trace.append(action)
 

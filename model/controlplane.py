@@ -49,6 +49,7 @@ from __future__ import annotations
 
 from model import highavailability as ha
 from model import rpc, seams
+from model.failover import channel_is_blocking, pipelined_regions
 from model.jobmaster import JobMaster
 from model.resourcemanager import PENDING, ResourceManager
 from model.slotsharing import compute_execution_slot_sharing_groups
@@ -108,11 +109,11 @@ class ControlPlane:
     #: (a new id is above every live one whatever the counter says: ids count by rank,
     #: ``model.fingerprint.fresh_id``)
     FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig", "next_allocation",
-                        "next_attempt")
+                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout", "eager", "slot_sync")
 
-    __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "quiet", "storage",
-                 "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
-                 "_jm_cls", "_sig")
+    __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "next_sequence", "quiet",
+                 "storage", "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
+                 "_jm_cls", "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync")
 
     def __init__(self, c):
         cfg = c.config
@@ -121,11 +122,17 @@ class ControlPlane:
         self._dispatcher = seams.variant_class(Dispatcher, cfg.bugs)()
         self._jm_cls = seams.variant_class(JobMaster, cfg.bugs)
         self.groups = tuple(g.subtasks for g in compute_execution_slot_sharing_groups(c.eg))
+        #: per subtask: the producers of the blocking partitions its pipelined region consumes
+        self.region_inputs = region_inputs(c.eg)
+        self.idle_timeout = cfg.slot_idle_timeout
+        self.eager = cfg.scheduling == "eager"
+        self.slot_sync = cfg.allocated_slot_report_sync
         self.store = ha.ZooKeeperStore()
         self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
         self.running: int | None = None
         self.next_allocation = 1
         self.next_attempt = 1
+        self.next_sequence = 1
         self.quiet = 0
         self.storage: dict = {}
         self.started = False
@@ -151,6 +158,11 @@ class ControlPlane:
     def new_attempt(self) -> rpc.ExecutionAttemptID:
         a = rpc.ExecutionAttemptID(self.next_attempt)
         self.next_attempt += 1
+        return a
+
+    def new_sequence_number(self) -> rpc.SequenceNumber:
+        a = rpc.SequenceNumber(self.next_sequence)
+        self.next_sequence += 1
         return a
 
     def new_allocation(self) -> rpc.AllocationID:
@@ -254,7 +266,6 @@ class ControlPlane:
         for alloc, old in sorted(by_alloc.items()):
             self.net.send(rpc.CancelTask(jm.pool[alloc][0], jm.token, old))
         jm.fail(self, set(restart))
-        jm.try_deploy(self)
 
     def executions_died(self, c, executions) -> None:
         """Executions died with their slot or process: a current one's task is CANCELED."""
@@ -267,6 +278,39 @@ class ControlPlane:
             if self.current_attempt(s) == a and c.tasks[s].status == "CREATED":
                 c.tasks[s].status = "RUNNING"
 
+    # -- scheduling (PipelinedRegionSchedulingStrategy) and idle slots --------------------------
+    def schedulable(self, c) -> frozenset:
+        """The subtasks that may be deployed: every one of a streaming job; one whose pipelined
+        region consumes blocking partitions only once their producers finished (with
+        ``RuntimeConfig.scheduling="eager"``: every one at once)."""
+        if self.eager:
+            return frozenset(range(len(c.tasks)))
+        tasks = c.tasks
+        return frozenset(s for s, producers in enumerate(self.region_inputs)
+                         if all(tasks[p].status == "FINISHED" for p in producers))
+
+    def schedule(self, c) -> None:
+        """The running JobMaster follows its job: groups whose subtasks all finished (or are
+        not schedulable) give their slots back to the pool, the requirement follows, and
+        schedulable subtasks waiting for deployment are submitted once their groups hold slots."""
+        jm = self.running_jobmaster()
+        if jm is None or jm.status != "RUNNING":
+            return
+        ready = self.schedulable(c)
+        tasks = c.tasks
+        needed = frozenset(g for g, subtasks in enumerate(self.groups)
+                           if any(s in ready and tasks[s].status != "FINISHED" for s in subtasks))
+        if needed != jm.needed:
+            for alloc in jm.update_demand(self, needed):
+                c.events.append(("cp_slot_freed", c.now, alloc))
+        idle = set(jm.idle)
+        for m in jm.try_deploy(self, ready):
+            if m.allocation in idle:
+                c.events.append(("cp_idle_slot_reused", c.now, m.allocation))
+            for s, _attempt in m.subtasks:
+                waiting = tuple(p for p in self.region_inputs[s] if tasks[p].status != "FINISHED")
+                c.events.append(("cp_submit", c.now, s, waiting))
+
     # -- settledness ---------------------------------------------------------------------------
     def _signature(self) -> tuple:
         """What heartbeats reconcile: slot tables, registrations, pools, deployments."""
@@ -278,12 +322,17 @@ class ControlPlane:
                                                   tuple(sorted(p.rm.requirements.items()))),
                        None if p.jobmaster is None else (tuple(sorted(p.jobmaster.pool.items())),
                                                          tuple(sorted(p.jobmaster.deployed.items())),
-                                                         tuple(sorted(p.jobmaster.pending))))
+                                                         tuple(sorted(p.jobmaster.pending)),
+                                                         tuple(sorted(p.jobmaster.group_slot.items()))))
                       for p in self.jms), self.running)
 
-    def after_step(self) -> None:
-        """Called after every step: a change of what heartbeats reconcile starts the settling
-        over (``quiet`` = 0), whatever caused it (an RPC, a timeout, a failover)."""
+    def after_step(self, c) -> None:
+        """Called after every step: the running JobMaster follows what the step did to its
+        tasks (``schedule``: Flink's JobMaster learns of finished and failed executions from
+        ``updateTaskExecutionState``, the model's data plane tells it at once); a change of
+        what heartbeats reconcile starts the settling over (``quiet`` = 0), whatever caused it
+        (an RPC, a timeout, a failover)."""
+        self.schedule(c)
         sig = self._signature()
         if sig != self._sig:
             self._sig = sig
@@ -460,6 +509,8 @@ class ControlPlane:
                     c.events.append(("cp_tm_timeout", c.now, te, p.index, bool(c.coordinator.num_pending)))
                     if self.running == p.index:
                         c.fail_on_control_plane(failed)
+                for te, slot, alloc in jm.release_idle_slots(self, self.idle_timeout):
+                    c.events.append(("cp_idle_slot_released", c.now, te, slot, alloc, p.index))
                 jm.declare(self)
         for te in self.tes:
             if te.alive and te.registered:
@@ -469,6 +520,10 @@ class ControlPlane:
             if te.alive and te.rm_token is not None and not te.registered:
                 self.net.send(rpc.RegisterTaskExecutor(te.index, te.inc, te.rm_token, te.slot_report()))
             if te.alive:
+                died = te.job_leader_tick(self.timeout)
+                if died is not None:
+                    c.events.append(("cp_job_leader_timeout", c.now, te.index, te.job_token))
+                    self.executions_died(c, died)
                 te.timeout_inactive(self.timeout)
                 te.offer(self)
 
@@ -504,19 +559,20 @@ class ControlPlane:
                 for slot in rm.on_heartbeat(self, m, c.config.slot_report_reconciliation):
                     c.events.append(("cp_pending_slot_reconciled", c.now, slot))
             return
-        if t is rpc.OfferSlots or t is rpc.HeartbeatResponse:
-            p = self._jm(m.job_token if t is rpc.OfferSlots else m.token)
+        if t is rpc.OfferSlots or t is rpc.HeartbeatResponse or t is rpc.RequirementsAcknowledged:
+            p = self._jm(m.token if t is rpc.HeartbeatResponse else m.job_token)
             if p is None:
                 return
             jm = p.jobmaster
+            if t is rpc.RequirementsAcknowledged:
+                jm.on_acknowledged(m)
+                return
             if t is rpc.OfferSlots:
                 if p.latch != ha.latch_leader(self.store):
                     c.events.append(("cp_offer_to_deposed", c.now, m.te, p.index))
                 failed = jm.on_offer(self, m)
-                if self.running == p.index:
-                    if failed:
-                        c.fail_on_control_plane(failed)
-                    jm.try_deploy(self)
+                if self.running == p.index and failed:
+                    c.fail_on_control_plane(failed)
                 return
             if jm.targets().get(m.te) != m.inc:
                 return
@@ -574,7 +630,10 @@ class ControlPlane:
                     te.missed_rm = 0
                     self.net.send(rpc.HeartbeatResponse("rm", m.token, te.index, te.inc, te.slot_report()))
             elif m.token == te.job_token:
-                died, failed_slots = te.on_allocated_slot_report(m.token, m.payload)
+                te.missed_jm = 0
+                died, failed_slots, freed = te.on_allocated_slot_report(m.token, m.payload, self.slot_sync)
+                for alloc in freed:
+                    c.events.append(("cp_unreported_slot_freed", c.now, m.te, alloc))
                 self.executions_died(c, died)
                 self.net.send(rpc.HeartbeatResponse("jm", m.token, te.index, te.inc,
                                                     (te.deployment_report(m.token), failed_slots)))
@@ -619,8 +678,26 @@ class ControlPlane:
             self.ha_write(c, p, path, None, delete=True)
         if p.jobmaster is not None:
             p.jobmaster.release_all(self)
+            # the closed JobMaster disconnects from the ResourceManager of its own process,
+            # which clears the job's requirement (Flink: JobLeaderIdService / disconnectJobManager)
+            p.rm.requirements.pop(p.jobmaster.token, None)
             p.jobmaster = None
         c.events.append(("cp_job_cleaned_up", c.now, p.token))
+
+
+def region_inputs(eg) -> tuple:
+    """Per subtask: the producers of the blocking partitions its pipelined region consumes
+    (``model.failover.pipelined_regions``), sorted."""
+    region_of = {}
+    for i, region in enumerate(pipelined_regions(eg)):
+        for s in region:
+            region_of[s] = i
+    producers: dict = {}
+    for ch in eg.channels:
+        r = region_of[ch.consumer]
+        if channel_is_blocking(eg, ch) and region_of[ch.producer] != r:
+            producers.setdefault(r, set()).add(ch.producer)
+    return tuple(tuple(sorted(producers.get(region_of[s.id], ()))) for s in eg.subtasks)
 
 
 def pending_slots(rm: ResourceManager) -> int:

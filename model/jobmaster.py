@@ -7,15 +7,27 @@ in an allocation of its pool, on the TaskExecutor it was submitted to.
 
 Follows ``JobMaster`` (a ``FencedRpcEndpoint<JobMasterId>``) with a ``DeclarativeSlotPool``:
 
-* on start it declares its requirement -- the number of execution slot sharing groups of
-  the job (``SlotSharingSlotAllocator.calculateRequiredSlots``) -- to the ResourceManager,
-  and again each heartbeat interval while the pool holds fewer slots;
+* its requirement is the number of execution slot sharing groups that hold or need a slot:
+  a group needs one while a subtask of it is schedulable and not FINISHED (the control plane
+  says which are schedulable: ``model.controlplane``); it declares the requirement to the
+  ResourceManager whenever it changes, and again each heartbeat interval until the
+  ResourceManager acknowledged it (``DeclareResourceRequirementServiceConnectionManager``
+  retries a declaration that failed);
 * ``offerSlots`` (a TaskExecutor that offers is connected: a heartbeat target): an offered
   slot is accepted while the pool needs slots (a declarative
   pool accepts any matching slot, whichever allocation it came from), else rejected;
-* scheduling is eager (a streaming job): once the pool holds a slot for every execution slot
-  sharing group, every subtask waiting for deployment is submitted (``submitTask``) to the
-  slot of its group; an execution slot sharing group keeps its slot while the slot lives;
+* scheduling (PipelinedRegionSchedulingStrategy with SlotSharingExecutionSlotAllocator):
+  once the pool holds a slot for every group with a schedulable subtask waiting, those
+  subtasks are submitted (``submitTask``) to their groups' slots. Every subtask of a
+  streaming job is schedulable at once (eager); a subtask whose pipelined region consumes a
+  blocking partition only once every producer of the region's blocking inputs finished
+  (lazy from sources);
+* idle slots (``DeclarativeSlotPoolBridge.releaseSlot`` / ``DefaultDeclarativeSlotPool``):
+  a group whose subtasks all finished (or none of which is schedulable) gives its slot back
+  to the pool, where it is *free*; a group that needs a slot takes a free one first. A
+  free slot idle for ``slot_idle_timeout`` heartbeat intervals while the pool holds more
+  slots than its requirement is released (``releaseIdleSlots``): it leaves the pool and
+  ``freeSlot`` goes to its TaskExecutor, whose next slot report tells the SlotManager;
 * heartbeats: each tick a request with the ``AllocatedSlotReport`` to every connected
   TaskExecutor; a TaskExecutor silent for ``heartbeat_timeout`` ticks is lost: its
   slots leave the pool and the subtasks in them fail (the data plane's failover runs);
@@ -23,10 +35,11 @@ Follows ``JobMaster`` (a ``FencedRpcEndpoint<JobMasterId>``) with a ``Declarativ
   ``ExecutionDeploymentReport`` is compared with what the JobMaster deployed there; an
   execution it does not know is cancelled, one that is missing fails.
 
-Leaves out: idle slots and ``slot.idle.timeout`` (a finished job releases its slots at
-cleanup; a failover keeps them), lazy scheduling of blocking regions (every subtask is
-deployed eagerly), the acknowledgement of ``submitTask`` (a deployment no report has shown yet
-counts as missing after ``heartbeat_timeout`` reports without it), the AdaptiveScheduler, and partition tracking.
+Leaves out: the acknowledgement of ``submitTask`` (a deployment no report has shown yet
+counts as missing after ``heartbeat_timeout`` reports without it) and of ``freeSlot`` (a lost
+one is repaired by the AllocatedSlotReport), the AdaptiveScheduler, partition tracking, and
+a failover's restart delay (a restarted group keeps its slot: Flink frees it and takes it
+back from the pool within the delay, long before ``slot.idle.timeout``).
 """
 
 from __future__ import annotations
@@ -38,7 +51,7 @@ class JobMaster:
     """The JobMaster of leader session ``token`` (see the module docstring)."""
 
     __slots__ = ("token", "groups", "pool", "group_slot", "deployed", "attempts", "pending", "connected", "missed",
-                 "unconfirmed", "status")
+                 "unconfirmed", "status", "idle", "needed", "declared", "acked")
 
     def __init__(self, token: int, groups: tuple, attempts: list):
         self.token = token
@@ -62,19 +75,53 @@ class JobMaster:
         self.unconfirmed: dict = {}
         #: RUNNING, or FINISHED once the job reached its globally terminal state
         self.status = "RUNNING"
+        #: free slots of the pool (no group holds them) -> heartbeat intervals they have been
+        #: free (counted up to the idle timeout)
+        self.idle: dict = {}
+        #: the groups that hold or need a slot (``update_demand``); all of them until told
+        self.needed: frozenset = frozenset(range(len(groups)))
+        #: the number of the last declaration sent to the ResourceManager, and whether it
+        #: acknowledged it
+        self.declared = None
+        self.acked = False
 
     @property
     def required(self) -> int:
-        return len(self.groups)
+        return len(self.needed)
+
+    def update_demand(self, cp, needed: frozenset) -> list:
+        """The groups that hold or need a slot are now ``needed``: a group that no longer needs
+        its slot gives it back to the pool, free (``freeReservedSlot``); a changed requirement
+        is declared. Returns the allocations that became free."""
+        freed = []
+        for g in sorted(self.group_slot):
+            if g not in needed:
+                alloc = self.group_slot.pop(g)
+                self.idle[alloc] = 0
+                freed.append(alloc)
+        changed = len(needed) != len(self.needed)
+        self.needed = needed
+        if changed:
+            self.declare(cp, force=True)
+        return freed
 
     def targets(self) -> dict:
         """te -> incarnation of every TaskExecutor connected to this JobMaster (its heartbeat
         targets)."""
         return dict(self.connected)
 
-    def declare(self, cp) -> None:
-        if self.status == "RUNNING" and len(self.pool) < self.required:
-            cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, self.required))
+    def declare(self, cp, force: bool = False) -> None:
+        """Declare the requirement: when it changed (``force``), and again (each heartbeat
+        interval) until the ResourceManager acknowledged it."""
+        if force or not self.acked:
+            self.declared = cp.new_sequence_number()
+            self.acked = False
+            cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, self.required, self.declared))
+
+    def on_acknowledged(self, m: rpc.RequirementsAcknowledged) -> None:
+        """The ResourceManager holds the last declaration (or an older one's answer arrives late)."""
+        if m.seq == self.declared:
+            self.acked = True
 
     def on_offer(self, cp, m: rpc.OfferSlots) -> set:
         """Accept or reject the offered slots. A slot offered under a new allocation replaces
@@ -113,20 +160,24 @@ class JobMaster:
             else:
                 del self.deployed[alloc]
 
-    def try_deploy(self, cp) -> list:
-        """Eager scheduling: once every group has a slot, submit the waiting subtasks.
-        Returns the SubmitTask messages sent."""
-        if not self.pending or self.status != "RUNNING":
+    def try_deploy(self, cp, schedulable) -> list:
+        """Once every group with a waiting subtask in ``schedulable`` holds a slot (free slots
+        of the pool are taken first), submit those subtasks. Returns the SubmitTask messages
+        sent."""
+        waiting = {s for s in self.pending if s in schedulable}
+        if not waiting or self.status != "RUNNING":
             return []
         free = sorted(a for a in self.pool if a not in self.group_slot.values())
-        unplaced = [g for g in range(len(self.groups)) if g not in self.group_slot]
+        unplaced = [g for g, subtasks in enumerate(self.groups)
+                    if g not in self.group_slot and any(s in waiting for s in subtasks)]
         if len(free) < len(unplaced):
             return []
         for g, alloc in zip(unplaced, free):
             self.group_slot[g] = alloc
+            self.idle.pop(alloc, None)
         sent = []
         for g, subtasks in enumerate(self.groups):
-            mine = tuple(sorted((s, self.attempts[s]) for s in subtasks if s in self.pending))
+            mine = tuple(sorted((s, self.attempts[s]) for s in subtasks if s in waiting))
             if not mine:
                 continue
             alloc = self.group_slot[g]
@@ -137,8 +188,26 @@ class JobMaster:
             m = rpc.SubmitTask(te, self.token, alloc, mine)
             cp.net.send(m)
             sent.append(m)
-        self.pending.clear()
+        self.pending -= waiting
         return sent
+
+    def release_idle_slots(self, cp, timeout: int) -> list:
+        """``releaseIdleSlots``, each heartbeat interval: a free slot idle for ``timeout``
+        intervals leaves the pool while the pool holds more slots than the requirement, and
+        ``freeSlot`` goes to its TaskExecutor. Returns ``(te, slot, allocation)`` of each."""
+        for alloc in self.idle:
+            self.idle[alloc] = min(self.idle[alloc] + 1, timeout)
+        released = []
+        for alloc in sorted(self.idle):
+            if self.idle[alloc] < timeout or len(self.pool) <= self.required:
+                continue
+            del self.idle[alloc]
+            te, _inc, slot = self.pool.pop(alloc)
+            for e in self.deployed.pop(alloc, ()):
+                self.unconfirmed.pop(e, None)
+            cp.net.send(rpc.FreeSlot(te, self.token, alloc))
+            released.append((te, slot, alloc))
+        return released
 
     def lose_task_executor(self, te: int) -> set:
         """TaskExecutor ``te`` is lost: its slots leave the pool. Returns the subtasks that
@@ -146,6 +215,7 @@ class JobMaster:
         failed = set()
         for alloc in [a for a, v in self.pool.items() if v[0] == te]:
             del self.pool[alloc]
+            self.idle.pop(alloc, None)
             failed.update(s for s, _ in self.deployed.pop(alloc, ()))
             for g in [g for g, a in self.group_slot.items() if a == alloc]:
                 del self.group_slot[g]
@@ -197,6 +267,7 @@ class JobMaster:
         if alloc not in self.pool:
             return set()
         del self.pool[alloc]
+        self.idle.pop(alloc, None)
         for g in [g for g, a in self.group_slot.items() if a == alloc]:
             del self.group_slot[g]
         return {s for s, _ in self.deployed.pop(alloc, ())}
@@ -205,7 +276,8 @@ class JobMaster:
         """Give every slot back (``FreeSlot`` to its TaskExecutor) and withdraw the requirement."""
         for alloc, (te, _inc, _slot) in sorted(self.pool.items()):
             cp.net.send(rpc.FreeSlot(te, self.token, alloc))
-        cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, 0))
+        cp.net.send(rpc.DeclareResourceRequirements(self.token, self.token, 0, cp.new_sequence_number()))
         self.pool.clear()
         self.group_slot.clear()
         self.deployed.clear()
+        self.idle.clear()

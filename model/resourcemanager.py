@@ -39,7 +39,7 @@ ALLOCATED = "ALLOCATED"
 class ResourceManager:
     """The ResourceManager of leader session ``token`` (see the module docstring)."""
 
-    __slots__ = ("token", "registered", "missed", "slots", "requirements")
+    __slots__ = ("token", "registered", "missed", "slots", "requirements", "declaration_seq")
 
     def __init__(self, token: int):
         self.token = token
@@ -51,6 +51,8 @@ class ResourceManager:
         self.slots: dict = {}
         #: JobMasterId -> number of slots required
         self.requirements: dict = {}
+        #: JobMasterId -> the number of the declaration taken
+        self.declaration_seq: dict = {}
 
     def _take_report(self, te: int, report: tuple) -> None:
         for slot, alloc, owner in report:
@@ -69,7 +71,11 @@ class ResourceManager:
         return duplicate
 
     def on_declare(self, cp, m: rpc.DeclareResourceRequirements) -> None:
-        self.requirements = {m.job_token: m.slots} if m.slots else {}
+        """Take the declaration unless a newer one of the job was taken (``seq``); acknowledge."""
+        if m.seq >= self.declaration_seq.get(m.job_token, m.seq):
+            self.declaration_seq = {m.job_token: m.seq}
+            self.requirements = {m.job_token: m.slots} if m.slots else {}
+        cp.net.send(rpc.RequirementsAcknowledged(self.token, m.job_token, m.seq))
         self.check_requirements(cp)
 
     def on_answer(self, cp, m: rpc.SlotRequestAnswer) -> None:

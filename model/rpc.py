@@ -17,8 +17,8 @@ submitTask, freeSlot, heartbeatFromJobManager / heartbeatFromResourceManager) an
 ``JobMasterGateway`` (offerSlots, heartbeatFromTaskManager), with their payloads:
 ``SlotReport`` (TaskExecutor -> ResourceManager), ``AllocatedSlotReport`` (JobMaster ->
 TaskExecutor) and ``ExecutionDeploymentReport`` (TaskExecutor -> JobMaster). An RPC's
-return value is a message of its own (``RegistrationResponse``, ``SlotRequestAnswer``,
-``OfferSlotsAnswer``), so answers can be lost and reordered too.
+return value is a message of its own (``RegistrationResponse``, ``RequirementsAcknowledged``,
+``SlotRequestAnswer``, ``OfferSlotsAnswer``), so answers can be lost and reordered too.
 
 Leaves out: timeouts of individual RPCs (a lost answer is repaired by heartbeats and
 reconciliation, or by a heartbeat timeout), ``updateTaskExecutionState`` (task failures
@@ -52,6 +52,16 @@ class ExecutionAttemptID(int):
     __slots__ = ()
 
 
+@fresh_id("S")
+@value
+class SequenceNumber(int):
+    """The order of a JobMaster's resource declarations: the ResourceManager takes a declaration
+    only if it is newer than the last it took (Flink needs none: Pekko delivers one sender's
+    messages to one receiver in order; the model's network may reorder them)."""
+
+    __slots__ = ()
+
+
 @attrs.frozen(slots=True)
 class RegisterTaskExecutor:
     """TaskExecutor ``te`` (incarnation ``inc``) registers at the ResourceManager of leader
@@ -74,11 +84,23 @@ class RegistrationResponse:
 @attrs.frozen(slots=True)
 class DeclareResourceRequirements:
     """The JobMaster ``job_token`` declares to the ResourceManager ``token`` that it needs
-    ``slots`` slots."""
+    ``slots`` slots (its declaration number ``seq``)."""
 
     token: int
     job_token: int
     slots: int
+    seq: int = 0
+
+
+@attrs.frozen(slots=True)
+class RequirementsAcknowledged:
+    """The ResourceManager ``token`` holds the JobMaster ``job_token``'s declaration ``seq``
+    or a newer one (the Acknowledge ``declareRequiredResources`` returns; without it the
+    JobMaster retries)."""
+
+    token: int
+    job_token: int
+    seq: int
 
 
 @attrs.frozen(slots=True)
@@ -184,8 +206,8 @@ class HeartbeatResponse:
     payload: tuple = ()
 
 
-MESSAGE_TYPES = (RegisterTaskExecutor, RegistrationResponse, DeclareResourceRequirements, RequestSlot,
-                 SlotRequestAnswer, OfferSlots, OfferSlotsAnswer, SubmitTask, FreeSlot, CancelTask,
+MESSAGE_TYPES = (RegisterTaskExecutor, RegistrationResponse, DeclareResourceRequirements, RequirementsAcknowledged,
+                 RequestSlot, SlotRequestAnswer, OfferSlots, OfferSlotsAnswer, SubmitTask, FreeSlot, CancelTask,
                  HeartbeatRequest, HeartbeatResponse)
 
 
@@ -200,6 +222,8 @@ def connection(m) -> tuple:
         return ("rm", m.token), ("te", m.te)
     if t is DeclareResourceRequirements:
         return ("jm", m.job_token), ("rm", m.token)
+    if t is RequirementsAcknowledged:
+        return ("rm", m.token), ("jm", m.job_token)
     if t is OfferSlots:
         return ("te", m.te), ("jm", m.job_token)
     if t is HeartbeatRequest:

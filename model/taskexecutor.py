@@ -25,12 +25,15 @@ Follows ``TaskExecutor`` with its ``TaskSlotTable`` and ``JobLeaderService``:
 * a TaskExecutor that hears no heartbeat request of its ResourceManager for
   ``heartbeat_timeout`` ticks registers again; while unregistered it retries each tick, and
   it offers inactive slots again each tick;
+* a TaskExecutor that holds active slots of its job leader and hears no heartbeat request of
+  that JobMaster for ``heartbeat_timeout`` ticks disconnects it
+  (``disconnectJobManagerConnection``): the job's tasks fail, its active slots become
+  inactive and are offered again (the JobMaster takes or rejects them; the slot timeout
+  frees one nobody takes);
 * when the job leader changes it fails the job's tasks, marks the job's slots inactive and
   offers them to the new leader (``disconnectJobManagerConnection`` + re-offer).
 
-Leaves out: resource profiles (every slot fits every request), local state, partitions, the
-TaskExecutor's own heartbeat timeouts (a TaskExecutor whose leader dies finds the new leader
-by leader retrieval).
+Leaves out: resource profiles (every slot fits every request), local state, partitions.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ class TaskExecutor:
     is a new incarnation with an empty slot table)."""
 
     __slots__ = ("index", "alive", "inc", "rm_token", "registered", "missed_rm", "job_token", "slots", "deployed",
-                 "unreported", "inactive")
+                 "unreported", "inactive", "missed_jm")
 
     def __init__(self, index: int, number_of_slots: int):
         self.index = index
@@ -67,6 +70,8 @@ class TaskExecutor:
         self.unreported: set = set()
         #: allocated, inactive slots -> heartbeat intervals they have been waiting for acceptance
         self.inactive: dict = {}
+        #: heartbeat ticks without a request of its job leader while it holds active slots of it
+        self.missed_jm = 0
 
     # -- reports ---------------------------------------------------------------------------
     def slot_report(self) -> tuple:
@@ -103,6 +108,7 @@ class TaskExecutor:
         self.rm_token = self.job_token = None
         self.registered = False
         self.missed_rm = 0
+        self.missed_jm = 0
         return lost
 
     def restart(self) -> None:
@@ -129,6 +135,26 @@ class TaskExecutor:
                         self.slots[i] = (s[0], s[1], False)
             self.offer(cp)
         return failed
+
+    def job_leader_tick(self, timeout: int) -> set | None:
+        """One heartbeat interval of the job leader's heartbeat monitoring: None while the
+        job leader's requests arrive (or no active slot of it is held); else, once it was
+        silent for more than ``timeout`` intervals, disconnect it: its active slots become
+        inactive (offered again) and the executions in them die, which are returned."""
+        if self.job_token is None or not any(s is not None and s[1] == self.job_token and s[2] for s in self.slots):
+            self.missed_jm = 0
+            return None
+        self.missed_jm += 1
+        if self.missed_jm <= timeout:
+            return None
+        self.missed_jm = 0
+        died: set = set()
+        for i, s in enumerate(self.slots):
+            if s is not None and s[1] == self.job_token and s[2]:
+                self.slots[i] = (s[0], s[1], False)
+                self.unreported.discard(s[0])
+                died.update(self.deployed.pop(i, ()))
+        return died
 
     def timeout_inactive(self, timeout: int) -> None:
         """``TaskSlotTable``'s slot timeout: a slot allocated but not accepted by any JobMaster
@@ -229,22 +255,25 @@ class TaskExecutor:
                 del self.deployed[i]
         return gone
 
-    def on_allocated_slot_report(self, job_token: int, allocations: tuple) -> tuple[set, tuple]:
+    def on_allocated_slot_report(self, job_token: int, allocations: tuple, sync: bool = True) -> tuple:
         """The JobMaster's ``AllocatedSlotReport`` (``syncSlotsWithSnapshotFromJobMaster``):
         an active slot of that JobMaster missing from two reports in a row is freed (one
-        report may have been sent before the JobMaster accepted the slot); an allocation the
-        report names that this TaskExecutor does not hold for the JobMaster is answered as
-        failed (``failSlot``). Returns (executions that died, failed allocations)."""
+        report may have been sent before the JobMaster accepted the slot; ``sync=False``, the
+        known-unsafe variant, never frees one); an allocation the report names that this
+        TaskExecutor does not hold for the JobMaster is answered as failed (``failSlot``).
+        Returns (executions that died, failed allocations, allocations freed)."""
         gone: set = set()
+        freed = []
         for i, s in enumerate(self.slots):
-            if s is not None and s[1] == job_token and s[2] and s[0] not in allocations:
+            if sync and s is not None and s[1] == job_token and s[2] and s[0] not in allocations:
                 if s[0] in self.unreported:
                     self.unreported.discard(s[0])
                     self.slots[i] = FREE
                     gone.update(self.deployed.pop(i, ()))
+                    freed.append(s[0])
                 else:
                     self.unreported.add(s[0])
             elif s is not None:
                 self.unreported.discard(s[0])
         held = {s[0] for s in self.slots if s is not None and s[1] == job_token}
-        return gone, tuple(a for a in allocations if a not in held)
+        return gone, tuple(a for a in allocations if a not in held), freed

@@ -500,6 +500,19 @@ _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deploy
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
              "cancellation stays unnoticed", expected=("deployments_agree",),
              config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), max_steps=350))
+_add(Variant(name="cp-blocking-regions", description="the control plane with a blocking exchange: the consumer "
+             "region is deployed once its producers finished (lazy from sources), the producers' slots go back "
+             "to the pool and are reused or released after slot.idle.timeout", family="blocking",
+             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=30))
+_add(Variant(name="cp-eager-blocking-regions", description="every pipelined region deployed at once, the consumers "
+             "of blocking partitions before their producers finished (eager scheduling of a batch exchange)",
+             family="blocking", expected=("region_deployed_after_blocking_inputs",), switches=("scheduling",),
+             config=RuntimeConfig(scheduling="eager", **_CP), max_steps=350))
+_add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
+             "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
+             "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
+             expected=("idle_slots_returned",), switches=("allocated_slot_report_sync",),
+             config=RuntimeConfig(allocated_slot_report_sync=False, **_CP), max_steps=350))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),

@@ -272,6 +272,9 @@ def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True,
         return run.violation, run
     for i, a in enumerate(actions):
         if observe is not None:
+            why = run.cluster.why_not_enabled(a)  # an observer may read what the action names
+            if why is not None:
+                raise FlinkspecError(f"step {i}: {a!r}: {why}")
             observe(run, a)
         try:
             v = run.step(a)

@@ -28,9 +28,11 @@ from properties.result import SuiteResult
 __all__ = ["PROFILES", "SuiteResult", "run_suite", "run_variant_suite", "suite_names"]
 
 PROFILES = {
-    # runs for a safe variant / at most for an unsafe one before it counts as not found
-    "quick": {"safe_runs": 150, "unsafe_max_runs": 600},
-    "thorough": {"safe_runs": 3000, "unsafe_max_runs": 20000},
+    # runs for a safe variant / at most for an unsafe one before it counts as not found; the
+    # replays the shrinker may try on what an unsafe one found (``properties.engines.shrink``:
+    # a long control-plane walk uses them all, a few hundred milliseconds each)
+    "quick": {"safe_runs": 150, "unsafe_max_runs": 600, "shrink_tests": 600},
+    "thorough": {"safe_runs": 3000, "unsafe_max_runs": 20000, "shrink_tests": 1500},
 }
 
 
@@ -66,7 +68,8 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                 res.first_seed = seed
                 res.runs_to_find = i + 1
                 if shrink_found:
-                    res.counterexample = _shrink_and_store(v, seed, r, res, corpus_dir)
+                    res.counterexample = _shrink_and_store(v, seed, r, res, corpus_dir,
+                                                           max_tests=prof["shrink_tests"])
             if not v.safe or stop_at_first:
                 break  # found: the unsafe variant (or the job) has its counterexample
         if progress is not None:
@@ -75,11 +78,11 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
     return res
 
 
-def _shrink_and_store(v: Variant, seed: int, r, res: SuiteResult, corpus_dir) -> str | None:
-    """Shrink the failing walk ``r`` (recording the lengths in ``res``) and, with a
-    ``corpus_dir``, write it there; returns the file written, or None."""
+def _shrink_and_store(v: Variant, seed: int, r, res: SuiteResult, corpus_dir, *, max_tests: int) -> str | None:
+    """Shrink the failing walk ``r`` with at most ``max_tests`` replays (recording the lengths
+    in ``res``) and, with a ``corpus_dir``, write it there; returns the file written, or None."""
     scenario = generate(v, seed)
-    small = shrink(scenario, list(r.actions), r.invariant)
+    small = shrink(scenario, list(r.actions), r.invariant, max_tests=max_tests)
     res.shrunk_from, res.shrunk_to = len(r.actions), len(small)
     vio, _ = replay(scenario, small, finish=True)
     if corpus_dir is None or vio is None:

@@ -255,3 +255,67 @@ def cp_lost_slot_request_answered_by_reconciliation(run, new_events) -> bool:
       "A deposed leader's write to the HA store was rejected.")
 def cp_deposed_leader_write_rejected(run, new_events) -> bool:
     return _any(new_events, "cp_effect", lambda e: e[2] == "store" and not e[6])
+
+
+# -- idle slots and scheduling -----------------------------------------------------------------
+
+@invariant("idle_slots_returned", kind="always", concept="DeclarativeSlotPool.releaseIdleSlots / AllocatedSlotReport",
+           statement="Once heartbeats have settled, every slot a TaskExecutor holds as active for the leading "
+                     "JobMaster is in that JobMaster's SlotPool: a slot the pool gave up (an idle slot after "
+                     "slot.idle.timeout, a slot of a TaskExecutor it lost) is free on the TaskExecutor too, and by its "
+                     "slot report in the SlotManager.")
+def idle_slots_returned(run) -> Violation | None:
+    cp = run.cluster.cp
+    if cp is None or not cp.settled():
+        return None
+    p = _leading(cp)
+    jm = None if p is None else p.jobmaster
+    if jm is None:
+        return None
+    for te in cp.tes:
+        i = te.index
+        if not te.alive or te.job_token != jm.token:
+            continue
+        for slot, s in enumerate(te.slots):
+            if s is not None and s[1] == jm.token and s[2] and s[0] not in jm.pool:
+                return Violation(invariant="idle_slots_returned", expected="in the SlotPool or free",
+                                 actual=[f"te{i}", slot, list(s)],
+                                 message=f"settled, yet te{i} holds slot {slot} as allocation {s[0]} of JobMaster "
+                                         f"{jm.token}, which the SlotPool does not hold")
+    return None
+
+
+@invariant("region_deployed_after_blocking_inputs", kind="always", concept="PipelinedRegionSchedulingStrategy",
+           statement="No subtask of a pipelined region is deployed before every producer of the blocking partitions "
+                     "the region consumes has finished (lazy from sources); a region without blocking inputs is "
+                     "deployed at once (eager).")
+def region_deployed_after_blocking_inputs(run) -> Violation | None:
+    c = run.cluster
+    if c.cp is None:
+        return None
+    for _, _, s, waiting in _step_events(c, "cp_submit"):
+        if waiting:
+            return Violation(invariant="region_deployed_after_blocking_inputs", expected="producers FINISHED",
+                             actual={"subtask": s, "unfinished_producers": list(waiting)},
+                             message=f"{c.tasks[s].subtask.name} was deployed while the producers "
+                                     f"{[c.tasks[p].subtask.name for p in waiting]} of its region's blocking inputs "
+                                     f"had not finished")
+    return None
+
+
+@goal("cp_idle_slot_released", "DeclarativeSlotPool.releaseIdleSlots",
+      "The SlotPool released a slot that had been free for slot.idle.timeout (freeSlot to its TaskExecutor).")
+def cp_idle_slot_released(run, new_events) -> bool:
+    return _any(new_events, "cp_idle_slot_released")
+
+
+@goal("cp_idle_slot_reused", "DeclarativeSlotPoolBridge (free slots reserved first)",
+      "A free slot of the SlotPool was taken by another execution slot sharing group before its idle timeout.")
+def cp_idle_slot_reused(run, new_events) -> bool:
+    return _any(new_events, "cp_idle_slot_reused")
+
+
+@goal("cp_unreported_slot_freed", "TaskExecutor.syncSlotsWithSnapshotFromJobMaster",
+      "A TaskExecutor freed a slot its JobMaster's AllocatedSlotReport no longer named (its freeSlot was lost).")
+def cp_unreported_slot_freed(run, new_events) -> bool:
+    return _any(new_events, "cp_unreported_slot_freed")

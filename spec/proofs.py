@@ -40,6 +40,7 @@ PROOF_MODULES = (
     "spec.z3_valve",
     "spec.z3_barriers",
     "spec.z3_slots",
+    "spec.z3_leader_election",
 )
 
 Outcome = tuple[str, str, "dict[str, Any] | None"]
@@ -85,9 +86,9 @@ _FLINK_KEY = re.compile(r"flink[-_](\d{4,})", re.IGNORECASE)
 
 
 def _family(module: str | None) -> str:
-    """``z3/<mechanism>`` for a check defined in ``spec.z3_<mechanism>``, else ``z3``."""
+    """``z3/<mechanism>`` for a check defined in ``spec.z3_<mechanism>`` (underscores as hyphens), else ``z3``."""
     last = (module or "").rsplit(".", 1)[-1]
-    return f"z3/{last[3:]}" if last.startswith("z3_") and len(last) > 3 else "z3"
+    return f"z3/{last[3:].replace('_', '-')}" if last.startswith("z3_") and len(last) > 3 else "z3"
 
 
 def _flink_key(*texts: str) -> str | None:

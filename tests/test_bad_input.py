@@ -12,13 +12,17 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
 import pytest
 
 from flinkspec import cli
 from flinkspec.cli import main
+from model.actions import RpcDeliver
+from model.errors import FlinkspecError
 from model.inputfiles import InputError, parse_json
 from properties.counterexample import CounterexampleError, check_replay, load_counterexample
 from properties.safe_io import OutputError, check_output_dir, write_atomic
+from properties.timeline import build_timeline
 from properties.validation import published_schemas, render_schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +148,16 @@ def test_action_arguments_are_checked_against_the_scenario_before_any_step(tmp_p
         code, out, err = run(capsys, command, write(tmp_path, lines))
         assert code == 2 and out == "", (command, out[:200])
         one_line_error(err, ":2: action", rule)
+
+
+def test_the_viewer_refuses_an_rpc_delivery_of_a_message_not_in_flight():
+    """The viewer reads what an action names (the RPC at an index) before the step: an index
+    past the messages in flight is the replay's error naming the step, not an IndexError."""
+    cx = load_counterexample(next(p for p in CORPUS if '"RpcDeliver(index=' in p.read_text()))
+    i = next(i for i, a in enumerate(cx.actions) if type(a) is RpcDeliver)
+    bad = attrs.evolve(cx, actions=cx.actions[:i] + (RpcDeliver(index=99),) + cx.actions[i + 1:])
+    with pytest.raises(FlinkspecError, match=rf"step {i}: RpcDeliver\(index=99\): .*in flight"):
+        build_timeline(bad)
 
 
 def test_show_never_explains_a_step_that_is_not_enabled(tmp_path, capsys, cx_lines):

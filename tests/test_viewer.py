@@ -145,8 +145,15 @@ def test_show_itf_refuses_a_focused_file_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
 
 
+def _only_file(invariant: str):
+    """The corpus's counterexample of ``invariant`` (the control-plane variant that breaks it)."""
+    files = sorted((ROOT / "counterexamples" / invariant).glob("*.ndjson"))
+    assert len(files) == 1, files
+    return files[0]
+
+
 def test_control_plane_components_have_lanes_and_rpc_arrows_run_sender_to_receiver():
-    cx = load_counterexample(ROOT / "counterexamples/slot_views_agree/4200534765c2.ndjson")
+    cx = load_counterexample(_only_file("slot_views_agree"))
     tl = build_timeline(cx)
     ids = [c["id"] for c in tl.components]
     assert ids == ["jm0", "jm1", "te0", "te1", "ha"]
@@ -164,7 +171,7 @@ def test_control_plane_components_have_lanes_and_rpc_arrows_run_sender_to_receiv
 
 
 def test_control_plane_violation_marks_its_slot_and_not_the_other_slots():
-    cx = load_counterexample(ROOT / "counterexamples/slot_views_agree/4200534765c2.ndjson")
+    cx = load_counterexample(_only_file("slot_views_agree"))
     tl = build_timeline(cx)
     assert "slot:te0/0" in tl.concerns and "slot:te0/1" not in tl.concerns
     last = flatten(tl.states[cx.violation.step + 1])

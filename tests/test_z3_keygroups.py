@@ -129,3 +129,10 @@ def test_prove_cli_unknown_counts_as_unexpected(main, capsys, monkeypatch):
 def test_prove_cli_bad_timeout_exit_2(main, capsys):
     assert main(["prove", "--timeout", "0"]) == 2
     assert "--timeout" in capsys.readouterr().err
+
+
+def test_prove_only_is_repeatable_and_runs_each_named_check_once(main, capsys):
+    assert main(["prove", "--only", "keygroups.partition", "--only", "keygroups.operator_index",
+                 "--only", "keygroups.partition", "--no-write", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in rows] == ["keygroups.partition", "keygroups.operator_index"]

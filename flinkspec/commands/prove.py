@@ -1,4 +1,4 @@
-"""``flinkspec prove [--only NAME] [--timeout SECONDS] [--corpus DIR | --no-write]``: run the registered z3 checks.
+"""``flinkspec prove [--only NAME ...] [--timeout SECONDS] [--corpus DIR | --no-write]``: run the registered z3 checks.
 
 Prints a table (property, scope, result, expected, time) and the details/counterexample of
 each check. Every counterexample the model reproduces (a valve trace replayed on the focused
@@ -32,7 +32,8 @@ def register(subparsers) -> None:
         help="run the z3 proofs (all parameters) and bounded checks; table of results",
         description=__doc__.split("\n\n")[1] if __doc__ else None,
     )
-    p.add_argument("--only", metavar="NAME", help="run only this check (see the table for names)")
+    p.add_argument("--only", metavar="NAME", action="append",
+                   help="run only this check (repeatable; see the table for names)")
     p.add_argument(
         "--timeout",
         metavar="SECONDS",
@@ -51,11 +52,13 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout is not None and not 0 < args.timeout <= 86_400:  # also refuses nan and inf
         raise FlinkspecError(f"--timeout must be > 0 and at most 86400 seconds, got {args.timeout}")
     registry = load_all()
-    if args.only is not None and args.only not in registry:
+    unknown = [n for n in args.only or () if n not in registry]
+    if unknown:
         raise UnknownProof(
-            f"unknown proof {args.only!r}; known: {', '.join(registry)}"
+            f"unknown proof(s) {', '.join(map(repr, unknown))}; known: {', '.join(registry)}"
         )
-    checks = [registry[args.only]] if args.only else list(registry.values())
+    only = list(dict.fromkeys(args.only or ()))  # in the order given, each once
+    checks = [registry[n] for n in only] if only else list(registry.values())
     out = output_directory(args, command="prove")  # a bad --corpus is one line before any check
     runs = [run_check(c, args.timeout) for c in checks]
     if out is not None:

@@ -1,0 +1,334 @@
+"""z3: bounded model checking of leader election with fencing (2 JobManagers, 1 TaskExecutor,
+up to 2 crashes) -- the control plane's election as ``model/highavailability.py`` and
+``model/controlplane.py`` run it, abstracted to what fencing depends on.
+
+The transition system (one action per step, unrolled ``K`` steps):
+
+* two JobManager processes, each alive or crashed, with a ZooKeeper session that is live or
+  expired and, while it is live, an ephemeral sequential latch node (``LeaderLatch``): the
+  process whose node has the smallest sequence number leads (``latch_leader``); sequence
+  numbers count the latch parent's creations, so none is ever used twice (what the
+  differential test against a real ZooKeeper checks of ``ZooKeeperStore``);
+* a process's ``LeaderLatchEvent`` is granted when its node leads (its leader session id --
+  the fencing token -- is the node's sequence number + 1, ``token_of``, and it writes the
+  leader information), revoked when its session expired, or rejoins the election;
+  ``CrashJobManager`` loses its memory (a crashed process's session expires later, then it may
+  start again and rejoin); ``ExpireSession`` of a living process is the split-brain fault: the
+  process still believes it leads until its latch event;
+* a process that believes it leads sends fenced RPCs to the TaskExecutor (up to ``M`` in
+  flight, delivered in any order) and writes the HA store; the TaskExecutor retrieves the
+  leader information and accepts an RPC only if it carries the token it retrieved
+  (``FencedRpcEndpoint``); the store accepts a write only from the process whose latch node
+  leads (a ZooKeeper multi-op with a check).
+
+Faults (a crash, or the session expiry of a living process) are bounded by ``F``. A ghost
+*epoch* numbers the leaderships (the grants); a message and a write carry the epoch of the
+leadership that made them, the TaskExecutor the epoch of the leader information it read.
+
+Property (no split brain): no accepted RPC comes from another leadership than the one the
+TaskExecutor follows, and no accepted HA write from a leadership other than the latest
+grant. Two ways to check it:
+
+* bounded model checking (:func:`check`): the relation unrolled ``K`` steps over bit-vectors,
+  at most ``F`` faults; a violation is a counterexample (its actions are reported);
+* induction (:func:`check_inductive`): :func:`invariant` holds initially, is preserved by
+  every action from every state where it holds, and implies the property -- so fencing holds
+  for every length and any number of faults. This is how the design is proved: bounded
+  model checking of an unsat unrolling is slow in z3 (a minute for ten steps), the
+  induction takes a fraction of a second.
+
+Mutations that must give counterexamples: no fencing (the TaskExecutor and the store accept
+everything; one crash suffices), and a fencing token per *process* instead of per
+leadership (a ``ResourceManagerId`` derived from the process): a process that crashed, lost
+leadership and won it back reuses its old token, so an RPC of its first leadership, still in
+flight, is accepted in its second -- which needs **two** crashes; with one the mutation is
+proved safe, which is why the scope has two.
+
+The election's semantics are tied to the model by ``tests/test_z3_leader_election.py``
+(random join / expiry sequences: the encoding's leader and token are ``latch_leader`` and
+``token_of`` of a ``ZooKeeperStore``). The exhaustive exploration of the model itself
+(``flinkspec explore --variant cp-region-failover --small``) covers one crash; see
+docs/control-plane.md.
+"""
+
+from __future__ import annotations
+
+import attrs
+import z3
+
+from spec import proofs
+
+__all__ = ["Scope", "check", "check_inductive", "invariant", "leader_of", "CHECKS", "register"]
+
+J = 2  # JobManager processes
+K = 14  # steps unrolled
+M = 2  # RPCs in flight at most
+
+
+@attrs.frozen(slots=True, kw_only=True)
+class Scope:
+    steps: int = K
+    faults: int = 2
+    slots: int = M
+    #: the TaskExecutor and the store check the fencing token / the writer's latch
+    fencing: bool = True
+    #: "leadership" (token = latch sequence number + 1) or "process" (the mutation: token = process index + 1)
+    token: str = "leadership"
+
+
+def leader_of(sessions: list, latches: list) -> int | None:
+    """The process whose live latch node has the smallest sequence number (or None): the
+    encoding's election rule in plain Python (tested against ``model.highavailability``)."""
+    live = [(latches[j], j) for j in range(len(sessions)) if sessions[j]]
+    return min(live)[1] if live else None
+
+
+def _actions(m: int) -> list[tuple]:
+    acts = []
+    for j in range(J):
+        acts += [("ExpireSession", j), ("CrashJobManager", j), ("StartJobManager", j), ("LeaderLatchEvent", j),
+                 ("WriteStore", j)]
+        acts += [("SendRpc", j, i) for i in range(m)]
+    acts += [("LeaderRetrieval",)] + [("DeliverRpc", i) for i in range(m)] + [("Idle",)]
+    return acts
+
+
+#: width of the bit-vectors that hold sequence numbers, tokens, epochs and counters: every
+#: value of a run of ``K`` steps fits (each step adds at most 1 to any of them)
+WIDTH = 6
+
+
+def _int(name: str):
+    return z3.BitVec(name, WIDTH)
+
+
+def _state(k: int, m: int, i=_int) -> dict:
+    """The variables of state ``k``: bit-vectors for bounded model checking (``i=z3.Int``
+    for the induction, where no bound holds)."""
+    b = z3.Bool
+    s = {"nseq": i(f"nseq_{k}"), "grants": i(f"grants_{k}"), "faults": i(f"faults_{k}"),
+         "info_tok": i(f"info_tok_{k}"), "info_ep": i(f"info_ep_{k}"), "te_tok": i(f"te_tok_{k}"),
+         "te_ep": i(f"te_ep_{k}"), "bad": b(f"bad_{k}")}
+    for j in range(J):
+        s[f"alive{j}"], s[f"sess{j}"] = b(f"alive{j}_{k}"), b(f"sess{j}_{k}")
+        s[f"latch{j}"], s[f"tok{j}"], s[f"ep{j}"] = i(f"latch{j}_{k}"), i(f"tok{j}_{k}"), i(f"ep{j}_{k}")
+    for n in range(m):
+        s[f"on{n}"], s[f"mtok{n}"], s[f"mep{n}"] = b(f"on{n}_{k}"), i(f"mtok{n}_{k}"), i(f"mep{n}_{k}")
+    return s
+
+
+def _const(s: dict, v: int):
+    """``v`` in the sort of the state's numbers."""
+    n = s["nseq"]
+    return z3.BitVecVal(v, n.size()) if z3.is_bv(n) else z3.IntVal(v)
+
+
+def _zero(s: dict):
+    return _const(s, 0)
+
+
+def _leads(s: dict, j: int):
+    others = [z3.Or(z3.Not(s[f"sess{o}"]), s[f"latch{j}"] < s[f"latch{o}"]) for o in range(J) if o != j]
+    return z3.And(s[f"sess{j}"], *others)
+
+
+def _step(s: dict, t: dict, act, scope: Scope, acts: list) -> list:
+    """``act`` (an Int) chooses the action from ``s`` to ``t``."""
+    out = []
+    for a_index, a in enumerate(acts):
+        upd: dict = {"bad": z3.BoolVal(False)}
+        guard = z3.BoolVal(True)
+        kind = a[0]
+        if kind == "ExpireSession":
+            j = a[1]
+            guard = z3.And(s[f"sess{j}"], z3.Or(z3.Not(s[f"alive{j}"]), s["faults"] < scope.faults))
+            upd[f"sess{j}"] = z3.BoolVal(False)
+            upd["faults"] = z3.If(s[f"alive{j}"], s["faults"] + 1, s["faults"])
+        elif kind == "CrashJobManager":
+            j = a[1]
+            guard = z3.And(s[f"alive{j}"], s["faults"] < scope.faults)
+            upd.update({f"alive{j}": z3.BoolVal(False), f"tok{j}": _zero(s), "faults": s["faults"] + 1})
+        elif kind == "StartJobManager":
+            j = a[1]
+            guard = z3.And(z3.Not(s[f"alive{j}"]), z3.Not(s[f"sess{j}"]))
+            upd.update({f"alive{j}": z3.BoolVal(True), f"sess{j}": z3.BoolVal(True), f"latch{j}": s["nseq"],
+                        "nseq": s["nseq"] + 1, f"tok{j}": _zero(s)})
+        elif kind == "LeaderLatchEvent":
+            j = a[1]
+            alive, sess, tok = s[f"alive{j}"], s[f"sess{j}"], s[f"tok{j}"]
+            revoke = z3.And(z3.Not(sess), tok != 0)
+            rejoin = z3.And(z3.Not(sess), tok == 0)
+            grant = z3.And(tok == 0, _leads(s, j))
+            guard = z3.And(alive, z3.Or(revoke, rejoin, grant))
+            new_tok = s[f"latch{j}"] + 1 if scope.token == "leadership" else _const(s, j + 1)
+            upd[f"tok{j}"] = z3.If(revoke, _zero(s), z3.If(grant, new_tok, tok))
+            upd[f"sess{j}"] = z3.If(rejoin, True, sess)
+            upd[f"latch{j}"] = z3.If(rejoin, s["nseq"], s[f"latch{j}"])
+            upd["nseq"] = z3.If(rejoin, s["nseq"] + 1, s["nseq"])
+            upd["grants"] = z3.If(grant, s["grants"] + 1, s["grants"])
+            upd[f"ep{j}"] = z3.If(grant, s["grants"] + 1, s[f"ep{j}"])
+            upd["info_tok"] = z3.If(grant, new_tok, s["info_tok"])
+            upd["info_ep"] = z3.If(grant, s["grants"] + 1, s["info_ep"])
+        elif kind == "WriteStore":
+            j = a[1]
+            guard = z3.And(s[f"alive{j}"], s[f"tok{j}"] != 0)
+            accepted = z3.BoolVal(True) if not scope.fencing else _leads(s, j)
+            upd["bad"] = z3.And(accepted, s[f"ep{j}"] != s["grants"])
+        elif kind == "SendRpc":
+            j, n = a[1], a[2]
+            guard = z3.And(s[f"alive{j}"], s[f"tok{j}"] != 0, z3.Not(s[f"on{n}"]))
+            upd.update({f"on{n}": z3.BoolVal(True), f"mtok{n}": s[f"tok{j}"], f"mep{n}": s[f"ep{j}"]})
+        elif kind == "LeaderRetrieval":
+            guard = z3.And(s["info_tok"] != 0, s["info_ep"] != s["te_ep"])
+            upd.update({"te_tok": s["info_tok"], "te_ep": s["info_ep"]})
+        elif kind == "DeliverRpc":
+            n = a[1]
+            guard = s[f"on{n}"]
+            accepted = z3.BoolVal(True) if not scope.fencing else s[f"mtok{n}"] == s["te_tok"]
+            upd[f"on{n}"] = z3.BoolVal(False)
+            upd["bad"] = z3.And(accepted, s[f"mep{n}"] != s["te_ep"])
+        upd["bad"] = z3.Or(s["bad"], upd["bad"])  # sticky: the last state tells
+        frame = [t[v] == upd.get(v, s[v]) for v in s]
+        out.append(z3.Implies(act == a_index, z3.And(guard, *frame)))
+    out.append(z3.And(act >= 0, act < len(acts)))
+    return out
+
+
+def _initial(s: dict, scope: Scope) -> list:
+    cs = [s["nseq"] == J, s["grants"] == 0, s["faults"] == 0, s["info_tok"] == 0, s["info_ep"] == 0,
+          s["te_tok"] == 0, s["te_ep"] == 0, z3.Not(s["bad"])]
+    for j in range(J):  # every process joined the election at start, in index order
+        cs += [s[f"alive{j}"], s[f"sess{j}"], s[f"latch{j}"] == j, s[f"tok{j}"] == 0, s[f"ep{j}"] == 0]
+    for n in range(scope.slots):
+        cs += [z3.Not(s[f"on{n}"]), s[f"mtok{n}"] == 0, s[f"mep{n}"] == 0]
+    return cs
+
+
+def check(scope: Scope, timeout_s: float | None = None) -> tuple[str, str, dict | None]:
+    """Unroll up to ``scope.steps`` steps, asking after each whether the state can be bad
+    (``bad`` is sticky); ``proved`` if none can (unsat), else the shortest counterexample's
+    actions."""
+    acts = _actions(scope.slots)
+    states = [_state(0, scope.slots)]
+    solver = z3.Solver()
+    if timeout_s is not None:
+        solver.set("timeout", int(timeout_s * 1000))
+    solver.add(*_initial(states[0], scope))
+    act_vars = []
+    for k in range(scope.steps):
+        nxt = _state(k + 1, scope.slots)
+        act = z3.Int(f"act_{k}")  # an index into the action list
+        act_vars.append(act)
+        solver.add(*_step(states[-1], nxt, act, scope, acts))
+        states.append(nxt)
+        r = solver.check(nxt["bad"])  # the shortest counterexample first
+        if r != z3.unsat:
+            break
+    if r == z3.sat:
+        model = solver.model()
+        first = next(k for k in range(1, len(states)) if z3.is_true(model.eval(states[k]["bad"])))
+        trace = [_render(acts[model.eval(a).as_long()]) for a in act_vars[:first]]
+        trace = [a for a in trace if a != "Idle()"]
+        return ("counterexample", f"{len(trace)} steps: " + ", ".join(trace), {"actions": trace})
+    if r == z3.unknown:
+        return ("unknown", f"z3 gave up: {solver.reason_unknown()}", None)
+    return ("proved", f"no execution of <= {scope.steps} steps with <= {scope.faults} faults "
+                      f"({J} JobManagers, 1 TaskExecutor, <= {scope.slots} RPCs in flight) breaks fencing", None)
+
+
+def _holders(s: dict, m: int) -> list:
+    """Every (active, token, epoch) the state holds: the processes that believe they lead,
+    the RPCs in flight, the TaskExecutor's leader, the leader information."""
+    out = [(s[f"tok{j}"] != 0, s[f"tok{j}"], s[f"ep{j}"]) for j in range(J)]
+    out += [(s[f"on{n}"], s[f"mtok{n}"], s[f"mep{n}"]) for n in range(m)]
+    out += [(s["te_tok"] != 0, s["te_tok"], s["te_ep"]), (s["info_tok"] != 0, s["info_tok"], s["info_ep"])]
+    return out
+
+
+def invariant(s: dict, m: int):
+    """The inductive strengthening of "no split brain" (the design's, token per leadership):
+
+    * a token names one leadership: two holders of one token hold one epoch;
+    * every token held is at most ``nseq`` and every epoch at most ``grants``, so a grant's
+      new token (a live latch's sequence number + 1) and new epoch are fresh: no holder
+      holds the token of a live latch not granted yet;
+    * live latches are distinct and below ``nseq``; a crashed process believes nothing;
+    * a process that believes it leads with a live session holds the leading latch, its
+      token is that latch's, and its epoch is the latest grant."""
+    hs = _holders(s, m)
+    cs = [s["nseq"] >= J, s["grants"] >= 0, z3.Not(s["bad"])]
+    for active, tok, ep in hs:
+        cs.append(z3.Implies(active, z3.And(tok >= 1, tok <= s["nseq"], ep >= 1, ep <= s["grants"])))
+    for a in range(len(hs)):
+        for b in range(a + 1, len(hs)):
+            (pa, ta, ea), (pb, tb, eb) = hs[a], hs[b]
+            cs.append(z3.Implies(z3.And(pa, pb, ta == tb), ea == eb))
+    for j in range(J):
+        sess, tok, latch = s[f"sess{j}"], s[f"tok{j}"], s[f"latch{j}"]
+        cs += [z3.Implies(sess, z3.And(latch >= 0, latch < s["nseq"])),
+               z3.Implies(z3.Not(s[f"alive{j}"]), tok == 0),
+               z3.Implies(z3.And(sess, tok != 0), z3.And(_leads(s, j), tok == latch + 1, s[f"ep{j}"] == s["grants"]))]
+        for active, htok, _ in hs:
+            cs.append(z3.Implies(z3.And(s[f"alive{j}"], sess, tok == 0, active), htok != latch + 1))
+        for o in range(j + 1, J):
+            cs.append(z3.Implies(z3.And(sess, s[f"sess{o}"]), latch != s[f"latch{o}"]))
+    return z3.And(*cs)
+
+
+def check_inductive(scope: Scope, timeout_s: float | None = None) -> tuple[str, str, dict | None]:
+    """Fencing for every length and any number of faults: :func:`invariant` holds initially
+    and after every action from any state where it holds, and no action from such a state
+    breaks fencing (unbounded integers: no bit-vector bound applies)."""
+    acts = _actions(scope.slots)
+    s0, s, t = (_state(k, scope.slots, z3.Int) for k in ("i0", "i", "i1"))
+    act = z3.Int("act_i")
+    unbounded = attrs.evolve(scope, faults=10**9)
+    for what, claim in (("initially", z3.Implies(z3.And(*_initial(s0, scope)), invariant(s0, scope.slots))),
+                        ("after every action", z3.Implies(z3.And(invariant(s, scope.slots),
+                                                                 *_step(s, t, act, unbounded, acts)),
+                                                          invariant(t, scope.slots)))):
+        solver = z3.Solver()
+        if timeout_s is not None:
+            solver.set("timeout", int(timeout_s * 1000))
+        solver.add(z3.Not(claim))
+        r = solver.check()
+        if r == z3.sat:
+            m = solver.model()
+            action = _render(acts[m.eval(act).as_long()]) if what != "initially" else None
+            return ("counterexample", f"the invariant does not hold {what}" + (f" ({action})" if action else ""),
+                    {"action": action})
+        if r == z3.unknown:
+            return ("unknown", f"z3 gave up ({what}): {solver.reason_unknown()}", None)
+    return ("proved", f"inductive invariant: fencing holds for every length and any number of faults "
+                      f"({J} JobManagers, 1 TaskExecutor, <= {scope.slots} RPCs in flight)", None)
+
+
+def _render(a: tuple) -> str:
+    return f"{a[0]}({', '.join(str(x) for x in a[1:])})"
+
+
+def _check_of(scope: Scope, inductive: bool = False):
+    def run(timeout_s=None):
+        return (check_inductive if inductive else check)(scope, timeout_s)
+    run.__doc__ = (f"leader election + fencing, {'every length' if inductive else f'{scope.steps} steps'}, "
+                   f"{'any number of' if inductive else f'<= {scope.faults}'} fault(s), "
+                   f"{'fenced' if scope.fencing else 'unfenced'}, token per {scope.token}")
+    return run
+
+
+#: (name, scope, expected, the scope to check, by induction)
+CHECKS: list[tuple[str, str, str, Scope, bool]] = [
+    ("leader_fencing_inductive", f"{J} JobManagers, 1 TaskExecutor, every length, any number of crashes "
+     "(inductive invariant)", "proved", Scope(), True),
+    ("leader_fencing_mutant_no_fencing", f"{J} JobManagers, 1 TaskExecutor, <= 2 crashes, k<=6, no fencing",
+     "counterexample", Scope(fencing=False, steps=6), False),
+    ("leader_fencing_mutant_token_per_process", f"{J} JobManagers, 1 TaskExecutor, <= 2 crashes, k<=10, "
+     "token per process", "counterexample", Scope(token="process", steps=10), False),
+]
+
+
+def register() -> None:
+    """Register :data:`CHECKS` in ``spec.proofs``."""
+    for name, scope_text, expected, scope, inductive in CHECKS:
+        run = _check_of(scope, inductive)
+        proofs.register(name, scope_text, expected, run, f"LeaderLatch + FencedRpcEndpoint: {run.__doc__}")
