@@ -39,6 +39,7 @@ from typing import Iterable, Sequence
 import attrs
 
 from model.errors import InvalidArgument
+from model.events import value
 from model.executiongraph import ExecutionGraph
 
 #: Allocation states.
@@ -46,6 +47,7 @@ ALLOCATED = "ALLOCATED"
 WAITING_FOR_RESOURCES = "WAITING_FOR_RESOURCES"
 
 
+@value  # immutable: a copy of the cluster shares it
 @attrs.frozen(slots=True)
 class TaskManager:
     """A TaskManager ``id`` offering ``number_of_slots`` slots (indices ``0..n-1``)."""
@@ -62,6 +64,7 @@ class TaskManager:
                                   f"not {self.number_of_slots!r}")
 
 
+@value  # immutable: a copy of the cluster shares it
 @attrs.frozen(slots=True, order=True)
 class SlotId:
     """Slot ``index`` of TaskManager ``task_manager`` (Flink: ``SlotID``)."""
@@ -73,6 +76,7 @@ class SlotId:
         return f"{self.task_manager}/{self.index}"
 
 
+@value  # immutable: a copy of the cluster shares it
 @attrs.frozen(slots=True, kw_only=True)
 class ExecutionSlotSharingGroup:
     """Subtasks that share one slot: ``id`` is dense in creation order."""
@@ -82,6 +86,7 @@ class ExecutionSlotSharingGroup:
     subtasks: tuple[int, ...]
 
 
+@value  # immutable: a copy of the cluster shares it
 @attrs.frozen(slots=True, kw_only=True)
 class SlotAllocation:
     """The outcome of :func:`allocate`.

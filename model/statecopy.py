@@ -13,7 +13,9 @@ pre-maps -- but dispatches on the exact type once per object instead of going th
   ``maxlen``), dicts and sets element by element;
 * a bound method is rebound to the copy of its owner;
 * any other object of a plain Python class: a new instance of the same class
-  (``object.__new__``, no ``__init__``) with every slot and ``__dict__`` entry copied; a
+  (``object.__new__``, no ``__init__``) with every slot and ``__dict__`` entry copied (a slot
+  the class lists in ``COPY_SHARED`` -- static structure, never changed after construction --
+  is shared, not copied: ``copy.deepcopy`` would copy it, with no difference a step can see); a
   class that customizes copying or pickling, or is not a Python class, is left to
   ``copy.deepcopy``.
 
@@ -46,6 +48,19 @@ def _slots_of(cls) -> tuple:
                 if n not in names and n not in ("__weakref__", "__dict__"):
                     names.append(n)
         s = _SLOTS[cls] = tuple(names)
+    return s
+
+
+_SHARED: dict = {}
+
+
+def _shared_of(cls) -> frozenset:
+    """The slots named in ``COPY_SHARED`` by ``cls`` or a base class: set at construction and
+    never changed or mutated afterwards (static structure such as a task's channel indices),
+    so a copy shares them instead of copying them."""
+    s = _SHARED.get(cls)
+    if s is None:
+        s = _SHARED[cls] = frozenset(n for k in cls.__mro__ for n in k.__dict__.get("COPY_SHARED", ()))
     return s
 
 
@@ -151,12 +166,13 @@ def deep_copy(x, memo: dict):
         return y
     y = _NEW(t)
     memo[i] = y
+    shared = _shared_of(t)
     for n in _slots_of(t):
         try:
             v = getattr(x, n)
         except AttributeError:
             continue
-        _set(y, n, v if type(v) in _ATOMIC else deep_copy(v, memo))
+        _set(y, n, v if type(v) in _ATOMIC or n in shared else deep_copy(v, memo))
     d = getattr(x, "__dict__", None)
     if d is not None:
         yd = y.__dict__

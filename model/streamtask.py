@@ -441,6 +441,8 @@ class StreamTask:
     #: ExecutionGraph determines
     FINGERPRINT_SKIP = ("net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
                         "barrier_outputs", "out_deques", "nodes", "output")
+    #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
+    COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs")
 
     def __init__(self, net, config, outbox, subtask, head, nodes, output, source, input_channels, output_channels):
         """``net``: the ``Channels``; ``outbox``: the list the task appends its messages to

@@ -178,13 +178,24 @@ class LocalLevels:
         self.reduce = reduce
 
     def expand(self, frontier: list, seen: set, deadline: float | None, report) -> Level:
+        """The frontier is sorted by trace key and its traces are of one length, so every child
+        of a frontier state has a smaller key than every child of a later one: once a state's
+        children hold a violation, the level's smallest violating trace is among them. The later
+        states' transitions are then counted (the level's transitions, as a search that takes
+        them all reports) but not taken, and no child of the level is fingerprinted any more
+        (the search ends with this level)."""
         level = Level()
         for trace, run, sleep in frontier:
+            if level.violations:
+                level.transitions += sum(1 for a in run.cluster.enabled_actions() if a not in sleep)
+                continue
             for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1
                 t = trace + (a,)
                 if v is not None:
                     level.violations.append((_key(t), t, v))
+                    continue
+                if level.violations:
                     continue
                 fp = child.cluster.fingerprint()
                 if fp in seen:

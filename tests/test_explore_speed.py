@@ -130,3 +130,26 @@ def test_the_idleness_budget_keeps_a_known_unsafe_variant_found():
     assert a.verdict == b.verdict == "violation"
     assert a.violation.invariant == b.violation.invariant and len(a.trace) == len(b.trace)
     assert a.distinct_states <= b.distinct_states
+
+
+def test_what_a_copy_shares_as_static_structure_never_changes():
+    """``COPY_SHARED`` slots (a task's channel indices) are shared between a state and its
+    copies: on walks of every variant, none of them changes after it is first met."""
+    from model.statecopy import _shared_of
+    met = 0
+    for name in variant_names():
+        rng = random.Random(9)
+        c = Cluster.from_scenario(generate(variant(name), 9))
+        first: dict = {}
+        for _ in range(60):
+            for t in c.tasks:
+                for n in _shared_of(type(t)):
+                    v = getattr(t, n)
+                    have = first.setdefault(id(v), (v, repr(v)))
+                    assert have[0] is not v or have[1] == repr(v), f"{name}: {type(t).__name__}.{n} changed"
+                    met += 1
+            acts = c.enabled_actions()
+            if not acts:
+                break
+            c.step(rng.choice(acts))
+    assert met > 1000

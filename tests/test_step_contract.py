@@ -29,6 +29,7 @@ from model.cluster import Cluster
 from model.errors import ActionNotEnabled
 from model.fingerprint import canonical
 from model.fingerprint import _is_value_type
+from model.statecopy import _shared_of
 from model.variants import generate, variant, variant_names
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -131,7 +132,8 @@ def _mutable_reachable(root, stop: set) -> dict:
             continue  # the model's int subclasses (AllocationID, ExecutionAttemptID) are immutable
         elif t.__module__.startswith("model.") and not _is_value_type(t) and not isinstance(x, type):
             out[id(x)] = x
-            todo.extend(v for v in gc.get_referents(x) if not isinstance(v, type))
+            static = {id(getattr(x, n, None)) for n in _shared_of(t)}  # COPY_SHARED: shared on purpose
+            todo.extend(v for v in gc.get_referents(x) if not isinstance(v, type) and id(v) not in static)
     return out
 
 
