@@ -36,6 +36,8 @@ that every reachable state can still drain.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import time
 from pathlib import Path
 from typing import Callable
@@ -208,6 +210,22 @@ class LocalLevels:
         return level
 
 
+#: the cyclic garbage collector's thresholds during a search: every transition allocates a
+#: copy of the cluster's object graph (a few hundred objects), so the default first threshold
+#: (700 allocations) would run a collection every few transitions (``flinkspec bench explore``)
+SEARCH_GC_THRESHOLD = (50_000, 20, 100)
+
+
+@contextlib.contextmanager
+def _gc_threshold(threshold: tuple):
+    old = gc.get_threshold()
+    gc.set_threshold(*threshold)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+
+
 def explore(scenario: Scenario, limits: Limits = Limits(), *,
             progress: Callable[[Progress], None] | None = None, reduce: bool = True,
             levels=None) -> Exploration:
@@ -215,6 +233,11 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     ``reduce``: sleep-set partial-order reduction (same states, same depths, fewer
     transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the Spark
     search passes ``spark.explore.SparkLevels``)."""
+    with _gc_threshold(SEARCH_GC_THRESHOLD):
+        return _explore(scenario, limits, progress, reduce, levels)
+
+
+def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
     t0 = time.perf_counter()
     levels = levels if levels is not None else LocalLevels(scenario, reduce)
     root = Run(scenario, track_goals=False)
