@@ -534,16 +534,19 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              small=Small(checkpoints=2, records=2)))
 
 
+#: an alignment (and its timer) needs a task with two input channels: two source subtasks
+#: into the keyed operator (with one input channel nothing is ever aligned)
+_ALIGNMENT_SMALL = Small(sources=2)
 _add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
              "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
              switches=("alignment_timer",),
              config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
-                                  alignment_timer="immediate", **_F)))
+                                  alignment_timer="immediate", **_F), small=_ALIGNMENT_SMALL))
 _add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
              "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
              switches=("alignment_timer",),
              config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
-                                  alignment_timer="never", **_F)))
+                                  alignment_timer="never", **_F), small=_ALIGNMENT_SMALL))
 
 
 _add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint and restart with a new "
