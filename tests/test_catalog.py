@@ -292,6 +292,22 @@ def test_run_suites_runs_each_selected_suite_and_reports_it():
     assert results[0].as_expected and results[0].found
 
 
+def test_run_suites_with_two_workers_gives_the_results_and_files_of_one(tmp_path):
+    names = ["rescaling-keygroups-modulo", "late-window-append", "window-assigner-FLINK-26334", "valve"]
+    suites = check.select_suites(names)
+    seen = []
+    one = check.run_suites(suites, profile="quick", seed=3, corpus=tmp_path / "one")
+    two = check.run_suites(suites, profile="quick", seed=3, corpus=tmp_path / "two", workers=2,
+                           finished=lambda label, r: seen.append(label))
+    assert [r.name for r in two] == names  # catalog order, whatever order they finished in
+    assert sorted(seen) == sorted(f"[{i}/4] {n}" for i, n in enumerate(names, 1))
+    keep = ("name", "verdict", "runs", "steps", "runs_to_find", "violations", "goals", "shrunk_from", "shrunk_to")
+    assert [[getattr(r, k) for k in keep] for r in two] == [[getattr(r, k) for k in keep] for r in one]
+    files = {d: {p.relative_to(tmp_path / d): p.read_bytes() for p in (tmp_path / d).rglob("*") if p.is_file()}
+             for d in ("one", "two")}
+    assert files["one"] and files["one"] == files["two"]
+
+
 def test_check_exit_codes(capsys):
     assert main(["check", "--no-write", "--only", "window-assigner-FLINK-26334", "--only", "valve"]) == 0
     out = capsys.readouterr().out

@@ -36,7 +36,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from flinkspec.commands import seed
+from flinkspec.commands import count, seed
 from model.catalog import RANDOM_WALK_KINDS
 from model.errors import FlinkspecError
 from spec.coverage import GOALS
@@ -55,6 +55,10 @@ def register(sub) -> None:
                    help="run only this suite (repeatable); `flinkspec check --list` names them")
     p.add_argument("--variant", action="append", metavar="NAME", help="alias of --only for variant suites")
     p.add_argument("--seed", type=seed, default=0, help="base seed (runs use seed, seed+1, ...)")
+    p.add_argument("--workers", type=count, default=1, metavar="K",
+                   help="run K suites at once in forked processes (default 1). Each suite's verdict, runs and "
+                        "counterexample are the same as with one worker; the per-suite lines print as suites "
+                        "finish, the summary table in catalog order")
     p.add_argument("--corpus", metavar="DIR", default=None,
                    help="write shrunk counterexamples into DIR (default: a new run directory "
                         "results/check-<UTC time>-seed<N>/; the committed counterexamples/ changes only "
@@ -93,7 +97,8 @@ def run(args) -> int:
                   f"{len(suites)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
     t0 = time.perf_counter()
     out = output_directory(args)
-    results = run_suites(suites, profile=args.profile, seed=args.seed, corpus=out, **_live_output(console))
+    results = run_suites(suites, profile=args.profile, seed=args.seed, corpus=out, workers=args.workers,
+                         **_live_output(console))
     verdict = judge(suites, results, selected=bool(requested), seconds=time.perf_counter() - t0)
     render_summary(console, verdict, profile=args.profile, seed=args.seed)
     if report_out is not None:
@@ -218,21 +223,54 @@ def select_suites(names: list[str]) -> list:
     return select(names)
 
 
-def run_suites(suites, *, profile: str, seed: int, corpus: Path | None,
+def run_suites(suites, *, profile: str, seed: int, corpus: Path | None, workers: int = 1,
                progress: Callable[[str, int, int], None] | None = None,
                finished: Callable[[str, object], None] | None = None) -> list:
     """Run each suite; ``progress(label, done, total)`` during a random-walk suite and
-    ``finished(label, result)`` after each one. Returns the ``SuiteResult`` list."""
+    ``finished(label, result)`` after each one. Returns the ``SuiteResult`` list, in the order
+    of ``suites``. ``workers`` > 1: that many suites at once, each in a process forked from
+    this one (a suite depends only on its name, profile and seed, so its result is the same;
+    ``finished`` is called as suites end, ``progress`` not at all)."""
     from properties.suites import run_suite  # lazy: heavy, see the note at the top
 
+    labels = [f"[{i}/{len(suites)}] {entry.name}" for i, entry in enumerate(suites, 1)]
+    if workers > 1 and len(suites) > 1:
+        return _run_suites_forked(suites, labels, profile=profile, seed=seed, corpus=corpus, workers=workers,
+                                  finished=finished)
     results = []
-    for i, entry in enumerate(suites, 1):
-        label = f"[{i}/{len(suites)}] {entry.name}"
+    for label, entry in zip(labels, suites):
         on_progress = None if progress is None else (lambda done, total, _l=label: progress(_l, done, total))
         r = run_suite(entry.name, profile=profile, base_seed=seed, corpus_dir=corpus, progress=on_progress)
         results.append(r)
         if finished is not None:
             finished(label, r)
+    return results
+
+
+def _run_suite_in_worker(name: str, profile: str, seed: int, corpus: Path | None):
+    from properties.suites import run_suite  # lazy: heavy, see the note at the top
+
+    return run_suite(name, profile=profile, base_seed=seed, corpus_dir=corpus)
+
+
+def _run_suites_forked(suites, labels, *, profile, seed, corpus, workers, finished) -> list:
+    import multiprocessing  # lazy: only with --workers K > 1
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+
+    results: list = [None] * len(suites)
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(suites)), mp_context=multiprocessing.get_context("fork"))
+    try:
+        pending = {pool.submit(_run_suite_in_worker, entry.name, profile, seed, corpus): i
+                   for i, entry in enumerate(suites)}
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=pending.get):
+                i = pending.pop(future)
+                results[i] = future.result()
+                if finished is not None:
+                    finished(labels[i], results[i])
+    finally:  # interrupted or failed: cancel what has not started, end the workers
+        pool.shutdown(wait=True, cancel_futures=True)
     return results
 
 

@@ -7,8 +7,9 @@
 then one summary table. Exit 0 only when all three are as expected. Counterexamples go to
 run directories under results/ (ignored by git), never into the committed corpus.
 
-On a machine with two or more cores, ``prove`` runs in a second process beside ``check`` (z3
-on the other core); its output is held and printed in its place after ``check``'s.
+On a machine with two or more cores, ``check`` runs one suite per core at once
+(``check --workers``, the same verdicts as one at a time) and ``prove`` runs in another
+process beside it; prove's output is held and printed in its place after ``check``'s.
 """
 
 from __future__ import annotations
@@ -80,8 +81,9 @@ class _Beside:
 
 def run(args) -> int:
     parser = build_parser()
+    cores = os.cpu_count() or 1
     steps = [
-        ("check", ["check", "--profile", args.profile, "--seed", str(args.seed)],
+        ("check", ["check", "--profile", args.profile, "--seed", str(args.seed), "--workers", str(cores)],
          "property suites: safe configurations pass, known-unsafe ones are caught"),
         ("prove", ["prove"], "z3: proofs for all parameters and bounded model checks"),
     ]
@@ -92,7 +94,7 @@ def run(args) -> int:
                                        "--seed", str(args.seed), *out, "--smoke"],
                       "randomized replays on Spark, results as Parquet"))
     beside = {}
-    if (os.cpu_count() or 1) >= 2:  # z3 on the second core while check runs on the first
+    if cores >= 2:  # z3 beside check's suites
         beside["prove"] = _Beside(["prove"])
     results = []
     try:
