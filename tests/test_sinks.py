@@ -301,3 +301,170 @@ def test_restore_pending_variant_loses_output_where_safe_restore_is_exact():
     d = diff_outputs(data, out)
     assert [e.value for e in d.missing] == [3, 4, 5]
     assert d.duplicated == () and d.unexpected == ()
+
+
+# -- the external system's transaction protocol, and the sink's entry points ---------------
+
+
+def test_snapshot_pre_commits_the_current_transaction_for_its_checkpoint():
+    """``snapshotState(n)``: preCommit(current) and pendingCommitTransactions.put(n, current),
+    then a new transaction; the returned state names both."""
+    ext = ExternalSystem()
+    sink = TwoPhaseCommitSink(ext, 0)
+    first = sink.current.id
+    write_all(sink, recs(2))
+    state = sink.snapshot_state(5)
+    txn = ext.transactions[first]
+    assert (txn.status, txn.checkpoint_id) == (PRECOMMITTED, 5)
+    assert sink.current.id != first and ext.transactions[sink.current.id].status == OPEN
+    assert ext.transactions[sink.current.id].checkpoint_id is None
+    assert state == TwoPhaseCommitState(sink.current.id, (PendingCommit(5, first),))
+    assert ext.committed == []
+
+
+def test_the_four_transaction_states_are_distinct_names():
+    """The viewer and the anomalies show a transaction's state by its name."""
+    assert [OPEN, PRECOMMITTED, COMMITTED, ABORTED] == ["OPEN", "PRECOMMITTED", "COMMITTED", "ABORTED"]
+
+
+def test_commit_and_abort_say_whether_they_changed_anything():
+    ext = ExternalSystem()
+    a, b, c = (ext.begin_transaction(0) for _ in range(3))
+    a.records.append(("k", 1, 1))
+    ext.pre_commit(a.id, 1)
+    assert ext.commit(a.id) is True and ext.committed == [("k", 1, 1, 0)]
+    assert ext.commit(a.id) is False and ext.committed == [("k", 1, 1, 0)]  # idempotent
+    assert ext.abort(a.id) is False and ext.anomalies == [("abort_committed", a.id)]
+    assert ext.transactions[a.id].status == COMMITTED
+    assert ext.abort(b.id) is True and ext.transactions[b.id].status == ABORTED
+    assert ext.abort(b.id) is False and len(ext.anomalies) == 1
+    c.records.append(("j", 2, 2))
+    assert ext.commit(c.id) is True  # never pre-committed: visible, but recorded as an anomaly
+    assert ext.anomalies[-1] == ("commit_open", c.id) and ext.committed[-1] == ("j", 2, 2, 0)
+
+
+def test_pre_commit_of_a_transaction_that_is_not_open_is_an_anomaly():
+    ext = ExternalSystem()
+    t = ext.begin_transaction(3)
+    ext.pre_commit(t.id, 1)
+    ext.pre_commit(t.id, 2)
+    assert ext.anomalies == [("pre_commit", t.id, PRECOMMITTED)]
+    assert ext.transactions[t.id].checkpoint_id == 1
+
+
+def test_unknown_transaction_is_refused():
+    ext = ExternalSystem()
+    with pytest.raises(InvalidArgument, match="unknown to the external system"):
+        ext.commit(TransactionId(0, 7))
+
+
+def test_transaction_ids_are_per_owner_sequences():
+    ext = ExternalSystem()
+    ids = [ext.begin_transaction(o).id for o in (0, 1, 0, 0, 1)]
+    assert ids == [TransactionId(0, 0), TransactionId(1, 0), TransactionId(0, 1), TransactionId(0, 2),
+                   TransactionId(1, 1)]
+
+
+def test_uncommitted_transactions_of_an_owner_in_id_order():
+    ext = ExternalSystem()
+    t = [ext.begin_transaction(o) for o in (1, 0, 1, 1, 0)]
+    ext.pre_commit(t[2].id, 1)
+    ext.commit(t[3].id)
+    ext.abort(t[4].id)
+    assert [x.id for x in ext.uncommitted_transactions()] == [t[1].id, t[0].id, t[2].id]
+    assert [x.id for x in ext.uncommitted_transactions(1)] == [t[0].id, t[2].id]
+    assert [x.id for x in ext.uncommitted_transactions(1, (OPEN,))] == [t[0].id]
+    assert [x.id for x in ext.uncommitted_transactions(0, (PRECOMMITTED,))] == []
+
+
+def test_make_sink_runs_initialize_state_with_the_restored_state():
+    ext = ExternalSystem()
+    old = TwoPhaseCommitSink(ext, 0)
+    write_all(old, recs(2))
+    state = old.snapshot_state(1)
+    restored = make_sink("two_phase_commit", ext, 0, state)
+    assert isinstance(restored, TwoPhaseCommitSink) and restored.kind == "two_phase_commit"
+    assert ext.committed_records() == recs(2)  # recoverAndCommit of the pending transaction
+    assert ext.transactions[state.pending_transaction].status == ABORTED  # recoverAndAbort
+    assert isinstance(make_sink("upsert", ext, 1), UpsertSink) and make_sink("upsert", ext, 1).kind == "upsert"
+    assert isinstance(make_sink("append", ext, 1), AppendSink) and make_sink("append", ext, 1).kind == "append"
+
+
+def test_initialize_state_aborts_lingering_open_transactions_by_default():
+    """A new attempt of subtask 0 aborts the transaction its failed attempt left open (the
+    default of both the constructor and ``initialize_state``)."""
+    ext = ExternalSystem()
+    failed = TwoPhaseCommitSink(ext, 0)
+    write_all(failed, recs(1))
+    lingering = failed.current.id
+    again = TwoPhaseCommitSink.__new__(TwoPhaseCommitSink)
+    again.external, again.subtask, again.current, again.pending_commit, again._records = ext, 0, None, {}, None
+    again.initialize_state()
+    assert ext.transactions[lingering].status == ABORTED
+    assert again.current.id != lingering and again.current.status == OPEN and again.pending_commit == {}
+
+
+def test_initialize_state_forgets_pending_commits_of_the_instance():
+    ext = ExternalSystem()
+    sink = TwoPhaseCommitSink(ext, 0)
+    sink.snapshot_state(1)
+    sink.initialize_state(None)
+    assert sink.pending_commit == {} and sink.notify_checkpoint_complete(1) == []
+
+
+def test_notify_returns_the_committed_transactions_in_checkpoint_order():
+    ext = ExternalSystem()
+    sink = TwoPhaseCommitSink(ext, 0)
+    assert sink.notify_checkpoint_complete(3) == []
+    ids = []
+    for n in (1, 2, 3):
+        ids.append(sink.current.id)
+        write_all(sink, recs(1, start=n))
+        sink.snapshot_state(n)
+    assert sink.notify_checkpoint_complete(2) == ids[:2]
+    assert list(sink.pending_commit) == [3]
+    sink.notify_checkpoint_aborted(3)
+    assert list(sink.pending_commit) == [3]  # an abort notification changes nothing
+    assert sink.notify_checkpoint_complete(3) == ids[2:]
+
+
+def test_close_aborts_the_current_transaction():
+    ext = ExternalSystem()
+    sink = TwoPhaseCommitSink(ext, 0)
+    cur = sink.current.id
+    sink.close()
+    assert ext.transactions[cur].status == ABORTED and sink.current is None
+    sink.close()  # twice: nothing more
+    assert ext.anomalies == []
+
+
+def test_stateless_sinks_have_no_state_and_commit_nothing():
+    ext = ExternalSystem()
+    for sink in (UpsertSink(ext, 0), AppendSink(ext, 0)):
+        assert sink.snapshot_state(1) is None and sink.notify_checkpoint_complete(1) == []
+        assert sink.initialize_state(None) is None and sink.notify_checkpoint_aborted(1) is None
+        assert sink.close() is None
+
+
+def test_upsert_sink_keeps_the_changelog_and_the_last_value_per_key():
+    ext = ExternalSystem()
+    s0, s1 = UpsertSink(ext, 0), UpsertSink(ext, 1)
+    s0.write("a", 1, 10)
+    s1.write("b", 2, 20)
+    s0.write("a", 3, 30)
+    assert ext.upsert_log == [("a", 1, 10, 0), ("b", 2, 20, 1), ("a", 3, 30, 0)]
+    assert ext.upsert_records() == [("a", 3, 30), ("b", 2, 20)]
+    assert ext.committed == []
+
+
+def test_append_sink_output_names_its_subtask():
+    ext = ExternalSystem()
+    AppendSink(ext, 4).write("k", 1, 2)
+    assert ext.committed == [("k", 1, 2, 4)] and ext.committed_records() == [("k", 1, 2)]
+
+
+def test_merge_restored_states_flattens_and_skips_none():
+    s1 = TwoPhaseCommitState(TransactionId(0, 1))
+    s2 = TwoPhaseCommitState(TransactionId(1, 1), (PendingCommit(1, TransactionId(1, 0)),))
+    assert merge_restored_states([None, s1, [s2], None]) == [s1, s2]
+    assert merge_restored_states([]) == []
