@@ -46,7 +46,8 @@ commit always succeeds). Records are written into the transaction in the externa
 at once (like Kafka's transactional producer) -- what the task loses on failure is only
 its handle; an open transaction is never visible. Committing an *aborted* transaction or
 aborting a committed one does not raise: the external system records it in
-``anomalies`` (a real system would lose data), so invariants can report it.
+``anomalies`` (a real system would lose data), and the invariant
+``transactions_follow_two_phase_commit`` reports it.
 Lingering transactions (opened or pre-committed after the restored checkpoint, so absent
 from the restored state) stay uncommitted and invisible; ``initialize_state`` aborts the
 *open* ones of its own subtask when ``abort_lingering=True`` (as connectors such as Kafka

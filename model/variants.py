@@ -458,7 +458,8 @@ _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region fa
 _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
              "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
              "output is written again", expected=("committed_output_within_reference", "exactly_once",
-                                                       "window_results_exactly_once"),
+                                                       "window_results_exactly_once",
+                                                       "transactions_follow_two_phase_commit"),
              switches=("notify_savepoint_complete",),
              config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))

@@ -9,6 +9,10 @@ aggregates as ``model.reference.comparison_mode`` says.
 ``committed_output_within_reference`` (always): while running, what the sinks made
 visible is always part of the reference output, with no record more often than there.
 This is the "prefix-consistent" half of failure transparency (Veresov, Spenger, Carbone and Haller, ECOOP 2024).
+
+``transactions_follow_two_phase_commit`` (always): the external system never sees a call that
+breaks the two-phase-commit protocol (a commit of an aborted or never pre-committed
+transaction, an abort of a committed one, a second pre-commit).
 """
 
 from __future__ import annotations
@@ -153,6 +157,39 @@ def committed_output_within_reference(run) -> Violation | None:
                          f"the external system now shows it {seen_before + 1} time(s)"),
             )
     return None
+
+
+#: what each anomaly the external system records means (``model.sinks.ExternalSystem``)
+_ANOMALY_TEXT = {
+    "commit_aborted": "committed a transaction that was aborted (a real system has lost its records)",
+    "abort_committed": "aborted a transaction that was already committed (a real system would refuse or lose it)",
+    "commit_open": "committed a transaction that was never pre-committed (its records may be partial)",
+    "pre_commit": "pre-committed a transaction that was not open",
+}
+
+
+@invariant(
+    "transactions_follow_two_phase_commit",
+    kind="always",
+    concept="TwoPhaseCommitSinkFunction preCommit / commit / recoverAndCommit / recoverAndAbort",
+    statement="The external system only sees the two-phase-commit protocol: a transaction is pre-committed while "
+    "open, committed only once pre-committed and never after an abort, and never aborted once committed.",
+)
+def transactions_follow_two_phase_commit(run) -> Violation | None:
+    """Reads ``ExternalSystem.anomalies``: the model's external system accepts every call (as
+    no real one would) and records each that breaks the protocol, so the first such call is
+    reported at its step (e.g. a restore aborting, as its checkpoint's open transaction, a
+    transaction that a later savepoint's notification already committed)."""
+    anomalies = run.cluster.external.anomalies
+    if not anomalies:
+        return None
+    what, tid = anomalies[0][0], anomalies[0][1]
+    return Violation(
+        invariant="transactions_follow_two_phase_commit",
+        expected={"transaction": [tid.owner, tid.seq], "protocol": "pre-commit, then commit or abort, once"},
+        actual={"transaction": [tid.owner, tid.seq], "anomaly": what},
+        message=f"the sink {_ANOMALY_TEXT.get(what, what)}: transaction {tid.owner}/{tid.seq}",
+    )
 
 
 @invariant("run_drains", kind="eventually", concept="the drain policy (liveness)",

@@ -468,3 +468,38 @@ def test_merge_restored_states_flattens_and_skips_none():
     s2 = TwoPhaseCommitState(TransactionId(1, 1), (PendingCommit(1, TransactionId(1, 0)),))
     assert merge_restored_states([None, s1, [s2], None]) == [s1, s2]
     assert merge_restored_states([]) == []
+
+
+def test_the_protocol_invariant_reports_the_first_anomaly():
+    from types import SimpleNamespace
+
+    from spec.exactly_once import transactions_follow_two_phase_commit
+
+    ext = ExternalSystem()
+    run = SimpleNamespace(cluster=SimpleNamespace(external=ext))
+    t = ext.begin_transaction(2)
+    ext.pre_commit(t.id, 1)
+    ext.commit(t.id)
+    assert transactions_follow_two_phase_commit(run) is None  # the protocol, followed
+    ext.abort(t.id)
+    v = transactions_follow_two_phase_commit(run)
+    assert v is not None and v.invariant == "transactions_follow_two_phase_commit"
+    assert v.actual == {"transaction": [2, 0], "anomaly": "abort_committed"}
+    assert "aborted a transaction that was already committed" in v.message
+
+
+def test_a_savepoint_that_commits_then_an_older_restore_breaks_the_protocol():
+    """FLINK-10354: the savepoint's notification commits the transaction that checkpoint 1
+    holds as its open one; the restore from checkpoint 1 then aborts a committed
+    transaction. The same walk without the bug follows the protocol."""
+    import attrs
+
+    from model.variants import PASS, VARIANTS
+    from properties.engines import random_walk
+
+    bug = VARIANTS["FLINK-10354"]
+    found = random_walk(bug, 1)
+    assert found.violation is not None and found.violation["invariant"] == "transactions_follow_two_phase_commit"
+    safe = attrs.evolve(bug, expected=(PASS,), switches=(),
+                        config=attrs.evolve(bug.config, notify_savepoint_complete=False))
+    assert random_walk(safe, 1).violation is None
