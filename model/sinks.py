@@ -384,7 +384,7 @@ class AppendSink(_StatelessSink):
     kind = APPEND
 
     def write(self, key, value, timestamp) -> None:
-        self.external.committed.append((key, value, timestamp, self.subtask))
+        self.external.append(key, value, timestamp, self.subtask)
 
 
 _SINK_CLASSES = {TWO_PHASE_COMMIT: TwoPhaseCommitSink, UPSERT: UpsertSink, APPEND: AppendSink}

@@ -503,3 +503,52 @@ def test_a_savepoint_that_commits_then_an_older_restore_breaks_the_protocol():
     safe = attrs.evolve(bug, expected=(PASS,), switches=(),
                         config=attrs.evolve(bug.config, notify_savepoint_complete=False))
     assert random_walk(safe, 1).violation is None
+
+
+def test_restore_of_a_state_without_pending_transactions_aborts_its_open_one():
+    ext = ExternalSystem()
+    old = TwoPhaseCommitSink(ext, 0)
+    write_all(old, recs(1))
+    state = TwoPhaseCommitState(old.current.id)
+    TwoPhaseCommitSink(ext, 1, state)
+    assert ext.transactions[state.pending_transaction].status == ABORTED and ext.committed == []
+
+
+def test_without_abort_lingering_an_open_transaction_of_a_failed_attempt_stays_open():
+    ext = ExternalSystem()
+    failed = TwoPhaseCommitSink(ext, 0)
+    lingering = failed.current.id
+    TwoPhaseCommitSink(ext, 0, None, abort_lingering=False)
+    assert ext.transactions[lingering].status == OPEN
+
+
+def test_sink_reprs_name_the_subtask_the_transaction_and_the_pending_checkpoints():
+    ext = ExternalSystem()
+    sink = TwoPhaseCommitSink(ext, 3)
+    sink.snapshot_state(7)
+    assert repr(sink) == f"<TwoPhaseCommitSink subtask=3 current={sink.current.id!r} pending=[7]>"
+    sink.close()
+    assert repr(sink) == "<TwoPhaseCommitSink subtask=3 current=None pending=[7]>"
+    assert repr(UpsertSink(ext, 1)) == "<UpsertSink subtask=1>" and repr(AppendSink(ext, 2)) == "<AppendSink subtask=2>"
+
+
+@pytest.mark.parametrize("kind", ["two_phase_commit", "upsert", "append"])
+def test_exactly_once_sink_kinds_are_those_whose_output_survives_a_restore(kind):
+    """Write 2 records, checkpoint 1 completes, write 2 more, fail, restore checkpoint 1,
+    replay the 2, checkpoint 2 completes: the output equals the input exactly when the kind
+    is one of EXACTLY_ONCE_SINK_KINDS."""
+    from model.sinks import EXACTLY_ONCE_SINK_KINDS
+
+    rows = [(f"k{i}", i, i) for i in range(4)]
+    ext = ExternalSystem()
+    sink = make_sink(kind, ext, 0)
+    write_all(sink, rows[:2])
+    state = sink.snapshot_state(1)
+    sink.notify_checkpoint_complete(1)
+    write_all(sink, rows[2:])  # lost with the failure
+    sink = make_sink(kind, ext, 0, state)
+    write_all(sink, rows[2:])  # replayed from the source's restored offset
+    sink.snapshot_state(2)
+    sink.notify_checkpoint_complete(2)
+    out = ext.upsert_records() if kind == "upsert" else ext.committed_records()
+    assert (sorted(out) == rows) == (kind in EXACTLY_ONCE_SINK_KINDS)
