@@ -28,11 +28,13 @@ counterexamples go to a run directory named after the job (variant ``job:<job na
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import os
 import re
 import sys
 import time
 from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Callable
 
@@ -254,9 +256,6 @@ def _run_suite_in_worker(name: str, profile: str, seed: int, corpus: Path | None
 
 
 def _run_suites_forked(suites, labels, *, profile, seed, corpus, workers, finished) -> list:
-    import multiprocessing  # lazy: only with --workers K > 1
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
     results: list = [None] * len(suites)
     pool = ProcessPoolExecutor(max_workers=min(workers, len(suites)), mp_context=multiprocessing.get_context("fork"))
     try:
