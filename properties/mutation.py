@@ -292,6 +292,11 @@ def load_equivalents(path: Path | str = EQUIVALENTS_FILE) -> dict[str, str]:
 # -- running ---------------------------------------------------------------------------------------
 
 
+#: a test that took at most this long on the unmutated model is always selected for a mutant
+#: whose lines it executes, beside the ``TESTS_PER_MUTANT`` others
+CHEAP_TEST_S = 0.1
+
+
 @attrs.frozen
 class Baseline:
     """The profile's tests on the unmutated model: which execute which line, how long each took."""
@@ -305,8 +310,9 @@ class Baseline:
     def tests_for(self, mutant: Mutant, limit: int = 0) -> list[str]:
         """The tests that execute the mutant's lines (every test for a mutant outside a function
         body: its lines run at import), taken round-robin over the profile's parts (unit tests,
-        focused suites, scenarios, cluster runs), each part in its own order; at most ``limit``
-        (0: all). Deterministic: the same tests for the same coverage."""
+        focused suites, scenarios, cluster runs), each part in its own order: every cheap one
+        (at most ``CHEAP_TEST_S`` on the unmutated model) first, then at most ``limit`` others
+        (0: all, in round-robin order). Deterministic: the same tests for the same coverage."""
         if not mutant.swappable:
             chosen = set(self.tests)
         else:
@@ -317,7 +323,12 @@ class Baseline:
                 groups.setdefault(self.parts.get(t, 0), []).append(t)
         order = [g[i] for i in range(max((len(g) for g in groups.values()), default=0))
                  for _, g in sorted(groups.items()) if i < len(g)]
-        return order[:limit] if limit else order
+        if not limit:
+            return order
+        # the cheap tests (unit tests, mostly) cost nearly nothing: all of them, first; the
+        # limit bounds the others
+        cheap = [t for t in order if self.seconds.get(t, 0.0) <= CHEAP_TEST_S]
+        return cheap + [t for t in order if self.seconds.get(t, 0.0) > CHEAP_TEST_S][:limit]
 
     def seconds_for(self, tests: Iterable[str]) -> float:
         return sum(self.seconds.get(t, 0.0) for t in tests)

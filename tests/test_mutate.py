@@ -131,3 +131,22 @@ def test_mutants_run_as_spark_tasks(tmp_path):
     assert r.returncode == 0, r.stderr[-2000:]
     summary = json.loads(r.stdout.strip().splitlines()[-1])
     assert summary["master"] == "local[1]" and summary["killed"] == 1 and summary["survived"] == 0
+
+
+def _mutant(function):
+    return M.Mutant(id="sinks:0000000000", module="sinks", index=1, operator="op", line=5, end_line=5, stmt_line=5,
+                    function=function, start=0, end=0, replacement="", diff="")
+
+
+def test_a_mutant_gets_every_cheap_test_first_and_at_most_the_limit_of_the_others():
+    unit = [f"tests/test_sinks.py::t{i}" for i in range(40)]
+    slow = [f"tests/test_catalog.py::run{i}" for i in range(10)]
+    seconds = {**{t: 0.01 for t in unit}, **{t: 5.0 for t in slow}}
+    parts = {**{t: 0 for t in unit}, **{t: 1 for t in slow}}
+    base = M.Baseline(tests=tuple(unit + slow), seconds=seconds, lines={5: tuple(unit[:30] + slow[:6])}, failing=(),
+                      parts=parts)
+    chosen = base.tests_for(_mutant("f"), 4)
+    assert chosen == unit[:30] + slow[:4]  # only the tests executing line 5; cheap ones all, first
+    assert base.tests_for(_mutant(None), 4) == unit + slow[:4]  # outside a function: every test runs it
+    everything = base.tests_for(_mutant(None), 0)  # no limit: round-robin over the parts
+    assert sorted(everything) == sorted(unit + slow) and everything[:2] == [unit[0], slow[0]]
