@@ -320,3 +320,17 @@ def test_key_routing_is_consistent(key, params):
     assert index == kg.compute_operator_index_for_key_group(max_p, p, group)
     assert kg.compute_key_group_range_for_operator_index(max_p, p, index).contains(group)
     assert group == kg.compute_key_group_for_key_hash(kg.java_hash_code(key), max_p)
+
+
+def test_the_java_int_range_edges():
+    """Integer.MIN_VALUE is an int key (Integer.hashCode: itself), one less is a long key
+    (Long.hashCode: (int)(v ^ (v >>> 32))); int parameters stop at Integer.MIN_VALUE."""
+    assert kg.java_hash_code(-(2**31)) == -(2**31)
+    assert kg.java_hash_code(-(2**31) - 1) == kg.java_long_hash_code(-(2**31) - 1) == -(2**31)
+    assert kg.java_hash_code(2**31) == kg.java_long_hash_code(2**31) == -(2**31)  # 0x80000000 as an int
+    assert kg.java_hash_code(2**31 - 1) == 2**31 - 1
+    assert kg.compute_key_group_for_key_hash(-(2**31), 128) == kg.murmur_hash(-(2**31)) % 128
+    with pytest.raises(InvalidArgument, match="must fit in a Java int"):
+        kg.compute_key_group_for_key_hash(-(2**31) - 1, 128)
+    with pytest.raises(InvalidArgument, match="must fit in a Java int"):
+        kg.compute_default_max_parallelism(-(2**31) - 1)
