@@ -334,3 +334,43 @@ def test_the_java_int_range_edges():
         kg.compute_key_group_for_key_hash(-(2**31) - 1, 128)
     with pytest.raises(InvalidArgument, match="must fit in a Java int"):
         kg.compute_default_max_parallelism(-(2**31) - 1)
+
+
+def test_murmur_hash_maps_a_mix_of_integer_min_value_to_zero():
+    """MathUtils.murmurHash ends with ``code >= 0 ? code : code != MIN_VALUE ? -code : 0``. The
+    two codes below mix to 0x80000000 (Integer.MIN_VALUE) and 0x80000001 (found by inverting
+    the mix, which is a bijection of 32-bit words)."""
+    assert kg.murmur_hash(-2089875627) == 0
+    assert kg.murmur_hash(1814469223) == 2**31 - 1  # -(MIN_VALUE + 1)
+    assert kg.compute_key_group_for_key_hash(-2089875627, 128) == 0
+
+
+def test_errors_name_the_parameter():
+    with pytest.raises(InvalidArgument, match=r"^x must be an int"):
+        kg.round_up_to_power_of_two(1.5)
+    with pytest.raises(InvalidArgument, match=r"^code must fit in a Java int"):
+        kg.murmur_hash(2**31)
+    with pytest.raises(InvalidArgument, match=r"^Integer key must be an int"):
+        kg.java_int_hash_code("7")
+
+
+def test_an_int_subclass_is_taken_as_its_int_value():
+    class Code(int):
+        pass
+
+    assert kg.compute_key_group_for_key_hash(Code(7), 128) == kg.compute_key_group_for_key_hash(7, 128)
+    assert kg.murmur_hash(Code(-3)) == kg.murmur_hash(-3)
+
+
+def test_long_hash_refuses_what_is_not_a_long():
+    for bad in (True, 1.5, "3", None):
+        with pytest.raises(InvalidArgument):
+            kg.java_long_hash_code(bad)
+
+
+def test_a_string_with_a_lone_surrogate_hashes_by_its_utf16_code_units():
+    """Java strings are UTF-16 code units, unpaired surrogates included: "\\ud800".hashCode()
+    is 0xD800, and "a\\udc00".hashCode() is 31 * 97 + 0xDC00."""
+    assert kg.java_string_hash_code("\ud800") == 0xD800
+    assert kg.java_string_hash_code("a\udc00") == 31 * 97 + 0xDC00
+    assert kg.java_string_hash_code("") == 0
