@@ -244,7 +244,6 @@ def java_hash_code(key: object) -> int:
 # and 1.0 never share an entry. Bounded: cleared when it grows past _CACHE_LIMIT entries.
 _CACHE_LIMIT = 1 << 17
 _murmur_cache: dict[tuple[type, object], int] = {}
-_CACHEABLE = (int, str, bool)
 
 
 def _key_murmur(key: object) -> int:
