@@ -374,3 +374,25 @@ def test_a_string_with_a_lone_surrogate_hashes_by_its_utf16_code_units():
     assert kg.java_string_hash_code("\ud800") == 0xD800
     assert kg.java_string_hash_code("a\udc00") == 31 * 97 + 0xDC00
     assert kg.java_string_hash_code("") == 0
+
+
+def test_an_int_subclass_key_is_routed_as_its_int_value():
+    class Code(int):
+        pass
+
+    assert kg.assign_to_key_group(Code(7), 128) == kg.assign_to_key_group(7, 128)
+    assert kg.assign_key_to_parallel_operator(Code(-9), 128, 3) == kg.assign_key_to_parallel_operator(-9, 128, 3)
+
+
+def test_an_unsupported_key_is_named_in_the_error():
+    with pytest.raises(InvalidArgument, match=r"unsupported key type float \(1\.5\)"):
+        kg.assign_to_key_group(1.5, 128)
+
+
+def test_key_group_range_errors_name_the_bound():
+    with pytest.raises(InvalidArgument, match=r"^startKeyGroup must be an int"):
+        KeyGroupRange(1.5, 2)
+    with pytest.raises(InvalidArgument, match=r"^endKeyGroup must be an int"):
+        KeyGroupRange(0, 1.5)
+    with pytest.raises(InvalidArgument, match=r"startKeyGroup must be <= endKeyGroup, got \[5, 3\]"):
+        KeyGroupRange(5, 3)
