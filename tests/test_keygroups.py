@@ -396,3 +396,12 @@ def test_key_group_range_errors_name_the_bound():
         KeyGroupRange(0, 1.5)
     with pytest.raises(InvalidArgument, match=r"startKeyGroup must be <= endKeyGroup, got \[5, 3\]"):
         KeyGroupRange(5, 3)
+
+
+def test_key_group_range_refuses_a_size_that_overflows_an_int():
+    """KeyGroupRange's constructor: checkArgument(getNumberOfKeyGroups() >= 0, "Potential
+    overflow detected."), the number being 1 + end - start in int arithmetic."""
+    with pytest.raises(InvalidArgument, match="Potential overflow detected"):
+        KeyGroupRange(0, 2**31 - 1)
+    assert KeyGroupRange(1, 2**31 - 1).end == 2**31 - 1  # 2^31 - 1 key groups: fits
+    assert KeyGroupRange(2**31 - 1, 2**31 - 1).start == 2**31 - 1
