@@ -405,3 +405,54 @@ def test_key_group_range_refuses_a_size_that_overflows_an_int():
         KeyGroupRange(0, 2**31 - 1)
     assert KeyGroupRange(1, 2**31 - 1).end == 2**31 - 1  # 2^31 - 1 key groups: fits
     assert KeyGroupRange(2**31 - 1, 2**31 - 1).start == 2**31 - 1
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: kg.KeyGroupRange.of(1.5, 3), "startKeyGroup"),
+    (lambda: kg.KeyGroupRange.of(1, 1.5), "endKeyGroup"),
+    (lambda: kg.check_parallelism_preconditions(1.5), "parallelism"),
+    (lambda: kg.compute_key_group_for_key_hash(1.5, 128), "keyHash"),
+    (lambda: kg.compute_key_group_for_key_hash(7, 1.5), "maxParallelism"),
+    (lambda: kg.assign_to_key_group("k", 1.5), "maxParallelism"),
+    (lambda: kg.compute_operator_index_for_key_group(1.5, 2, 3), "maxParallelism"),
+    (lambda: kg.compute_operator_index_for_key_group(128, 1.5, 3), "parallelism"),
+    (lambda: kg.compute_operator_index_for_key_group(128, 2, 1.5), "keyGroupId"),
+    (lambda: kg.compute_key_group_range_for_operator_index(128, 2, 1.5), "operatorIndex"),
+])
+def test_a_bad_int_parameter_is_named_as_flink_names_it(call, name):
+    with pytest.raises(InvalidArgument, match=rf"^{name} must be an int"):
+        call()
+
+
+def test_ranges_of_one_key_group():
+    assert KeyGroupRange.of(3, 3) == KeyGroupRange(3, 3) and KeyGroupRange.of(4, 3) == EMPTY_KEY_GROUP_RANGE
+    assert KeyGroupRange(1, 3).get_intersection(KeyGroupRange(3, 5)) == KeyGroupRange(3, 3)
+    assert KeyGroupRange(1, 2).get_intersection(KeyGroupRange(3, 5)) == EMPTY_KEY_GROUP_RANGE
+
+
+def test_java_string_hash_code_takes_strings_only():
+    assert kg.java_string_hash_code("ab") == 31 * 97 + 98
+    with pytest.raises(InvalidArgument):
+        kg.java_string_hash_code(5)
+
+
+def _key_in_key_group_at_least(lo: int, max_parallelism: int) -> int:
+    return next(k for k in range(10_000) if kg.assign_to_key_group(k, max_parallelism) >= lo)
+
+
+def test_routing_beyond_the_upper_bound_wraps_like_java_int():
+    """assignKeyToParallelOperator = computeOperatorIndexForKeyGroup(maxP, p,
+    assignToKeyGroup(key, maxP)), unchecked: with maxP = p = 65536 (above Flink's bound of 2^15),
+    keyGroup * p overflows an int for key groups >= 2^15, and the index is negative as in Java."""
+    key = _key_in_key_group_at_least(2**15, 65536)
+    group = kg.assign_to_key_group(key, 65536)
+    wrapped = ((group * 65536 + 2**31) % 2**32 - 2**31) // 65536
+    assert wrapped < 0
+    assert kg.assign_key_to_parallel_operator(key, 65536, 65536) == wrapped == group - 65536
+    assert kg.assign_key_to_parallel_operator(key, 65536, 1) == 0
+
+
+@pytest.mark.parametrize("max_p, p", [(1.5, 2), (128, 2.0), (0, 1), (True, 1)])
+def test_routing_with_a_bad_parallelism_is_refused(max_p, p):
+    with pytest.raises(InvalidArgument):
+        kg.assign_key_to_parallel_operator("k", max_p, p)
