@@ -456,3 +456,24 @@ def test_routing_beyond_the_upper_bound_wraps_like_java_int():
 def test_routing_with_a_bad_parallelism_is_refused(max_p, p):
     with pytest.raises(InvalidArgument):
         kg.assign_key_to_parallel_operator("k", max_p, p)
+
+
+def test_murmur_hash_is_bit_mix_of_the_mixed_code_as_in_math_utils():
+    """MathUtils.murmurHash(code): code *= 0xcc9e2d51; rotl 15; *= 0x1b873593; rotl 13;
+    code * 5 + 0xe6546b64; ^= 4; bitMix(code); then the sign rule. So bitMix, checked against
+    murmurHash (whose values are Flink's, see the vectors above), over many codes."""
+    m32 = 0xFFFFFFFF
+
+    def rotl(x, r):
+        return ((x << r) | (x >> (32 - r))) & m32
+
+    for code in [0, 1, -1, 7, 42, 2**31 - 1, -(2**31), 123456789, -987654321] + list(range(-300, 300, 7)):
+        h = (code & m32) * 0xCC9E2D51 & m32
+        h = rotl(h, 15) * 0x1B873593 & m32
+        h = (rotl(h, 13) * 5 + 0xE6546B64) & m32
+        h ^= 4
+        h = h - 2**32 if h & 0x80000000 else h
+        mixed = kg.bit_mix(h)
+        assert -(2**31) <= mixed < 2**31
+        expected = mixed if mixed >= 0 else (-mixed if mixed != -(2**31) else 0)
+        assert kg.murmur_hash(code) == expected, code
