@@ -5,6 +5,7 @@
 import ast
 import io
 import json
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -315,3 +316,22 @@ def test_check_exit_codes(capsys):
     assert "summary: 1/1 safe suites passed, 1/1 unsafe variants caught" in out and "OK" in out
     assert main(["check", "--variant", "no-such-variant"]) == 2
     assert "unknown suite(s) no-such-variant" in capsys.readouterr().err
+
+
+def _dying_worker(name, profile, seed, corpus):
+    """A stand-in for check's worker: the suite "valve" ends its process without an answer."""
+    if name == "valve":
+        os._exit(3)
+    return _REAL_WORKER(name, profile, seed, corpus)
+
+
+_REAL_WORKER = check._run_suite_in_worker
+
+
+def test_a_suite_whose_worker_dies_is_an_error_verdict(monkeypatch):
+    monkeypatch.setattr(check, "_run_suite_in_worker", _dying_worker)
+    results = check.run_suites(check.select_suites(["valve", "window-assigner-FLINK-26334"]), profile="quick", seed=0,
+                               corpus=None, workers=2)
+    assert [r.name for r in results] == ["valve", "window-assigner-FLINK-26334"]
+    assert results[0].verdict == "error" and "BrokenProcessPool" in results[0].error
+    assert not results[0].as_expected

@@ -265,7 +265,13 @@ def _run_suites_forked(suites, labels, *, profile, seed, corpus, workers, finish
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in sorted(done, key=pending.get):
                 i = pending.pop(future)
-                results[i] = future.result()
+                try:
+                    results[i] = future.result()
+                except Exception as e:  # the worker died (or the suite raised): an error verdict, not a traceback
+                    from properties.result import SuiteResult  # lazy: heavy, see the note at the top
+
+                    results[i] = SuiteResult(name=suites[i].name, expected=tuple(suites[i].expected),
+                                             error=f"{type(e).__name__}: {e}")
                 if finished is not None:
                     finished(labels[i], results[i])
     finally:  # interrupted or failed: cancel what has not started, end the workers
