@@ -12,8 +12,7 @@ duplicate state effects after a restore.
 
 Follows: ``SingleCheckpointBarrierHandler`` and its ``BarrierHandlerState`` machine
 (WaitingForFirstBarrier, CollectingBarriers, AlternatingWaitingForFirstBarrier,
-AlternatingCollectingBarriers, AlternatingWaitingForFirstBarrierUnaligned,
-AlternatingCollectingBarriersUnaligned), ``CheckpointBarrierTracker``,
+AlternatingCollectingBarriers, AlternatingCollectingBarriersUnaligned), ``CheckpointBarrierTracker``,
 and FLIP-147 (with checkpoints after tasks finish, an EndOfPartition counts as that
 channel's barrier; without, it aborts the pending checkpoint).
 
@@ -31,7 +30,10 @@ tracker (a trailing cancel marker of a finished entry aborts that checkpoint aga
 Leaves out: barrier *announcements* and the upstream conversion of timed-out aligned
 barriers into priority barriers (FLINK-27251): after a timeout the consumer persists input
 until the (still aligned) barrier arrives in FIFO order, which yields the same channel
-state, only later. Channels are addressed by the task's flat input index.
+state, only later. Without announcements the alignment timer is registered by the first
+barrier, so it can only fire while barriers are being collected: Flink's
+``AlternatingWaitingForFirstBarrierUnaligned`` (a timeout before the first barrier arrived)
+is never reached and is not modeled. Channels are addressed by the task's flat input index.
 """
 
 from __future__ import annotations
@@ -44,7 +46,6 @@ WAITING = "WaitingForFirstBarrier"
 COLLECTING = "CollectingBarriers"
 ALT_WAITING = "AlternatingWaitingForFirstBarrier"
 ALT_COLLECTING = "AlternatingCollectingBarriers"
-ALT_WAITING_UNALIGNED = "AlternatingWaitingForFirstBarrierUnaligned"
 ALT_COLLECTING_UNALIGNED = "AlternatingCollectingBarriersUnaligned"
 
 DECLINED_SUBSUMED = "CHECKPOINT_DECLINED_SUBSUMED"
@@ -154,22 +155,16 @@ class SingleCheckpointBarrierHandler:
                 self.state = COLLECTING
         elif state == ALT_WAITING or state == ALT_COLLECTING:
             if b.unaligned:
-                self._timeout_to_unaligned(b, first_channel=ch)
+                self._timeout_to_unaligned()
                 return
             if len(self.aligned) == self.target:
                 self._finish_aligned(b)
             elif self._is_timed_out(b, now):
-                self._timeout_to_unaligned(b, first_channel=None)
+                self._timeout_to_unaligned()
             else:
                 self.state = ALT_COLLECTING
-        else:  # unaligned states
-            if state == ALT_WAITING_UNALIGNED:
-                others = [c for c in ctx.barrier_channels if c != ch and c not in self.aligned]
-                ctx.start_persisting(b.id, others)
-                ctx.trigger(_as_unaligned(b), True)
-                self.state = ALT_COLLECTING_UNALIGNED
-            else:
-                ctx.stop_persisting(ch)
+        else:  # AlternatingCollectingBarriersUnaligned
+            ctx.stop_persisting(ch)
             if len(self.aligned) == self.target:
                 self._finish_unaligned()
 
@@ -191,13 +186,14 @@ class SingleCheckpointBarrierHandler:
         self.ctx.resume_all()
         self.state = self._start_state()
 
-    def _timeout_to_unaligned(self, b: CheckpointBarrier, first_channel: int | None) -> None:
-        """AlternatingCollectingBarriers.alignedCheckpointTimeout: trigger an unaligned
-        checkpoint now; channels whose barrier has not arrived persist their input."""
+    def _timeout_to_unaligned(self) -> None:
+        """AlternatingCollectingBarriers.alignedCheckpointTimeout (or an unaligned barrier
+        arriving): trigger an unaligned checkpoint of the current barrier now; channels whose
+        barrier has not arrived persist their input."""
         ctx = self.ctx
         others = [c for c in ctx.barrier_channels if c not in self.aligned]
         ctx.start_persisting(self.current_id, others)
-        ctx.trigger(_as_unaligned(self.barrier or b), True)
+        ctx.trigger(_as_unaligned(self.barrier), True)
         ctx.resume_all()
         self.state = ALT_COLLECTING_UNALIGNED
         if len(self.aligned) == self.target:
@@ -208,9 +204,7 @@ class SingleCheckpointBarrierHandler:
         if checkpoint_id != self.current_id or not self.pending:
             return
         if self.state == ALT_COLLECTING:
-            self._timeout_to_unaligned(self.barrier, first_channel=None)
-        elif self.state == ALT_WAITING:
-            self.state = ALT_WAITING_UNALIGNED
+            self._timeout_to_unaligned()
 
     def timer_due(self, now: int, deadline: int) -> bool:
         return self.state == ALT_COLLECTING and now >= deadline
@@ -267,8 +261,6 @@ class CheckpointBarrierTracker:
     Like Flink, each pending entry keeps the *set* of channels that delivered its barrier or
     cancel marker and the channel count it waits for (``targetChannelCount``, fixed when the
     entry is created), so an EndOfPartition on a channel that already delivered counts once.
-    ``process_cancellation(id, ch)`` needs the channel for that; without it (``ch=None``) each
-    cancel marker counts as a channel of its own.
 
     ``checkpoints_after_tasks_finish=False``: an EndOfPartition aborts every pending
     checkpoint (``CHECKPOINT_DECLINED_INPUT_END_OF_STREAM``), as Flink does without FLIP-147.
@@ -316,18 +308,15 @@ class CheckpointBarrierTracker:
             if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
                 self.pending.pop(0)
 
-    def process_cancellation(self, checkpoint_id: int, ch: int | None = None) -> None:
+    def process_cancellation(self, checkpoint_id: int, ch: int) -> None:
         ctx = self.ctx
-        if ch is None:
-            ch = object()  # an anonymous channel: counts once
         if checkpoint_id > self.latest_pending_id and self.num_open_channels == 1:
             self.latest_pending_id = checkpoint_id  # model bookkeeping for has_seen (as above)
             ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
             return
         while self.pending and self.pending[0][0] < checkpoint_id:
             entry = self.pending.pop(0)
-            if not entry[3]:
-                entry[3] = True
+            if not entry[3]:  # abort the subsumed checkpoints if not already done
                 ctx.abort(entry[0], DECLINED_ON_CANCELLATION_BARRIER)
         if self.pending and self.pending[0][0] == checkpoint_id:
             entry = self.pending[0]
@@ -341,9 +330,10 @@ class CheckpointBarrierTracker:
             ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
             if not self.recreate_aborted:
                 self.latest_pending_id = checkpoint_id
+            # Flink: "we have removed all other pending checkpoint barrier counts --> no need to
+            # check that we don't exceed the maximum checkpoints to track" (the unsafe knob may
+            # keep older entries; it is bounded by the run's length)
             self.pending.insert(0, [checkpoint_id, None, {ch}, True, self.num_open_channels])
-            if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
-                self.pending.pop(0)
 
     def process_end_of_partition(self, ch: int) -> None:
         self.num_open_channels -= 1
@@ -351,7 +341,6 @@ class CheckpointBarrierTracker:
             while self.pending:
                 entry = self.pending.pop(0)
                 if not entry[3]:
-                    entry[3] = True
                     self.ctx.abort(entry[0], DECLINED_INPUT_END_OF_STREAM)
             return
         # checkAlignmentOnEndOfPartitionIfEnabled: newest first, the EndOfPartition stands for
@@ -370,6 +359,11 @@ class CheckpointBarrierTracker:
 
     def has_seen(self, checkpoint_id: int) -> bool:
         return checkpoint_id <= self.latest_pending_id
+
+    def pending_checkpoint_ids(self) -> list[int]:
+        """The checkpoints with some but not all barriers or cancel markers, oldest first
+        (Flink's ``getPendingCheckpointIds``)."""
+        return [entry[0] for entry in self.pending]
 
     def timer_due(self, now: int, deadline: int) -> bool:
         return False

@@ -95,7 +95,8 @@ class KillProfile:
 KILL_PROFILES: dict[str, KillProfile] = {
     "checkpointcoordinator": KillProfile(("tests/test_checkpointcoordinator.py", "tests/test_focused_machines.py",
                                           "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
-    "checkpointbarrierhandler": KillProfile(("tests/test_focused_machines.py", "tests/test_snapshot_order.py",
+    "checkpointbarrierhandler": KillProfile(("tests/test_checkpointbarrierhandler.py", "tests/test_focused_machines.py",
+                                             "tests/test_snapshot_order.py",
                                              "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
     "watermarkstatus": KillProfile(("tests/test_watermarkstatus.py", "tests/test_eventtime.py", *SCENARIOS,
                                     *CLUSTER_RUNS)),
