@@ -92,8 +92,6 @@ from model.errors import InvalidArgument
 INITIAL_CHECKPOINT_ID = 1
 #: ``CheckpointStoreUtil.INVALID_CHECKPOINT_ID``.
 INVALID_CHECKPOINT_ID = -1
-#: ``OperatorCoordinator.NO_CHECKPOINT`` (what coordinators get when nothing is restored).
-NO_CHECKPOINT = -1
 #: ``CheckpointRequestDecider.DEFAULT_MAX_QUEUED_REQUESTS``.
 DEFAULT_MAX_QUEUED_REQUESTS = 1000
 
@@ -103,7 +101,6 @@ CHECKPOINT = "CHECKPOINT"
 SAVEPOINT = "SAVEPOINT"
 SUSPEND = "SUSPEND"
 TERMINATE = "TERMINATE"
-SNAPSHOT_TYPES = (CHECKPOINT, SAVEPOINT, SUSPEND, TERMINATE)
 
 #: ``kind`` argument of :meth:`CheckpointCoordinator.trigger_checkpoint` -> snapshot type.
 KINDS = {
@@ -171,12 +168,13 @@ def _check_reason(reason: str) -> str:
 
 @attrs.frozen(slots=True)
 class CheckpointProperties:
-    """``CheckpointProperties``: forced, snapshot type, discard-on-subsume, unclaimed."""
+    """``CheckpointProperties``: snapshot type, forced, discard-on-subsume, unclaimed. Made by
+    the factories below, as Flink's are (``forCheckpoint``, ``forSavepoint``, ...)."""
 
-    snapshot_type: str = CHECKPOINT
-    forced: bool = False
-    discard_subsumed: bool = True
-    unclaimed: bool = False
+    snapshot_type: str
+    forced: bool
+    discard_subsumed: bool
+    unclaimed: bool
 
     @property
     def is_savepoint(self) -> bool:
@@ -229,7 +227,7 @@ class CompletedCheckpoint:
 
     checkpoint_id: int
     timestamp: int
-    properties: CheckpointProperties = CheckpointProperties()
+    properties: CheckpointProperties = CheckpointProperties.for_checkpoint()
     task_states: dict = attrs.field(factory=dict)
     metadata: Any = None
     complete: bool = True
