@@ -272,7 +272,7 @@ class CheckpointCompleted:
     timestamp: int
     properties: CheckpointProperties
     added_to_store: bool
-    subsumed_from_store: tuple = ()
+    subsumed_from_store: tuple
 
 
 @attrs.frozen(slots=True)
@@ -351,12 +351,11 @@ class PendingCheckpoint:
     checkpoint_id: int
     timestamp: int
     properties: CheckpointProperties
-    tasks_to_ack: frozenset
     not_yet_acknowledged: set
+    metadata: Any
+    is_periodic: bool
+    tasks_to_commit: tuple
     acknowledged: dict = attrs.field(factory=dict)
-    metadata: Any = None
-    is_periodic: bool = True
-    tasks_to_commit: tuple = ()
     disposed: bool = False
 
     def acknowledge_task(self, subtask: int, snapshot: Any) -> str:
@@ -739,7 +738,6 @@ class CheckpointCoordinator:
             checkpoint_id=cid,
             timestamp=now,
             properties=req.properties,
-            tasks_to_ack=self.tasks_to_ack,
             not_yet_acknowledged=set(self.tasks_to_ack),
             metadata=req.metadata,
             is_periodic=req.is_periodic,

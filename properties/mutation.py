@@ -93,7 +93,8 @@ class KillProfile:
 #: per model module, its kill profile: its unit tests, the focused suites and property tests of
 #: its mechanism, the scenarios and the cluster runs
 KILL_PROFILES: dict[str, KillProfile] = {
-    "checkpointcoordinator": KillProfile(("tests/test_checkpointcoordinator.py", "tests/test_focused_machines.py",
+    "checkpointcoordinator": KillProfile(("tests/test_checkpointcoordinator.py", "tests/test_checkpointcoordinator_effects.py",
+                                          "tests/test_focused_machines.py",
                                           "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
     "checkpointbarrierhandler": KillProfile(("tests/test_checkpointbarrierhandler.py", "tests/test_focused_machines.py",
                                              "tests/test_snapshot_order.py",

@@ -630,8 +630,9 @@ def run_pending_checkpoint(case: dict) -> list[str]:
             if kind not in _PROPS:
                 raise PeerSpecError(f"unknown properties {kind!r} (one of {sorted(_PROPS)})")
             tasks = frozenset(step.get("tasks_to_ack", [0]))
-            pc = PendingCheckpoint(checkpoint_id=1, timestamp=0, properties=_PROPS[kind](), tasks_to_ack=tasks,
-                                   not_yet_acknowledged=set(tasks))
+            pc = PendingCheckpoint(checkpoint_id=1, timestamp=0, properties=_PROPS[kind](),
+                                   not_yet_acknowledged=set(tasks), metadata=None, is_periodic=True,
+                                   tasks_to_commit=tuple(sorted(tasks)))
         elif "ack" in step:
             _expect(out, f"step {i}: acknowledgeTask({step['ack']})", pc.acknowledge_task(step["ack"], None),
                     step["result"])

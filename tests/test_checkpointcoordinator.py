@@ -466,7 +466,7 @@ def test_notify_savepoint_complete_variant_flink_10354():
 
 
 def test_pending_checkpoint_repr_is_python():
-    pc = PendingCheckpoint(1, 0, CheckpointProperties.for_checkpoint(), frozenset({1}), {1})
+    pc = PendingCheckpoint(1, 0, CheckpointProperties.for_checkpoint(), {1}, None, True, (1,))
     assert "PendingCheckpoint(" in repr(pc)
     v = CompletedCheckpoint(3, 4, CheckpointProperties.for_savepoint(), {0: (1, 2)}, {"p": 1})
     assert eval(repr(v)) == v
