@@ -285,7 +285,7 @@ class CheckpointAborted:
     checkpoint_id: int
     timestamp: int
     reason: str
-    subtask: int | None = None
+    subtask: int | None
 
 
 @attrs.frozen(slots=True)

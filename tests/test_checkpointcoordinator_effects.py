@@ -206,14 +206,39 @@ def test_a_full_queue_of_user_requests_drops_even_a_new_savepoint():
 
 
 def test_a_full_queue_with_a_periodic_tail_evicts_the_periodic_request():
-    c = coord(queue_requests=True, max_queued_requests=2)
+    """Only the *last* queued request decides: a periodic one there is evicted for the new one."""
+    c = coord(queue_requests=True, max_queued_requests=3)
     c.trigger_checkpoint(now=0)
     c.trigger_checkpoint(now=1, periodic=False)
-    c.trigger_checkpoint(now=2)  # periodic: the tail
-    r = c.trigger_checkpoint(now=3, periodic=False)
+    c.trigger_checkpoint(now=2, periodic=False)
+    c.trigger_checkpoint(now=3)  # periodic: the tail
+    r = c.trigger_checkpoint(now=4, periodic=False)
     reason = "TOO_MANY_CHECKPOINT_REQUESTS"
-    assert r == TriggerResult("QUEUED", None, None, CP, (), None, (CheckpointTriggerFailed(2, CP, reason),))
-    assert c.num_queued_requests == 2
+    assert r == TriggerResult("QUEUED", None, None, CP, (), None, (CheckpointTriggerFailed(3, CP, reason),))
+    assert c.num_queued_requests == 3
+
+
+def test_a_queued_periodic_request_failing_the_min_pause_is_a_failed_result():
+    c = coord(queue_requests=True, min_pause_between_checkpoints=5)
+    c.trigger_checkpoint(now=0)
+    ack_all(c, 1, now=10)
+    r = c.trigger_checkpoint(now=12)
+    reason = "MINIMUM_TIME_BETWEEN_CHECKPOINTS"
+    assert r == TriggerResult("FAILED", None, None, CP, (), reason, (CheckpointTriggerFailed(12, CP, reason),))
+
+
+def test_a_periodic_request_left_behind_waits_for_the_next_event():
+    """After a queued periodic request fails the min pause, Flink reschedules the trigger and
+    examines the queue again only on the next event (completion, abort, trigger): an expiry
+    check that expires nothing is not such an event."""
+    c = coord(queue_requests=True, min_pause_between_checkpoints=5, checkpoint_timeout=100)
+    c.trigger_checkpoint(now=0)
+    c.trigger_checkpoint(now=1)
+    c.trigger_checkpoint(now=2)
+    effects = ack_all(c, 1, now=10)
+    assert [type(e) for e in effects][-1] is CheckpointTriggerFailed and c.num_queued_requests == 1
+    assert c.expire_overdue(20) == [] and c.num_queued_requests == 1 and c.num_pending == 0
+    assert c.trigger_checkpoint(now=21, periodic=False).ok and c.num_queued_requests == 1
 
 
 def test_queue_order_savepoint_then_forced_then_user_then_periodic():
