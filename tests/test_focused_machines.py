@@ -261,7 +261,7 @@ def test_savepoints_outside_store():
     ok = _cs([_trig(1), _trig(2, SP), _done(1), _done(2, SP, False)], store_ids=(1,))
     assert F.coordinator_savepoints_outside_store(ok) is None
     assert F.coordinator_savepoints_outside_store(_cs([_trig(2, SP), _done(2, SP, False)], store_ids=(2,))) is not None
-    subsumed = _cs([_trig(1, SP), _trig(2), _done(2), CheckpointAborted(1, 1, "CHECKPOINT_SUBSUMED")], store_ids=(2,))
+    subsumed = _cs([_trig(1, SP), _trig(2), _done(2), CheckpointAborted(1, 1, "CHECKPOINT_SUBSUMED", None)], store_ids=(2,))
     v = F.coordinator_savepoints_outside_store(subsumed)
     assert v is not None and "subsumed" in v.message
     added = F.coordinator_savepoints_outside_store(_cs([_trig(2, SP), _done(2, SP, True)]))
