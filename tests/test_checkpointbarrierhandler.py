@@ -19,48 +19,7 @@ from model.checkpointbarrierhandler import (
     SingleCheckpointBarrierHandler,
 )
 from model.events import CheckpointBarrier
-
-
-class RecordingTask:
-    """The handler's task context; ``log`` holds every request, barriers in full."""
-
-    def __init__(self, n: int):
-        self.barrier_channels = list(range(n))
-        self.log: list[tuple] = []
-
-    def take(self) -> list[tuple]:
-        log, self.log = self.log, []
-        return log
-
-    def block(self, ch):
-        self.log.append(("block", ch))
-
-    def resume(self, ch):
-        self.log.append(("resume", ch))
-
-    def resume_all(self):
-        self.log.append(("resume_all",))
-
-    def trigger(self, barrier, unaligned):
-        self.log.append(("trigger", barrier, unaligned))
-
-    def abort(self, checkpoint_id, reason):
-        self.log.append(("abort", checkpoint_id, reason))
-
-    def start_persisting(self, checkpoint_id, channels):
-        self.log.append(("persist", checkpoint_id, tuple(channels)))
-
-    def stop_persisting(self, ch):
-        self.log.append(("stop_persisting", ch))
-
-    def stop_persisting_all(self):
-        self.log.append(("stop_persisting_all",))
-
-    def channel_state_complete(self, checkpoint_id):
-        self.log.append(("channel_state_complete", checkpoint_id))
-
-    def register_timer(self, checkpoint_id, deadline):
-        self.log.append(("timer", checkpoint_id, deadline))
+from scenario_util import RecordingTask
 
 
 def aligned(cid: int, ts: int = 0, *, timeoutable: bool = False, savepoint: bool = False) -> CheckpointBarrier:

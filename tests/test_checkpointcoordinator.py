@@ -35,7 +35,7 @@ def coord(**kw) -> CheckpointCoordinator:
     return CheckpointCoordinator([0], TASKS, **kw)
 
 
-def ack_all(c, cid, now, tasks=TASKS):
+def ack_all(c, cid, now=None, tasks=TASKS):
     effects = []
     for t in tasks:
         effects += c.receive_acknowledge(cid, t, f"state-{cid}-{t}", now=now)

@@ -29,20 +29,7 @@ from model.checkpointcoordinator import (
     last_subsumed_checkpoint_id,
 )
 from model.errors import InvalidArgument
-
-TASKS = (0, 1, 2)
-
-
-def coord(**kw) -> CheckpointCoordinator:
-    return CheckpointCoordinator([0], TASKS, **kw)
-
-
-def ack_all(c, cid, now=None, tasks=TASKS):
-    effects = []
-    for t in tasks:
-        effects += c.receive_acknowledge(cid, t, f"state-{cid}-{t}", now=now)
-    return effects
-
+from test_checkpointcoordinator import TASKS, ack_all, coord
 
 def props(snapshot_type, forced, discard_subsumed, unclaimed):
     return CheckpointProperties(snapshot_type, forced, discard_subsumed, unclaimed)

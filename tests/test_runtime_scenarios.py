@@ -24,6 +24,7 @@ from model.sinks import COMMITTED, PRECOMMITTED
 from model.streamgraph import StreamGraphBuilder
 from model.watermarkstatus import StatusWatermarkValve
 from scenario_util import (
+    RecordingTask,
     chan, deliver_until_empty, enabled, fresh, kinds, oracle_diffs, random_walk, records, replay, sub,
 )
 
@@ -444,43 +445,16 @@ def test_end_of_partition_during_alignment_counts_as_the_barrier():
         assert oracle_diffs(g, inp, c) == {}
 
 
-class _RecordingContext:
-    """The barrier handler's task context, recording what the handler asks for."""
+class _RecordingContext(RecordingTask):
+    """The barrier handler's task context, recording what the handler asks for (triggers by
+    checkpoint id)."""
 
     def __init__(self, n):
-        self.barrier_channels = list(range(n))
+        super().__init__(n)
         self.bug_20645 = False
-        self.log = []
-
-    def block(self, ch):
-        self.log.append(("block", ch))
-
-    def resume(self, ch):
-        self.log.append(("resume", ch))
-
-    def resume_all(self):
-        self.log.append(("resume_all",))
 
     def trigger(self, b, unaligned):
         self.log.append(("trigger", b.id, unaligned))
-
-    def abort(self, cid, reason):
-        self.log.append(("abort", cid, reason))
-
-    def start_persisting(self, cid, chans):
-        self.log.append(("persist", cid, tuple(chans)))
-
-    def stop_persisting(self, ch):
-        self.log.append(("stop_persisting", ch))
-
-    def stop_persisting_all(self):
-        self.log.append(("stop_persisting_all",))
-
-    def channel_state_complete(self, cid):
-        self.log.append(("channel_state_complete", cid))
-
-    def register_timer(self, cid, deadline):
-        self.log.append(("timer", cid, deadline))
 
 
 def test_aligned_barrier_n_plus_1_before_n_completes_subsumes_n():
