@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.flinkspec-installed
 
 .PHONY: check test test-slow env clean flink-env
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py model/_native.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	@echo "flinkspec: installing the environment into $(VENV) (first run only)..."
 	@$(PY) -m pip install -q --disable-pip-version-check --upgrade pip

@@ -32,6 +32,13 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
   re-requests slots would make a new state forever, and no control-plane space would be
   finite.
 
+Two implementations of the one walk: ``py_canonical`` (Python, the reference) and
+``model._native.canonical`` (C, compiled from ``model/_native.c`` when the package is
+installed), which takes every per-class decision from this module (``_canon_info``) and hands
+functions back to the Python walk. ``canonical`` uses the C walk when it is built, unless the
+environment sets ``FLINKSPEC_NATIVE=0``; ``use_native`` switches at run time.
+tests/test_native_walk.py checks that both give the same forms.
+
 ``fingerprint_of(obj)`` is a BLAKE2b hash (16 bytes, hex) of the canonical form's repr, with
 the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids`).
 """
@@ -39,6 +46,7 @@ the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids`).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections import deque
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
@@ -111,7 +119,9 @@ def _is_value_type(cls) -> bool:
     return attrs.has(cls) and getattr(cls.__setattr__, "__name__", "") == "_frozen_setattrs"
 
 
-def canonical(obj, drop_time: bool = False):
+def py_canonical(obj, drop_time: bool = False):
+    """The canonical form of ``obj`` (see the module docstring), in Python: the reference that
+    ``model._native.canonical`` follows."""
     memo: dict = {}
     return _canon(obj, drop_time, memo)
 
@@ -210,6 +220,59 @@ def _canon_object(x, t, drop_time, memo):
                 v = d[n]
                 out.append((n, v if type(v) in _PRIMITIVE else _canon(v, drop_time, memo)))
     return tuple(out)
+
+
+# -- the C walk ---------------------------------------------------------------------------------
+
+try:
+    from model import _native
+except ImportError:  # not built (a checkout used without `pip install -e .`): the Python walk
+    _native = None
+
+#: what ``_canon_info`` tells the C walk about a class
+_K_PYTHON, _K_VALUE, _K_OBJECT = 0, 1, 2
+
+
+def _canon_info(t, drop_time: bool) -> tuple:
+    """What ``model._native.canonical`` does with an object of class ``t`` (asked once per class
+    and ``drop_time``; primitives, fresh identifiers and the builtin containers it knows itself):
+    ``(kind, qualified name, field names, skipped names, multiset fields, has __dict__)``, where
+    kind is the Python walk (functions), a value (its form cached), or a mutable object."""
+    if t is FunctionType or t is BuiltinMethodType:
+        return (_K_PYTHON, "", (), frozenset(), frozenset(), False)
+    names, skip, bags = _fields(t, drop_time)
+    value = _VALUE.get(t)
+    if value is None:
+        value = _VALUE[t] = _is_value_type(t)
+    has_dict = t.__dictoffset__ != 0 or any("__dict__" in k.__dict__ for k in t.__mro__)
+    return (_K_VALUE if value else _K_OBJECT, t.__qualname__, names, skip, bags, has_dict)
+
+
+def _sort_by_repr(keys: list) -> list:
+    return sorted(keys, key=repr)
+
+
+if _native is not None:
+    _native.configure_canonical(_FRESH, {}, {}, _canon_info, _VALUE_FORMS[0], _VALUE_FORMS[1], _VALUE_FORMS_MAX,
+                                _canon, _sort_by_repr, deque)
+
+_impl = py_canonical
+
+
+def use_native(on: bool) -> bool:
+    """Canonicalize with the C walk (``on``, when it is built) or the Python one; returns whether
+    the C walk is now in use."""
+    global _impl
+    _impl = _native.canonical if on and _native is not None else py_canonical
+    return _impl is not py_canonical
+
+
+def canonical(obj, drop_time: bool = False):
+    """The canonical form of ``obj`` (see the module docstring)."""
+    return _impl(obj, drop_time)
+
+
+use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")
 
 
 def fingerprint_of(obj, drop_time: bool = False) -> str:

@@ -21,11 +21,20 @@ pre-maps -- but dispatches on the exact type once per object instead of going th
 
 Invariant (tested on every variant's random walks): a copy has the same fingerprint as its
 original, and stepping one never changes the other.
+
+Two implementations of the one walk: ``py_deep_copy`` (Python, the reference) and
+``model._native.deep_copy`` (C, compiled from ``model/_native.c`` when the package is
+installed), which takes every per-class decision from this module (``_copy_info``) and hands
+the classes that customize copying back to ``copy.deepcopy``. ``deep_copy`` uses the C walk
+when it is built, unless the environment sets ``FLINKSPEC_NATIVE=0``; ``use_native`` switches
+at run time (the benchmarks compare the two in one run). tests/test_native_walk.py checks that
+both give the same copies.
 """
 
 from __future__ import annotations
 
 import copy as _copy
+import os
 from collections import deque
 from types import BuiltinFunctionType, FunctionType, MethodType
 
@@ -65,7 +74,7 @@ def _shared_of(cls) -> frozenset:
 
 
 def _copy_tuple(x, memo):
-    y = tuple([deep_copy(e, memo) for e in x])
+    y = tuple([py_deep_copy(e, memo) for e in x])
     for a, b in zip(x, y):
         if a is not b:
             return y
@@ -77,7 +86,7 @@ def _copy_list(x, memo):
     memo[id(x)] = y
     for e in x:
         t = type(e)
-        y.append(e if t in _ATOMIC or (t is tuple and not e) else deep_copy(e, memo))
+        y.append(e if t in _ATOMIC or (t is tuple and not e) else py_deep_copy(e, memo))
     return y
 
 
@@ -85,7 +94,7 @@ def _copy_deque(x, memo):
     y = deque(maxlen=x.maxlen)
     memo[id(x)] = y
     for e in x:
-        y.append(e if type(e) in _ATOMIC else deep_copy(e, memo))
+        y.append(e if type(e) in _ATOMIC else py_deep_copy(e, memo))
     return y
 
 
@@ -93,7 +102,7 @@ def _copy_dict(x, memo):
     y: dict = {}
     memo[id(x)] = y
     for k, v in x.items():
-        y[k if type(k) in _ATOMIC else deep_copy(k, memo)] = v if type(v) in _ATOMIC else deep_copy(v, memo)
+        y[k if type(k) in _ATOMIC else py_deep_copy(k, memo)] = v if type(v) in _ATOMIC else py_deep_copy(v, memo)
     return y
 
 
@@ -101,17 +110,17 @@ def _copy_set(x, memo):
     y: set = set()
     memo[id(x)] = y
     for e in x:
-        y.add(e if type(e) in _ATOMIC else deep_copy(e, memo))
+        y.add(e if type(e) in _ATOMIC else py_deep_copy(e, memo))
     return y
 
 
 def _copy_frozenset(x, memo):
-    y = frozenset(deep_copy(e, memo) for e in x)
+    y = frozenset(py_deep_copy(e, memo) for e in x)
     return x if y == x and all(type(e) in _ATOMIC for e in x) else y
 
 
 def _copy_method(x, memo):
-    return MethodType(x.__func__, deep_copy(x.__self__, memo))
+    return MethodType(x.__func__, py_deep_copy(x.__self__, memo))
 
 
 _BY_TYPE = {tuple: _copy_tuple, list: _copy_list, deque: _copy_deque, dict: _copy_dict, set: _copy_set,
@@ -142,8 +151,9 @@ def _plain(t) -> bool:
     return t.__mro__[-1] is object
 
 
-def deep_copy(x, memo: dict):
-    """``copy.deepcopy(x, memo)`` for model state (see the module docstring)."""
+def py_deep_copy(x, memo: dict):
+    """``copy.deepcopy(x, memo)`` for model state (see the module docstring), in Python: the
+    reference that ``model._native.deep_copy`` follows."""
     t = type(x)
     if t in _ATOMIC or t in _VALUE_TYPES:
         return x
@@ -172,10 +182,58 @@ def deep_copy(x, memo: dict):
             v = getattr(x, n)
         except AttributeError:
             continue
-        _set(y, n, v if type(v) in _ATOMIC or n in shared else deep_copy(v, memo))
+        _set(y, n, v if type(v) in _ATOMIC or n in shared else py_deep_copy(v, memo))
     d = getattr(x, "__dict__", None)
     if d is not None:
         yd = y.__dict__
         for n, v in d.items():
-            yd[n] = v if type(v) in _ATOMIC else deep_copy(v, memo)
+            yd[n] = v if type(v) in _ATOMIC else py_deep_copy(v, memo)
     return y
+
+
+# -- the C walk ---------------------------------------------------------------------------------
+
+try:
+    from model import _native
+except ImportError:  # not built (a checkout used without `pip install -e .`): the Python walk
+    _native = None
+
+_VALUE_MARK = "value"
+_CUSTOM_MARK = "custom"
+
+
+def _copy_info(t) -> object:
+    """What ``model._native.deep_copy`` does with an object of class ``t`` (asked once per
+    class): return it (a value), hand it to ``copy.deepcopy`` (a class that customizes
+    copying), or copy its slots (``(slots, shared slots, has __dict__)``)."""
+    if getattr(t, "__deepcopy__", None) is _same:
+        return _VALUE_MARK
+    if not _plain(t):
+        return _CUSTOM_MARK
+    return (_slots_of(t), _shared_of(t), t.__dictoffset__ != 0)
+
+
+if _native is not None:
+    _native.configure_copy(frozenset(_ATOMIC), {}, _copy_info, _copy.deepcopy, deque, _VALUE_MARK, _CUSTOM_MARK)
+
+_impl = py_deep_copy
+
+
+def use_native(on: bool) -> bool:
+    """Copy with the C walk (``on``, when it is built) or the Python one; returns whether the C
+    walk is now in use."""
+    global _impl
+    _impl = _native.deep_copy if on and _native is not None else py_deep_copy
+    return _impl is not py_deep_copy
+
+
+def native_available() -> bool:
+    return _native is not None
+
+
+def deep_copy(x, memo: dict):
+    """``copy.deepcopy(x, memo)`` for model state (see the module docstring)."""
+    return _impl(x, memo)
+
+
+use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")

@@ -220,9 +220,11 @@ SEARCH_GC_THRESHOLD = (50_000, 20, 100)
 def _gc_threshold(threshold: tuple):
     old = gc.get_threshold()
     gc.set_threshold(*threshold)
+    gc.freeze()
     try:
         yield
     finally:
+        gc.unfreeze()
         gc.set_threshold(*old)
 
 

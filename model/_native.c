@@ -1,0 +1,946 @@
+/* model._native: the explorer's two hot walks over model state, in C.
+ *
+ * deep_copy(x, memo)         -- exactly model.statecopy.py_deep_copy(x, memo)
+ * canonical(x, drop_time)    -- exactly model.fingerprint.py_canonical(x, drop_time)
+ *
+ * Both follow their Python reference line by line (same cases, same order, same memo
+ * numbering); every decision that depends on a class (its fields, whether it is a value,
+ * whether it customizes copying) is made once per class by the Python module, which passes
+ * it here through configure_copy / configure_canonical. Anything unusual (a function, a class
+ * that customizes copying) is handed back to Python. tests/test_native_walk.py checks that
+ * both walks agree with the Python ones on every variant's states.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* -- shared ---------------------------------------------------------------------------- */
+
+static PyObject *s_append, *s_extend, *s_maxlen, *s_dict, *s_name, *s_qualname;
+static PyObject *s_dicttag, *s_tuple, *s_frozenset, *s_list, *s_deque, *s_set, *s_ref, *s_method, *s_fn, *s_multiset;
+static PyObject *empty_tuple;
+
+static PyObject *
+memo_key(PyObject *x)
+{
+    return PyLong_FromVoidPtr(x);
+}
+
+/* -- deep_copy ------------------------------------------------------------------------- */
+
+static PyObject *c_atomic;      /* frozenset of types returned as they are */
+static PyObject *c_info;        /* dict type -> info: "value" | "custom" | (slots, shared, has_dict) */
+static PyObject *c_info_fn;     /* callable(type) -> info */
+static PyObject *c_fallback;    /* copy.deepcopy */
+static PyObject *c_deque_type;
+static PyObject *s_value, *s_custom;
+
+static PyObject *dc(PyObject *x, PyObject *memo);
+
+static inline int
+is_atomic(PyTypeObject *t)
+{
+    if (t == &PyLong_Type || t == &PyUnicode_Type || t == &PyFloat_Type || t == &PyBool_Type ||
+        t == Py_TYPE(Py_None) || t == &PyBytes_Type)
+        return 1;
+    return PySet_Contains(c_atomic, (PyObject *)t);
+}
+
+/* the element of a container: atomic ones are kept as they are */
+static inline PyObject *
+dc_elem(PyObject *e, PyObject *memo)
+{
+    int a = is_atomic(Py_TYPE(e));
+    if (a < 0)
+        return NULL;
+    if (a) {
+        Py_INCREF(e);
+        return e;
+    }
+    return dc(e, memo);
+}
+
+static int
+memo_put(PyObject *memo, PyObject *key, PyObject *y)
+{
+    return PyDict_SetItem(memo, key, y);
+}
+
+static PyObject *
+copy_info(PyTypeObject *t)
+{
+    PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
+    if (info != NULL) {
+        Py_INCREF(info);
+        return info;
+    }
+    if (PyErr_Occurred())
+        return NULL;
+    info = PyObject_CallOneArg(c_info_fn, (PyObject *)t);
+    if (info == NULL)
+        return NULL;
+    if (PyDict_SetItem(c_info, (PyObject *)t, info) < 0) {
+        Py_DECREF(info);
+        return NULL;
+    }
+    return info;
+}
+
+static PyObject *
+dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    PyObject *slots = PyTuple_GET_ITEM(info, 0);
+    PyObject *shared = PyTuple_GET_ITEM(info, 1);
+    int has_dict = PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
+    PyObject *y = PyBaseObject_Type.tp_new(t, empty_tuple, NULL);
+    if (y == NULL)
+        return NULL;
+    if (memo_put(memo, key, y) < 0)
+        goto fail;
+    Py_ssize_t n = PyTuple_GET_SIZE(slots);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(slots, i);
+        PyObject *v = PyObject_GetAttr(x, name);
+        if (v == NULL) {
+            if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+                PyErr_Clear();
+                continue;
+            }
+            goto fail;
+        }
+        PyObject *c;
+        int a = is_atomic(Py_TYPE(v));
+        if (a < 0) {
+            Py_DECREF(v);
+            goto fail;
+        }
+        if (a || PySet_Contains(shared, name) == 1) {
+            c = v;
+        } else {
+            c = dc(v, memo);
+            Py_DECREF(v);
+            if (c == NULL)
+                goto fail;
+        }
+        int r = PyObject_GenericSetAttr(y, name, c);
+        Py_DECREF(c);
+        if (r < 0)
+            goto fail;
+    }
+    if (has_dict) {
+        PyObject *d = PyObject_GetAttr(x, s_dict);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto fail;
+            PyErr_Clear();
+        } else if (d != Py_None) {
+            PyObject *yd = PyObject_GetAttr(y, s_dict);
+            if (yd == NULL) {
+                Py_DECREF(d);
+                goto fail;
+            }
+            PyObject *k, *v;
+            Py_ssize_t pos = 0;
+            while (PyDict_Next(d, &pos, &k, &v)) {
+                PyObject *c = dc_elem(v, memo);
+                if (c == NULL || PyObject_SetItem(yd, k, c) < 0) {
+                    Py_XDECREF(c);
+                    Py_DECREF(yd);
+                    Py_DECREF(d);
+                    goto fail;
+                }
+                Py_DECREF(c);
+            }
+            Py_DECREF(yd);
+            Py_DECREF(d);
+        } else {
+            Py_DECREF(d);
+        }
+    }
+    return y;
+fail:
+    Py_DECREF(y);
+    return NULL;
+}
+
+static PyObject *
+dc(PyObject *x, PyObject *memo)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    int a = is_atomic(t);
+    if (a < 0)
+        return NULL;
+    if (a) {
+        Py_INCREF(x);
+        return x;
+    }
+    PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
+    if (info == s_value) {
+        Py_INCREF(x);
+        return x;
+    }
+    if (info == NULL && PyErr_Occurred())
+        return NULL;
+    PyObject *key = memo_key(x);
+    if (key == NULL)
+        return NULL;
+    PyObject *y = PyDict_GetItemWithError(memo, key);
+    if (y != NULL) {
+        Py_DECREF(key);
+        Py_INCREF(y);
+        return y;
+    }
+    if (PyErr_Occurred())
+        goto fail;
+    if (t == &PyTuple_Type) {
+        Py_DECREF(key);
+        Py_ssize_t n = PyTuple_GET_SIZE(x);
+        PyObject *out = PyTuple_New(n);
+        if (out == NULL)
+            return NULL;
+        int changed = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *c = dc(PyTuple_GET_ITEM(x, i), memo);
+            if (c == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            if (c != PyTuple_GET_ITEM(x, i))
+                changed = 1;
+            PyTuple_SET_ITEM(out, i, c);
+        }
+        if (changed)
+            return out;
+        Py_DECREF(out);
+        Py_INCREF(x);
+        return x;
+    }
+    if (t == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(x);
+        y = PyList_New(0);
+        if (y == NULL || memo_put(memo, key, y) < 0)
+            goto fail_y;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(x) && i < n; i++) {
+            PyObject *e = PyList_GET_ITEM(x, i);
+            PyObject *c;
+            if (Py_TYPE(e) == &PyTuple_Type && PyTuple_GET_SIZE(e) == 0) {
+                Py_INCREF(e);
+                c = e;
+            } else {
+                c = dc_elem(e, memo);
+            }
+            if (c == NULL || PyList_Append(y, c) < 0) {
+                Py_XDECREF(c);
+                goto fail_y;
+            }
+            Py_DECREF(c);
+        }
+        Py_DECREF(key);
+        return y;
+    }
+    if ((PyObject *)t == c_deque_type) {
+        PyObject *maxlen = PyObject_GetAttr(x, s_maxlen);
+        if (maxlen == NULL)
+            goto fail;
+        PyObject *kw = Py_BuildValue("{sO}", "maxlen", maxlen);
+        Py_DECREF(maxlen);
+        if (kw == NULL)
+            goto fail;
+        y = PyObject_Call(c_deque_type, empty_tuple, kw);
+        Py_DECREF(kw);
+        if (y == NULL || memo_put(memo, key, y) < 0)
+            goto fail_y;
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            goto fail_y;
+        Py_ssize_t n = PyList_GET_SIZE(items);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *c = dc_elem(PyList_GET_ITEM(items, i), memo);
+            if (c == NULL) {
+                Py_DECREF(items);
+                goto fail_y;
+            }
+            PyList_SetItem(items, i, c); /* steals c, drops the old item */
+        }
+        PyObject *r = PyObject_CallMethodOneArg(y, s_extend, items);
+        Py_DECREF(items);
+        if (r == NULL)
+            goto fail_y;
+        Py_DECREF(r);
+        Py_DECREF(key);
+        return y;
+    }
+    if (t == &PyDict_Type) {
+        y = PyDict_New();
+        if (y == NULL || memo_put(memo, key, y) < 0)
+            goto fail_y;
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (PyDict_Next(x, &pos, &k, &v)) {
+            Py_INCREF(k);
+            Py_INCREF(v);
+            PyObject *cv = dc_elem(v, memo);
+            PyObject *ck = cv ? dc_elem(k, memo) : NULL;
+            Py_DECREF(k);
+            Py_DECREF(v);
+            if (ck == NULL || PyDict_SetItem(y, ck, cv) < 0) {
+                Py_XDECREF(ck);
+                Py_XDECREF(cv);
+                goto fail_y;
+            }
+            Py_DECREF(ck);
+            Py_DECREF(cv);
+        }
+        Py_DECREF(key);
+        return y;
+    }
+    if (t == &PySet_Type) {
+        y = PySet_New(NULL);
+        if (y == NULL || memo_put(memo, key, y) < 0)
+            goto fail_y;
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            goto fail_y;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *c = dc_elem(PyList_GET_ITEM(items, i), memo);
+            if (c == NULL || PySet_Add(y, c) < 0) {
+                Py_XDECREF(c);
+                Py_DECREF(items);
+                goto fail_y;
+            }
+            Py_DECREF(c);
+        }
+        Py_DECREF(items);
+        Py_DECREF(key);
+        return y;
+    }
+    if (t == &PyFrozenSet_Type) {
+        Py_DECREF(key);
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            return NULL;
+        int all_atomic = 1;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *e = PyList_GET_ITEM(items, i);
+            int ea = is_atomic(Py_TYPE(e));
+            if (ea < 0) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            if (!ea)
+                all_atomic = 0;
+            PyObject *c = dc(e, memo);
+            if (c == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SetItem(items, i, c);
+        }
+        if (all_atomic) {
+            Py_DECREF(items);
+            Py_INCREF(x);
+            return x;
+        }
+        y = PyFrozenSet_New(items);
+        Py_DECREF(items);
+        return y;
+    }
+    if (t == &PyMethod_Type) {
+        Py_DECREF(key);
+        PyObject *owner = dc(PyMethod_GET_SELF(x), memo);
+        if (owner == NULL)
+            return NULL;
+        y = PyMethod_New(PyMethod_GET_FUNCTION(x), owner);
+        Py_DECREF(owner);
+        return y;
+    }
+    if (info == NULL) {
+        info = copy_info(t);
+        if (info == NULL)
+            goto fail;
+        Py_DECREF(info); /* the dict holds it */
+        if (info == s_value) {
+            Py_DECREF(key);
+            Py_INCREF(x);
+            return x;
+        }
+    }
+    if (info == s_custom || !PyTuple_Check(info)) {
+        y = PyObject_CallFunctionObjArgs(c_fallback, x, memo, NULL);
+        if (y == NULL || memo_put(memo, key, y) < 0)
+            goto fail_y;
+        Py_DECREF(key);
+        return y;
+    }
+    y = dc_object(x, memo, key, info);
+    Py_DECREF(key);
+    return y;
+fail_y:
+    Py_XDECREF(y);
+fail:
+    Py_DECREF(key);
+    return NULL;
+}
+
+static PyObject *
+native_deep_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "deep_copy(x, memo: dict)");
+        return NULL;
+    }
+    if (c_info == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "model._native: configure_copy was not called");
+        return NULL;
+    }
+    return dc(args[0], args[1]);
+}
+
+static PyObject *
+native_configure_copy(PyObject *self, PyObject *args)
+{
+    PyObject *atomic, *info, *info_fn, *fallback, *deque_type, *value, *custom;
+    if (!PyArg_ParseTuple(args, "O!O!OOOUU", &PyFrozenSet_Type, &atomic, &PyDict_Type, &info, &info_fn, &fallback,
+                          &deque_type, &value, &custom))
+        return NULL;
+    Py_XSETREF(c_atomic, Py_NewRef(atomic));
+    Py_XSETREF(c_info, Py_NewRef(info));
+    Py_XSETREF(c_info_fn, Py_NewRef(info_fn));
+    Py_XSETREF(c_fallback, Py_NewRef(fallback));
+    Py_XSETREF(c_deque_type, Py_NewRef(deque_type));
+    Py_XSETREF(s_value, Py_NewRef(value));
+    Py_XSETREF(s_custom, Py_NewRef(custom));
+    Py_RETURN_NONE;
+}
+
+/* -- canonical ------------------------------------------------------------------------- */
+
+static PyObject *k_fresh;        /* dict type -> one-letter tag */
+static PyObject *k_info[2];      /* per drop_time: dict type -> info */
+static PyObject *k_info_fn;      /* callable(type, drop_time) -> info */
+static PyObject *k_forms[2];     /* per drop_time: dict id -> (object, form) */
+static Py_ssize_t k_forms_max;
+static PyObject *k_fallback;     /* the Python _canon(x, drop_time, memo) */
+static PyObject *k_sort_by_repr; /* callable(list) -> new list sorted by repr */
+static PyObject *k_deque_type;
+
+/* info tuples: (kind, qualname, names, skip, bags, has_dict); kind is one of these */
+enum { K_PYTHON = 0, K_VALUE = 1, K_OBJECT = 2 };
+
+static PyObject *canon(PyObject *x, int dt, PyObject *memo);
+
+static inline int
+is_primitive(PyTypeObject *t)
+{
+    return t == &PyLong_Type || t == &PyFloat_Type || t == &PyUnicode_Type || t == &PyBool_Type ||
+           t == Py_TYPE(Py_None) || t == &PyBytes_Type;
+}
+
+static inline PyObject *
+canon_elem(PyObject *e, int dt, PyObject *memo)
+{
+    if (is_primitive(Py_TYPE(e))) {
+        Py_INCREF(e);
+        return e;
+    }
+    return canon(e, dt, memo);
+}
+
+/* a new tuple (tag, *items) from a list */
+static PyObject *
+tagged(PyObject *tag, PyObject *items)
+{
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    PyObject *out = PyTuple_New(n + 1);
+    if (out == NULL)
+        return NULL;
+    Py_INCREF(tag);
+    PyTuple_SET_ITEM(out, 0, tag);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(items, i);
+        Py_INCREF(e);
+        PyTuple_SET_ITEM(out, i + 1, e);
+    }
+    return out;
+}
+
+/* model.fingerprint._sorted_keys, in place on a list (returns a new reference to the sorted list) */
+static PyObject *
+sorted_keys(PyObject *keys)
+{
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (n > 0) {
+        PyTypeObject *t = Py_TYPE(PyList_GET_ITEM(keys, 0));
+        if (t == &PyLong_Type || t == &PyUnicode_Type) {
+            int same = 1;
+            for (Py_ssize_t i = 1; i < n; i++)
+                if (Py_TYPE(PyList_GET_ITEM(keys, i)) != t) {
+                    same = 0;
+                    break;
+                }
+            if (same) {
+                if (PyList_Sort(keys) < 0)
+                    return NULL;
+                Py_INCREF(keys);
+                return keys;
+            }
+        }
+    }
+    return PyObject_CallOneArg(k_sort_by_repr, keys);
+}
+
+static PyObject *
+canon_info(PyTypeObject *t, int dt)
+{
+    PyObject *info = PyDict_GetItemWithError(k_info[dt], (PyObject *)t);
+    if (info != NULL)
+        return info; /* borrowed */
+    if (PyErr_Occurred())
+        return NULL;
+    info = PyObject_CallFunction(k_info_fn, "OO", (PyObject *)t, dt ? Py_True : Py_False);
+    if (info == NULL)
+        return NULL;
+    if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 6) {
+        Py_DECREF(info);
+        PyErr_SetString(PyExc_TypeError, "model._native: a canonical info must be a 6-tuple");
+        return NULL;
+    }
+    int r = PyDict_SetItem(k_info[dt], (PyObject *)t, info);
+    Py_DECREF(info);
+    if (r < 0)
+        return NULL;
+    return info; /* borrowed from the dict */
+}
+
+static PyObject *
+canon_object(PyObject *x, int dt, PyObject *memo, PyObject *info)
+{
+    PyObject *qualname = PyTuple_GET_ITEM(info, 1);
+    PyObject *names = PyTuple_GET_ITEM(info, 2);
+    PyObject *skip = PyTuple_GET_ITEM(info, 3);
+    PyObject *bags = PyTuple_GET_ITEM(info, 4);
+    int has_dict = PyTuple_GET_ITEM(info, 5) == Py_True;
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    int any_bags = PySet_GET_SIZE(bags) > 0;
+    PyObject *values = PyList_New(n);
+    PyObject *out = PyList_New(1);
+    if (values == NULL || out == NULL)
+        goto fail;
+    Py_INCREF(qualname);
+    PyList_SET_ITEM(out, 0, qualname);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyObject_GetAttr(x, PyTuple_GET_ITEM(names, i));
+        if (v == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto fail;
+            PyErr_Clear();
+            v = Py_NewRef(Py_None);
+        }
+        PyList_SET_ITEM(values, i, v);
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        PyObject *c;
+        if (any_bags && PySet_Contains(bags, PyTuple_GET_ITEM(names, i)) == 1) {
+            PyObject *items = PySequence_List(v);
+            if (items == NULL)
+                goto fail;
+            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(items); j++) {
+                PyObject *ce = canon(PyList_GET_ITEM(items, j), dt, memo);
+                if (ce == NULL) {
+                    Py_DECREF(items);
+                    goto fail;
+                }
+                PyList_SetItem(items, j, ce);
+            }
+            PyObject *sorted = PyObject_CallOneArg(k_sort_by_repr, items);
+            Py_DECREF(items);
+            if (sorted == NULL)
+                goto fail;
+            c = tagged(s_multiset, sorted);
+            Py_DECREF(sorted);
+        } else {
+            c = canon_elem(v, dt, memo);
+        }
+        if (c == NULL || PyList_Append(out, c) < 0) {
+            Py_XDECREF(c);
+            goto fail;
+        }
+        Py_DECREF(c);
+    }
+    if (has_dict) {
+        PyObject *d = PyObject_GetAttr(x, s_dict);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto fail;
+            PyErr_Clear();
+        } else {
+            int truth = PyObject_IsTrue(d);
+            if (truth > 0) {
+                PyObject *keys = PySequence_List(d);
+                if (keys == NULL || PyList_Sort(keys) < 0) {
+                    Py_XDECREF(keys);
+                    Py_DECREF(d);
+                    goto fail;
+                }
+                for (Py_ssize_t j = 0; j < PyList_GET_SIZE(keys); j++) {
+                    PyObject *k = PyList_GET_ITEM(keys, j);
+                    if (PySet_Contains(skip, k) == 1)
+                        continue;
+                    PyObject *v = PyObject_GetItem(d, k);
+                    PyObject *cv = v ? canon_elem(v, dt, memo) : NULL;
+                    Py_XDECREF(v);
+                    PyObject *pair = cv ? PyTuple_Pack(2, k, cv) : NULL;
+                    Py_XDECREF(cv);
+                    if (pair == NULL || PyList_Append(out, pair) < 0) {
+                        Py_XDECREF(pair);
+                        Py_DECREF(keys);
+                        Py_DECREF(d);
+                        goto fail;
+                    }
+                    Py_DECREF(pair);
+                }
+                Py_DECREF(keys);
+            }
+            Py_DECREF(d);
+            if (truth < 0)
+                goto fail;
+        }
+    }
+    Py_DECREF(values);
+    PyObject *res = PyList_AsTuple(out);
+    Py_DECREF(out);
+    return res;
+fail:
+    Py_XDECREF(values);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+static PyObject *
+fresh_form(PyObject *x, PyObject *tag)
+{
+    long long v = PyLong_AsLongLong(x);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    const char *tg = PyUnicode_AsUTF8(tag);
+    if (tg == NULL)
+        return NULL;
+    char buf[96];
+    snprintf(buf, sizeof buf, "\xe2\x9f\xa8%s%012lld\xe2\x9f\xa9", tg, v);
+    return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(buf), NULL);
+}
+
+static PyObject *
+canon(PyObject *x, int dt, PyObject *memo)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    if (is_primitive(t)) {
+        Py_INCREF(x);
+        return x;
+    }
+    PyObject *tag = PyDict_GetItemWithError(k_fresh, (PyObject *)t);
+    if (tag != NULL)
+        return fresh_form(x, tag);
+    if (PyErr_Occurred())
+        return NULL;
+    if (t == &PyTuple_Type) {
+        Py_ssize_t n = PyTuple_GET_SIZE(x);
+        Py_ssize_t i;
+        for (i = 0; i < n; i++)
+            if (!is_primitive(Py_TYPE(PyTuple_GET_ITEM(x, i))))
+                break;
+        if (i == n) {
+            Py_INCREF(x);
+            return x;
+        }
+        PyObject *out = PyTuple_New(n + 1);
+        if (out == NULL)
+            return NULL;
+        Py_INCREF(s_tuple);
+        PyTuple_SET_ITEM(out, 0, s_tuple);
+        for (i = 0; i < n; i++) {
+            PyObject *c = canon_elem(PyTuple_GET_ITEM(x, i), dt, memo);
+            if (c == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, i + 1, c);
+        }
+        return out;
+    }
+    if (t == &PyFrozenSet_Type) {
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *c = canon(PyList_GET_ITEM(items, i), dt, memo);
+            if (c == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SetItem(items, i, c);
+        }
+        PyObject *sorted = sorted_keys(items);
+        Py_DECREF(items);
+        if (sorted == NULL)
+            return NULL;
+        PyObject *out = tagged(s_frozenset, sorted);
+        Py_DECREF(sorted);
+        return out;
+    }
+    PyObject *info = NULL;
+    int kind = K_PYTHON;
+    if (t != &PyList_Type && t != &PyDict_Type && t != &PySet_Type && t != &PyMethod_Type &&
+        (PyObject *)t != k_deque_type) {
+        info = canon_info(t, dt);
+        if (info == NULL)
+            return NULL;
+        kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 0));
+        if (kind == K_PYTHON) /* functions, methods and the like: the Python walk */
+            return PyObject_CallFunction(k_fallback, "OOO", x, dt ? Py_True : Py_False, memo);
+        if (kind == K_VALUE) {
+            PyObject *forms = k_forms[dt];
+            PyObject *key = memo_key(x);
+            if (key == NULL)
+                return NULL;
+            PyObject *e = PyDict_GetItemWithError(forms, key);
+            if (e != NULL && PyTuple_GET_ITEM(e, 0) == x) {
+                Py_DECREF(key);
+                PyObject *f = PyTuple_GET_ITEM(e, 1);
+                Py_INCREF(f);
+                return f;
+            }
+            if (PyErr_Occurred()) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            PyObject *own = PyDict_New();
+            PyObject *form = own ? canon_object(x, dt, own, info) : NULL;
+            Py_XDECREF(own);
+            if (form == NULL) {
+                Py_DECREF(key);
+                return NULL;
+            }
+            if (PyDict_GET_SIZE(forms) >= k_forms_max)
+                PyDict_Clear(forms);
+            PyObject *entry = PyTuple_Pack(2, x, form);
+            if (entry == NULL || PyDict_SetItem(forms, key, entry) < 0) {
+                Py_XDECREF(entry);
+                Py_DECREF(key);
+                Py_DECREF(form);
+                return NULL;
+            }
+            Py_DECREF(entry);
+            Py_DECREF(key);
+            return form;
+        }
+    }
+    /* a mutable object: a back-reference when met again */
+    PyObject *key = memo_key(x);
+    if (key == NULL)
+        return NULL;
+    PyObject *ref = PyDict_GetItemWithError(memo, key);
+    if (ref != NULL) {
+        Py_DECREF(key);
+        return PyTuple_Pack(2, s_ref, ref);
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return NULL;
+    }
+    PyObject *num = PyLong_FromSsize_t(PyDict_GET_SIZE(memo));
+    int r = num ? PyDict_SetItem(memo, key, num) : -1;
+    Py_XDECREF(num);
+    Py_DECREF(key);
+    if (r < 0)
+        return NULL;
+    if (t == &PyList_Type || (PyObject *)t == k_deque_type) {
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *c = canon_elem(PyList_GET_ITEM(items, i), dt, memo);
+            if (c == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SetItem(items, i, c);
+        }
+        PyObject *out = tagged(t == &PyList_Type ? s_list : s_deque, items);
+        Py_DECREF(items);
+        return out;
+    }
+    if (t == &PyDict_Type) {
+        if (PyDict_GET_SIZE(x) == 0)
+            return PyTuple_Pack(1, s_dicttag);
+        PyObject *canon_key = PyDict_New();
+        if (canon_key == NULL)
+            return NULL;
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        PyObject *snapshot = PyDict_Copy(x);
+        if (snapshot == NULL) {
+            Py_DECREF(canon_key);
+            return NULL;
+        }
+        while (PyDict_Next(snapshot, &pos, &k, &v)) {
+            PyObject *ck = canon_elem(k, dt, memo);
+            if (ck == NULL || PyDict_SetItem(canon_key, ck, v) < 0) {
+                Py_XDECREF(ck);
+                Py_DECREF(snapshot);
+                Py_DECREF(canon_key);
+                return NULL;
+            }
+            Py_DECREF(ck);
+        }
+        Py_DECREF(snapshot);
+        PyObject *keys = PyDict_Keys(canon_key);
+        PyObject *sorted = keys ? sorted_keys(keys) : NULL;
+        Py_XDECREF(keys);
+        if (sorted == NULL) {
+            Py_DECREF(canon_key);
+            return NULL;
+        }
+        Py_ssize_t n = PyList_GET_SIZE(sorted);
+        PyObject *out = PyTuple_New(n + 1);
+        if (out == NULL)
+            goto dict_fail;
+        Py_INCREF(s_dicttag);
+        PyTuple_SET_ITEM(out, 0, s_dicttag);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *ck = PyList_GET_ITEM(sorted, i);
+            PyObject *cv = canon_elem(PyDict_GetItem(canon_key, ck), dt, memo);
+            PyObject *pair = cv ? PyTuple_Pack(2, ck, cv) : NULL;
+            Py_XDECREF(cv);
+            if (pair == NULL) {
+                Py_DECREF(out);
+                goto dict_fail;
+            }
+            PyTuple_SET_ITEM(out, i + 1, pair);
+        }
+        Py_DECREF(sorted);
+        Py_DECREF(canon_key);
+        return out;
+    dict_fail:
+        Py_DECREF(sorted);
+        Py_DECREF(canon_key);
+        return NULL;
+    }
+    if (t == &PySet_Type) {
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            return NULL;
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+            PyObject *c = canon_elem(PyList_GET_ITEM(items, i), dt, memo);
+            if (c == NULL) {
+                Py_DECREF(items);
+                return NULL;
+            }
+            PyList_SetItem(items, i, c);
+        }
+        PyObject *sorted = sorted_keys(items);
+        Py_DECREF(items);
+        if (sorted == NULL)
+            return NULL;
+        PyObject *out = tagged(s_set, sorted);
+        Py_DECREF(sorted);
+        return out;
+    }
+    if (t == &PyMethod_Type) {
+        PyObject *name = PyObject_GetAttr(x, s_name);
+        if (name == NULL)
+            return NULL;
+        PyObject *owner = canon(PyMethod_GET_SELF(x), dt, memo);
+        PyObject *out = owner ? PyTuple_Pack(3, s_method, name, owner) : NULL;
+        Py_DECREF(name);
+        Py_XDECREF(owner);
+        return out;
+    }
+    return canon_object(x, dt, memo, info);
+}
+
+static PyObject *
+native_canonical(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "canonical(x, drop_time)");
+        return NULL;
+    }
+    if (k_fresh == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "model._native: configure_canonical was not called");
+        return NULL;
+    }
+    int dt = PyObject_IsTrue(args[1]);
+    if (dt < 0)
+        return NULL;
+    PyObject *memo = PyDict_New();
+    if (memo == NULL)
+        return NULL;
+    PyObject *out = canon(args[0], dt, memo);
+    Py_DECREF(memo);
+    return out;
+}
+
+static PyObject *
+native_configure_canonical(PyObject *self, PyObject *args)
+{
+    PyObject *fresh, *info0, *info1, *info_fn, *forms0, *forms1, *fallback, *sort_by_repr, *deque_type;
+    Py_ssize_t forms_max;
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nOOO", &PyDict_Type, &fresh, &PyDict_Type, &info0, &PyDict_Type, &info1,
+                          &info_fn, &PyDict_Type, &forms0, &PyDict_Type, &forms1, &forms_max, &fallback,
+                          &sort_by_repr, &deque_type))
+        return NULL;
+    Py_XSETREF(k_fresh, Py_NewRef(fresh));
+    Py_XSETREF(k_info[0], Py_NewRef(info0));
+    Py_XSETREF(k_info[1], Py_NewRef(info1));
+    Py_XSETREF(k_info_fn, Py_NewRef(info_fn));
+    Py_XSETREF(k_forms[0], Py_NewRef(forms0));
+    Py_XSETREF(k_forms[1], Py_NewRef(forms1));
+    k_forms_max = forms_max;
+    Py_XSETREF(k_fallback, Py_NewRef(fallback));
+    Py_XSETREF(k_sort_by_repr, Py_NewRef(sort_by_repr));
+    Py_XSETREF(k_deque_type, Py_NewRef(deque_type));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"deep_copy", (PyCFunction)(void (*)(void))native_deep_copy, METH_FASTCALL,
+     "deep_copy(x, memo): model.statecopy.py_deep_copy, in C"},
+    {"canonical", (PyCFunction)(void (*)(void))native_canonical, METH_FASTCALL,
+     "canonical(x, drop_time): model.fingerprint.py_canonical, in C"},
+    {"configure_copy", native_configure_copy, METH_VARARGS, "set the copier's per-class decisions (model.statecopy)"},
+    {"configure_canonical", native_configure_canonical, METH_VARARGS,
+     "set the canonicalizer's per-class decisions (model.fingerprint)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "model._native", NULL, -1, methods};
+
+PyMODINIT_FUNC
+PyInit__native(void)
+{
+#define INTERN(var, text)                                   \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) \
+        return NULL;
+    INTERN(s_append, "append");
+    INTERN(s_extend, "extend");
+    INTERN(s_maxlen, "maxlen");
+    INTERN(s_dict, "__dict__");
+    INTERN(s_name, "__name__");
+    INTERN(s_qualname, "__qualname__");
+    INTERN(s_dicttag, "dict");
+    INTERN(s_tuple, "tuple");
+    INTERN(s_frozenset, "frozenset");
+    INTERN(s_list, "list");
+    INTERN(s_deque, "deque");
+    INTERN(s_set, "set");
+    INTERN(s_ref, "ref");
+    INTERN(s_method, "method");
+    INTERN(s_fn, "fn");
+    INTERN(s_multiset, "multiset");
+#undef INTERN
+    if ((empty_tuple = PyTuple_New(0)) == NULL)
+        return NULL;
+    return PyModule_Create(&module);
+}
