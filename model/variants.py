@@ -398,15 +398,19 @@ _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like 
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
              "TaskManager loss (producer regions backtracked, consumers restarted)", family="blocking",
              config=RuntimeConfig(**_F)))
+#: the smallest rescale scenario: one record of key 0, in key group 2 of 4, which the rescale from
+#: parallelism 1 to 2 moves to the second subtask (KeyGroupRange [2, 3]; ``kg % p`` would keep it
+#: on the first); a second record of key 1 falls into the same key group and adds interleavings only
+_RESCALE_SMALL = Small(records=1, keys=(0, 1, 2, 3))
 _add(Variant(name="rescale-savepoint", description="stop-with-savepoint and restart with a new "
              "parallelism (key groups by range)", family="rescale",
-             config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500, small=Small(records=2, keys=(0, 1, 2, 3))))
+             config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500, small=_RESCALE_SMALL))
 
 _add(Variant(name="rescale-unaligned-checkpoint", description="unaligned checkpoints; the job is resubmitted "
              "from its latest checkpoint, in-flight data included, with another parallelism (channel state "
              "reassigned by SubtaskStateMapper)", family="rescale",
              config=RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, channel_capacity=3, max_failures=1),
-             max_steps=500, small=Small(records=2, keys=(0, 1, 2, 3))))
+             max_steps=500, small=_RESCALE_SMALL))
 
 # -- known-unsafe configurations -------------------------------------------------------------
 _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracking with a two-phase-commit "
@@ -433,14 +437,14 @@ _add(Variant(name="restore-pending-checkpoint", description="restoring the newes
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
              "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
              switches=("keygroup_assignment",),
-             config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500, small=Small(records=2, keys=(0, 1, 2, 3))))
+             config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500, small=_RESCALE_SMALL))
 _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an unaligned checkpoint that hands "
              "the in-flight data of the rescaled hash exchange to the subtask with the old index",
              family="rescale", expected=("inflight_on_key_group_owner", "inflight_preserved_on_rescale"),
              switches=("inflight_assignment",),
              config=RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, inflight_assignment="old_index",
                                   channel_capacity=3),
-             max_steps=500, small=Small(records=2, keys=(0, 1, 2, 3))))
+             max_steps=500, small=_RESCALE_SMALL))
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "

@@ -197,3 +197,23 @@ def test_the_reduction_keeps_every_state_and_the_verdict(name, depth):
     assert len(red.trace) == len(full.trace)
     assert (red.violation and red.violation.invariant) == (full.violation and full.violation.invariant)
     assert red.transitions < full.transitions  # and it does prune
+
+
+def test_the_small_rescale_scenario_moves_its_key_group():
+    """The rescale variants' small scenario has one record: its key must lie in a key group that
+    the rescale from parallelism 1 to 2 moves to the second subtask (KeyGroupRange by range), and
+    that ``kg % p`` would place elsewhere, or the safe twin would verify nothing that the unsafe
+    twins (rescale-keygroups-modulo, rescale-unaligned-old-index) get wrong."""
+    from model.keygroups import assign_to_key_group, compute_operator_index_for_key_group
+
+    for name in ("rescale-savepoint", "rescale-unaligned-checkpoint", "rescale-keygroups-modulo",
+                 "rescale-unaligned-old-index"):
+        sc = small_scenario(variant(name))
+        (split,) = sc.job_input.splits["source"]
+        assert len(split) == 1, name
+        key = split[0][0]
+        agg = next(o for o in sc.graph.operators if o.name == "agg")
+        assert agg.parallelism == 1 and dict(sc.config.rescale_options)["agg"] == (2,), name
+        kg = assign_to_key_group(key, agg.max_parallelism)
+        owner = compute_operator_index_for_key_group(agg.max_parallelism, 2, kg)
+        assert owner == 1 and kg % 2 != owner, (name, key, kg)
