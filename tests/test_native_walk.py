@@ -6,6 +6,7 @@ canonical form, same sharing, independent of its original)."""
 from __future__ import annotations
 
 import copy
+import marshal
 import random
 from collections import deque
 
@@ -16,7 +17,7 @@ from model import fingerprint as F
 from model import statecopy as S
 from model.cluster import Cluster
 from model.events import value
-from model.rpc import AllocationID
+from model.rpc import AllocationID, ExecutionAttemptID
 from model.variants import generate, small_scenario, variant, variant_names
 
 
@@ -186,3 +187,20 @@ def test_switching_the_walks():
         assert F.use_native(True) is True and S.use_native(True) is True
     finally:
         F._impl, S._impl = before
+
+
+def test_the_fingerprint_ranks_fresh_ids_in_the_marshal_bytes():
+    """The fingerprint hashes the canonical form's ``marshal`` bytes with each fresh identifier
+    replaced by its rank: renaming the live ids in order keeps it, changing their order or
+    their equalities does not."""
+    a, e = AllocationID, ExecutionAttemptID
+    fp = F.fingerprint_of
+    assert fp({a(9): a(12), "x": [e(40)]}) == fp({a(1): a(2), "x": [e(7)]})
+    assert fp((a(1), a(2))) != fp((a(2), a(1)))
+    assert fp((a(3), a(3))) != fp((a(3), a(4)))
+    assert fp((a(1), e(1))) == fp((a(5), e(9)))
+    assert fp([1, "x", None, 2.5, True, b"z"]) != fp([1, "x", None, 2.5, 1, b"z"])
+    # the ranks are written in the markers' width: every length marshal recorded stays right
+    data = marshal.dumps(F.canonical([a(123456), "tail"]), 2)
+    ranked = F._rank_fresh_ids_in(data)
+    assert len(ranked) == len(data) and marshal.loads(ranked)[1:] == ("\u27e8A#00000000001\u27e9", "tail")
