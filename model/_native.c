@@ -396,6 +396,83 @@ native_deep_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return dc(args[0], args[1]);
 }
 
+/* dispose(memo): empty every object a copy created (the memo's values that are not their own
+ * keys' objects), so that a copy nobody needs any more is freed by reference counting instead
+ * of waiting, in its reference cycles, for the cyclic garbage collector. */
+static PyObject *
+native_dispose(PyObject *self, PyObject *memo)
+{
+    if (!PyDict_Check(memo)) {
+        PyErr_SetString(PyExc_TypeError, "dispose(memo: dict)");
+        return NULL;
+    }
+    PyObject *values = PyList_New(0);
+    if (values == NULL)
+        return NULL;
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(memo, &pos, &k, &v)) {
+        if (PyLong_Check(k) && PyLong_AsVoidPtr(k) == (void *)v)
+            continue; /* pre-mapped to itself: shared with the original */
+        if (PyList_Append(values, v) < 0) {
+            Py_DECREF(values);
+            return NULL;
+        }
+    }
+    PyDict_Clear(memo);
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *x = PyList_GET_ITEM(values, i);
+        PyTypeObject *t = Py_TYPE(x);
+        if (t == &PyList_Type) {
+            if (PyList_SetSlice(x, 0, PyList_GET_SIZE(x), NULL) < 0)
+                goto fail;
+        } else if (t == &PyDict_Type) {
+            PyDict_Clear(x);
+        } else if (t == &PySet_Type) {
+            if (PySet_Clear(x) < 0)
+                goto fail;
+        } else if ((PyObject *)t == c_deque_type) {
+            PyObject *r = PyObject_CallMethod(x, "clear", NULL);
+            if (r == NULL)
+                goto fail;
+            Py_DECREF(r);
+        } else {
+            PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
+            if (info == NULL) {
+                if (PyErr_Occurred())
+                    goto fail;
+                continue;
+            }
+            if (!PyTuple_Check(info))
+                continue; /* a value, or a class copy.deepcopy copied: left as it is */
+            PyObject *slots = PyTuple_GET_ITEM(info, 0);
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(slots); j++) {
+                if (PyObject_GenericSetAttr(x, PyTuple_GET_ITEM(slots, j), NULL) < 0) {
+                    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                        goto fail;
+                    PyErr_Clear();
+                }
+            }
+            if (PyObject_IsTrue(PyTuple_GET_ITEM(info, 2))) {
+                PyObject *d = PyObject_GetAttr(x, s_dict);
+                if (d == NULL) {
+                    PyErr_Clear();
+                } else {
+                    if (PyDict_Check(d))
+                        PyDict_Clear(d);
+                    Py_DECREF(d);
+                }
+            }
+        }
+    }
+    Py_DECREF(values);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(values);
+    return NULL;
+}
+
 static PyObject *
 native_configure_copy(PyObject *self, PyObject *args)
 {
@@ -909,6 +986,7 @@ static PyMethodDef methods[] = {
      "deep_copy(x, memo): model.statecopy.py_deep_copy, in C"},
     {"canonical", (PyCFunction)(void (*)(void))native_canonical, METH_FASTCALL,
      "canonical(x, drop_time): model.fingerprint.py_canonical, in C"},
+    {"dispose", native_dispose, METH_O, "dispose(memo): empty every object a copy created (see model.statecopy)"},
     {"configure_copy", native_configure_copy, METH_VARARGS, "set the copier's per-class decisions (model.statecopy)"},
     {"configure_canonical", native_configure_canonical, METH_VARARGS,
      "set the canonicalizer's per-class decisions (model.fingerprint)"},

@@ -29,6 +29,7 @@ import spec
 from model import actions as A
 from model.cluster import Cluster, RunStuck, drain_choice
 from model.errors import ActionNotEnabled, FlinkspecError
+from model.statecopy import dispose
 from model.variants import Scenario, Variant, generate, variant as get_variant
 from spec.declarative import event_time_judged
 from spec.exactly_once import Expected, run_drains
@@ -85,16 +86,20 @@ class Run:
         #: why the drain policy found no action (``model.cluster.RunStuck``), read by run_drains
         self.stuck: str | None = None
         self.violation: Violation | None = None
+        #: the memo of the copy this run was forked as, while it may still be disposed (``fork``)
+        self.copy_memo: dict | None = None
         if check_always:
             # the initial deployment (its slot placement, its key groups) is judged too
             self.violation = self._check_always(step=0)
 
-    def fork(self) -> "Run":
+    def fork(self, disposable: bool = False) -> "Run":
         """An independent run from this run's state (``Cluster.copy``), judged the same way; its
-        goals start empty."""
+        goals start empty. ``disposable``: keep the copy's memo, so that ``dispose`` can free
+        the run at once when nobody needs it (an explorer's successor of a state already seen)."""
         r = Run.__new__(Run)
         r.scenario = self.scenario
-        r.cluster = self.cluster.copy()
+        r.copy_memo = {} if disposable else None
+        r.cluster = self.cluster.copy(r.copy_memo)
         r.expected = self.expected
         r.check_always = self.check_always
         r.track_goals = self.track_goals
@@ -104,6 +109,17 @@ class Run:
         r.idle_seen = self.idle_seen
         r.violation = self.violation
         return r
+
+    def dispose(self) -> None:
+        """Free a run from ``fork(disposable=True)`` that nobody needs any more
+        (``model.statecopy.dispose``); it must not be used afterwards."""
+        if self.copy_memo is not None:
+            dispose(self.copy_memo)
+            self.copy_memo = None
+
+    def keep(self) -> None:
+        """Drop the memo of a disposable run that is kept (it would only hold memory)."""
+        self.copy_memo = None
 
     @property
     def timing_dependent(self) -> bool:

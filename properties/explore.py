@@ -132,7 +132,7 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     for a in acts:
         if a in sleep:
             continue
-        child = run if a is last else run.fork()
+        child = run if a is last else run.fork(disposable=True)
         v = child.step(a)
         if v is None and child.cluster.is_drained():
             v = child.finish()
@@ -196,12 +196,16 @@ class LocalLevels:
                 t = trace + (a,)
                 if v is not None:
                     level.violations.append((_key(t), t, v))
+                    child.keep()
                     continue
                 if level.violations:
+                    child.dispose()
                     continue
                 fp = child.cluster.fingerprint()
                 if fp in seen:
+                    child.dispose()  # freed now, not by the cyclic garbage collector
                     continue
+                child.keep()
                 level.add(fp, _key(t), t, child, child_sleep, child.cluster.is_drained())
             report(level)
             if deadline is not None and time.perf_counter() > deadline:

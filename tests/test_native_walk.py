@@ -204,3 +204,39 @@ def test_the_fingerprint_ranks_fresh_ids_in_the_marshal_bytes():
     data = marshal.dumps(F.canonical([a(123456), "tail"]), 2)
     ranked = F._rank_fresh_ids_in(data)
     assert len(ranked) == len(data) and marshal.loads(ranked)[1:] == ("\u27e8A#00000000001\u27e9", "tail")
+
+
+@pytest.mark.parametrize("walk", ["c", "python"])
+def test_a_disposed_copy_is_emptied_and_its_original_untouched(walk):
+    """``dispose(memo)`` empties exactly what the copy created: the original keeps its form and
+    can still be stepped and copied; the copy's objects are emptied, so nothing of it is left
+    for the cyclic garbage collector."""
+    import gc
+
+    before = S._impl
+    try:
+        S.use_native(walk == "c")
+        for name in ("aligned-2pc", "rescale-savepoint", "cp-region-failover"):
+            for c in _states(name, 1, 15):
+                dt = not c.config.time_sensitive
+                form = F.py_canonical(c, dt)
+                memo: dict = {}
+                d = c.copy(memo)
+                owned = [v for k, v in memo.items() if id(v) != k]
+                assert owned and any(isinstance(v, list) and v for v in owned)
+                S.dispose(memo)
+                assert memo == {} and all(not v for v in owned if isinstance(v, (list, dict, set, deque)))
+                assert F.py_canonical(c, dt) == form and F.py_canonical(c.copy(), dt) == form
+                del d, owned
+            gc.collect()
+            gc.disable()
+            try:
+                memo = {}
+                d = c.copy(memo)
+                S.dispose(memo)
+                del d
+                assert gc.collect() == 0, f"{name}: a disposed copy left objects in reference cycles"
+            finally:
+                gc.enable()
+    finally:
+        S._impl = before
