@@ -12,6 +12,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 /* -- shared ---------------------------------------------------------------------------- */
 
@@ -25,10 +26,57 @@ memo_key(PyObject *x)
     return PyLong_FromVoidPtr(x);
 }
 
+/* The offset of a slot whose descriptor (from the Python side: a member descriptor, or None
+ * where attribute access is not plain) is an object member: read and written directly, as the
+ * descriptor would; -1 where the walk must go through getattr / object.__setattr__. */
+static inline Py_ssize_t
+member_offset(PyObject *descr)
+{
+    if (descr == Py_None)
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)descr)->d_member;
+    if (m->type != T_OBJECT_EX || (m->flags & READONLY))
+        return -1;
+    return m->offset;
+}
+
+/* getattr(x, name), or NULL with no error set where the attribute is unset (AttributeError) */
+static inline PyObject *
+get_slot(PyObject *x, PyObject *name, PyObject *descr)
+{
+    Py_ssize_t off = member_offset(descr);
+    if (off >= 0) {
+        PyObject *v = *(PyObject **)((char *)x + off);
+        Py_XINCREF(v);
+        return v;
+    }
+    PyObject *v = PyObject_GetAttr(x, name);
+    if (v == NULL && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear();
+    return v;
+}
+
+/* object.__setattr__(y, name, v) */
+static inline int
+set_slot(PyObject *y, PyObject *name, PyObject *descr, PyObject *v)
+{
+    Py_ssize_t off = member_offset(descr);
+    if (off >= 0) {
+        PyObject **p = (PyObject **)((char *)y + off);
+        PyObject *old = *p;
+        Py_INCREF(v);
+        *p = v;
+        Py_XDECREF(old);
+        return 0;
+    }
+    return PyObject_GenericSetAttr(y, name, v);
+}
+
 /* -- deep_copy ------------------------------------------------------------------------- */
 
 static PyObject *c_atomic;      /* frozenset of types returned as they are */
-static PyObject *c_info;        /* dict type -> info: "value" | "custom" | (slots, shared, has_dict) */
+static PyObject *c_info;        /* dict type -> info: "value" | "custom" |
+                                   (slots, shared, has_dict, member descriptors, shared flags) */
 static PyObject *c_info_fn;     /* callable(type) -> info */
 static PyObject *c_fallback;    /* copy.deepcopy */
 static PyObject *c_deque_type;
@@ -90,8 +138,9 @@ dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
 {
     PyTypeObject *t = Py_TYPE(x);
     PyObject *slots = PyTuple_GET_ITEM(info, 0);
-    PyObject *shared = PyTuple_GET_ITEM(info, 1);
-    int has_dict = PyObject_IsTrue(PyTuple_GET_ITEM(info, 2));
+    int has_dict = PyTuple_GET_ITEM(info, 2) == Py_True;
+    PyObject *descrs = PyTuple_GET_ITEM(info, 3);
+    PyObject *shared_flags = PyTuple_GET_ITEM(info, 4);
     PyObject *y = PyBaseObject_Type.tp_new(t, empty_tuple, NULL);
     if (y == NULL)
         return NULL;
@@ -100,13 +149,12 @@ dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
     Py_ssize_t n = PyTuple_GET_SIZE(slots);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *name = PyTuple_GET_ITEM(slots, i);
-        PyObject *v = PyObject_GetAttr(x, name);
+        PyObject *descr = PyTuple_GET_ITEM(descrs, i);
+        PyObject *v = get_slot(x, name, descr);
         if (v == NULL) {
-            if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
-                PyErr_Clear();
-                continue;
-            }
-            goto fail;
+            if (PyErr_Occurred())
+                goto fail;
+            continue;
         }
         PyObject *c;
         int a = is_atomic(Py_TYPE(v));
@@ -114,7 +162,7 @@ dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
             Py_DECREF(v);
             goto fail;
         }
-        if (a || PySet_Contains(shared, name) == 1) {
+        if (a || PyTuple_GET_ITEM(shared_flags, i) == Py_True) {
             c = v;
         } else {
             c = dc(v, memo);
@@ -122,7 +170,7 @@ dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
             if (c == NULL)
                 goto fail;
         }
-        int r = PyObject_GenericSetAttr(y, name, c);
+        int r = set_slot(y, name, descr, c);
         Py_DECREF(c);
         if (r < 0)
             goto fail;
@@ -501,7 +549,8 @@ static PyObject *k_fallback;     /* the Python _canon(x, drop_time, memo) */
 static PyObject *k_sort_by_repr; /* callable(list) -> new list sorted by repr */
 static PyObject *k_deque_type;
 
-/* info tuples: (kind, qualname, names, skip, bags, has_dict); kind is one of these */
+/* info tuples: (kind, qualname, names, skip, bags, has_dict, member descriptors, bag flags);
+ * kind is one of these */
 enum { K_PYTHON = 0, K_VALUE = 1, K_OBJECT = 2 };
 
 static PyObject *canon(PyObject *x, int dt, PyObject *memo);
@@ -577,9 +626,9 @@ canon_info(PyTypeObject *t, int dt)
     info = PyObject_CallFunction(k_info_fn, "OO", (PyObject *)t, dt ? Py_True : Py_False);
     if (info == NULL)
         return NULL;
-    if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 6) {
+    if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 8) {
         Py_DECREF(info);
-        PyErr_SetString(PyExc_TypeError, "model._native: a canonical info must be a 6-tuple");
+        PyErr_SetString(PyExc_TypeError, "model._native: a canonical info must be an 8-tuple");
         return NULL;
     }
     int r = PyDict_SetItem(k_info[dt], (PyObject *)t, info);
@@ -603,14 +652,15 @@ canon_object(PyObject *x, int dt, PyObject *memo, PyObject *info)
     PyObject *out = PyList_New(1);
     if (values == NULL || out == NULL)
         goto fail;
+    PyObject *descrs = PyTuple_GET_ITEM(info, 6);
+    PyObject *bag_flags = PyTuple_GET_ITEM(info, 7);
     Py_INCREF(qualname);
     PyList_SET_ITEM(out, 0, qualname);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = PyObject_GetAttr(x, PyTuple_GET_ITEM(names, i));
+        PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
         if (v == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            if (PyErr_Occurred())
                 goto fail;
-            PyErr_Clear();
             v = Py_NewRef(Py_None);
         }
         PyList_SET_ITEM(values, i, v);
@@ -618,7 +668,7 @@ canon_object(PyObject *x, int dt, PyObject *memo, PyObject *info)
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyList_GET_ITEM(values, i);
         PyObject *c;
-        if (any_bags && PySet_Contains(bags, PyTuple_GET_ITEM(names, i)) == 1) {
+        if (any_bags && PyTuple_GET_ITEM(bag_flags, i) == Py_True) {
             PyObject *items = PySequence_List(v);
             if (items == NULL)
                 goto fail;

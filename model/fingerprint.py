@@ -54,6 +54,8 @@ from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 
 import attrs
 
+from model.statecopy import member_descriptors
+
 #: field names that hold logical time (the step counter and the timestamps derived from it)
 TIME_FIELDS = frozenset({"now", "timestamp", "request_timestamp", "last_completion_time", "failure_times"})
 
@@ -237,16 +239,18 @@ _K_PYTHON, _K_VALUE, _K_OBJECT = 0, 1, 2
 def _canon_info(t, drop_time: bool) -> tuple:
     """What ``model._native.canonical`` does with an object of class ``t`` (asked once per class
     and ``drop_time``; primitives, fresh identifiers and the builtin containers it knows itself):
-    ``(kind, qualified name, field names, skipped names, multiset fields, has __dict__)``, where
-    kind is the Python walk (functions), a value (its form cached), or a mutable object."""
+    ``(kind, qualified name, field names, skipped names, multiset fields, has __dict__, member
+    descriptors of the fields or None, whether each field is a multiset)``, where kind is the
+    Python walk (functions), a value (its form cached), or a mutable object."""
     if t is FunctionType or t is BuiltinMethodType:
-        return (_K_PYTHON, "", (), frozenset(), frozenset(), False)
+        return (_K_PYTHON, "", (), frozenset(), frozenset(), False, (), ())
     names, skip, bags = _fields(t, drop_time)
     value = _VALUE.get(t)
     if value is None:
         value = _VALUE[t] = _is_value_type(t)
     has_dict = t.__dictoffset__ != 0 or any("__dict__" in k.__dict__ for k in t.__mro__)
-    return (_K_VALUE if value else _K_OBJECT, t.__qualname__, names, skip, bags, has_dict)
+    return (_K_VALUE if value else _K_OBJECT, t.__qualname__, names, skip, bags, has_dict,
+            member_descriptors(t, names), tuple(n in bags for n in names))
 
 
 def _sort_by_repr(keys: list) -> list:

@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy as _copy
 import os
 from collections import deque
-from types import BuiltinFunctionType, FunctionType, MethodType
+from types import BuiltinFunctionType, FunctionType, MemberDescriptorType, MethodType
 
 from model.events import _same
 
@@ -210,7 +210,22 @@ def _copy_info(t) -> object:
         return _VALUE_MARK
     if not _plain(t):
         return _CUSTOM_MARK
-    return (_slots_of(t), _shared_of(t), t.__dictoffset__ != 0)
+    slots, shared = _slots_of(t), _shared_of(t)
+    return (slots, shared, t.__dictoffset__ != 0, member_descriptors(t, slots), tuple(n in shared for n in slots))
+
+
+def member_descriptors(t, names: tuple) -> tuple:
+    """For each of ``names``, the member descriptor (``__slots__`` entry) that serves it on
+    instances of ``t``, if reading and writing it directly is what ``getattr`` and
+    ``object.__setattr__`` do (no ``__getattribute__`` or ``__getattr__`` of the class's own,
+    the name not shadowed by a property); else None (the C walks then go through ``getattr``)."""
+    if t.__getattribute__ is not object.__getattribute__ or any("__getattr__" in k.__dict__ for k in t.__mro__):
+        return (None,) * len(names)
+    out = []
+    for n in names:
+        d = next((k.__dict__[n] for k in t.__mro__ if n in k.__dict__), None)
+        out.append(d if type(d) is MemberDescriptorType else None)
+    return tuple(out)
 
 
 if _native is not None:
