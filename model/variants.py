@@ -60,6 +60,13 @@ class Small:
     single_task: bool = False
     #: ``RuntimeConfig`` fields set in the small scenario only: ``((field, value), ...)``
     config: tuple = ()
+    #: ``(size, allowed lateness)``: the keyed operator is a tumbling event-time window of that
+    #: size counting per key (the keyed, late-window and state-backend families), instead of a
+    #: keyed count
+    window: tuple | None = None
+    #: per source split, the event times of its records (overrides ``records``): for mechanisms
+    #: that need a watermark to pass a window's end, or a negative timestamp
+    timestamps: tuple = ()
     #: how many times the sources may go IDLE (``RuntimeConfig.max_idle_periods``; None:
     #: unbounded). 0 by default: a source's IDLE/ACTIVE toggles only put WatermarkStatus
     #: elements into the channels, which no checkpointing, failover or sink mechanism depends
@@ -314,7 +321,12 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
         ops = (src, sink)
         edges = (EdgeSpec(source="source", target="sink", partitioner="forward"),)
     elif variant.family in ("keyed", "late_window", "state_backend"):
-        ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
+        if sm.window is not None:
+            agg = OperatorSpec(name="agg", kind="window", parallelism=1, aggregate="count", window_size=sm.window[0],
+                               allowed_lateness=sm.window[1])
+        else:
+            agg = OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count")
+        ops = (src, agg, sink)
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
     elif variant.family in ("rescale", "rescale_source"):
@@ -339,7 +351,15 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     graph = StreamGraph(name="single-task-small" if sm.single_task else f"{variant.family}-small", operators=ops,
                         edges=edges).validate()
     keys = sm.keys
-    splits = tuple(tuple((keys[(i + j) % len(keys)], 1, i + 1) for i in range(sm.records)) for j in range(sm.sources))
+    if sm.timestamps:
+        if len(sm.timestamps) != sm.sources:
+            raise FlinkspecError(f"variant {variant.name!r}: Small.timestamps has {len(sm.timestamps)} splits for "
+                                 f"{sm.sources} source(s)")
+        splits = tuple(tuple((keys[(i + j) % len(keys)], 1, ts) for i, ts in enumerate(times))
+                       for j, times in enumerate(sm.timestamps))
+    else:
+        splits = tuple(tuple((keys[(i + j) % len(keys)], 1, i + 1) for i in range(sm.records))
+                       for j in range(sm.sources))
     config = attrs.evolve(variant.config, max_failures=min(variant.config.max_failures, sm.failures),
                           max_checkpoints=sm.checkpoints, max_idle_periods=sm.idle_periods, **dict(sm.config))
     if variant.family == "rescale":
@@ -527,7 +547,10 @@ _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobRes
 _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
              "before FLINK-26334 (Java % on ts - offset + size): elements with negative timestamps land in the "
              "next window; the failure-free reference shares the bug, only the declarative spec sees it",
-             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",), **_F)))
+             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",), **_F),
+             # the bug needs a timestamp below -size: (-5 - 0 + 4) % 4 is -1 in Java, so the record
+             # lands in [-4, 0) instead of [-8, -4)
+             small=Small(window=(4, 0), timestamps=((-5,),))))
 
 
 _add(Variant(name="unchecked-barrier-order", description="barriers taken without comparing their checkpoint "
@@ -554,22 +577,29 @@ _add(Variant(name="alignment-timer-never", description="no alignment timer is re
                                   alignment_timer="never", **_F), small=_ALIGNMENT_SMALL))
 
 
+#: two sources of one record each, rescaled together with the keyed operator by a stop-with-savepoint;
+#: no failure (the mechanism is the restore's redistribution of split offsets; with a failure as
+#: well the space is past 90,000 states at depth 12)
+_RESCALE_SOURCE_SMALL = Small(sources=2, records=1, keys=(0, 1, 2, 3), failures=0)
 _add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint and restart with a new "
              "parallelism of the keyed operator and of the sources (split offsets redistributed round-robin)",
              family="rescale_source", config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=300,
-             small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
+             small=_RESCALE_SOURCE_SMALL))
 _add(Variant(name="rescale-source-state-by-index", description="a rescaled restore that hands new subtask i "
              "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
              family="rescale_source", expected=("exactly_once", "window_results_exactly_once",
                                                "committed_output_within_reference"),
              switches=("operator_state_by_index",),
              config=RuntimeConfig(savepoints=True, max_failures=1, operator_state_by_index=True), max_steps=500,
-             small=Small(sources=2, records=2, keys=(0, 1, 2, 3))))
+             small=_RESCALE_SOURCE_SMALL))
 
 
-#: the late-window family's mechanism is idleness (an idle source lets the watermark pass the
-#: other source's records): its small scenario keeps the sources' IDLE/ACTIVE toggles unbounded
-_IDLE_SMALL = Small(idle_periods=None)
+#: the late-window family's mechanism is idleness and allowed lateness: source 0 goes idle, so
+#: source 1's watermark 4 (after its record at 5; its next record keeps its split open) fires the
+#: window [0, 4) before source 0's record at 1 arrives -- late, but within the allowed lateness
+#: of 4. One idle period, one failure, no checkpoint before the final one (with a checkpoint as
+#: well the two-source space is past 100,000 states at depth 9)
+_IDLE_SMALL = Small(sources=2, window=(4, 4), timestamps=((1,), (5, 6)), idle_periods=1, checkpoints=0)
 _add(Variant(name="window-lateness-ignored", description="window operators that ignore the allowed lateness: "
              "a record arriving after its window fired (an idle source let the watermark pass it) is dropped "
              "although the window still accepts it", expected=("late_drop_justified",),

@@ -12,7 +12,7 @@ import pytest
 from flinkspec.cli import main
 from model import actions as A
 from model.cluster import Cluster, drain_choice
-from model.variants import small_scenario, variant
+from model.variants import small_scenario, variant, variant_names
 from properties.engines import replay
 from properties.explore import Limits, check_progress, explore
 
@@ -217,3 +217,18 @@ def test_the_small_rescale_scenario_moves_its_key_group():
         kg = assign_to_key_group(key, agg.max_parallelism)
         owner = compute_operator_index_for_key_group(agg.max_parallelism, 2, kg)
         assert owner == 1 and kg % 2 != owner, (name, key, kg)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [n for n in variant_names(safe=False) if variant(n).kind == "cluster"])
+def test_every_unsafe_cluster_variant_is_found_in_its_small_scenario(name):
+    """The small scenario of every known-unsafe cluster variant exercises its mechanism: the
+    search finds one of the variant's expected invariants within 60 seconds, and the trace
+    replays to it."""
+    v = variant(name)
+    sc = small_scenario(v)
+    ex = explore(sc, Limits(max_seconds=60))
+    assert ex.verdict == "violation", f"{name}: {ex.verdict} after {ex.distinct_states} states ({ex.limit})"
+    assert ex.violation.invariant in v.expected, (name, ex.violation.invariant)
+    got, _run = replay(sc, list(ex.trace))
+    assert got is not None and got.invariant == ex.violation.invariant

@@ -112,12 +112,20 @@ def test_the_idleness_budget_bounds_source_idle_and_counts_only_under_a_budget()
 
 
 def test_late_window_small_scenarios_keep_idleness():
-    """Idleness is the late-window family's mechanism: its small scenarios keep it unbounded;
-    every other cluster variant's small scenario has none."""
+    """Idleness and allowed lateness are the late-window family's mechanism: its small scenarios
+    keep an idle period, two sources and a window with allowed lateness; every other cluster
+    variant's small scenario has no idleness."""
     for name in variant_names():
         v = variant(name)
-        budget = small_scenario(v).config.max_idle_periods
-        assert budget == (None if v.family == "late_window" else 0), name
+        sc = small_scenario(v)
+        budget = sc.config.max_idle_periods
+        if v.family == "late_window":
+            assert budget is None or budget >= 1, name
+            (agg,) = [o for o in sc.graph.operators if o.kind == "window"]
+            src = next(o for o in sc.graph.operators if o.kind == "source")
+            assert agg.allowed_lateness > 0 and src.parallelism == 2, name
+        else:
+            assert budget == 0, name
 
 
 def test_the_idleness_budget_keeps_a_known_unsafe_variant_found():
