@@ -67,6 +67,11 @@ class Small:
     #: per source split, the event times of its records (overrides ``records``): for mechanisms
     #: that need a watermark to pass a window's end, or a negative timestamp
     timestamps: tuple = ()
+    #: whether an exhaustive search of this scenario ends on this project's 2-core machine: a
+    #: safe variant verified within 120 s, a known-unsafe one's violation found within 60 s
+    #: (``tests/test_explore.py`` holds every variant marked so to it). False where the space
+    #: is too large for that (the search is then bounded; docs/exploration.md says which).
+    exhaustive: bool = True
     #: how many times the sources may go IDLE (``RuntimeConfig.max_idle_periods``; None:
     #: unbounded). 0 by default: a source's IDLE/ACTIVE toggles only put WatermarkStatus
     #: elements into the channels, which no checkpointing, failover or sink mechanism depends
@@ -409,10 +414,13 @@ _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out
 #: channel while the barriers pass it -- is enough (FLINK-20645 is found in this scenario, so
 #: it exercises the mechanism its safe twin unaligned-savepoints-2pc is verified against)
 _SAVEPOINT_OVERTAKEN_SMALL = Small(checkpoints=2, records=1)
+#: the same for the safe twin: its whole space is past 200,000 states at depth 12 (no failure or
+#: no record leaves it as large), so it is searched, not verified
+_SAVEPOINT_OVERTAKEN_SMALL_SAFE = attrs.evolve(_SAVEPOINT_OVERTAKEN_SMALL, exhaustive=False)
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL))
+                                  channel_capacity=3, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL_SAFE))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
              sink_kind="upsert", config=RuntimeConfig(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
@@ -685,7 +693,9 @@ _add(Variant(name="unchecked-cancellation-id", description="cancellation markers
              expected=("checkpoints_keep_completing",), switches=("unchecked_cancellation_id",),
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
                                   channel_capacity=3, unchecked_cancellation_id=True, **_F),
-             small=Small(checkpoints=2, records=2)))
+             # not found by the search within 60 s (with one record, no failure or no record either):
+             # the random walks find it
+             small=Small(checkpoints=2, records=2, exhaustive=False)))
 
 
 def variant(name: str) -> Variant:
