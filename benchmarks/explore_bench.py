@@ -9,28 +9,36 @@ transition -- ``Cluster.copy`` (the model's copier, ``model.statecopy``, against
 search with every successor copied (no parent reuse), the fingerprint with the value-form
 cache cleared before each call, and the search of the scenario with the sources' IDLE/ACTIVE
 toggles unbounded (the small scenario before ``RuntimeConfig.max_idle_periods``: a larger
-space, comparable with measurements made before). CPU time (``time.process_time``) is used
+space, comparable with measurements made before); the search and the per-call costs with the
+Python walks instead of the C ones (``model._native``), the search with successors already seen
+left to the cyclic garbage collector (no ``Run.dispose``), and the fingerprint hashed from the
+canonical form's ``repr`` (before ``marshal``). CPU time (``time.process_time``) is used
 throughout, so other processes on the machine distort less.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import hashlib
 import random
 import time
 
 import attrs
 
-from model import fingerprint
+from model import fingerprint, statecopy
 from model.cluster import Cluster
 from model.variants import small_scenario, variant
 from properties import explore as explore_module
+from properties.engines import Run
 from properties.explore import Limits, explore
 
 
-def _deepcopy(c: Cluster) -> Cluster:
+def _deepcopy(c: Cluster, memo: dict | None = None) -> Cluster:
     """What ``Cluster.copy`` did with ``copy.deepcopy`` (same shared deployment data)."""
-    memo = {id(o): o for o in (c.eg, c.job_input, c.config, c.strategy, c.task_managers, c._ops, *c.eg.subtasks)}
+    memo = {} if memo is None else memo
+    memo.update({id(o): o for o in (c.eg, c.job_input, c.config, c.strategy, c.task_managers, c._ops,
+                                    *c.eg.subtasks)})
     for history in (c.trace, c.events, c.restored_from, c.trigger_results, c.completed_ids):
         memo[id(history)] = list(history)
     return copy.deepcopy(c, memo)
@@ -96,10 +104,51 @@ def _paired(sc, max_states: int) -> tuple:
     return cpu, ex, cpu_copying
 
 
+@contextlib.contextmanager
+def _python_walks():
+    """The copy and canonical-form walks in Python (``model.statecopy.py_deep_copy``,
+    ``model.fingerprint.py_canonical``) instead of C, for the ratio."""
+    was = statecopy._impl, fingerprint._impl
+    statecopy.use_native(False)
+    fingerprint.use_native(False)
+    try:
+        yield
+    finally:
+        statecopy._impl, fingerprint._impl = was
+
+
+@contextlib.contextmanager
+def _no_dispose():
+    """Successors already seen left to the cyclic garbage collector (``Run.dispose`` does
+    nothing), for the ratio."""
+    plain = Run.dispose
+    Run.dispose = Run.keep
+    try:
+        yield
+    finally:
+        Run.dispose = plain
+
+
+def _repr_fingerprint(c: Cluster) -> str:
+    """The fingerprint hashed from the canonical form's ``repr`` (before ``marshal``), for the
+    ratio: the same equalities, another hash."""
+    form = fingerprint.canonical((c._scenario_key, c), not c.config.time_sensitive)
+    return hashlib.blake2b(fingerprint.rank_fresh_ids(repr(form)).encode(), digest_size=16).hexdigest()
+
+
+def _best_search(sc, max_states: int, runs: int = 2):
+    """The best CPU time of ``runs`` searches (later searches in one process run slower)."""
+    return min(_timed_search(sc, max_states) for _ in range(runs))[0]
+
+
 def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
                   repeat: int = 3) -> dict:
     sc = small_scenario(variant(name), seed)
     cpu, ex, cpu_copying = _paired(sc, max_states)
+    with _python_walks():
+        cpu_python = _best_search(sc, max_states)
+    with _no_dispose():
+        cpu_no_dispose = _best_search(sc, max_states)
     # the scenario with the sources' IDLE/ACTIVE toggles unbounded (the small scenario before
     # max_idle_periods): a larger space, for states/s comparable with earlier measurements
     toggles = attrs.evolve(sc, config=attrs.evolve(sc.config, max_idle_periods=None))
@@ -118,6 +167,10 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
     deepcopy_us = _per_call(lambda s: _deepcopy(s[0]), states, repeat)
     fingerprint_us = _per_call(lambda s: s[0].fingerprint(), states, repeat)
     fingerprint_uncached_us = _per_call(lambda s: _fingerprint_uncached(s[0]), states, repeat)
+    fingerprint_repr_us = _per_call(lambda s: _repr_fingerprint(s[0]), states, repeat)
+    with _python_walks():
+        copy_python_us = _per_call(lambda s: s[0].copy(), states, repeat)
+        fingerprint_python_us = _per_call(lambda s: s[0].fingerprint(), states, repeat)
 
     def step(s):
         c = s[0].copy()
@@ -135,6 +188,16 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         "fingerprint_us": round(fingerprint_us, 1), "step_us": round(step_us, 1), "samples": len(states),
         "fingerprint_uncached_us": round(fingerprint_uncached_us, 1),
         "fingerprint_speedup_from_value_cache": round(fingerprint_uncached_us / fingerprint_us, 2),
+        "c_walks": statecopy.native_available(),
+        "states_per_cpu_s_python_walks": round(ex.distinct_states / cpu_python, 1),
+        "search_speedup_from_c_walks": round(cpu_python / cpu, 2),
+        "copy_python_us": round(copy_python_us, 1), "copy_speedup_from_c": round(copy_python_us / copy_us, 2),
+        "fingerprint_python_us": round(fingerprint_python_us, 1),
+        "fingerprint_speedup_from_c": round(fingerprint_python_us / fingerprint_us, 2),
+        "fingerprint_repr_us": round(fingerprint_repr_us, 1),
+        "fingerprint_speedup_from_marshal": round(fingerprint_repr_us / fingerprint_us, 2),
+        "states_per_cpu_s_without_dispose": round(ex.distinct_states / cpu_no_dispose, 1),
+        "search_speedup_from_dispose": round(cpu_no_dispose / cpu, 2),
         "states_per_cpu_s_copying_every_successor": round(ex.distinct_states / cpu_copying, 1),
         "search_speedup_from_parent_reuse": round(cpu_copying / cpu, 2),
         "idle_toggles_distinct_states": ex_toggles.distinct_states, "idle_toggles_verdict": ex_toggles.verdict,
