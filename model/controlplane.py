@@ -267,6 +267,29 @@ class ControlPlane:
             self.net.send(rpc.CancelTask(jm.pool[alloc][0], jm.token, old))
         jm.fail(self, set(restart))
 
+    def forget_finished(self, c) -> None:
+        """A finished execution leaves its TaskExecutor's slot (``TaskSlotTable.removeTask`` when
+        the task ends) and the running JobMaster's deployment tracking
+        (``ExecutionDeploymentTracker.stopTrackingDeploymentOf`` on a terminal state) at once --
+        the model's data plane tells both -- so that the ``ExecutionDeploymentReport`` of a
+        TaskExecutor that dropped its tasks (its job leader timed out) never shows a finished
+        producer of a blocking exchange as missing while the JobMaster still expects it."""
+        jm = self.running_jobmaster()
+        if jm is None:
+            return
+        done = {(s, jm.attempts[s]) for s, t in enumerate(c.tasks) if t.status == "FINISHED"}
+        if not done:
+            return
+        for table in [te.deployed for te in self.tes] + [jm.deployed]:
+            for key in [k for k, ex in table.items() if not done.isdisjoint(ex)]:
+                keep = tuple(e for e in table[key] if e not in done)
+                if keep:
+                    table[key] = keep
+                else:
+                    del table[key]
+        for e in done:
+            jm.unconfirmed.pop(e, None)
+
     def executions_died(self, c, executions) -> None:
         """Executions died with their slot or process: a current one's task is CANCELED."""
         for s, a in executions:
@@ -332,6 +355,7 @@ class ControlPlane:
         ``updateTaskExecutionState``, the model's data plane tells it at once); a change of
         what heartbeats reconcile starts the settling over (``quiet`` = 0), whatever caused it
         (an RPC, a timeout, a failover)."""
+        self.forget_finished(c)
         self.schedule(c)
         sig = self._signature()
         if sig != self._sig:

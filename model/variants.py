@@ -504,12 +504,17 @@ _CP = dict(control_plane=True, max_failures=5)
 _CP_SMALL = Small(records=0, checkpoints=0, failures=1, single_task=True,
                   config=(("task_managers", 1), ("heartbeat_timeout", 1), ("rpc_capacity", 1),
                           ("rpc_order", "connection"), ("control_plane_faults", ("CrashJobManager",))))
+#: the same with lost RPCs as the only fault (a lost slot answer, deployment or heartbeat)
+_CP_LOSS_SMALL = attrs.evolve(_CP_SMALL, config=tuple((k, ("RpcLose",) if k == "control_plane_faults" else v)
+                                                      for k, v in _CP_SMALL.config))
+#: lost RPCs with the blocking job (its four subtasks, two slot sharing groups, one TaskExecutor)
+_CP_BLOCKING_SMALL = attrs.evolve(_CP_LOSS_SMALL, single_task=False)
 _add(Variant(name="cp-region-failover", description="the FLIP-6 control plane (leader election with fencing, "
              "ResourceManager/SlotManager, JobMaster/SlotPool, heartbeats, HA store) under lost, duplicated and "
              "reordered RPCs, TaskExecutor and JobManager crashes, session expiry; region failover",
              config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=50, small=_CP_SMALL))
 _add(Variant(name="cp-restart-all", description="as cp-region-failover with restart-all failover",
-             config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=350, quick_safe_runs=50))
+             config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=350, quick_safe_runs=50, small=_CP_SMALL))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
              "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=50))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
@@ -519,37 +524,39 @@ _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed lea
 _add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
              "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
              "ids again", expected=("checkpoint_ids_increase",), switches=("checkpoint_id_counter_ha",),
-             config=RuntimeConfig(checkpoint_id_counter_ha=False, **_CP), max_steps=350))
+             config=RuntimeConfig(checkpoint_id_counter_ha=False, **_CP), max_steps=350,
+             small=attrs.evolve(_CP_SMALL, checkpoints=2)))
 _add(Variant(name="cp-no-slot-reconciliation", description="the SlotManager ignores the slot reports of "
              "heartbeats: a lost slot-request answer leaves the slot tables disagreeing forever",
              expected=("slot_views_agree",), switches=("slot_report_reconciliation",),
-             config=RuntimeConfig(slot_report_reconciliation=False, **_CP), max_steps=350))
+             config=RuntimeConfig(slot_report_reconciliation=False, **_CP), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="cp-restore-from-memory", description="a new leader restores the latest checkpoint it has in "
              "memory (none, for a fresh process) instead of the HA store's",
              expected=("restore_uses_latest_checkpoint", "exactly_once", "committed_output_within_reference"),
              switches=("restore_from_ha_store",),
-             config=RuntimeConfig(restore_from_ha_store=False, **_CP), max_steps=350))
+             config=RuntimeConfig(restore_from_ha_store=False, **_CP), max_steps=350,
+             small=attrs.evolve(_CP_SMALL, records=1)))
 _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deployment reconciliation: the "
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
              "cancellation stays unnoticed", expected=("deployments_agree",),
-             config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), max_steps=350))
+             config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="cp-blocking-regions", description="the control plane with a blocking exchange: the consumer "
              "region is deployed once its producers finished (lazy from sources), the producers' slots go back "
              "to the pool and are reused or released after slot.idle.timeout", family="blocking",
-             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=30))
+             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=30, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-eager-blocking-regions", description="every pipelined region deployed at once, the consumers "
              "of blocking partitions before their producers finished (eager scheduling of a batch exchange)",
              family="blocking", expected=("region_deployed_after_blocking_inputs",), switches=("scheduling",),
-             config=RuntimeConfig(scheduling="eager", **_CP), max_steps=350))
+             config=RuntimeConfig(scheduling="eager", **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
              "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",), switches=("allocated_slot_report_sync",),
-             config=RuntimeConfig(allocated_slot_report_sync=False, **_CP), max_steps=350))
+             config=RuntimeConfig(allocated_slot_report_sync=False, **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),
-             config=RuntimeConfig(bugs=("FLINK-11813",), **_CP), max_steps=350))
+             config=RuntimeConfig(bugs=("FLINK-11813",), **_CP), max_steps=350, small=_CP_SMALL))
 
 
 _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
