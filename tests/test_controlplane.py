@@ -246,3 +246,35 @@ def test_copy_and_fingerprint_cover_the_control_plane():
     e = c.copy()
     e.cp.store.expire_session(e.cp.jms[1].session)  # a store-only change shows in the fingerprint
     assert e.fingerprint() != c.fingerprint()
+
+
+def test_a_finished_producer_leaves_both_deployment_views_and_survives_a_job_leader_timeout():
+    """A finished execution leaves its TaskExecutor's slot and the JobMaster's deployment
+    tracking at once (``TaskSlotTable.removeTask``, ``ExecutionDeploymentTracker.
+    stopTrackingDeploymentOf``). The exhaustive search of cp-blocking-regions found this run
+    (56 actions) violating ``deployments_agree`` while both views kept finished executions: a
+    heartbeat answer is lost, the source finishes, its consumers are deployed into the slot it
+    gave back, then the TaskExecutor's job leader times out and it drops every task; the
+    JobMaster went on expecting the finished source there, so its deployment reports showed it
+    missing for ever. Now the run settles and drains with nothing violated."""
+    sc = small_scenario(variant("cp-blocking-regions"))
+    d0, tick = A.RpcDeliver(index=0), A.Tick()
+    trace = ([A.LeaderLatchEvent(job_manager=0), A.LeaderRetrieval(task_executor=0)] + [d0] * 9 + [tick]
+             + [d0, d0, A.RpcDeliver(index=1), A.RpcLose(index=0), tick] + [d0] * 8 + [A.SourceEnd(subtask=0), d0, tick]
+             + [d0] * 6 + [tick] + [d0] * 6 + [tick] + ([d0] * 4 + [tick]) * 3 + [d0] * 4)
+    run = Run(sc)
+    c = run.cluster
+    finished_at = None
+    for a in trace:
+        assert c.why_not_enabled(a) is None, a
+        assert run.step(a) is None
+        jm = c.cp.running_jobmaster()
+        if finished_at is None and c.tasks[0].status == "FINISHED":
+            finished_at = c.now
+        if finished_at is not None and jm is not None:
+            done = (0, jm.attempts[0])
+            assert all(done not in ex for ex in jm.deployed.values())
+            assert all(done not in ex for te in c.cp.tes for ex in te.deployed.values())
+    timeouts = events(c, "cp_job_leader_timeout")
+    assert finished_at is not None and timeouts and timeouts[0][1] > finished_at
+    assert run.finish() is None and c.is_drained()

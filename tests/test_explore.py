@@ -219,23 +219,28 @@ def test_the_small_rescale_scenario_moves_its_key_group():
         assert owner == 1 and kg % 2 != owner, (name, key, kg)
 
 
+#: the catalog kinds whose small scenarios say whether their search ends (``Small.exhaustive``)
+_EXHAUSTIVE_KINDS = ("cluster", "control-plane")
+
+
 def _exhaustive(safe: bool) -> list:
-    return [n for n in variant_names(safe=safe) if variant(n).kind == "cluster" and variant(n).small.exhaustive]
+    return [n for n in variant_names(safe=safe)
+            if variant(n).kind in _EXHAUSTIVE_KINDS and variant(n).small.exhaustive]
 
 
 def test_most_cluster_variants_are_marked_exhaustive():
     """``Small.exhaustive`` is the exception, not the rule: at least five safe cluster variants
     are verified completely, and all but a few known-unsafe ones are found."""
-    cluster = [n for n in variant_names() if variant(n).kind == "cluster"]
-    assert len(_exhaustive(True)) >= 5
-    assert len(cluster) - len(_exhaustive(True)) - len(_exhaustive(False)) <= 3
+    marked = [n for n in variant_names() if variant(n).kind in _EXHAUSTIVE_KINDS]
+    assert len([n for n in _exhaustive(True) if variant(n).kind == "cluster"]) >= 5
+    assert len(marked) - len(_exhaustive(True)) - len(_exhaustive(False)) <= 4
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _exhaustive(safe=True))
 def test_every_exhaustive_safe_cluster_variant_is_verified(name):
-    """The small scenario of every safe cluster variant marked ``exhaustive`` is explored
-    completely within 120 seconds, with no violation."""
+    """The small scenario of every safe cluster and control-plane variant marked ``exhaustive``
+    is explored completely within 120 seconds, with no violation."""
     ex = explore(small_scenario(variant(name)), Limits(max_seconds=120))
     assert ex.verdict == "verified", f"{name}: {ex.verdict} after {ex.distinct_states} states ({ex.limit})"
 
@@ -243,8 +248,8 @@ def test_every_exhaustive_safe_cluster_variant_is_verified(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _exhaustive(safe=False))
 def test_every_unsafe_cluster_variant_is_found_in_its_small_scenario(name):
-    """The small scenario of every known-unsafe cluster variant marked ``exhaustive`` exercises
-    its mechanism: the search finds one of the variant's expected invariants within 60 seconds,
+    """The small scenario of every known-unsafe cluster and control-plane variant marked
+    ``exhaustive`` exercises its mechanism: the search finds one of the variant's expected invariants within 60 seconds,
     and the trace replays to it."""
     v = variant(name)
     sc = small_scenario(v)
