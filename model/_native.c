@@ -615,6 +615,46 @@ sorted_keys(PyObject *keys)
     return PyObject_CallOneArg(k_sort_by_repr, keys);
 }
 
+/* [canonical form of e for e in x], as a new list */
+static PyObject *
+canon_list(PyObject *x, int dt, PyObject *memo)
+{
+    PyObject *items = PySequence_List(x);
+    if (items == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *c = canon_elem(PyList_GET_ITEM(items, i), dt, memo);
+        if (c == NULL) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyList_SetItem(items, i, c); /* steals c, drops the element */
+    }
+    return items;
+}
+
+/* (tag, *the canonical forms of x's elements, sorted by sort(list) -> list) */
+static PyObject *
+canon_sorted(PyObject *tag, PyObject *x, int dt, PyObject *memo, PyObject *(*sort)(PyObject *))
+{
+    PyObject *items = canon_list(x, dt, memo);
+    if (items == NULL)
+        return NULL;
+    PyObject *sorted = sort(items);
+    Py_DECREF(items);
+    if (sorted == NULL)
+        return NULL;
+    PyObject *out = tagged(tag, sorted);
+    Py_DECREF(sorted);
+    return out;
+}
+
+static PyObject *
+sort_by_repr(PyObject *items)
+{
+    return PyObject_CallOneArg(k_sort_by_repr, items);
+}
+
 static PyObject *
 canon_info(PyTypeObject *t, int dt)
 {
@@ -669,23 +709,7 @@ canon_object(PyObject *x, int dt, PyObject *memo, PyObject *info)
         PyObject *v = PyList_GET_ITEM(values, i);
         PyObject *c;
         if (any_bags && PyTuple_GET_ITEM(bag_flags, i) == Py_True) {
-            PyObject *items = PySequence_List(v);
-            if (items == NULL)
-                goto fail;
-            for (Py_ssize_t j = 0; j < PyList_GET_SIZE(items); j++) {
-                PyObject *ce = canon(PyList_GET_ITEM(items, j), dt, memo);
-                if (ce == NULL) {
-                    Py_DECREF(items);
-                    goto fail;
-                }
-                PyList_SetItem(items, j, ce);
-            }
-            PyObject *sorted = PyObject_CallOneArg(k_sort_by_repr, items);
-            Py_DECREF(items);
-            if (sorted == NULL)
-                goto fail;
-            c = tagged(s_multiset, sorted);
-            Py_DECREF(sorted);
+            c = canon_sorted(s_multiset, v, dt, memo, sort_by_repr);
         } else {
             c = canon_elem(v, dt, memo);
         }
@@ -796,26 +820,8 @@ canon(PyObject *x, int dt, PyObject *memo)
         }
         return out;
     }
-    if (t == &PyFrozenSet_Type) {
-        PyObject *items = PySequence_List(x);
-        if (items == NULL)
-            return NULL;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-            PyObject *c = canon(PyList_GET_ITEM(items, i), dt, memo);
-            if (c == NULL) {
-                Py_DECREF(items);
-                return NULL;
-            }
-            PyList_SetItem(items, i, c);
-        }
-        PyObject *sorted = sorted_keys(items);
-        Py_DECREF(items);
-        if (sorted == NULL)
-            return NULL;
-        PyObject *out = tagged(s_frozenset, sorted);
-        Py_DECREF(sorted);
-        return out;
-    }
+    if (t == &PyFrozenSet_Type)
+        return canon_sorted(s_frozenset, x, dt, memo, sorted_keys);
     PyObject *info = NULL;
     int kind = K_PYTHON;
     if (t != &PyList_Type && t != &PyDict_Type && t != &PySet_Type && t != &PyMethod_Type &&
@@ -883,17 +889,9 @@ canon(PyObject *x, int dt, PyObject *memo)
     if (r < 0)
         return NULL;
     if (t == &PyList_Type || (PyObject *)t == k_deque_type) {
-        PyObject *items = PySequence_List(x);
+        PyObject *items = canon_list(x, dt, memo);
         if (items == NULL)
             return NULL;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-            PyObject *c = canon_elem(PyList_GET_ITEM(items, i), dt, memo);
-            if (c == NULL) {
-                Py_DECREF(items);
-                return NULL;
-            }
-            PyList_SetItem(items, i, c);
-        }
         PyObject *out = tagged(t == &PyList_Type ? s_list : s_deque, items);
         Py_DECREF(items);
         return out;
@@ -954,26 +952,8 @@ canon(PyObject *x, int dt, PyObject *memo)
         Py_DECREF(canon_key);
         return NULL;
     }
-    if (t == &PySet_Type) {
-        PyObject *items = PySequence_List(x);
-        if (items == NULL)
-            return NULL;
-        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-            PyObject *c = canon_elem(PyList_GET_ITEM(items, i), dt, memo);
-            if (c == NULL) {
-                Py_DECREF(items);
-                return NULL;
-            }
-            PyList_SetItem(items, i, c);
-        }
-        PyObject *sorted = sorted_keys(items);
-        Py_DECREF(items);
-        if (sorted == NULL)
-            return NULL;
-        PyObject *out = tagged(s_set, sorted);
-        Py_DECREF(sorted);
-        return out;
-    }
+    if (t == &PySet_Type)
+        return canon_sorted(s_set, x, dt, memo, sorted_keys);
     if (t == &PyMethod_Type) {
         PyObject *name = PyObject_GetAttr(x, s_name);
         if (name == NULL)
