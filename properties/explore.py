@@ -224,6 +224,12 @@ SEARCH_GC_THRESHOLD = (50_000, 20, 100)
 def _gc_threshold(threshold: tuple):
     old = gc.get_threshold()
     gc.set_threshold(*threshold)
+    # what is alive now (modules, the scenario, the caller's data) is frozen out of the
+    # collections during the search; garbage is collected first, or a previous search's
+    # cyclic garbage would be frozen with it and kept through this one (four searches of
+    # concurrent-checkpoints-2pc in one process: peak memory 219 -> 337 MB without this
+    # collection, 219 -> 225 MB with it)
+    gc.collect()
     gc.freeze()
     try:
         yield
