@@ -113,6 +113,24 @@ memo_put(PyObject *memo, PyObject *key, PyObject *y)
     return PyDict_SetItem(memo, key, y);
 }
 
+/* [copy of e for e in x], as a new list (atomic elements kept) */
+static PyObject *
+dc_items(PyObject *x, PyObject *memo)
+{
+    PyObject *items = PySequence_List(x);
+    if (items == NULL)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *c = dc_elem(PyList_GET_ITEM(items, i), memo);
+        if (c == NULL) {
+            Py_DECREF(items);
+            return NULL;
+        }
+        PyList_SetItem(items, i, c); /* steals c, drops the element */
+    }
+    return items;
+}
+
 static PyObject *
 copy_info(PyTypeObject *t)
 {
@@ -298,18 +316,9 @@ dc(PyObject *x, PyObject *memo)
         Py_DECREF(kw);
         if (y == NULL || memo_put(memo, key, y) < 0)
             goto fail_y;
-        PyObject *items = PySequence_List(x);
+        PyObject *items = dc_items(x, memo);
         if (items == NULL)
             goto fail_y;
-        Py_ssize_t n = PyList_GET_SIZE(items);
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *c = dc_elem(PyList_GET_ITEM(items, i), memo);
-            if (c == NULL) {
-                Py_DECREF(items);
-                goto fail_y;
-            }
-            PyList_SetItem(items, i, c); /* steals c, drops the old item */
-        }
         PyObject *r = PyObject_CallMethodOneArg(y, s_extend, items);
         Py_DECREF(items);
         if (r == NULL)
@@ -346,17 +355,14 @@ dc(PyObject *x, PyObject *memo)
         y = PySet_New(NULL);
         if (y == NULL || memo_put(memo, key, y) < 0)
             goto fail_y;
-        PyObject *items = PySequence_List(x);
+        PyObject *items = dc_items(x, memo);
         if (items == NULL)
             goto fail_y;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
-            PyObject *c = dc_elem(PyList_GET_ITEM(items, i), memo);
-            if (c == NULL || PySet_Add(y, c) < 0) {
-                Py_XDECREF(c);
+            if (PySet_Add(y, PyList_GET_ITEM(items, i)) < 0) {
                 Py_DECREF(items);
                 goto fail_y;
             }
-            Py_DECREF(c);
         }
         Py_DECREF(items);
         Py_DECREF(key);
