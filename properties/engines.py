@@ -40,6 +40,9 @@ spec.load_all()  # every invariant module registers its invariants before the li
 #: the only list; a new invariant is checked by every engine that drives a Run)
 ALWAYS = invariants("run", "always")
 EVENTUALLY = invariants("run", "eventually")
+#: the invariants whose verdict depends on the run's history, not only on its state
+#: (``spec.invariant``: their ``history`` summaries are part of ``Run.fingerprint``)
+HISTORY = tuple(i for i in invariants("run") if i.history is not None)
 GOALS = {g.name: g for g in invariants("run", "sometimes")}
 
 #: the action kinds, their swarm switches and weights, from the registry (``model.actions``)
@@ -120,6 +123,18 @@ class Run:
     def keep(self) -> None:
         """Drop the memo of a disposable run that is kept (it would only hold memory)."""
         self.copy_memo = None
+
+    def history_key(self) -> tuple:
+        """What of this run's history the registered invariants can still depend on: each
+        history-reading invariant's summary (``Invariant.history``), in registration order."""
+        return tuple(inv.history(self) for inv in HISTORY)
+
+    def fingerprint(self) -> str:
+        """The state's fingerprint (``Cluster.fingerprint``) and the history summaries the
+        invariants depend on (``history_key``): an explorer merges two runs only when both are
+        equal, so that every merged run is judged as the one kept would be."""
+        key = repr(self.history_key()).encode()
+        return hashlib.blake2b(self.cluster.fingerprint().encode() + b"|" + key, digest_size=16).hexdigest()
 
     @property
     def timing_dependent(self) -> bool:

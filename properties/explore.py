@@ -2,8 +2,12 @@
 
 From the scenario's initial deployment, every enabled action of every reachable state is
 taken (the step contract: ``Cluster.enabled_actions``, ``step``, ``copy``) and states are
-deduplicated by ``Cluster.fingerprint()`` (a canonical hash of the state; history and, unless
-the configuration is time-sensitive, the logical clock are left out). Every new state is
+deduplicated by ``Run.fingerprint()``: ``Cluster.fingerprint()`` (a canonical hash of the
+state; history and, unless the configuration is time-sensitive, the logical clock are left
+out) with the summaries of history that the history-reading invariants declare
+(``spec.invariant``: which checkpoints triggered since the last disturbance are still open,
+whether a source went idle, how many restores there were), so that two runs merged into one
+state get the same verdict on every continuation. Every new state is
 judged like a random walk's states, through :class:`properties.engines.Run`: every registered
 *always* invariant of the run after the step that reached it, and, when the state is drained
 (``Cluster.is_drained``), every *eventually* invariant.
@@ -201,7 +205,7 @@ class LocalLevels:
                 if level.violations:
                     child.dispose()
                     continue
-                fp = child.cluster.fingerprint()
+                fp = child.fingerprint()
                 if fp in seen:
                     child.dispose()  # freed now, not by the cyclic garbage collector
                     continue
@@ -257,7 +261,7 @@ def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
         return Exploration(verdict="violation", distinct_states=1, transitions=0, depth=0, complete=False,
                            seconds=time.perf_counter() - t0, drained_states=0, trace=(), violation=root.violation,
                            workers=levels.workers, reduced=reduce)
-    seen = {root.cluster.fingerprint()}
+    seen = {root.fingerprint()}
     frontier: list = [((), root, frozenset())]
     transitions = 0
     drained = 1 if root.cluster.is_drained() else 0

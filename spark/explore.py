@@ -56,7 +56,7 @@ def expand_partition(scenario, reduce: bool, rows: Iterator) -> Iterator[tuple]:
                 yield ("!" + repr(_key(t)), (_key(t), t, v, frozenset(), False))
                 continue
             c = child.cluster
-            row = (c.fingerprint(), (_key(t), t, None, child_sleep, c.is_drained()))
+            row = (child.fingerprint(), (_key(t), t, None, child_sleep, c.is_drained()))
             child.dispose()  # only the trace leaves the executor
             yield row
     yield (_COUNT, count)

@@ -196,6 +196,53 @@ def last_disturbance(run) -> int:
     return last
 
 
+#: the open obligations of ``checkpoint_obligations``: a checkpoint still pending (a newer
+#: completed one, or its own completion, resolves it), one declined as subsumed (a newer
+#: completed one resolves it) and one aborted for another cause (only a later disturbance
+#: excuses it)
+OBLIGATION_STATUSES = ("pending", "subsumed", "failed")
+
+
+def checkpoint_obligations(run) -> list[tuple]:
+    """The checkpoints triggered after the run's last disturbance that have neither completed
+    nor been excused so far, in trigger order: ``(checkpoint id, status, trigger step,
+    abort reason, abort step, declining subtask)``, status one of ``OBLIGATION_STATUSES``.
+
+    Only what happened at or after a checkpoint's trigger counts for it. Excused: declined
+    because a task's input ended; declined as subsumed once a newer checkpoint completes; or
+    ended otherwise (aborted, or still pending) after a newer checkpoint had completed. In a
+    drained run every obligation left is a violation of ``checkpoints_keep_completing``; the
+    list's ids and statuses (``obligation_summary``) are all of the history that verdict can
+    still depend on: a later disturbance clears every obligation, and a later completion or
+    abort acts on an obligation by its status alone."""
+    cluster = run.cluster
+    last = last_disturbance(run)
+    triggers = [(r.checkpoint_id, r.timestamp) for r in cluster.trigger_results if r.ok and r.timestamp > last]
+    if not triggers:
+        return []
+    ends = [e for e in cluster.events if (e[0] == "completed" or e[0] == "aborted") and e[1] > last]
+    out = []
+    for cid, at in triggers:
+        mine = [e for e in ends if e[2] == cid and e[1] >= at]
+        if any(e[0] == "completed" for e in mine):
+            continue
+        aborts = [e for e in mine if e[0] == "aborted"]
+        reason, when, decliner = (aborts[-1][3], aborts[-1][1], aborts[-1][4]) if aborts else (None, cluster.now, None)
+        newer = [e[1] for e in ends if e[0] == "completed" and e[2] > cid and e[1] >= at]
+        if reason in END_OF_INPUT_REASONS or (reason in SUBSUMED_REASONS and newer) or any(t <= when for t in newer):
+            continue
+        status = "pending" if reason is None else "subsumed" if reason in SUBSUMED_REASONS else "failed"
+        out.append((cid, status, at, reason, when, decliner))
+    return out
+
+
+def obligation_summary(run) -> tuple:
+    """The part of the run's history ``checkpoints_keep_completing`` still depends on: the open
+    obligations' checkpoint ids and statuses (no steps: they would tell apart states that
+    behave alike)."""
+    return tuple((cid, status) for cid, status, *_ in checkpoint_obligations(run))
+
+
 @invariant(
     "checkpoints_keep_completing",
     kind="eventually",
@@ -203,28 +250,18 @@ def last_disturbance(run) -> int:
     statement="With no further faults, checkpoints keep completing: in a drained run, every checkpoint triggered "
     "after the last disturbance (failure, lost message, timeout, stop, restart) completes, or is overtaken by a "
     "newer checkpoint that completes, or is declined because a task's input ended.",
+    history=obligation_summary,
 )
 def checkpoints_keep_completing(run) -> Violation | None:
     """Overtaken: declined as subsumed (a newer barrier reached a task first) and a newer
     checkpoint completes; or ended otherwise after a newer checkpoint had completed (a
     savepoint's aligned barrier overtaken by a newer unaligned checkpoint's reaches tasks that
     already took the newer one: they skip it without declining, as Flink's
-    ``SubtaskCheckpointCoordinatorImpl`` does, and the savepoint expires)."""
+    ``SubtaskCheckpointCoordinatorImpl`` does, and the savepoint expires). The open
+    obligations are ``checkpoint_obligations``."""
     cluster = run.cluster
-    last = last_disturbance(run)
-    completed = {e[2]: e[1] for e in cluster.events if e[0] == "completed"}
-    aborted = {e[2]: (e[3], e[1], e[4] if len(e) > 4 else None) for e in cluster.events if e[0] == "aborted"}
-    for res in cluster.trigger_results:
-        if not res.ok or res.timestamp <= last:
-            continue
-        cid = res.checkpoint_id
-        if cid in completed:
-            continue
-        reason, when, decliner = aborted.get(cid, (None, cluster.now, None))
-        newer = [t for c, t in completed.items() if c > cid]
-        if reason in END_OF_INPUT_REASONS or (reason in SUBSUMED_REASONS and newer) \
-                or any(t <= when for t in newer):
-            continue
+    for cid, _status, at, reason, when, decliner in checkpoint_obligations(run):
+        last = last_disturbance(run)
         since = "in a run without disturbance" if last < 0 else f"after the last disturbance (step {last})"
         what = f"was aborted ({reason}) at step {when}" if reason is not None else "never completed"
         if decliner is not None:
@@ -236,7 +273,7 @@ def checkpoints_keep_completing(run) -> Violation | None:
             invariant="checkpoints_keep_completing",
             expected={"checkpoint": cid, "outcome": "completed, or overtaken by a newer completed checkpoint"},
             actual=actual,
-            message=(f"checkpoint {cid}, triggered at step {res.timestamp} {since}, {what} and no newer "
+            message=(f"checkpoint {cid}, triggered at step {at} {since}, {what} and no newer "
                      f"checkpoint had completed: with no further faults a triggered checkpoint must complete"),
         )
     return None

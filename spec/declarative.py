@@ -400,17 +400,24 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
 RESTORE_EVENTS = frozenset({"restored", "rescaled", "rescaled_from_checkpoint"})
 
 
+def restores_of(run) -> int:
+    """How often the run was (re)deployed from a snapshot (``RESTORE_EVENTS``): the number of
+    generations a window's results may come in, less one."""
+    return sum(1 for e in run.cluster.events if e[0] in RESTORE_EVENTS)
+
+
 @invariant(
     "window_results_exactly_once",
     kind="eventually",
     concept="event-time windows under idleness (WindowOperator, EventTimeTrigger, allowed lateness)",
     statement="Once drained, every window result counts each record of its window exactly once, except records "
     "dropped as late on arrival; no reference run is needed.",
+    history=lambda run: restores_of(run) if run.expected.event_time_judged else None,
 )
 def window_results_exactly_once(run) -> Violation | None:
     if not run.expected.event_time_judged:
         return None
-    restores = sum(1 for e in run.cluster.events if e[0] in RESTORE_EVENTS)
+    restores = restores_of(run)
     problems = window_result_problems(run.scenario.graph, run.scenario.job_input,
                                       sink_output_by_operator(run.cluster), run.cluster.late, restores)
     if not problems:

@@ -94,14 +94,23 @@ def output_diff(graph_expected: Expected, cluster) -> dict:
     return out
 
 
+def timing_dependent(run) -> bool:
+    """Whether the run's window results may depend on timing (``Run.timing_dependent``: a
+    source went idle earlier in the run, on a job the event-time judge covers): then the
+    failure-free reference judges no window result. Part of the run's history, so the
+    summary these invariants depend on."""
+    return bool(getattr(run, "timing_dependent", False))
+
+
 @invariant(
     "exactly_once",
     kind="eventually",
     concept="end-to-end exactly-once (checkpoints + two-phase-commit sinks + restore)",
     statement="A drained run's sink output equals the failure-free parallelism-1 reference, per key and window.",
+    history=timing_dependent,
 )
 def exactly_once(run) -> Violation | None:
-    if getattr(run, "timing_dependent", False):
+    if timing_dependent(run):
         return None  # window results that depend on timing: window_results_exactly_once judges them
     diffs = output_diff(run.expected, run.cluster)
     if not diffs:
@@ -120,6 +129,7 @@ def exactly_once(run) -> Violation | None:
     kind="always",
     concept="TwoPhaseCommitSinkFunction commit on notifyCheckpointComplete",
     statement="Committed sink output is always part of the reference output, never with more copies of a record.",
+    history=timing_dependent,
 )
 def committed_output_within_reference(run) -> Violation | None:
     """Looks at the records the last step committed (``run.committed_before`` on: the engine
@@ -128,7 +138,7 @@ def committed_output_within_reference(run) -> Violation | None:
     cluster = run.cluster
     committed = cluster.external.committed
     start = run.committed_before
-    if start >= len(committed) or getattr(run, "timing_dependent", False):
+    if start >= len(committed) or timing_dependent(run):
         return None
     sink_of = run.sink_of_subtask
     modes = run.expected.modes

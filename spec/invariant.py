@@ -17,6 +17,14 @@ mechanism driven alone by a focused machine (``barrier_handler``, ``coordinator`
 Invariants are pure: they read their subject and never write into it. Engines take their
 lists from :func:`invariants`, never from a hand-kept list.
 
+An invariant of subject ``run`` that reads the run's *history* (its events, trigger results,
+the actions taken -- which the state's fingerprint leaves out) names, with ``history``, the
+part of that history its verdict can still depend on: a function of the run whose value,
+together with the state, decides the invariant's verdict on every continuation. An explorer
+merges two runs only when their states *and* these summaries are equal
+(``properties.engines.Run.fingerprint``); without it, a state reached by two paths would be
+judged on the history of one of them only.
+
 Violations are data (which invariant, which step, expected vs actual); rendering them as
 text or HTML is done elsewhere.
 """
@@ -74,6 +82,9 @@ class Invariant:
     subject: str = "run"
     scope: str = "state"
     check: Callable[..., Violation | None] = attrs.field(repr=False, eq=False)
+    #: for an invariant that reads the run's history: ``run -> hashable summary`` (see the
+    #: module docstring); None for one that reads the state and the last step only
+    history: Callable[..., Any] | None = attrs.field(default=None, repr=False, eq=False)
 
     def __call__(self, subject: Any) -> Violation | None:
         return self.check(subject)
@@ -83,12 +94,14 @@ REGISTRY: dict[str, Invariant] = {}
 
 
 def invariant(name: str, *, kind: str, concept: str, statement: str, subject: str = "run",
-              scope: str | None = None):
+              scope: str | None = None, history: Callable[..., Any] | None = None):
     """Register ``fn`` as the invariant ``name``; returns the :class:`Invariant`.
 
     The decorated function keeps its name in its module but becomes an :class:`Invariant`
     (callable, with ``.name``, ``.kind``, ``.concept``, ``.statement``, ``.subject``,
-    ``.scope``). ``scope`` defaults to ``end`` for *eventually* invariants, else ``state``.
+    ``.scope``, ``.history``). ``scope`` defaults to ``end`` for *eventually* invariants, else
+    ``state``. ``history``: the summary of the run's history the verdict depends on (module
+    docstring); only for subject ``run``.
     """
     if kind not in KINDS:
         raise ValueError(f"invariant {name!r}: kind must be one of {KINDS}, not {kind!r}")
@@ -98,12 +111,14 @@ def invariant(name: str, *, kind: str, concept: str, statement: str, subject: st
         raise ValueError(f"invariant {name!r}: scope must be one of {SCOPES}, not {scope!r}")
     if subject not in SUBJECTS:
         raise ValueError(f"invariant {name!r}: subject must be one of {SUBJECTS}, not {subject!r}")
+    if history is not None and subject != "run":
+        raise ValueError(f"invariant {name!r}: only invariants of subject 'run' have a history summary")
 
     def wrap(fn: Callable[..., Violation | None]) -> Invariant:
         if name in REGISTRY:
             raise ValueError(f"invariant {name!r} is registered twice")
         inv = Invariant(name=name, kind=kind, concept=concept, statement=statement, subject=subject,
-                        scope=scope, check=fn)
+                        scope=scope, check=fn, history=history)
         REGISTRY[name] = inv
         return inv
 
