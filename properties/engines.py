@@ -43,6 +43,8 @@ EVENTUALLY = invariants("run", "eventually")
 #: the invariants whose verdict depends on the run's history, not only on its state
 #: (``spec.invariant``: their ``history`` summaries are part of ``Run.fingerprint``)
 HISTORY = tuple(i for i in invariants("run") if i.history is not None)
+#: of those, the positions of the eventually invariants a history summary can already decide
+DOOMABLE = tuple((k, inv) for k, inv in enumerate(HISTORY) if inv.doomed is not None)
 GOALS = {g.name: g for g in invariants("run", "sometimes")}
 
 #: the action kinds, their swarm switches and weights, from the registry (``model.actions``)
@@ -89,6 +91,8 @@ class Run:
         #: why the drain policy found no action (``model.cluster.RunStuck``), read by run_drains
         self.stuck: str | None = None
         self.violation: Violation | None = None
+        #: ``history_key()`` of the current step, once computed
+        self._history_key: tuple | None = None
         #: the memo of the copy this run was forked as, while it may still be disposed (``fork``)
         self.copy_memo: dict | None = None
         if check_always:
@@ -111,6 +115,7 @@ class Run:
         r.committed_before = self.committed_before
         r.idle_seen = self.idle_seen
         r.violation = self.violation
+        r._history_key = self._history_key
         return r
 
     def dispose(self) -> None:
@@ -127,7 +132,17 @@ class Run:
     def history_key(self) -> tuple:
         """What of this run's history the registered invariants can still depend on: each
         history-reading invariant's summary (``Invariant.history``), in registration order."""
-        return tuple(inv.history(self) for inv in HISTORY)
+        if self._history_key is None:
+            self._history_key = tuple(inv.history(self) for inv in HISTORY)
+        return self._history_key
+
+    def doomed(self) -> bool:
+        """Whether the history summaries already decide an *eventually* invariant
+        (``Invariant.doomed``): every continuation without a further disturbance violates it."""
+        if not DOOMABLE:
+            return False
+        key = self.history_key()
+        return any(inv.doomed(key[k]) for k, inv in DOOMABLE)
 
     def fingerprint(self) -> str:
         """The state's fingerprint (``Cluster.fingerprint``) and the history summaries the
@@ -159,6 +174,7 @@ class Run:
         """Apply ``action``; return the first violated *always* invariant (or None)."""
         c = self.cluster
         self.committed_before = len(c.external.committed)
+        self._history_key = None
         c.step(action)
         if type(action) is A.SourceIdle:
             self.idle_seen = True

@@ -96,6 +96,16 @@ class Exploration:
     reduced: bool = False
 
     @property
+    def decided_after(self) -> int | None:
+        """For a counterexample that ends with the drain policy's steps (a run whose history
+        already decided an eventually invariant, ``Run.doomed``): the length of its searched
+        prefix -- no shorter prefix decides a violation -- else None (the whole trace is a
+        shortest one)."""
+        if self.verdict != "violation" or len(self.trace) <= self.depth:
+            return None
+        return self.depth
+
+    @property
     def states_per_s(self) -> float:
         return self.distinct_states / self.seconds if self.seconds > 0 else 0.0
 
@@ -138,8 +148,11 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
             continue
         child = run if a is last else run.fork(disposable=True)
         v = child.step(a)
-        if v is None and child.cluster.is_drained():
-            v = child.finish()
+        if v is None:
+            if child.cluster.is_drained():
+                v = child.finish()
+            elif child.doomed():
+                child, v = _drain_doomed(child)
         child_sleep = frozenset()
         if reduce:
             fa = fp[a]
@@ -148,6 +161,26 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
             done.append(a)
         out.append((a, child, v, child_sleep))
     return out
+
+
+def _drain_doomed(run: Run):
+    """A run whose history already decides an *eventually* invariant (``Run.doomed``): drained
+    by the drain policy, on a copy. Returns ``(the drained copy, its violation)`` -- the copy's
+    trace is the counterexample -- or ``(run, None)`` when the drain ended without one (it
+    took a disturbing step), and the search goes on from ``run``."""
+    d = run.fork()
+    v = d.finish()
+    if v is None:
+        return run, None
+    run.dispose()
+    return d, v
+
+
+def violation_trace(trace: tuple, child: Run) -> tuple:
+    """The counterexample of a violation met at ``child``, reached by ``trace``: the trace
+    itself, or, for a doomed run drained at once (``_drain_doomed``), the trace and the drain's
+    steps after it."""
+    return trace + tuple(child.cluster.trace[len(trace):])
 
 
 @attrs.define(slots=True)
@@ -199,7 +232,7 @@ class LocalLevels:
                 level.transitions += 1
                 t = trace + (a,)
                 if v is not None:
-                    level.violations.append((_key(t), t, v))
+                    level.violations.append((_key(t), violation_trace(t, child), v))
                     child.keep()
                     continue
                 if level.violations:

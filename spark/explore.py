@@ -30,7 +30,7 @@ import time
 from typing import Iterator
 
 from properties.engines import Run
-from properties.explore import Level, _key, expand
+from properties.explore import violation_trace, Level, _key, expand
 
 #: the key of the rows that carry a partition's transition count
 _COUNT = "#transitions"
@@ -53,7 +53,7 @@ def expand_partition(scenario, reduce: bool, rows: Iterator) -> Iterator[tuple]:
             count += 1
             t = trace + (a,)
             if v is not None:
-                yield ("!" + repr(_key(t)), (_key(t), t, v, frozenset(), False))
+                yield ("!" + repr(_key(t)), (_key(t), violation_trace(t, child), v, frozenset(), False))
                 continue
             c = child.cluster
             row = (child.fingerprint(), (_key(t), t, None, child_sleep, c.is_drained()))

@@ -251,6 +251,9 @@ def obligation_summary(run) -> tuple:
     "after the last disturbance (failure, lost message, timeout, stop, restart) completes, or is overtaken by a "
     "newer checkpoint that completes, or is declined because a task's input ended.",
     history=obligation_summary,
+    # an obligation aborted for no cause stays open until a disturbance: every fault-free
+    # continuation violates the invariant
+    doomed=lambda summary: any(status == "failed" for _cid, status in summary),
 )
 def checkpoints_keep_completing(run) -> Violation | None:
     """Overtaken: declined as subsumed (a newer barrier reached a task first) and a newer

@@ -25,6 +25,11 @@ merges two runs only when their states *and* these summaries are equal
 (``properties.engines.Run.fingerprint``); without it, a state reached by two paths would be
 judged on the history of one of them only.
 
+An *eventually* invariant with a history summary may also say, with ``doomed``, when that
+summary already decides it: ``doomed(summary)`` true means every continuation without a
+further disturbance violates it (a checkpoint aborted for no cause stays aborted). An
+explorer then drains the run at once, instead of searching every way to its end.
+
 Violations are data (which invariant, which step, expected vs actual); rendering them as
 text or HTML is done elsewhere.
 """
@@ -85,6 +90,9 @@ class Invariant:
     #: for an invariant that reads the run's history: ``run -> hashable summary`` (see the
     #: module docstring); None for one that reads the state and the last step only
     history: Callable[..., Any] | None = attrs.field(default=None, repr=False, eq=False)
+    #: for an *eventually* invariant with a ``history``: ``summary -> bool``, true when every
+    #: continuation without a further disturbance violates it (see the module docstring)
+    doomed: Callable[[Any], bool] | None = attrs.field(default=None, repr=False, eq=False)
 
     def __call__(self, subject: Any) -> Violation | None:
         return self.check(subject)
@@ -94,14 +102,16 @@ REGISTRY: dict[str, Invariant] = {}
 
 
 def invariant(name: str, *, kind: str, concept: str, statement: str, subject: str = "run",
-              scope: str | None = None, history: Callable[..., Any] | None = None):
+              scope: str | None = None, history: Callable[..., Any] | None = None,
+              doomed: Callable[[Any], bool] | None = None):
     """Register ``fn`` as the invariant ``name``; returns the :class:`Invariant`.
 
     The decorated function keeps its name in its module but becomes an :class:`Invariant`
     (callable, with ``.name``, ``.kind``, ``.concept``, ``.statement``, ``.subject``,
     ``.scope``, ``.history``). ``scope`` defaults to ``end`` for *eventually* invariants, else
     ``state``. ``history``: the summary of the run's history the verdict depends on (module
-    docstring); only for subject ``run``.
+    docstring); only for subject ``run``. ``doomed``: when that summary already decides an
+    *eventually* invariant.
     """
     if kind not in KINDS:
         raise ValueError(f"invariant {name!r}: kind must be one of {KINDS}, not {kind!r}")
@@ -113,12 +123,14 @@ def invariant(name: str, *, kind: str, concept: str, statement: str, subject: st
         raise ValueError(f"invariant {name!r}: subject must be one of {SUBJECTS}, not {subject!r}")
     if history is not None and subject != "run":
         raise ValueError(f"invariant {name!r}: only invariants of subject 'run' have a history summary")
+    if doomed is not None and (history is None or kind != "eventually"):
+        raise ValueError(f"invariant {name!r}: only an eventually invariant with a history summary can be doomed")
 
     def wrap(fn: Callable[..., Violation | None]) -> Invariant:
         if name in REGISTRY:
             raise ValueError(f"invariant {name!r} is registered twice")
         inv = Invariant(name=name, kind=kind, concept=concept, statement=statement, subject=subject,
-                        scope=scope, check=fn, history=history)
+                        scope=scope, check=fn, history=history, doomed=doomed)
         REGISTRY[name] = inv
         return inv
 

@@ -197,6 +197,7 @@ def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list, rows: lis
         "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
         "workers": ex.workers, "reduced": ex.reduced, "small": args.small, "seed": args.seed, "limit": ex.limit,
         "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
+        "decided_after_steps": ex.decided_after,
         "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
         "file": file, "progress_check": progress_note, "as_expected": as_expected,
     }
@@ -222,7 +223,11 @@ def _line(row: dict) -> str:
     if row["verdict"] == "violation":
         shrunk = row["shrunk_steps"]
         vs = f"; the random walk's shrunk one has {shrunk}" if shrunk is not None else ""
-        return f"{head} — shortest counterexample {row['counterexample_steps']} steps{vs} — {cover}" + (
+        decided = row.get("decided_after_steps")
+        what = (f"counterexample {row['counterexample_steps']} steps (a shortest prefix of {decided} steps "
+                f"decides the invariant, the drain policy's {row['counterexample_steps'] - decided} follow)"
+                if decided is not None else f"shortest counterexample {row['counterexample_steps']} steps")
+        return f"{head} — {what}{vs} — {cover}" + (
             f" — {row['file']}" if row["file"] else "")
     if row["verdict"] == "bounded":
         cover += f"; stopped by {row['limit']}"
