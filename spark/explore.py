@@ -1,5 +1,5 @@
 """The exhaustive search on Spark: each level of the breadth-first search expanded by the
-executors, the new states deduplicated by fingerprint in a shuffle.
+executors, the new states deduplicated by ``Run.fingerprint`` in a shuffle.
 
 ``properties.explore.explore`` drives the search level by level; :class:`SparkLevels` is what
 expands a level there (instead of ``LocalLevels``):

@@ -187,11 +187,11 @@ def test_control_plane_violation_marks_its_slot_and_not_the_other_slots():
 
 
 def test_storage_files_are_rows_and_deletes_are_in_the_storage_lane():
-    cx = load_counterexample(ROOT / "counterexamples/file_deleted_only_when_unreferenced/a1afdd8a4ab0.ndjson")
+    cx = load_counterexample(ROOT / "counterexamples/file_deleted_only_when_unreferenced/7dcdfa0ac839.ndjson")
     tl = build_timeline(cx)
     assert [c["id"] for c in tl.components] == ["storage"]
-    assert "file:shared/g0a0s2-0@1" in tl.concerns
+    assert "file:shared/g0a0s1-0@1" in tl.concerns
     end = flatten(tl.states[-1])
-    assert end["storage › files › shared/g0a0s2-0@1"] == "deleted by the job"
+    assert end["storage › files › shared/g0a0s1-0@1"] == "deleted by the job"
     discards = [s for s in tl.steps if s.kind == "DiscardFile"]
     assert discards and all(s.mark["lane"] == "storage" for s in discards)
