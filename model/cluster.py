@@ -106,6 +106,7 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
 ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
 RPC_ORDERS = ("any", "connection")
+DEAD_LETTERS = ("on_delivery", "at_once")
 SCHEDULINGS = ("region", "eager")
 
 
@@ -238,6 +239,14 @@ class RuntimeConfig:
     #: order; different connections overtake each other). "connection" is Flink's transport;
     #: "any" is a superset of its behaviours.
     rpc_order: str = "any"
+    #: what becomes of an RPC to a ResourceManager or JobMaster whose leader session is gone for
+    #: ever (a crashed or deposed leader's; ``ControlPlane.live_sessions``): "on_delivery" (it
+    #: stays in flight until an ``RpcDeliver`` drops it, as Pekko sends a message to a stopped
+    #: endpoint to its dead letters) or "at_once" (dropped after the step that ended the
+    #: session). Not a Flink knob: the deliveries "at_once" leaves out change nothing, so both
+    #: reach the same states less those letters and give the same verdicts
+    #: (docs/control-plane.md); "at_once" has far fewer interleavings to explore.
+    dead_letters: str = "on_delivery"
     #: ``slot.idle.timeout`` in heartbeat intervals (Flink: 50 s, five of its 10 s heartbeat
     #: intervals; here as many intervals as ``heartbeat_timeout``'s default): a free slot of the
     #: SlotPool idle this long, and not needed, is released to its TaskExecutor.
@@ -309,6 +318,8 @@ class RuntimeConfig:
                                      f"not {self.control_plane_faults!r}")
         if self.rpc_order not in RPC_ORDERS:
             raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
+        if self.dead_letters not in DEAD_LETTERS:
+            raise FlinkspecError(f"dead_letters must be one of {DEAD_LETTERS}, not {self.dead_letters!r}")
         if self.slot_idle_timeout < 1:
             raise FlinkspecError(f"slot_idle_timeout must be >= 1, not {self.slot_idle_timeout}")
         if self.scheduling not in SCHEDULINGS:

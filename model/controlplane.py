@@ -109,11 +109,12 @@ class ControlPlane:
     #: (a new id is above every live one whatever the counter says: ids count by rank,
     #: ``model.fingerprint.fresh_id``)
     FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig", "next_allocation",
-                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout", "eager", "slot_sync")
+                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout", "eager", "slot_sync",
+                        "dead_letters_at_once")
 
     __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "next_sequence", "quiet",
                  "storage", "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
-                 "_jm_cls", "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync")
+                 "_jm_cls", "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync", "dead_letters_at_once")
 
     def __init__(self, c):
         cfg = c.config
@@ -127,6 +128,7 @@ class ControlPlane:
         self.idle_timeout = cfg.slot_idle_timeout
         self.eager = cfg.scheduling == "eager"
         self.slot_sync = cfg.allocated_slot_report_sync
+        self.dead_letters_at_once = cfg.dead_letters == "at_once"
         self.store = ha.ZooKeeperStore()
         self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
         self.running: int | None = None
@@ -357,6 +359,8 @@ class ControlPlane:
         (an RPC, a timeout, a failover)."""
         self.forget_finished(c)
         self.schedule(c)
+        if self.dead_letters_at_once:
+            self.discard_dead_letters()
         sig = self._signature()
         if sig != self._sig:
             self._sig = sig
@@ -564,12 +568,50 @@ class ControlPlane:
                 return p
         return None
 
+    def live_sessions(self) -> set:
+        """The leader sessions a ResourceManager or JobMaster has or may still get: those of
+        the living JobManager processes' latch nodes (granted or not) and of their running
+        endpoints. Any other session is gone for ever: a session is its latch node's sequence
+        number + 1, and ZooKeeper never hands out a sequence number twice."""
+        live = set()
+        for p in self.jms:
+            if not p.alive:
+                continue
+            if p.latch is not None:
+                live.add(ha.token_of(p.latch))
+            live.add(p.token)
+            if p.rm is not None:
+                live.add(p.rm.token)
+            if p.jobmaster is not None:
+                live.add(p.jobmaster.token)
+        return live
+
+    def discard_dead_letters(self) -> None:
+        """``RuntimeConfig.dead_letters == "at_once"``: drop every RPC in flight to a
+        ResourceManager or JobMaster of a leader session that is gone for ever
+        (``live_sessions``). ``deliver`` would drop it without a trace whenever it came."""
+        fl = self.net.in_flight
+        if not fl:
+            return
+        live = None
+        keep = []
+        for m in fl:
+            route = rpc.receiver_session(m)
+            if route is not None:
+                if live is None:
+                    live = self.live_sessions()
+                if route[1] not in live:
+                    continue
+            keep.append(m)
+        if len(keep) != len(fl):
+            self.net.in_flight = keep
+
     def deliver(self, c, i: int) -> None:
         m = self.net.take(i)
         t = type(m)
-        if t in (rpc.RegisterTaskExecutor, rpc.DeclareResourceRequirements, rpc.SlotRequestAnswer) or (
-                t is rpc.HeartbeatResponse and m.receiver == "rm"):
-            rm = self._rm(m.token)
+        route = rpc.receiver_session(m)
+        if route is not None and route[0] == "rm":
+            rm = self._rm(route[1])
             if rm is None:
                 return  # no ResourceManager of that leader session: dropped (fencing)
             if t is rpc.RegisterTaskExecutor:
@@ -583,10 +625,10 @@ class ControlPlane:
                 for slot in rm.on_heartbeat(self, m, c.config.slot_report_reconciliation):
                     c.events.append(("cp_pending_slot_reconciled", c.now, slot))
             return
-        if t is rpc.OfferSlots or t is rpc.HeartbeatResponse or t is rpc.RequirementsAcknowledged:
-            p = self._jm(m.token if t is rpc.HeartbeatResponse else m.job_token)
+        if route is not None:
+            p = self._jm(route[1])
             if p is None:
-                return
+                return  # no JobMaster of that leader session: dropped (fencing)
             jm = p.jobmaster
             if t is rpc.RequirementsAcknowledged:
                 jm.on_acknowledged(m)

@@ -233,6 +233,21 @@ def connection(m) -> tuple:
     return ("jm", m.job_token), ("te", m.te)  # OfferSlotsAnswer, SubmitTask, FreeSlot, CancelTask
 
 
+def receiver_session(m) -> tuple[str, int] | None:
+    """For an RPC to a ResourceManager ("rm") or a JobMaster ("jm"): the receiver's kind and
+    the leader session (fencing token) it is found by -- the ResourceManager or JobMaster of
+    that session, if one lives, takes it; else nobody does. None for an RPC to a
+    TaskExecutor (found by its index, whatever the session)."""
+    t = type(m)
+    if t is RegisterTaskExecutor or t is DeclareResourceRequirements or t is SlotRequestAnswer:
+        return ("rm", m.token)
+    if t is OfferSlots or t is RequirementsAcknowledged:
+        return ("jm", m.job_token)
+    if t is HeartbeatResponse:
+        return (m.receiver, m.token)
+    return None
+
+
 class RpcNetwork:
     """The messages in flight, in the order they were sent. Any of them may be delivered next
     (messages overtake each other), so a fingerprint counts them as a multiset."""

@@ -500,10 +500,12 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
 _CP = dict(control_plane=True, max_failures=5)
 #: the exhaustive scenario of leader election and fencing: 2 JobManager processes, 1 TaskExecutor,
 #: a one-subtask job without records, one JobManager crash; heartbeat timeout 1, a heartbeat
-#: interval only with no RPC in flight, RPCs in Pekko's per-connection order (docs/control-plane.md)
+#: interval only with no RPC in flight, RPCs in Pekko's per-connection order, a dead leader's
+#: RPCs to ResourceManagers and JobMasters dropped at once (docs/control-plane.md)
 _CP_SMALL = Small(records=0, checkpoints=0, failures=1, single_task=True,
                   config=(("task_managers", 1), ("heartbeat_timeout", 1), ("rpc_capacity", 1),
-                          ("rpc_order", "connection"), ("control_plane_faults", ("CrashJobManager",))))
+                          ("rpc_order", "connection"), ("dead_letters", "at_once"),
+                          ("control_plane_faults", ("CrashJobManager",))))
 #: the same with lost RPCs as the only fault (a lost slot answer, deployment or heartbeat)
 _CP_LOSS_SMALL = attrs.evolve(_CP_SMALL, config=tuple((k, ("RpcLose",) if k == "control_plane_faults" else v)
                                                       for k, v in _CP_SMALL.config))

@@ -278,3 +278,65 @@ def test_a_finished_producer_leaves_both_deployment_views_and_survives_a_job_lea
     timeouts = events(c, "cp_job_leader_timeout")
     assert finished_at is not None and timeouts and timeouts[0][1] > finished_at
     assert run.finish() is None and c.is_drained()
+
+
+# -- dead letters: RPCs of a leader session that is gone for ever ------------------------------
+
+def _dead_letters(c) -> list:
+    live = c.cp.live_sessions()
+    return [i for i, m in enumerate(c.cp.net.in_flight)
+            if rpc.receiver_session(m) is not None and rpc.receiver_session(m)[1] not in live]
+
+
+def test_a_dead_letter_stays_dead_and_its_delivery_changes_nothing_but_the_network():
+    """What makes ``dead_letters="at_once"`` sound: on walks with JobManager crashes and session
+    expiries (``on_delivery``), a leader session once gone never comes back, and delivering an
+    RPC of such a session changes the state exactly as dropping it from the network does."""
+    met = 0
+    for seed in range(12):
+        sc = generate(variant("cp-region-failover"), seed)
+        c = Cluster.from_scenario(sc)
+        assert c.config.dead_letters == "on_delivery"
+        rng = __import__("random").Random(seed)
+        gone: set = set()
+        for _ in range(250):
+            live = c.cp.live_sessions()
+            assert not (live & gone), f"seed {seed}: session(s) {sorted(live & gone)} came back"
+            for p in c.cp.jms:
+                if p.latch is not None:
+                    gone.update(s for s in range(1, ha.token_of(p.latch)) if s not in live)
+            for i in _dead_letters(c):
+                if c.why_not_enabled(A.RpcDeliver(i)) is not None:
+                    continue  # not deliverable yet (an earlier message of its connection first)
+                met += 1
+                delivered, dropped = c.copy(), c.copy()
+                delivered.step(A.RpcDeliver(i))
+                del dropped.cp.net.in_flight[i]
+                delivered.now = dropped.now = c.now
+                assert delivered.fingerprint() == dropped.fingerprint(), (seed, c.cp.net.in_flight[i])
+            acts = c.enabled_actions()
+            if not acts:
+                break
+            c.step(rng.choice(acts))
+    assert met > 20, f"the walks met only {met} dead letters"
+
+
+def test_dropping_dead_letters_at_once_keeps_every_verdict_and_shortest_length():
+    """The same small scenarios with ``on_delivery`` and with ``at_once``: the same verdict and the
+    same shortest counterexample length, with fewer states for ``at_once``."""
+    from properties.explore import Limits, explore
+    for name in ("cp-no-fencing", "FLINK-11813", "cp-restore-from-memory"):
+        v = variant(name)
+        assert dict(v.small.config)["dead_letters"] == "at_once"
+        on_delivery = attrs.evolve(v, small=attrs.evolve(v.small, config=tuple(
+            (k, "on_delivery" if k == "dead_letters" else x) for k, x in v.small.config)))
+        a = explore(small_scenario(v), Limits(max_seconds=60))
+        b = explore(small_scenario(on_delivery), Limits(max_seconds=60))
+        assert (a.verdict, a.violation.invariant, a.depth) == (b.verdict, b.violation.invariant, b.depth), name
+        assert a.distinct_states < b.distinct_states, name
+
+
+def test_dead_letters_must_be_named():
+    from model.errors import FlinkspecError
+    with pytest.raises(FlinkspecError, match="dead_letters must be one of"):
+        RuntimeConfig(dead_letters="never")

@@ -30,6 +30,8 @@ import sys
 import time
 from pathlib import Path
 
+import attrs
+
 from flinkspec.commands import count, seed
 from model.catalog import RANDOM_WALK_KINDS
 from model.errors import FlinkspecError
@@ -46,6 +48,9 @@ def register(sub) -> None:
                    help="with --job: checkpoints and savepoints a run may trigger (default 1)")
     p.add_argument("--seed", type=seed, default=0, help="the scenario's seed (default 0)")
     p.add_argument("--small", action="store_true", help="the variant's smallest scenario (model.variants.Small)")
+    p.add_argument("--failures", type=count, metavar="N", default=None,
+                   help="with --small: the small scenario's failure budget instead of the variant's (usually 1; "
+                   "e.g. two JobManager crashes: --variant cp-restart-all --small --failures 2)")
     p.add_argument("--max-depth", type=count, metavar="D", help="expand at most D levels")
     p.add_argument("--max-states", type=count, metavar="N", help="stop after N distinct states")
     p.add_argument("--max-seconds", type=float, metavar="S", default=600.0,
@@ -85,6 +90,8 @@ def run(args) -> int:
         raise FlinkspecError(f"--max-seconds must be a positive finite number, not {args.max_seconds}")
     if args.max_checkpoints is not None and (args.job is None or args.max_checkpoints < 0):
         raise FlinkspecError("--max-checkpoints N (N >= 0) goes with --job FILE")
+    if args.failures is not None and not args.small:
+        raise FlinkspecError("--failures N goes with --small (it sets the small scenario's failure budget)")
     if (args.job is not None) + args.all + bool(args.variant) != 1:
         raise FlinkspecError("name --variant NAME (repeatable), --all or --job FILE")
     _positive("--workers", args.workers)
@@ -98,6 +105,8 @@ def run(args) -> int:
     else:
         names = variant_names() if args.all else list(dict.fromkeys(args.variant))
         variants = [variant(n) for n in names]  # an unknown name is one line before any search
+        if args.failures is not None:
+            variants = [attrs.evolve(v, small=attrs.evolve(v.small, failures=args.failures)) for v in variants]
     report_out = None
     if args.report:
         from properties.safe_io import check_output_file  # start-up: as above; refused before any search
@@ -196,6 +205,7 @@ def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list, rows: lis
         "distinct_states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
         "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
         "workers": ex.workers, "reduced": ex.reduced, "small": args.small, "seed": args.seed, "limit": ex.limit,
+        "failures": scenario.config.max_failures,
         "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
         "decided_after_steps": ex.decided_after,
         "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
