@@ -42,7 +42,10 @@ ResourceManagerId and JobMasterId); one job; slots are equal (no resource profil
 TaskExecutors are restarted by the environment (``StartTaskExecutor``) rather than
 requested from Kubernetes/YARN; the JobResultStore is a node of the same store; HA writes
 are fenced by a check that the writer's latch node leads (a ZooKeeper multi-op with a
-check), counter increments by versioned compare-and-set only.
+check), counter increments by versioned compare-and-set only. With
+``RuntimeConfig.dead_letters = "at_once"`` an RPC to a ResourceManager or JobMaster of a
+leader session gone for ever is dropped after the step that ended the session instead of
+when delivered (its delivery would change nothing; ``discard_dead_letters``).
 """
 
 from __future__ import annotations
