@@ -168,7 +168,9 @@ def test_without_a_state_backend_there_are_no_files_and_no_new_actions():
 # -- whole runs ---------------------------------------------------------------------------------
 
 def _sc(name, **cfg):
-    sc = small_scenario(variant(name))
+    """The variant's small scenario with two records (one before a barrier, one after it)."""
+    v = variant(name)
+    sc = small_scenario(attrs.evolve(v, small=attrs.evolve(v.small, records=2)))
     return attrs.evolve(sc, config=attrs.evolve(sc.config, max_checkpoints=None, max_failures=0, **cfg))
 
 
