@@ -26,6 +26,8 @@ test: $(STAMP)
 	@$(PY) -m pytest -m "not slow" -q
 
 test-slow: $(STAMP)
+	@bash tools/ensure-chromium.sh
+	@bash tools/ensure-zookeeper.sh
 	@$(PY) -m pytest -m slow -q
 
 ## Real Apache Flink (jars via apache-flink) in its own venv, for the differential tests

@@ -9,7 +9,8 @@ error) in both, and after every operation both trees must hold the same nodes wi
 data, versions and child versions (cversion). This is what the control plane relies on: session expiry removes
 ephemeral nodes, sequential order decides the leader, a write with a stale version fails.
 
-Marked slow (a JVM starts); needs ``apt-get install zookeeper`` and the test extras (kazoo):
+Marked slow (a JVM starts); needs ``apt-get install zookeeper`` (``make test-slow`` installs it when
+run as root: ``tools/ensure-zookeeper.sh``) and the test extras (kazoo):
 it fails, never skips, without them.
 """
 
