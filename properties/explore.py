@@ -244,7 +244,7 @@ class LocalLevels:
                     continue
                 child.keep()
                 level.add(fp, _key(t), t, child, child_sleep, child.cluster.is_drained())
-            report(level)
+            report(len(level.states), level.transitions)
             if deadline is not None and time.perf_counter() > deadline:
                 level.timed_out = True
                 break
@@ -310,11 +310,12 @@ def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
                            complete=complete, seconds=elapsed(), drained_states=drained, trace=trace,
                            violation=violation, limit=limit, workers=levels.workers, reduced=reduce)
 
-    def report(level: Level) -> None:
-        if progress is not None and len(seen) + len(level.states) >= next_report[0]:
-            next_report[0] = len(seen) + len(level.states) + 500
-            progress(Progress(depth=depth + 1, distinct_states=len(seen) + len(level.states),
-                              transitions=transitions + level.transitions, frontier=len(frontier), seconds=elapsed()))
+    def report(new_states: int, level_transitions: int) -> None:
+        """What a level expander calls as it goes: the new states and transitions of the level so far."""
+        if progress is not None and len(seen) + new_states >= next_report[0]:
+            next_report[0] = len(seen) + new_states + 500
+            progress(Progress(depth=depth + 1, distinct_states=len(seen) + new_states,
+                              transitions=transitions + level_transitions, frontier=len(frontier), seconds=elapsed()))
 
     while frontier:
         if limits.max_depth is not None and depth >= limits.max_depth:

@@ -96,7 +96,7 @@ class SparkLevels:
             elif fp not in seen:
                 key, trace, _v, sleep, drained = row
                 level.add(fp, key, trace, None, sleep, drained)
-        report(level)
+        report(len(level.states), level.transitions)
         if deadline is not None and time.perf_counter() > deadline and level.states and not level.violations:
             level.timed_out = True
         return level

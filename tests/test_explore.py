@@ -202,6 +202,63 @@ def test_the_reduction_keeps_every_state_and_the_verdict(name, depth):
     assert red.transitions < full.transitions  # and it does prune
 
 
+_SAME = ("verdict", "distinct_states", "transitions", "depth", "complete", "drained_states", "trace")
+
+
+@pytest.mark.parametrize("name, workers, changes", [
+    ("aligned-2pc", 2, {"failures": 0}), ("aligned-2pc", 3, {}),
+    ("unaligned-without-channel-state", 2, {"failures": 0}), ("at-least-once-2pc", 3, {})])
+def test_worker_processes_give_the_result_of_one_process(name, workers, changes):
+    """``ProcessLevels``: the states, transitions, depth, drained states and counterexample of
+    the search in one process, whatever the number of workers (verified and unsafe scenarios)."""
+    from properties.explore_workers import ProcessLevels
+    sc = _small(name, **changes)
+    local = explore(sc)
+    with ProcessLevels(sc, True, workers) as levels:
+        split = explore(sc, levels=levels)
+    assert [getattr(split, f) for f in _SAME] == [getattr(local, f) for f in _SAME]
+    assert (split.violation and split.violation.invariant) == (local.violation and local.violation.invariant)
+    assert split.workers == workers and local.verdict == ("verified" if variant(name).safe else "violation")
+
+
+def test_worker_processes_stop_at_the_state_limit_like_one_process():
+    from properties.explore_workers import ProcessLevels
+    sc = _small("aligned-2pc")
+    local = explore(sc, Limits(max_states=300))
+    with ProcessLevels(sc, True, 2) as levels:
+        split = explore(sc, Limits(max_states=300), levels=levels)
+    assert split.verdict == local.verdict == "bounded" and split.limit == "max_states=300"
+    assert (split.distinct_states, split.transitions, split.depth) == (local.distinct_states, local.transitions,
+                                                                         local.depth)
+
+
+def test_a_failing_worker_is_one_clear_error(monkeypatch):
+    """An exception in a worker stops the search with an error that names the worker and
+    carries its traceback, never a hang or a silently smaller count."""
+    from model.errors import FlinkspecError
+    from properties import explore_workers
+
+    def broken(*_a, **_k):
+        raise RuntimeError("the model broke here")
+
+    monkeypatch.setattr(explore_workers, "expand", broken)  # the forked workers inherit it
+    sc = _small("aligned-2pc", failures=0)
+    with explore_workers.ProcessLevels(sc, True, 2) as levels:
+        with pytest.raises(FlinkspecError, match=r"explore worker \d failed(.|\n)*the model broke here"):
+            explore(sc, levels=levels)
+
+
+def test_cli_workers_run_local_processes(capsys):
+    argv = ["explore", "--variant", "aligned-2pc", "--small", "--json", "--no-write"]
+    assert main(argv) == 0
+    one = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main(argv + ["--workers", "2"]) == 0
+    two = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (one["workers"], two["workers"]) == (1, 2)
+    assert [two[k] for k in ("verdict", "distinct_states", "transitions", "depth")] == \
+        [one[k] for k in ("verdict", "distinct_states", "transitions", "depth")]
+
+
 def test_the_small_rescale_scenario_moves_its_key_group():
     """The rescale variants' small scenario has one record: its key must lie in a key group that
     the rescale from parallelism 1 to 2 moves to the second subtask (KeyGroupRange by range), and

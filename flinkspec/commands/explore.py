@@ -10,8 +10,9 @@ Verdicts: ``violation`` (a shortest counterexample: written to a run directory u
 ``verified`` (the whole reachable state space explored: states, transitions, depth),
 ``bounded`` (a limit stopped the search: what was covered). ``--progress-check`` also checks,
 from every reachable state, that the job can still drain without further faults.
-``--workers K`` / ``--master URL`` expand each level on Spark (same result); sleep-set
-partial-order reduction is on unless ``--no-reduce``.
+``--workers K`` expands each level on K local processes, ``--master URL`` on Spark's
+executors (the same result either way); sleep-set partial-order reduction is on unless
+``--no-reduce``.
 
 ``--job FILE`` explores a user's job instead (its ``[runtime]`` and ``[input]`` tables,
 docs/job-specs.md; ``--seed`` draws the input where ``[input]`` leaves it open), with a
@@ -61,7 +62,8 @@ def register(sub) -> None:
     p.add_argument("--no-write", action="store_true", help="do not write counterexample files")
     p.add_argument("--json", action="store_true", help="one JSON object per variant on stdout")
     p.add_argument("--workers", type=count, metavar="K",
-                   help="expand each level on Spark with K local cores (local[K]); default: in this process")
+                   help="expand each level on K local processes, each holding its share of the states (the "
+                   "same result as one process); default: in this process")
     p.add_argument("--master", metavar="URL",
                    help="expand each level on this Spark master (local[*], spark://HOST:PORT, yarn, k8s://...)")
     p.add_argument("--master-timeout", type=float, metavar="S",
@@ -96,8 +98,7 @@ def run(args) -> int:
         raise FlinkspecError("name --variant NAME (repeatable), --all or --job FILE")
     _positive("--workers", args.workers)
     if args.workers is not None and args.master is not None:
-        raise FlinkspecError("give --workers K (Spark local[K]) or --master URL, not both")
-    master = args.master if args.master is not None else (f"local[{args.workers}]" if args.workers else None)
+        raise FlinkspecError("give --workers K (K local processes) or --master URL (Spark), not both")
     if args.job is not None:
         if args.small:
             raise FlinkspecError("--small shrinks a built-in variant's job; --job FILE explores the file's job as written")
@@ -117,7 +118,7 @@ def run(args) -> int:
     out_dir_holder: list = [None]
     shrunk = _shrunk_lengths()
     failed = 0
-    with _levels(master, args.master_timeout) as make_levels:
+    with _levels(args.master, args.workers, args.master_timeout) as make_levels:
         for v in variants:
             scenario = small_scenario(v, args.seed) if args.small else generate(v, args.seed)
             ex = explore(scenario, limits, progress=_progress_printer(v.name), reduce=not args.no_reduce,
@@ -169,10 +170,28 @@ def _job_variant(path: str, max_checkpoints: int):
 
 
 @contextlib.contextmanager
-def _levels(master: str | None, timeout: float | None):
-    """What expands the levels: None (this process) or Spark's executors on ``master``."""
+def _levels(master: str | None, workers: int | None, timeout: float | None):
+    """What expands the levels: None (this process), ``workers`` local processes, or Spark's
+    executors on ``master``."""
     if master is None:
-        yield lambda scenario, reduce: None
+        if workers is None or workers == 1:
+            yield lambda scenario, reduce: None
+            return
+        from properties.explore_workers import ProcessLevels  # start-up: only when asked for
+
+        started: list = []
+
+        def make(scenario, reduce):
+            while started:  # the previous variant's workers: its search is over
+                started.pop().close()
+            started.append(ProcessLevels(scenario, reduce, workers))
+            return started[-1]
+
+        try:
+            yield make
+        finally:
+            while started:
+                started.pop().close()
         return
     # pyspark and the JVM start only when a Spark search is asked for
     from spark.explore import SparkLevels  # start-up: see above
