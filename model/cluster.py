@@ -561,10 +561,14 @@ class Cluster:
     def fingerprint(self) -> str:
         """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left
         out, and so are ``now`` and timestamps unless ``config.time_sensitive``."""
-        if self._scenario_key is None:
-            self._scenario_key = fingerprint_of((repr(self.eg.stream_graph), repr(self.job_input), repr(self.config),
-                                                 self.seed), drop_time=False)
-        return fingerprint_of((self._scenario_key, self), drop_time=not self.config.time_sensitive)
+        # the graph, the input and the configuration are left out of the walk and hashed apart,
+        # once per set of objects: a rescale replaces the graph (and ``without_budgets`` the
+        # configuration), so the key is of the current ones, whenever it was first computed
+        key = self._scenario_key
+        if key is None or key[0] is not self.eg or key[1] is not self.job_input or key[2] is not self.config:
+            key = self._scenario_key = (self.eg, self.job_input, self.config, fingerprint_of(
+                (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), self.seed), drop_time=False))
+        return fingerprint_of((key[3], self), drop_time=not self.config.time_sensitive)
 
     # -- deployment --------------------------------------------------------------------------------
     def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:

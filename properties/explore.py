@@ -119,7 +119,7 @@ def _independent(fa, fb) -> bool:
 
 
 def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: bool = False,
-           consume: bool = False):
+           consume: bool = False, actions: list | None = None):
     """The successors of ``run``'s state: ``(action, child_run, violation, child_sleep)`` for
     each enabled action not in ``sleep``, in ``enabled_actions`` order. ``child_run`` judges a
     copy; ``violation`` is the first *always* invariant the step broke, else (a drained child)
@@ -129,9 +129,10 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     With ``reduce`` (sleep sets, Godefroid 1996): the child reached by ``a`` sleeps on every
     action of ``sleep`` and every action taken before ``a`` here that is independent of ``a``
     (disjoint ``ActionKind.footprint``): that interleaving is reached through the other order
-    at the same depth. Without it every child's sleep set is empty."""
+    at the same depth. Without it every child's sleep set is empty. ``actions``: the state's
+    ``enabled_actions()``, when the caller has them already."""
     c = run.cluster
-    acts = c.enabled_actions()
+    acts = c.enabled_actions() if actions is None else actions
     reduce = reduce and not c.config.time_sensitive
     if reduce:
         fp = {a: A.KINDS[type(a)].footprint(c, a) for a in acts}

@@ -41,6 +41,9 @@ from model.errors import FlinkspecError
 from properties.engines import Run
 from properties.explore import Level, expand, violation_trace
 
+#: how far above its share of a level a worker's states may be before some move (a fraction of
+#: the share): a moved state is replayed from its trace, so the workers are kept only roughly even
+BALANCE_SLACK = 0.1
 #: how often (seconds) a worker tells the driver how far it got in a level (the progress line)
 PROGRESS_EVERY = 1.0
 
@@ -51,21 +54,34 @@ class Held:
 
     worker: int
     fingerprint: str
+    #: how many actions the state enables (what expanding it costs, roughly)
+    actions: int = 1
+
+
+def _replay(scenario, trace: tuple) -> Run:
+    """The run that ``trace`` reaches from the scenario (the invariants are not judged again on
+    the way: the levels before judged every prefix)."""
+    run = Run(scenario, check_always=False, track_goals=False)
+    for a in trace:
+        run.step(a)
+    run.check_always = True
+    return run
 
 
 def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, deadline, conn) -> tuple:
-    """One level in a worker: the children of the states ``own`` (``(rank, fingerprint or None,
-    trace, sleep)``, by rank; a None fingerprint is the root, built from the scenario). Returns
+    """One level in a worker: the children of the states ``own`` (``(rank, fingerprint, trace,
+    sleep)``, by rank: a state held here by its fingerprint, or, with the fingerprint None, one
+    rebuilt from its trace -- the root, or a state moved here from another worker). Returns
     ``(transitions, violations, claims, timed_out)`` and leaves ``held`` holding the run of each
     new child claimed."""
     frontier = []
-    for rank, fp, trace, sleep in own:
+    for rank, fp, trace, sleep in sorted(own, key=lambda e: e[0]):
         if fp is None:
-            frontier.append((rank, trace, Run(scenario, track_goals=False), sleep))
+            frontier.append((rank, trace, _replay(scenario, trace), sleep, None))
         else:
-            t, run = held.pop(fp)
-            frontier.append((rank, t, run, sleep))
-    for _t, run in held.values():  # children another worker owns (or already seen)
+            t, run, acts = held.pop(fp)
+            frontier.append((rank, t, run, sleep, acts))
+    for _t, run, _acts in held.values():  # children another worker owns (or already seen)
         run.dispose()
     held.clear()
     cand: dict = {}  # fingerprint -> [key, trace, run, sleep, drained]
@@ -73,11 +89,12 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
     transitions = 0
     timed_out = False
     next_progress = time.perf_counter() + PROGRESS_EVERY
-    for rank, trace, run, sleep in frontier:
+    for rank, trace, run, sleep, acts in frontier:
         if violations:
-            transitions += sum(1 for a in run.cluster.enabled_actions() if a not in sleep)
+            acts = run.cluster.enabled_actions() if acts is None else acts
+            transitions += sum(1 for a in acts if a not in sleep)
             continue
-        for a, child, v, child_sleep in expand(run, trace, sleep, reduce, consume=True):
+        for a, child, v, child_sleep in expand(run, trace, sleep, reduce, consume=True, actions=acts):
             transitions += 1
             t = trace + (a,)
             key = (rank, repr(a))
@@ -109,9 +126,11 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
         if deadline is not None and now > deadline:
             timed_out = True
             break
-    for fp, (_key, t, child, _sleep, _drained) in cand.items():
-        held[fp] = (t, child)
-    claims = [(fp, c[0], c[3], c[4]) for fp, c in cand.items()]
+    claims = []
+    for fp, (key, t, child, sleep, drained) in cand.items():
+        acts = child.cluster.enabled_actions()  # kept for the next level; their number weighs the state
+        held[fp] = (t, child, acts)
+        claims.append((fp, key, sleep, drained, len(acts)))
     return transitions, violations, claims, timed_out
 
 
@@ -125,6 +144,14 @@ def _worker(conn, scenario, reduce: bool) -> None:
             msg = conn.recv()
             if msg[0] == "stop":
                 return
+            if msg[0] == "give":  # states moved to another worker: their traces, and the runs dropped
+                traces = []
+                for fp in msg[1]:
+                    t, run, _acts = held.pop(fp)
+                    run.dispose()
+                    traces.append(t)
+                conn.send(("traces", traces))
+                continue
             _, own, new, deadline = msg
             seen.update(new)
             conn.send(("done",) + _expand_level(scenario, reduce, own, held, seen, deadline, conn))
@@ -192,15 +219,52 @@ class ProcessLevels:
         new = []
         for rank, (trace, run, sleep) in enumerate(frontier):
             if isinstance(run, Held):
-                own[run.worker].append((rank, run.fingerprint, None, sleep))
+                own[run.worker].append((rank, run.fingerprint, None, sleep, max(run.actions - len(sleep), 1)))
                 new.append(run.fingerprint)
             else:  # the root (built again by the worker from the scenario)
-                own[rank % self.workers].append((rank, None, trace, sleep))
+                own[rank % self.workers].append((rank, None, trace, sleep, 1))
         if first:
             new = list(seen)
+        self._balance(own)
         for w, c in enumerate(self._conns):
             c.send(("level", own[w], new, deadline))
         return self._collect(report)
+
+    def _balance(self, own: list) -> None:
+        """Move states from the workers whose share of the level's work (the actions their
+        states enable) is too large to those whose share is smaller: a child is owned by the
+        worker that made it, so without this the root's worker would keep the whole search. A
+        moved state's trace goes to its new worker, which replays it (the states themselves are
+        not picklable: the model's functions are closures)."""
+        work = [sum(e[4] for e in o) for o in own]
+        share = sum(work) / self.workers
+        limit = share * (1 + BALANCE_SLACK) + 1
+        moving: dict = {}
+        for w in range(self.workers):
+            while work[w] > limit and own[w]:
+                e = own[w].pop()
+                work[w] -= e[4]
+                moving.setdefault(w, []).append(e)
+        for w, entries in moving.items():
+            self._conns[w].send(("give", [e[1] for e in entries]))
+        for w, entries in moving.items():
+            for (rank, _fp, _t, sleep, n), trace in zip(entries, self._recv(w)[1]):
+                dst = min(range(self.workers), key=work.__getitem__)
+                own[dst].append((rank, None, trace, sleep, n))
+                work[dst] += n
+        for o in own:
+            for i, e in enumerate(o):
+                o[i] = e[:4]
+
+    def _recv(self, w: int):
+        try:
+            msg = self._conns[w].recv()
+        except EOFError:
+            raise FlinkspecError(f"explore worker {w} ended unexpectedly (exit code "
+                                 f"{self._procs[w].exitcode}); the search is incomplete") from None
+        if msg[0] == "error":
+            raise FlinkspecError(f"explore worker {w} failed:\n{msg[1]}")
+        return msg
 
     def _collect(self, report) -> Level:
         level = Level()
@@ -210,33 +274,27 @@ class ProcessLevels:
         while len(results) < self.workers:
             for c in wait([c for w, c in enumerate(self._conns) if w not in results]):
                 w = index[id(c)]
-                try:
-                    msg = c.recv()
-                except EOFError:
-                    raise FlinkspecError(f"explore worker {w} ended unexpectedly (exit code "
-                                         f"{self._procs[w].exitcode}); the search is incomplete") from None
-                if msg[0] == "error":
-                    raise FlinkspecError(f"explore worker {w} failed:\n{msg[1]}")
+                msg = self._recv(w)
                 if msg[0] == "progress":
                     progress[w] = msg[1:]
                     report(sum(p[0] for p in progress), sum(p[1] for p in progress))
                 else:
                     results[w] = msg[1:]
-        best: dict = {}  # fingerprint -> (key, worker, sleep, drained)
+        best: dict = {}  # fingerprint -> (key, worker, sleep, drained, number of enabled actions)
         for w in range(self.workers):
             transitions, violations, claims, timed_out = results[w]
             level.transitions += transitions
             level.violations.extend(violations)
             level.timed_out = level.timed_out or timed_out
-            for fp, key, sleep, drained in claims:
+            for fp, key, sleep, drained, n in claims:
                 have = best.get(fp)
                 if have is None:
-                    best[fp] = (key, w, sleep, drained)
+                    best[fp] = (key, w, sleep, drained, n)
                 elif key < have[0]:
-                    best[fp] = (key, w, sleep & have[2], drained)
+                    best[fp] = (key, w, sleep & have[2], drained, n)
                 else:
-                    best[fp] = (have[0], have[1], have[2] & sleep, have[3])
-        for fp, (key, w, sleep, drained) in best.items():
-            level.add(fp, key, None, Held(w, fp), sleep, drained)
+                    best[fp] = (have[0], have[1], have[2] & sleep, have[3], n)
+        for fp, (key, w, sleep, drained, n) in best.items():
+            level.add(fp, key, None, Held(w, fp, n), sleep, drained)
         report(len(level.states), level.transitions)
         return level

@@ -221,6 +221,33 @@ def test_worker_processes_give_the_result_of_one_process(name, workers, changes)
     assert split.workers == workers and local.verdict == ("verified" if variant(name).safe else "violation")
 
 
+def test_a_fingerprint_does_not_depend_on_when_it_was_first_computed():
+    """A rescale replaces the graph: a run fingerprinted before the restart and one first
+    fingerprinted after it (a state replayed from its trace, as the worker processes and Spark's
+    executors rebuild states) get the same fingerprint."""
+    sc = _small("rescale-savepoint")
+    trace = (A.StopWithSavepoint(), A.Deliver(channel=0), A.Deliver(channel=1),
+             A.RestartFromSavepoint(parallelism=(("source", 1), ("agg", 1), ("sink", 1))))
+    early, late = Cluster.from_scenario(sc), Cluster.from_scenario(sc)
+    for a in trace:
+        early.fingerprint()
+        early.step(a)
+        late.step(a)
+    assert early.eg.stream_graph != Cluster.from_scenario(sc).eg.stream_graph  # the restart rescaled
+    assert early.fingerprint() == late.fingerprint()
+
+
+def test_worker_processes_that_move_states_give_the_result_of_one_process():
+    """States moved between workers are replayed from their traces: on a rescale scenario (the
+    graph changes mid-run) the counts are still those of one process."""
+    from properties.explore_workers import ProcessLevels
+    sc = _small("rescale-savepoint")
+    local = explore(sc, Limits(max_depth=14))  # 8,707 states (a fingerprint of the replaced graph: 8,741)
+    with ProcessLevels(sc, True, 2) as levels:
+        split = explore(sc, Limits(max_depth=14), levels=levels)
+    assert [getattr(split, f) for f in _SAME] == [getattr(local, f) for f in _SAME]
+
+
 def test_worker_processes_stop_at_the_state_limit_like_one_process():
     from properties.explore_workers import ProcessLevels
     sc = _small("aligned-2pc")
