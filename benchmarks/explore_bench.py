@@ -13,7 +13,10 @@ space, comparable with measurements made before); the search and the per-call co
 Python walks instead of the C ones (``model._native``), the search with successors already seen
 left to the cyclic garbage collector (no ``Run.dispose``), and the fingerprint hashed from the
 canonical form's ``repr`` (before ``marshal``). CPU time (``time.process_time``) is used
-throughout, so other processes on the machine distort less.
+throughout, so other processes on the machine distort less -- except for the last ratio: the
+wall seconds of a larger search (concurrent-checkpoints-2pc ``--small``) in one process and on
+two worker processes (``properties.explore_workers``), each in a fresh interpreter, with the
+same counts.
 """
 
 from __future__ import annotations
@@ -21,7 +24,10 @@ from __future__ import annotations
 import contextlib
 import copy
 import hashlib
+import json
 import random
+import subprocess
+import sys
 import time
 
 import attrs
@@ -132,7 +138,8 @@ def _no_dispose():
 def _repr_fingerprint(c: Cluster) -> str:
     """The fingerprint hashed from the canonical form's ``repr`` (before ``marshal``), for the
     ratio: the same equalities, another hash."""
-    form = fingerprint.canonical((c._scenario_key, c), not c.config.time_sensitive)
+    c.fingerprint()  # sets the scenario key
+    form = fingerprint.canonical((c._scenario_key[3], c), not c.config.time_sensitive)
     return hashlib.blake2b(fingerprint.rank_fresh_ids(repr(form)).encode(), digest_size=16).hexdigest()
 
 
@@ -141,8 +148,29 @@ def _best_search(sc, max_states: int, runs: int = 2):
     return min(_timed_search(sc, max_states) for _ in range(runs))[0]
 
 
+def _workers_ratio(name: str, seed: int, workers: int) -> dict:
+    """Wall seconds of the whole search of ``name``'s small scenario in one process and on
+    ``workers`` processes (``properties.explore_workers``), each in a fresh interpreter
+    (``flinkspec explore --json``: its ``seconds``, the search alone) -- a search in a process
+    that already ran one is slower, and the workers fork the process they start in -- with the
+    same counts."""
+    rows = []
+    for k in (1, workers):
+        out = subprocess.run([sys.executable, "-m", "flinkspec", "explore", "--variant", name, "--small", "--seed",
+                              str(seed), "--workers", str(k), "--json", "--no-write"],
+                             capture_output=True, text=True, check=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    one, many = rows
+    assert [many[f] for f in ("verdict", "distinct_states", "transitions", "depth")] == \
+        [one[f] for f in ("verdict", "distinct_states", "transitions", "depth")]
+    return {"workers_variant": name, "workers": workers, "workers_distinct_states": one["distinct_states"],
+            "wall_s_one_process": one["seconds"], "wall_s_workers": many["seconds"],
+            "states_per_s_one_process": one["states_per_s"], "states_per_s_workers": many["states_per_s"],
+            "speedup_from_workers": round(one["seconds"] / many["seconds"], 2)}
+
+
 def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
-                  repeat: int = 3) -> dict:
+                  repeat: int = 3, workers_variant: str = "concurrent-checkpoints-2pc", workers: int = 2) -> dict:
     sc = small_scenario(variant(name), seed)
     cpu, ex, cpu_copying = _paired(sc, max_states)
     with _python_walks():
@@ -203,4 +231,5 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         "idle_toggles_distinct_states": ex_toggles.distinct_states, "idle_toggles_verdict": ex_toggles.verdict,
         "states_per_cpu_s_with_idle_toggles": round(ex_toggles.distinct_states / cpu_toggles, 1),
         "idle_toggles_speedup_from_parent_reuse": round(cpu_toggles_copying / cpu_toggles, 2),
+        **_workers_ratio(workers_variant, seed, workers),
     }
