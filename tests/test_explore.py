@@ -327,8 +327,12 @@ def test_most_cluster_variants_are_marked_exhaustive():
 @pytest.mark.parametrize("name", _exhaustive(safe=True))
 def test_every_exhaustive_safe_cluster_variant_is_verified(name):
     """The small scenario of every safe cluster and control-plane variant marked ``exhaustive``
-    is explored completely within 120 seconds, with no violation."""
-    ex = explore(small_scenario(variant(name)), Limits(max_seconds=120))
+    is explored completely within 120 seconds on the machine's two cores (two worker
+    processes), with no violation."""
+    from properties.explore_workers import ProcessLevels
+    sc = small_scenario(variant(name))
+    with ProcessLevels(sc, True, 2) as levels:
+        ex = explore(sc, Limits(max_seconds=120), levels=levels)
     assert ex.verdict == "verified", f"{name}: {ex.verdict} after {ex.distinct_states} states ({ex.limit})"
 
 
