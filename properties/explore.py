@@ -177,6 +177,17 @@ def _drain_doomed(run: Run):
     return d, v
 
 
+def replay_trace(scenario: Scenario, trace: tuple) -> Run:
+    """The run that ``trace`` reaches from the scenario, for a search that rebuilds a frontier
+    state instead of keeping it (Spark's executors, a state moved between worker processes).
+    The invariants are not judged again on the way: the levels before judged every prefix."""
+    run = Run(scenario, check_always=False, track_goals=False)
+    for a in trace:
+        run.step(a)
+    run.check_always = True
+    return run
+
+
 def violation_trace(trace: tuple, child: Run) -> tuple:
     """The counterexample of a violation met at ``child``, reached by ``trace``: the trace
     itself, or, for a doomed run drained at once (``_drain_doomed``), the trace and the drain's

@@ -38,8 +38,7 @@ from multiprocessing.connection import wait
 import attrs
 
 from model.errors import FlinkspecError
-from properties.engines import Run
-from properties.explore import Level, expand, violation_trace
+from properties.explore import Level, expand, replay_trace, violation_trace
 
 #: how far above its share of a level a worker's states may be before some move (a fraction of
 #: the share): a moved state is replayed from its trace, so the workers are kept only roughly even
@@ -58,16 +57,6 @@ class Held:
     actions: int = 1
 
 
-def _replay(scenario, trace: tuple) -> Run:
-    """The run that ``trace`` reaches from the scenario (the invariants are not judged again on
-    the way: the levels before judged every prefix)."""
-    run = Run(scenario, check_always=False, track_goals=False)
-    for a in trace:
-        run.step(a)
-    run.check_always = True
-    return run
-
-
 def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, deadline, conn) -> tuple:
     """One level in a worker: the children of the states ``own`` (``(rank, fingerprint, trace,
     sleep)``, by rank: a state held here by its fingerprint, or, with the fingerprint None, one
@@ -77,7 +66,7 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
     frontier = []
     for rank, fp, trace, sleep in sorted(own, key=lambda e: e[0]):
         if fp is None:
-            frontier.append((rank, trace, _replay(scenario, trace), sleep, None))
+            frontier.append((rank, trace, replay_trace(scenario, trace), sleep, None))
         else:
             t, run, acts = held.pop(fp)
             frontier.append((rank, t, run, sleep, acts))

@@ -29,26 +29,17 @@ import functools
 import time
 from typing import Iterator
 
-from properties.engines import Run
-from properties.explore import violation_trace, Level, _key, expand
+from properties.explore import violation_trace, Level, _key, expand, replay_trace
 
 #: the key of the rows that carry a partition's transition count
 _COUNT = "#transitions"
-
-
-def _replay(scenario, trace: tuple) -> Run:
-    run = Run(scenario, check_always=False, track_goals=False)
-    for a in trace:
-        run.step(a)
-    run.check_always = True
-    return run
 
 
 def expand_partition(scenario, reduce: bool, rows: Iterator) -> Iterator[tuple]:
     """``mapPartitions`` body: the children of each frontier state ``(trace, sleep)``."""
     count = 0
     for trace, sleep in rows:
-        run = _replay(scenario, trace)
+        run = replay_trace(scenario, trace)
         for a, child, v, child_sleep in expand(run, trace, sleep, reduce, consume=True):
             count += 1
             t = trace + (a,)

@@ -67,6 +67,9 @@ DECLARED = {
     # two JobManager crashes, about 380,000 states: ~10 minutes; tests/test_explore.py runs it as a slow test
     ".venv/bin/flinkspec explore --variant cp-region-failover --small --failures 2": ("parse", 0, None),
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small --workers 2": ("run", 0, None),
+    # starts Spark (a JVM): tests/test_spark_replay.py compares the Spark search with the local one
+    ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small --master 'local[2]'":
+        ("parse", 0, None),
     ".venv/bin/flinkspec corpus update": ("corpus", 0, None),
     ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
     ".venv/bin/flinkspec replay counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
