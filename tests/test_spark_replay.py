@@ -344,14 +344,17 @@ def test_spark_replay_report(sparks, capsys, tmp_path):
 
 # -- the exhaustive search on Spark (spark/explore.py) -------------------------------------------
 
-@pytest.mark.parametrize("name, failures", [("aligned-2pc", 0), ("unaligned-without-channel-state", None)])
-def test_explore_on_spark_gives_the_local_search_exactly(sparks, name, failures):
+@pytest.mark.parametrize("name, failures, depth", [("aligned-2pc", 0, None), ("unaligned-without-channel-state", None, None),
+                                                   ("rescale-savepoint", None, 6)])
+def test_explore_on_spark_gives_the_local_search_exactly(sparks, name, failures, depth):
     """Level-synchronous BFS on the executors: the same verdict, states, transitions, depth,
-    drained states and counterexample as the search in this process."""
+    drained states and counterexample as the search in this process -- also where a rescale
+    replaces the graph mid-run and the executors' replayed states are fingerprinted only after
+    it."""
     import attrs
 
     from model.variants import small_scenario, variant
-    from properties.explore import explore
+    from properties.explore import Limits, explore
     from spark.explore import SparkLevels
 
     v = variant(name)
@@ -359,10 +362,11 @@ def test_explore_on_spark_gives_the_local_search_exactly(sparks, name, failures)
         v = attrs.evolve(v, small=attrs.evolve(v.small, failures=failures))
     sc = small_scenario(v)
     spark = sparks.use("local[2]")
-    local = explore(sc)
-    remote = explore(sc, levels=SparkLevels(spark, sc, True))
+    limits = Limits(max_depth=depth)
+    local = explore(sc, limits)
+    remote = explore(sc, limits, levels=SparkLevels(spark, sc, True))
     fields = ("verdict", "distinct_states", "transitions", "depth", "complete", "drained_states", "trace")
     assert [getattr(remote, f) for f in fields] == [getattr(local, f) for f in fields]
     assert remote.workers == 2
     assert (remote.violation and remote.violation.invariant) == (local.violation and local.violation.invariant)
-    assert local.verdict == ("verified" if v.safe else "violation")
+    assert local.verdict == ("bounded" if depth else "verified" if v.safe else "violation")
