@@ -30,8 +30,9 @@ configuration: failures (``RuntimeConfig.max_failures``), checkpoints and savepo
 (``RuntimeConfig.max_checkpoints``); records, splits and watermarks are finite.
 
 Reduction: sleep sets over ``ActionKind.footprint`` (:func:`expand`): the same states at the
-same depths, fewer transitions. A level is expanded by ``LocalLevels`` (this process) or by
-``spark.explore.SparkLevels`` (Spark executors); both give the same result.
+same depths, fewer transitions. A level is expanded by ``LocalLevels`` (this process), by
+``properties.explore_workers.ProcessLevels`` (K forked processes) or by
+``spark.explore.SparkLevels`` (Spark executors); all three give the same result.
 
 Left out: symmetry reduction (the small scenarios have no symmetry: see docs/exploration.md);
 the *eventually* invariants are judged on drained states, and :func:`check_progress` checks
@@ -292,8 +293,9 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
             levels=None) -> Exploration:
     """Breadth-first search over every interleaving of ``scenario`` (see the module docstring).
     ``reduce``: sleep-set partial-order reduction (same states, same depths, fewer
-    transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the Spark
-    search passes ``spark.explore.SparkLevels``)."""
+    transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the process
+    search passes ``properties.explore_workers.ProcessLevels``, the Spark search
+    ``spark.explore.SparkLevels``)."""
     with _gc_threshold(SEARCH_GC_THRESHOLD):
         return _explore(scenario, limits, progress, reduce, levels)
 

@@ -64,8 +64,10 @@ DECLARED = {
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small": ("run", 0, None),
     # every variant for up to 120 s each: ~20 minutes; tests/test_explore.py runs the explorer itself
     ".venv/bin/flinkspec explore --all --small --json --max-seconds 120": ("parse", 0, None),
-    # two JobManager crashes, about 380,000 states: ~10 minutes; tests/test_explore.py runs it as a slow test
+    # two JobManager crashes, about 380,000 states: ~10 minutes (~4 on two workers); tests/test_explore.py
+    # runs it as a slow test
     ".venv/bin/flinkspec explore --variant cp-region-failover --small --failures 2": ("parse", 0, None),
+    ".venv/bin/flinkspec explore --variant cp-region-failover --small --failures 2 --workers 2": ("parse", 0, None),
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small --workers 2": ("run", 0, None),
     # starts Spark (a JVM): tests/test_spark_replay.py compares the Spark search with the local one
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small --master 'local[2]'":
