@@ -199,7 +199,8 @@ def violation_trace(trace: tuple, child: Run) -> tuple:
 @attrs.define(slots=True)
 class Level:
     """What expanding one level gave: the new states (fingerprint -> smallest trace key, that
-    trace, the state's run or None, its sleep set, whether it is drained), the violating
+    trace, the state's run -- or where a worker process holds it, ``explore_workers.Held``, or
+    None --, its sleep set, whether it is drained), the violating
     transitions (key, trace, violation), how many transitions were taken, and whether the
     time limit stopped the expansion."""
 

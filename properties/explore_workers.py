@@ -40,8 +40,9 @@ import attrs
 from model.errors import FlinkspecError
 from properties.explore import Level, expand, replay_trace, violation_trace
 
-#: how far above its share of a level a worker's states may be before some move (a fraction of
-#: the share): a moved state is replayed from its trace, so the workers are kept only roughly even
+#: how far above its share of a level's work (the actions its states enable) a worker may be
+#: before some of its states move (a fraction of the share): a moved state is replayed from its
+#: trace, so the workers are kept only roughly even
 BALANCE_SLACK = 0.1
 #: how often (seconds) a worker tells the driver how far it got in a level (the progress line)
 PROGRESS_EVERY = 1.0
@@ -73,7 +74,7 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
     for _t, run, _acts in held.values():  # children another worker owns (or already seen)
         run.dispose()
     held.clear()
-    cand: dict = {}  # fingerprint -> [key, trace, run, sleep, drained]
+    level = Level()  # the children claimed, merged by the one rule of the search (Level.add)
     violations: list = []
     transitions = 0
     timed_out = False
@@ -98,25 +99,21 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
             if fp in seen:
                 child.dispose()
                 continue
-            child.keep()
-            have = cand.get(fp)
-            if have is None:
-                cand[fp] = [key, t, child, child_sleep, child.cluster.is_drained()]
-            elif key < have[0]:
-                have[2].dispose()
-                have[0], have[1], have[2], have[3] = key, t, child, have[3] & child_sleep
+            have = level.states.get(fp)
+            if have is not None and key > have[0]:
+                child.dispose()  # a smaller trace reached this state here already: freed now
             else:
-                child.dispose()
-                have[3] = have[3] & child_sleep
+                child.keep()
+            level.add(fp, key, t, child, child_sleep, have[4] if have is not None else child.cluster.is_drained())
         now = time.perf_counter()
         if now >= next_progress:
             next_progress = now + PROGRESS_EVERY
-            conn.send(("progress", len(cand), transitions))
+            conn.send(("progress", len(level.states), transitions))
         if deadline is not None and now > deadline:
             timed_out = True
             break
     claims = []
-    for fp, (key, t, child, sleep, drained) in cand.items():
+    for fp, (key, t, child, sleep, drained) in level.states.items():
         acts = child.cluster.enabled_actions()  # kept for the next level; their number weighs the state
         held[fp] = (t, child, acts)
         claims.append((fp, key, sleep, drained, len(acts)))
@@ -269,21 +266,12 @@ class ProcessLevels:
                     report(sum(p[0] for p in progress), sum(p[1] for p in progress))
                 else:
                     results[w] = msg[1:]
-        best: dict = {}  # fingerprint -> (key, worker, sleep, drained, number of enabled actions)
-        for w in range(self.workers):
+        for w in range(self.workers):  # one row per state: the smallest key owns it, the sleep sets intersected
             transitions, violations, claims, timed_out = results[w]
             level.transitions += transitions
             level.violations.extend(violations)
             level.timed_out = level.timed_out or timed_out
             for fp, key, sleep, drained, n in claims:
-                have = best.get(fp)
-                if have is None:
-                    best[fp] = (key, w, sleep, drained, n)
-                elif key < have[0]:
-                    best[fp] = (key, w, sleep & have[2], drained, n)
-                else:
-                    best[fp] = (have[0], have[1], have[2] & sleep, have[3], n)
-        for fp, (key, w, sleep, drained, n) in best.items():
-            level.add(fp, key, None, Held(w, fp, n), sleep, drained)
+                level.add(fp, key, None, Held(w, fp, n), sleep, drained)
         report(len(level.states), level.transitions)
         return level
