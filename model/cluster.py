@@ -376,8 +376,11 @@ class JobState:
     id of a stop-with-savepoint in progress; ``savepoint`` the savepoint a STOPPED job stopped
     with; ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
     RPCs in flight: ``(subtask, checkpoint_id)`` -> how many, in the order they were sent; ``failure_times`` the failure-rate
-    strategy's queue; ``last_failover`` (failed, unavailable channels, restarted) of the
-    latest failover; ``checkpoints_triggered`` the trigger requests (for ``max_checkpoints``)."""
+    strategy's queue; ``checkpoints_triggered`` the trigger requests (for ``max_checkpoints``)."""
+
+    #: ``restarts`` is read only by a FixedDelayRestartBackoffTimeStrategy with a bound on its
+    #: attempts: ``Cluster.fingerprint`` counts it apart, and only then
+    FINGERPRINT_SKIP = ("restarts",)
 
     status: str = RUNNING
     attempt: int = 0
@@ -388,7 +391,6 @@ class JobState:
     generation: int = 0
     notifications: dict = attrs.field(factory=dict)
     failure_times: list = attrs.field(factory=list)
-    last_failover: tuple | None = None
     checkpoints_triggered: int = 0
     #: RescaleFromCheckpoint restores done (bounded by ``max_checkpoint_rescales``)
     checkpoint_rescales: int = 0
@@ -487,7 +489,6 @@ class Cluster:
     failures = property(lambda self: self.job.failures)
     restarts = property(lambda self: self.job.restarts)
     generation = property(lambda self: self.job.generation)
-    last_failover = property(lambda self: self.job.last_failover)
 
     # -- the contract ----------------------------------------------------------------------------
     def candidate_actions(self) -> list:
@@ -568,7 +569,13 @@ class Cluster:
         if key is None or key[0] is not self.eg or key[1] is not self.job_input or key[2] is not self.config:
             key = self._scenario_key = (self.eg, self.job_input, self.config, fingerprint_of(
                 (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), self.seed), drop_time=False))
-        return fingerprint_of((key[3], self), drop_time=not self.config.time_sensitive)
+        cfg = self.config
+        # the failovers so far change no later step unless a restart strategy counts them
+        # against a bound (``_can_restart``): without one, two states that differ only there
+        # behave alike, and are one state
+        restarts = self.job.restarts if cfg.restart_strategy == "fixed-delay" and cfg.restart_attempts is not None \
+            else None
+        return fingerprint_of((key[3], restarts, self), drop_time=not cfg.time_sensitive)
 
     # -- deployment --------------------------------------------------------------------------------
     def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:
@@ -1128,7 +1135,7 @@ class Cluster:
             return
         restart = self.strategy.tasks_to_restart(failed, unavailable)
         during_alignment = any(self.blocked) or any(t.persisting for t in self.tasks)
-        job.last_failover = self._write_delta().failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
+        self._write_delta().failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
         self.events.append(("failover", self.now, tuple(sorted(failed)), tuple(sorted(unavailable)),
                             tuple(sorted(restart)), during_alignment))
         self._effects(self.coordinator.abort_pending("JOB_FAILOVER_REGION", now=self.now))

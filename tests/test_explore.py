@@ -414,6 +414,74 @@ def test_runs_merged_by_the_run_fingerprint_are_judged_alike(name, seed, max_sta
     assert not diffs, diffs[:2]
 
 
+# -- merging states: what the fingerprint leaves out must change no step ------------------------
+
+def _merged_steps_differences(scenario, max_states: int) -> tuple[int, int, int, list]:
+    """Breadth first over ``scenario`` with runs merged by ``Run.fingerprint``; for every run
+    merged into one already kept, both take every enabled action, and the two runs must enable
+    the same actions and reach, by each, states of one fingerprint with one verdict (the
+    fingerprint is then a bisimulation on the space searched: what it leaves out -- history,
+    ``FINGERPRINT_SKIP`` fields, the restarts no restart strategy counts, the values of fresh
+    identifiers -- changes no step). Returns (states, merges, merges whose clusters differ in
+    their ``JobState``, differences)."""
+    from properties.engines import Run
+    from properties.explore import expand
+
+    def steps(run):
+        return {repr(a): (child.fingerprint(), None if v is None else v.invariant)
+                for a, child, v, _s in expand(run)}
+
+    root = Run(scenario, track_goals=False)
+    kept = {root.fingerprint(): root}
+    frontier, merges, job_merges, diffs = [root], 0, 0, []
+    while frontier and len(kept) < max_states:
+        nxt = []
+        for run in frontier:
+            for _a, child, v, _s in expand(run):
+                if v is not None:
+                    continue
+                k = child.fingerprint()
+                if k not in kept:
+                    kept[k] = child
+                    nxt.append(child)
+                    continue
+                merges += 1
+                job_merges += attrs.astuple(kept[k].cluster.job) != attrs.astuple(child.cluster.job)
+                a, b = steps(kept[k]), steps(child)
+                if a != b:
+                    diffs.append((kept[k].cluster.trace, child.cluster.trace,
+                                  sorted(x for x in a.keys() | b.keys() if a.get(x) != b.get(x))))
+        frontier = nxt
+    return len(kept), merges, job_merges, diffs
+
+
+@pytest.mark.parametrize("name, max_states", [
+    ("unaligned-savepoints-2pc", 500),  # task, TaskManager and JobManager failures
+    ("rescale-savepoint", 800),
+    ("heap-two-phase-snapshots", 800),
+    ("cp-region-failover", 1500),  # the control plane: fresh identifiers, heartbeats, a crash
+])
+def test_runs_merged_by_the_fingerprint_take_the_same_steps(name, max_states):
+    states, merges, job_merges, diffs = _merged_steps_differences(small_scenario(variant(name)), max_states)
+    assert merges > 100, (states, merges)
+    assert not diffs, diffs[:2]
+    if name == "unaligned-savepoints-2pc":
+        # a task failure and a JobManager failure restore the same state: only the failover
+        # count differs, which no restart strategy of this configuration reads
+        assert job_merges > 0, (states, merges)
+
+
+def test_the_failover_count_tells_states_apart_when_a_restart_strategy_counts_it():
+    sc = small_scenario(variant("unaligned-savepoints-2pc"))
+    bounded = attrs.evolve(sc, config=attrs.evolve(sc.config, restart_attempts=3))
+    for scenario, merged in ((sc, True), (bounded, False)):
+        task, job_manager = Cluster.from_scenario(scenario), Cluster.from_scenario(scenario)
+        task.step(A.FailTask(subtask=0))
+        job_manager.step(A.FailJobManager())
+        assert (task.job.restarts, job_manager.job.restarts) == (1, 0)
+        assert (task.fingerprint() == job_manager.fingerprint()) is merged
+
+
 def test_a_doomed_run_is_drained_at_once_and_its_counterexample_replays():
     """unchecked-cancellation-id: a stale CancelCheckpointMarker aborts checkpoint 2 for no cause
     after 6 steps; from then on every fault-free continuation violates checkpoints_keep_completing
