@@ -14,7 +14,7 @@ Python walks instead of the C ones (``model._native``), the search with successo
 left to the cyclic garbage collector (no ``Run.dispose``), and the fingerprint hashed from the
 canonical form's ``repr`` (before ``marshal``). CPU time (``time.process_time``) is used
 throughout, so other processes on the machine distort less -- except for the last ratio: the
-wall seconds of a larger search (concurrent-checkpoints-2pc ``--small``) in one process and on
+wall seconds of a larger search (rocksdb-incremental ``--small``) in one process and on
 two worker processes (``properties.explore_workers``), each in a fresh interpreter, with the
 same counts.
 """
@@ -98,12 +98,13 @@ def _timed_search(sc, max_states: int, consume: bool = True):
         explore_module.expand = plain
 
 
-def _paired(sc, max_states: int) -> tuple:
-    """``(cpu, result, cpu_copying)``: the search with and without parent reuse, each run twice
-    in alternating order and its best CPU time kept (a later search in one process runs
-    slower: more objects for the garbage collector), with the same states and transitions."""
+def _paired(sc, max_states: int, rounds: int = 3) -> tuple:
+    """``(cpu, result, cpu_copying)``: the search with and without parent reuse, each run
+    ``rounds`` times in alternating order and its best CPU time kept (a later search in one
+    process runs slower: more objects for the garbage collector; the small spaces' searches
+    take a fraction of a second, so one run is noisy), with the same states and transitions."""
     runs: dict = {True: [], False: []}
-    for consume in (True, False, False, True):
+    for consume in (True, False, False, True, True, False)[:2 * rounds]:
         runs[consume].append(_timed_search(sc, max_states, consume=consume))
     (cpu, ex), (cpu_copying, copying) = min(runs[True], key=lambda r: r[0]), min(runs[False], key=lambda r: r[0])
     assert (copying.distinct_states, copying.transitions) == (ex.distinct_states, ex.transitions)
@@ -170,7 +171,7 @@ def _workers_ratio(name: str, seed: int, workers: int) -> dict:
 
 
 def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
-                  repeat: int = 3, workers_variant: str = "concurrent-checkpoints-2pc", workers: int = 2) -> dict:
+                  repeat: int = 3, workers_variant: str = "rocksdb-incremental", workers: int = 2) -> dict:
     sc = small_scenario(variant(name), seed)
     cpu, ex, cpu_copying = _paired(sc, max_states)
     with _python_walks():
