@@ -282,18 +282,20 @@ use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")
 
 _MARK_BYTES = re.compile("\u27e8([A-Z])([0-9]{12})\u27e9".encode())
 _OPEN_BYTES = "\u27e8".encode()
+_CLOSE_BYTES = "\u27e9".encode()
 
 
 def _rank_fresh_ids_in(data: bytes) -> bytes:
     """``rank_fresh_ids`` on a canonical form's ``marshal`` bytes: each fresh identifier is
     replaced by its rank, written in the marker's width (so every length that ``marshal``
     recorded stays right, and the bytes are those of the ranked form)."""
-    rank: dict = {}
+    # a state holds a few identifiers, each met several times: one ``replace`` per identifier
+    # (a marker is never part of another, nor of a replacement, which has no 12 digits)
+    ranks: dict = {}
     for tag, digits in sorted(set(_MARK_BYTES.findall(data))):
-        per = rank.setdefault(tag, {})
-        per[digits] = len(per) + 1
-    return _MARK_BYTES.sub(lambda m: m.group(0)[:3] + m.group(1) + b"#%011d" % rank[m.group(1)][m.group(2)] + m.group(0)[-3:],
-                           data)
+        ranks[tag] = rank = ranks.get(tag, 0) + 1
+        data = data.replace(_OPEN_BYTES + tag + digits + _CLOSE_BYTES, _OPEN_BYTES + tag + b"#%011d" % rank + _CLOSE_BYTES)
+    return data
 
 
 def fingerprint_of(obj, drop_time: bool = False) -> str:

@@ -238,15 +238,19 @@ class LocalLevels:
         them all reports) but not taken, and no child of the level is fingerprinted any more
         (the search ends with this level)."""
         level = Level()
-        for trace, run, sleep in frontier:
+        # a child's key is its parent's rank in the frontier and its action's repr: the
+        # frontier is sorted by trace key, so these order the children as their whole traces'
+        # keys would (``_key``), without the repr of every action of every trace
+        for rank, (trace, run, sleep) in enumerate(frontier):
             if level.violations:
                 level.transitions += sum(1 for a in run.cluster.enabled_actions() if a not in sleep)
                 continue
             for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1
                 t = trace + (a,)
+                key = (rank, repr(a))
                 if v is not None:
-                    level.violations.append((_key(t), violation_trace(t, child), v))
+                    level.violations.append((key, violation_trace(t, child), v))
                     child.keep()
                     continue
                 if level.violations:
@@ -257,7 +261,7 @@ class LocalLevels:
                     child.dispose()  # freed now, not by the cyclic garbage collector
                     continue
                 child.keep()
-                level.add(fp, _key(t), t, child, child_sleep, child.cluster.is_drained())
+                level.add(fp, key, t, child, child_sleep, child.cluster.is_drained())
             report(len(level.states), level.transitions)
             if deadline is not None and time.perf_counter() > deadline:
                 level.timed_out = True
