@@ -561,7 +561,8 @@ class Cluster:
 
     def fingerprint(self) -> str:
         """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left
-        out, and so are ``now`` and timestamps unless ``config.time_sensitive``."""
+        out, and so are ``now`` and timestamps unless ``config.time_sensitive``, and the number
+        of failovers unless a restart strategy counts them against a bound."""
         # the graph, the input and the configuration are left out of the walk and hashed apart,
         # once per set of objects: a rescale replaces the graph (and ``without_budgets`` the
         # configuration), so the key is of the current ones, whenever it was first computed
