@@ -353,21 +353,16 @@ def test_every_unsafe_cluster_variant_is_found_in_its_small_scenario(name):
 
 # -- merging runs: the fingerprint must include what the invariants read of the history --------
 
-def _merged_verdict_differences(scenario, key, max_states: int, stop_at_first: bool) -> tuple[int, int, list]:
-    """Breadth first over ``scenario`` with states merged by ``key(run)``; every run merged into
-    one already kept is drained, and so is the kept one, and their verdicts compared (a
-    merged run must be judged as the kept one would be). Returns (states, merges, differences)."""
+def _merges(scenario, key, max_states: int, kept: dict):
+    """Breadth first over ``scenario`` with runs merged by ``key(run)`` (``kept``: key -> the
+    run kept, filled as the search goes): yields ``(kept run, merged run)`` for every run
+    merged into one already kept."""
     from properties.engines import Run
     from properties.explore import expand
 
-    def verdict(run):
-        r = run.fork()
-        v = r.violation if r.violation is not None else r.finish()
-        return None if v is None else v.invariant
-
     root = Run(scenario, track_goals=False)
-    kept = {key(root): root}
-    frontier, merges, diffs = [root], 0, []
+    kept[key(root)] = root
+    frontier = [root]
     while frontier and len(kept) < max_states:
         nxt = []
         for run in frontier:
@@ -375,17 +370,33 @@ def _merged_verdict_differences(scenario, key, max_states: int, stop_at_first: b
                 if v is not None:
                     continue
                 k = key(child)
-                if k not in kept:
+                if k in kept:
+                    yield kept[k], child
+                else:
                     kept[k] = child
                     nxt.append(child)
-                    continue
-                merges += 1
-                a, b = verdict(kept[k]), verdict(child)
-                if a != b:
-                    diffs.append((a, b, child.cluster.trace))
-                    if stop_at_first:
-                        return len(kept), merges, diffs
         frontier = nxt
+
+
+def _merged_verdict_differences(scenario, key, max_states: int, stop_at_first: bool) -> tuple[int, int, list]:
+    """Every run merged into one already kept (``_merges``) is drained, and so is the kept one,
+    and their verdicts compared (a merged run must be judged as the kept one would be).
+    Returns (states, merges, differences)."""
+
+    def verdict(run):
+        r = run.fork()
+        v = r.violation if r.violation is not None else r.finish()
+        return None if v is None else v.invariant
+
+    kept: dict = {}
+    merges, diffs = 0, []
+    for one, other in _merges(scenario, key, max_states, kept):
+        merges += 1
+        a, b = verdict(one), verdict(other)
+        if a != b:
+            diffs.append((a, b, other.cluster.trace))
+            if stop_at_first:
+                break
     return len(kept), merges, diffs
 
 
@@ -417,41 +428,27 @@ def test_runs_merged_by_the_run_fingerprint_are_judged_alike(name, seed, max_sta
 # -- merging states: what the fingerprint leaves out must change no step ------------------------
 
 def _merged_steps_differences(scenario, max_states: int) -> tuple[int, int, int, list]:
-    """Breadth first over ``scenario`` with runs merged by ``Run.fingerprint``; for every run
-    merged into one already kept, both take every enabled action, and the two runs must enable
-    the same actions and reach, by each, states of one fingerprint with one verdict (the
-    fingerprint is then a bisimulation on the space searched: what it leaves out -- history,
-    ``FINGERPRINT_SKIP`` fields, the restarts no restart strategy counts, the values of fresh
-    identifiers -- changes no step). Returns (states, merges, merges whose clusters differ in
-    their ``JobState``, differences)."""
-    from properties.engines import Run
+    """For every run merged by ``Run.fingerprint`` into one already kept (``_merges``), both take
+    every enabled action, and the two runs must enable the same actions and reach, by each,
+    states of one fingerprint with one verdict (the fingerprint is then a bisimulation on the
+    space searched: what it leaves out -- history, ``FINGERPRINT_SKIP`` fields, the restarts no
+    restart strategy counts, the values of fresh identifiers -- changes no step). Returns
+    (states, merges, merges whose clusters differ in their ``JobState``, differences)."""
     from properties.explore import expand
 
     def steps(run):
         return {repr(a): (child.fingerprint(), None if v is None else v.invariant)
                 for a, child, v, _s in expand(run)}
 
-    root = Run(scenario, track_goals=False)
-    kept = {root.fingerprint(): root}
-    frontier, merges, job_merges, diffs = [root], 0, 0, []
-    while frontier and len(kept) < max_states:
-        nxt = []
-        for run in frontier:
-            for _a, child, v, _s in expand(run):
-                if v is not None:
-                    continue
-                k = child.fingerprint()
-                if k not in kept:
-                    kept[k] = child
-                    nxt.append(child)
-                    continue
-                merges += 1
-                job_merges += attrs.astuple(kept[k].cluster.job) != attrs.astuple(child.cluster.job)
-                a, b = steps(kept[k]), steps(child)
-                if a != b:
-                    diffs.append((kept[k].cluster.trace, child.cluster.trace,
-                                  sorted(x for x in a.keys() | b.keys() if a.get(x) != b.get(x))))
-        frontier = nxt
+    kept: dict = {}
+    merges, job_merges, diffs = 0, 0, []
+    for one, other in _merges(scenario, lambda r: r.fingerprint(), max_states, kept):
+        merges += 1
+        job_merges += attrs.astuple(one.cluster.job) != attrs.astuple(other.cluster.job)
+        a, b = steps(one), steps(other)
+        if a != b:
+            diffs.append((one.cluster.trace, other.cluster.trace,
+                          sorted(x for x in a.keys() | b.keys() if a.get(x) != b.get(x))))
     return len(kept), merges, job_merges, diffs
 
 
