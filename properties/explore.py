@@ -247,10 +247,8 @@ class LocalLevels:
                 continue
             for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1
-                t = trace + (a,)
-                key = (rank, repr(a))
                 if v is not None:
-                    level.violations.append((key, violation_trace(t, child), v))
+                    level.violations.append(((rank, repr(a)), violation_trace(trace + (a,), child), v))
                     child.keep()
                     continue
                 if level.violations:
@@ -261,7 +259,7 @@ class LocalLevels:
                     child.dispose()  # freed now, not by the cyclic garbage collector
                     continue
                 child.keep()
-                level.add(fp, key, t, child, child_sleep, child.cluster.is_drained())
+                level.add(fp, (rank, repr(a)), trace + (a,), child, child_sleep, child.cluster.is_drained())
             report(len(level.states), level.transitions)
             if deadline is not None and time.perf_counter() > deadline:
                 level.timed_out = True
