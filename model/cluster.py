@@ -35,7 +35,11 @@ Deliberate differences from Flink: the trigger RPC reaches every running source 
 (FLIP-147 without the "finished on restore" bookkeeping); the coordinator's periodic
 scheduler is replaced by the ``TriggerCheckpoint`` action, which an engine chooses; once
 every task finished, a final checkpoint lets two-phase-commit sinks commit (FLIP-147's
-final checkpoint, without the tasks waiting for it). The state is mutated in place (speed);
+final checkpoint, without the tasks waiting for it); the notifyCheckpointComplete RPC, which
+Flink sends to every task of the checkpoint (``CheckpointPlan.getTasksToCommitTo``), is in
+flight only to the tasks that act on it (``StreamTask.checkpoint_listener``: a two-phase-commit
+sink, a RocksDB backend) -- to any other it changes nothing, so it counts as delivered at once
+(which only removes interleavings of no-op deliveries). The state is mutated in place (speed);
 ``copy()`` is there for engines that branch.
 """
 
@@ -375,7 +379,8 @@ class JobState:
     ``max_failures``); ``restarts`` the failovers (for the restart strategy); ``stopping`` the
     id of a stop-with-savepoint in progress; ``savepoint`` the savepoint a STOPPED job stopped
     with; ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
-    RPCs in flight: ``(subtask, checkpoint_id)`` -> how many, in the order they were sent; ``failure_times`` the failure-rate
+    RPCs in flight to the tasks that act on them: ``(subtask, checkpoint_id)`` -> how many, in
+    the order they were sent; ``failure_times`` the failure-rate
     strategy's queue; ``checkpoints_triggered`` the trigger requests (for ``max_checkpoints``)."""
 
     #: ``restarts`` is read only by a FixedDelayRestartBackoffTimeStrategy with a bound on its
@@ -841,7 +846,10 @@ class Cluster:
                 if e.checkpoint_id == failed_finalization:
                     continue
                 sent = job.notifications
+                tasks = self.tasks
                 for tid in e.tasks:
+                    if not tasks[tid].checkpoint_listener:
+                        continue  # it would change nothing there: delivered at once
                     key = (tid, e.checkpoint_id)
                     sent[key] = sent.get(key, 0) + 1
 

@@ -260,6 +260,8 @@ class TwoPhaseCommitSink:
     __slots__ = ("external", "subtask", "current", "pending_commit", "_records")
 
     kind = TWO_PHASE_COMMIT
+    #: it commits on ``notify_checkpoint_complete``
+    checkpoint_listener = True
 
     def __init__(self, external: ExternalSystem, subtask: int, restored_state=None, *, abort_lingering: bool = True):
         self.external = external
@@ -339,6 +341,8 @@ class _StatelessSink:
     """A sink writing straight to the external system: no state, nothing to commit."""
 
     __slots__ = ("external", "subtask")
+    #: nothing to commit: ``notify_checkpoint_complete`` does nothing
+    checkpoint_listener = False
 
     def __init__(self, external: ExternalSystem, subtask: int, restored_state=None):
         self.external = external

@@ -59,6 +59,8 @@ class KeyedStateBackend:
     state is complete)."""
 
     __slots__ = ("uid", "pending", "nodes")
+    #: whether ``notify_complete`` does anything (the RocksDB backend's confirms uploads)
+    checkpoint_listener = False
     #: the keyed operators are the task's (their state is fingerprinted through the chain)
     FINGERPRINT_SKIP = ("nodes",)
 
@@ -135,6 +137,7 @@ class RocksDBStateBackend(KeyedStateBackend):
     """State as immutable SST files (``EmbeddedRocksDBStateBackend``)."""
 
     __slots__ = ("incremental", "reuse_unconfirmed", "ssts", "live", "view", "next_sst", "uploads", "confirmed")
+    checkpoint_listener = True
 
     def __init__(self, uid, nodes, incremental: bool, reuse_unconfirmed: bool = False):
         super().__init__(uid, nodes)

@@ -115,6 +115,11 @@ class ChainNode:
     def snapshot(self, checkpoint_id: int, snap: TaskSnapshot) -> None:
         return None
 
+    #: whether ``notify_complete`` does anything (Flink: the operator implements
+    #: ``CheckpointListener``); a task none of whose operators or backend listens gets no
+    #: notification (``StreamTask.checkpoint_listener``)
+    checkpoint_listener = False
+
     def notify_complete(self, checkpoint_id: int) -> None:
         return None
 
@@ -197,6 +202,10 @@ class SinkNode(ChainNode):
 
     def snapshot(self, checkpoint_id, snap):
         snap.operator[self.name] = self.sink.snapshot_state(checkpoint_id)
+
+    @property
+    def checkpoint_listener(self):
+        return self.sink.checkpoint_listener
 
     def notify_complete(self, checkpoint_id):
         self.sink.notify_checkpoint_complete(checkpoint_id)
@@ -480,6 +489,14 @@ class StreamTask:
         self.late: list = []
         #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
         self.backend = None
+
+    @property
+    def checkpoint_listener(self) -> bool:
+        """Whether notifyCheckpointComplete changes anything in this task: an operator of its
+        chain (a two-phase-commit sink) or its state backend (RocksDB's, confirming uploads)
+        acts on it. The cluster sends the notification only to such a task (``Cluster``)."""
+        return any(n.checkpoint_listener for n in self.nodes) or (
+            self.backend is not None and self.backend.checkpoint_listener)
 
     # -- valve output ---------------------------------------------------------------------
     def emit_watermark(self, ts: int) -> None:

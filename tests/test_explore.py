@@ -251,10 +251,10 @@ def test_worker_processes_that_move_states_give_the_result_of_one_process():
 def test_worker_processes_stop_at_the_state_limit_like_one_process():
     from properties.explore_workers import ProcessLevels
     sc = _small("aligned-2pc")
-    local = explore(sc, Limits(max_states=300))
+    local = explore(sc, Limits(max_states=200))
     with ProcessLevels(sc, True, 2) as levels:
-        split = explore(sc, Limits(max_states=300), levels=levels)
-    assert split.verdict == local.verdict == "bounded" and split.limit == "max_states=300"
+        split = explore(sc, Limits(max_states=200), levels=levels)
+    assert split.verdict == local.verdict == "bounded" and split.limit == "max_states=200"
     assert (split.distinct_states, split.transitions, split.depth) == (local.distinct_states, local.transitions,
                                                                          local.depth)
 

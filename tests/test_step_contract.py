@@ -9,7 +9,9 @@ On states reached by seeded random walks of every variant:
   steps on both give the same state; it builds what ``copy.deepcopy`` builds (same canonical
   form, no mutable object shared but the static deployment data);
 * ``fingerprint()`` is path-independent: actions of two different source subtasks commute
-  (every channel has one producer), and both orders give equal fingerprints.
+  (every channel has one producer), and both orders give equal fingerprints;
+* notifyCheckpointComplete is in flight only to tasks that act on it: delivering it to any
+  other task would change nothing.
 """
 
 from __future__ import annotations
@@ -211,3 +213,33 @@ def test_time_counts_only_where_time_matters():
     tl = t.copy()
     tl.now += 7
     assert tl.fingerprint() != t.fingerprint()
+
+
+def test_only_the_tasks_that_act_on_a_completed_checkpoint_are_notified():
+    """notifyCheckpointComplete is in flight only to the tasks whose chain or backend acts on
+    it (``StreamTask.checkpoint_listener``); to any other task, delivering it would change
+    nothing, so the model counts it as delivered at once. Checked on walks of every variant
+    for every pending checkpoint and the latest completed one; the check can tell: on some
+    listening task a notification does change the state."""
+    changed = 0
+    for name in variant_names():
+        for seed in range(2):
+            for steps in (25, 70):
+                c = walk(name, seed, steps)
+                assert all(c.tasks[tid].checkpoint_listener for tid, _ in c.job.notifications), name
+                latest = c.coordinator.store.get_latest_checkpoint_id()
+                cids = set(c.coordinator.pending_ids()) | ({latest} if latest is not None else set())
+                before = c.fingerprint()
+                for t in c.tasks:
+                    for cid in cids:
+                        d = c.copy()
+                        task = d.tasks[t.id]
+                        for node in task.nodes:
+                            node.notify_complete(cid)
+                        if task.backend is not None:
+                            task.backend.notify_complete(cid)
+                        if not t.checkpoint_listener:
+                            assert d.fingerprint() == before, f"{name}: {t.id} acts on checkpoint {cid}"
+                        elif d.fingerprint() != before:
+                            changed += 1
+    assert changed >= 10, f"a notification changed a listening task only {changed} times"

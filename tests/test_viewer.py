@@ -145,15 +145,21 @@ def test_show_itf_refuses_a_focused_file_in_one_line(tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
 
 
-def _only_file(invariant: str):
-    """The corpus's counterexample of ``invariant`` (the control-plane variant that breaks it)."""
-    files = sorted((ROOT / "counterexamples" / invariant).glob("*.ndjson"))
-    assert len(files) == 1, files
+@pytest.fixture(scope="module")
+def slot_views_walk(tmp_path_factory) -> Path:
+    """A counterexample of cp-no-slot-reconciliation found by ``check`` (a seeded random walk of
+    the variant's scenario, with two TaskExecutors; the corpus keeps the explorer's shorter one
+    of the small scenario, with one)."""
+    d = tmp_path_factory.mktemp("slot-views")
+    assert main(["check", "--only", "cp-no-slot-reconciliation", "--seed", "0", "--workers", "1",
+                 "--corpus", str(d)]) == 0
+    files = sorted(d.rglob("*.ndjson"))
+    assert len(files) == 1 and files[0].parent.name == "slot_views_agree", files
     return files[0]
 
 
-def test_control_plane_components_have_lanes_and_rpc_arrows_run_sender_to_receiver():
-    cx = load_counterexample(_only_file("slot_views_agree"))
+def test_control_plane_components_have_lanes_and_rpc_arrows_run_sender_to_receiver(slot_views_walk):
+    cx = load_counterexample(slot_views_walk)
     tl = build_timeline(cx)
     ids = [c["id"] for c in tl.components]
     assert ids == ["jm0", "jm1", "te0", "te1", "ha"]
@@ -170,8 +176,8 @@ def test_control_plane_components_have_lanes_and_rpc_arrows_run_sender_to_receiv
                for s in tl.steps if s.kind in ("CrashJobManager", "StartJobManager"))
 
 
-def test_control_plane_violation_marks_its_slot_and_not_the_other_slots():
-    cx = load_counterexample(_only_file("slot_views_agree"))
+def test_control_plane_violation_marks_its_slot_and_not_the_other_slots(slot_views_walk):
+    cx = load_counterexample(slot_views_walk)
     tl = build_timeline(cx)
     assert "slot:te0/0" in tl.concerns and "slot:te0/1" not in tl.concerns
     last = flatten(tl.states[cx.violation.step + 1])
