@@ -221,6 +221,14 @@ class ActionKind:
         (tests/test_explore.py checks it on every variant's walks)."""
         return None
 
+    def outcome(self, c, a):
+        """A key for what the enabled action ``a`` does in state ``c`` when another enabled
+        action of this kind may do exactly the same: two with one key reach one state (one
+        fingerprint, one history for the invariants) and are judged alike. None: its outcome
+        is its own. An explorer takes only the first of the actions with one outcome
+        (tests/test_explore.py checks the claim on every variant's walks)."""
+        return None
+
     def describe(self, c, a) -> str:
         return repr(a)
 
@@ -711,6 +719,12 @@ class FailTaskKind(_FailureKind):
 
     def apply(self, c, a):
         c.fail_task(a.subtask)
+
+    def outcome(self, c, a):
+        """The failover strategy's restart set: a task failure restarts it, restored from the
+        latest completed checkpoint, and nothing after the step depends on which of its tasks
+        failed (the failed task is history: an event and the step's delta)."""
+        return c.strategy.tasks_to_restart({a.subtask}, frozenset())
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} FAILS"

@@ -29,7 +29,8 @@ The space is finite because every environment action has a budget in the scenari
 configuration: failures (``RuntimeConfig.max_failures``), checkpoints and savepoints
 (``RuntimeConfig.max_checkpoints``); records, splits and watermarks are finite.
 
-Reduction: sleep sets over ``ActionKind.footprint`` (:func:`expand`): the same states at the
+Reductions (:func:`expand`): sleep sets over ``ActionKind.footprint``, and one action of
+several with one outcome (``ActionKind.outcome``, :func:`to_take`): the same states at the
 same depths, fewer transitions. A level is expanded by ``LocalLevels`` (this process), by
 ``properties.explore_workers.ProcessLevels`` (K forked processes) or by
 ``spark.explore.SparkLevels`` (Spark executors); all three give the same result.
@@ -119,6 +120,33 @@ def _independent(fa, fb) -> bool:
     return fa is not None and fb is not None and fa.isdisjoint(fb)
 
 
+#: the action classes whose kind may give two actions one outcome (``ActionKind.outcome``)
+_OUTCOME_KINDS = frozenset(cls for cls, kind in A.KINDS.items()
+                           if type(kind).outcome is not A.ActionKind.outcome)
+
+
+def to_take(c: Cluster, acts: list, sleep: frozenset, reduce: bool) -> list:
+    """The enabled actions ``acts`` of ``c`` that a search takes: those not in ``sleep``; with
+    ``reduce``, of several actions of one kind with one outcome (``ActionKind.outcome``: they
+    reach one state, judged alike) only the first."""
+    if not reduce:
+        return [a for a in acts if a not in sleep] if sleep else list(acts)
+    out = []
+    outcomes = set()
+    for a in acts:
+        if a in sleep:
+            continue
+        cls = type(a)
+        if cls in _OUTCOME_KINDS:
+            key = A.KINDS[cls].outcome(c, a)
+            if key is not None:
+                if (cls, key) in outcomes:
+                    continue
+                outcomes.add((cls, key))
+        out.append(a)
+    return out
+
+
 def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: bool = False,
            consume: bool = False, actions: list | None = None):
     """The successors of ``run``'s state: ``(action, child_run, violation, child_sleep)`` for
@@ -130,24 +158,20 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     With ``reduce`` (sleep sets, Godefroid 1996): the child reached by ``a`` sleeps on every
     action of ``sleep`` and every action taken before ``a`` here that is independent of ``a``
     (disjoint ``ActionKind.footprint``): that interleaving is reached through the other order
-    at the same depth. Without it every child's sleep set is empty. ``actions``: the state's
-    ``enabled_actions()``, when the caller has them already."""
+    at the same depth. Without it every child's sleep set is empty. Also with ``reduce``, of
+    several actions with one outcome only the first is taken (``to_take``): the others reach
+    the same child at the same depth. ``actions``: the state's ``enabled_actions()``, when the
+    caller has them already."""
     c = run.cluster
     acts = c.enabled_actions() if actions is None else actions
+    taken = to_take(c, acts, sleep, reduce)
     reduce = reduce and not c.config.time_sensitive
     if reduce:
         fp = {a: A.KINDS[type(a)].footprint(c, a) for a in acts}
     out = []
     done: list = []
-    last = None
-    if consume:
-        for a in reversed(acts):
-            if a not in sleep:
-                last = a
-                break
-    for a in acts:
-        if a in sleep:
-            continue
+    last = taken[-1] if consume and taken else None
+    for a in taken:
         child = run if a is last else run.fork(disposable=True)
         v = child.step(a)
         if v is None:
@@ -243,7 +267,7 @@ class LocalLevels:
         # keys would (``_key``), without the repr of every action of every trace
         for rank, (trace, run, sleep) in enumerate(frontier):
             if level.violations:
-                level.transitions += sum(1 for a in run.cluster.enabled_actions() if a not in sleep)
+                level.transitions += len(to_take(run.cluster, run.cluster.enabled_actions(), sleep, self.reduce))
                 continue
             for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1

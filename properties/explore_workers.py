@@ -38,7 +38,7 @@ from multiprocessing.connection import wait
 import attrs
 
 from model.errors import FlinkspecError
-from properties.explore import Level, expand, replay_trace, violation_trace
+from properties.explore import Level, expand, replay_trace, to_take, violation_trace
 
 #: how far above its share of a level's work (the actions its states enable) a worker may be
 #: before some of its states move (a fraction of the share): a moved state is replayed from its
@@ -82,7 +82,7 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
     for rank, trace, run, sleep, acts in frontier:
         if violations:
             acts = run.cluster.enabled_actions() if acts is None else acts
-            transitions += sum(1 for a in acts if a not in sleep)
+            transitions += len(to_take(run.cluster, acts, sleep, reduce))
             continue
         for a, child, v, child_sleep in expand(run, trace, sleep, reduce, consume=True, actions=acts):
             transitions += 1

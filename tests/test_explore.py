@@ -202,6 +202,70 @@ def test_the_reduction_keeps_every_state_and_the_verdict(name, depth):
     assert red.transitions < full.transitions  # and it does prune
 
 
+def _verdict(run, v):
+    """The invariant a step broke, else, for a drained run, the end-of-run verdict."""
+    if v is None and run.cluster.is_drained():
+        v = run.finish()
+    return v and v.invariant
+
+
+def test_actions_with_one_outcome_reach_one_state_judged_alike_on_every_variant():
+    """What the outcome reduction relies on (``ActionKind.outcome``): two enabled actions of one
+    kind with one outcome key reach states of one ``Run.fingerprint`` (the state and the
+    history the invariants read) with the same verdict. Checked on seeded walks of every
+    variant; it must meet enough such pairs to mean something."""
+    import random
+
+    from model.variants import generate
+    from properties.engines import Run
+    from properties.explore import _OUTCOME_KINDS
+    assert _OUTCOME_KINDS, "no kind declares outcomes"
+    pairs = 0
+    for name in variant_names():
+        for seed in range(3):
+            run = Run(generate(variant(name), seed))
+            rng = random.Random(f"outcome:{name}:{seed}")
+            for step in range(60):
+                c = run.cluster
+                acts = c.enabled_actions()
+                if not acts:
+                    break
+                if step % 6 == 0:
+                    by_key: dict = {}
+                    for a in acts:
+                        if type(a) in _OUTCOME_KINDS:
+                            by_key.setdefault((type(a), A.KINDS[type(a)].outcome(c, a)), []).append(a)
+                    for same in by_key.values():
+                        for b in same[1:]:
+                            ra, rb = run.fork(), run.fork()
+                            va, vb = ra.step(same[0]), rb.step(b)
+                            assert ra.fingerprint() == rb.fingerprint(), f"{name}: {same[0]!r} and {b!r} differ"
+                            assert _verdict(ra, va) == _verdict(rb, vb), f"{name}: {same[0]!r} and {b!r} judged apart"
+                            pairs += 1
+                if run.step(rng.choice(acts)) is not None:
+                    break
+    assert pairs >= 100, f"only {pairs} pairs of actions with one outcome met: the check is too weak"
+
+
+def test_the_outcome_reduction_keeps_every_state_and_the_shortest_counterexample():
+    """Taking one of the task failures that restart the same tasks: the same states, depth,
+    verdict and counterexample length as the search that takes every one, fewer transitions
+    (a verified and an unsafe small scenario, each with a failure)."""
+    from properties import explore as E
+    for name in ("aligned-2pc", "append-sink-under-failures"):
+        sc = _small(name)
+        red = explore(sc)
+        kinds = E._OUTCOME_KINDS
+        try:
+            E._OUTCOME_KINDS = frozenset()
+            full = explore(sc)
+        finally:
+            E._OUTCOME_KINDS = kinds
+        assert (red.verdict, red.distinct_states, red.depth, len(red.trace)) == \
+               (full.verdict, full.distinct_states, full.depth, len(full.trace)), name
+        assert red.transitions < full.transitions, name
+
+
 _SAME = ("verdict", "distinct_states", "transitions", "depth", "complete", "drained_states", "trace")
 
 
