@@ -1195,8 +1195,10 @@ class Cluster:
         for tid in sorted(restart):
             self.tasks[tid] = self._deploy(eg.subtasks[tid])
         self.source_tasks = [t for t in self.tasks if t.source is not None]
-        self.allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
-        self._write_delta().allocation_changed = True
+        allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
+        if allocation != self.allocation:  # (an unchanged placement was judged when it was made)
+            self.allocation = allocation
+            self._write_delta().allocation_changed = True
         self._restore_tasks(set(restart), checkpoint)
         if self.cp is not None:
             self.cp.restarted(self, restart)
