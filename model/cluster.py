@@ -430,7 +430,7 @@ class Cluster:
                         "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
                         "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls",
-                        "channel_rescales")
+                        "channel_rescales", "completed")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
         self.eg = execution_graph
@@ -581,7 +581,12 @@ class Cluster:
         # behave alike, and are one state
         restarts = self.job.restarts if cfg.restart_strategy == "fixed-delay" and cfg.restart_attempts is not None \
             else None
-        return fingerprint_of((key[3], restarts, self), drop_time=not cfg.time_sensitive)
+        # the completed checkpoints' snapshots are read in the step that completes them (the
+        # invariants, the checkpoint storage) and afterwards only the savepoint a stopped job
+        # restarts from (``restart_from_savepoint``); a restore reads the CompletedCheckpointStore
+        sp = self.job.savepoint
+        savepoint = None if sp is None else self.completed.get(sp)
+        return fingerprint_of((key[3], restarts, savepoint, self), drop_time=not cfg.time_sensitive)
 
     # -- deployment --------------------------------------------------------------------------------
     def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:

@@ -543,6 +543,55 @@ def test_the_failover_count_tells_states_apart_when_a_restart_strategy_counts_it
         assert (task.fingerprint() == job_manager.fingerprint()) is merged
 
 
+def test_completed_snapshots_are_history_after_their_step_but_a_stopped_jobs_savepoint():
+    """The fingerprint leaves out the completed checkpoints' snapshots (``Cluster.completed``)
+    but the savepoint a stopped job stopped with: nothing after the completing step reads the
+    others. On seeded walks of every variant, a run without them (the savepoint's kept) takes
+    the rest of the walk as the run with them does: the same enabled actions, state and
+    verdict at each step. The savepoint's are read: a restart from it needs them."""
+    import random
+
+    from model.variants import generate
+    from properties.engines import Run
+    compared = 0
+    for name in variant_names():
+        for seed in range(3):
+            run = Run(generate(variant(name), seed))
+            rng = random.Random(f"completed:{name}:{seed}")
+            for step in range(150):
+                acts = run.cluster.enabled_actions()
+                if not acts:
+                    break
+                c = run.cluster
+                if step % 15 == 14 and c.completed:
+                    with_, without = run.fork(), run.fork()
+                    without.cluster.completed = {k: v for k, v in c.completed.items() if k == c.job.savepoint}
+                    trail = random.Random(f"trail:{name}:{seed}:{step}")
+                    for _ in range(40):
+                        acts2 = with_.cluster.enabled_actions()
+                        if not acts2:
+                            break
+                        assert without.cluster.enabled_actions() == acts2, name
+                        a = trail.choice(acts2)
+                        v1, v2 = with_.step(a), without.step(a)
+                        assert (v1 and v1.invariant) == (v2 and v2.invariant), f"{name}: {a!r}"
+                        assert with_.fingerprint() == without.fingerprint(), f"{name}: {a!r}"
+                        if v1 is not None:
+                            break
+                    compared += 1
+                if run.step(rng.choice(acts)) is not None:
+                    break
+    assert compared >= 30, compared
+    # the savepoint a stopped job restarts from is read
+    stopped = Cluster.from_scenario(_small("rescale-savepoint"))
+    for a in (A.StopWithSavepoint(), A.Deliver(channel=0), A.Deliver(channel=1)):
+        stopped.step(a)
+    assert stopped.job.savepoint in stopped.completed
+    stopped.completed = {}
+    with pytest.raises(KeyError):
+        stopped.step(A.RestartFromSavepoint(parallelism=(("source", 1), ("agg", 1), ("sink", 1))))
+
+
 def test_a_doomed_run_is_drained_at_once_and_its_counterexample_replays():
     """unchecked-cancellation-id: a stale CancelCheckpointMarker aborts checkpoint 2 for no cause
     after 6 steps; from then on every fault-free continuation violates checkpoints_keep_completing
