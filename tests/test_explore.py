@@ -202,6 +202,28 @@ def test_the_reduction_keeps_every_state_and_the_verdict(name, depth):
     assert red.transitions < full.transitions  # and it does prune
 
 
+def _walked_runs(tag: str, steps: int, every: int):
+    """``(variant name, run, its enabled actions)`` every ``every`` steps of seeded walks (seeds
+    0-2, at most ``steps`` steps) of every variant. The caller forks what it compares: the walk
+    goes on from the run."""
+    import random
+
+    from model.variants import generate
+    from properties.engines import Run
+    for name in variant_names():
+        for seed in range(3):
+            run = Run(generate(variant(name), seed))
+            rng = random.Random(f"{tag}:{name}:{seed}")
+            for step in range(steps):
+                acts = run.cluster.enabled_actions()
+                if not acts:
+                    break
+                if step % every == 0:
+                    yield name, run, acts
+                if run.step(rng.choice(acts)) is not None:
+                    break
+
+
 def _verdict(run, v):
     """The invariant a step broke, else, for a drained run, the end-of-run verdict."""
     if v is None and run.cluster.is_drained():
@@ -214,36 +236,22 @@ def test_actions_with_one_outcome_reach_one_state_judged_alike_on_every_variant(
     kind with one outcome key reach states of one ``Run.fingerprint`` (the state and the
     history the invariants read) with the same verdict. Checked on seeded walks of every
     variant; it must meet enough such pairs to mean something."""
-    import random
-
-    from model.variants import generate
-    from properties.engines import Run
     from properties.explore import _OUTCOME_KINDS
     assert _OUTCOME_KINDS, "no kind declares outcomes"
     pairs = 0
-    for name in variant_names():
-        for seed in range(3):
-            run = Run(generate(variant(name), seed))
-            rng = random.Random(f"outcome:{name}:{seed}")
-            for step in range(60):
-                c = run.cluster
-                acts = c.enabled_actions()
-                if not acts:
-                    break
-                if step % 6 == 0:
-                    by_key: dict = {}
-                    for a in acts:
-                        if type(a) in _OUTCOME_KINDS:
-                            by_key.setdefault((type(a), A.KINDS[type(a)].outcome(c, a)), []).append(a)
-                    for same in by_key.values():
-                        for b in same[1:]:
-                            ra, rb = run.fork(), run.fork()
-                            va, vb = ra.step(same[0]), rb.step(b)
-                            assert ra.fingerprint() == rb.fingerprint(), f"{name}: {same[0]!r} and {b!r} differ"
-                            assert _verdict(ra, va) == _verdict(rb, vb), f"{name}: {same[0]!r} and {b!r} judged apart"
-                            pairs += 1
-                if run.step(rng.choice(acts)) is not None:
-                    break
+    for name, run, acts in _walked_runs("outcome", 60, 6):
+        c = run.cluster
+        by_key: dict = {}
+        for a in acts:
+            if type(a) in _OUTCOME_KINDS:
+                by_key.setdefault((type(a), A.KINDS[type(a)].outcome(c, a)), []).append(a)
+        for same in by_key.values():
+            for b in same[1:]:
+                ra, rb = run.fork(), run.fork()
+                va, vb = ra.step(same[0]), rb.step(b)
+                assert ra.fingerprint() == rb.fingerprint(), f"{name}: {same[0]!r} and {b!r} differ"
+                assert _verdict(ra, va) == _verdict(rb, vb), f"{name}: {same[0]!r} and {b!r} judged apart"
+                pairs += 1
     assert pairs >= 100, f"only {pairs} pairs of actions with one outcome met: the check is too weak"
 
 
@@ -551,36 +559,26 @@ def test_completed_snapshots_are_history_after_their_step_but_a_stopped_jobs_sav
     verdict at each step. The savepoint's are read: a restart from it needs them."""
     import random
 
-    from model.variants import generate
-    from properties.engines import Run
     compared = 0
-    for name in variant_names():
-        for seed in range(3):
-            run = Run(generate(variant(name), seed))
-            rng = random.Random(f"completed:{name}:{seed}")
-            for step in range(150):
-                acts = run.cluster.enabled_actions()
-                if not acts:
-                    break
-                c = run.cluster
-                if step % 15 == 14 and c.completed:
-                    with_, without = run.fork(), run.fork()
-                    without.cluster.completed = {k: v for k, v in c.completed.items() if k == c.job.savepoint}
-                    trail = random.Random(f"trail:{name}:{seed}:{step}")
-                    for _ in range(40):
-                        acts2 = with_.cluster.enabled_actions()
-                        if not acts2:
-                            break
-                        assert without.cluster.enabled_actions() == acts2, name
-                        a = trail.choice(acts2)
-                        v1, v2 = with_.step(a), without.step(a)
-                        assert (v1 and v1.invariant) == (v2 and v2.invariant), f"{name}: {a!r}"
-                        assert with_.fingerprint() == without.fingerprint(), f"{name}: {a!r}"
-                        if v1 is not None:
-                            break
-                    compared += 1
-                if run.step(rng.choice(acts)) is not None:
-                    break
+    for name, run, _acts in _walked_runs("completed", 150, 15):
+        c = run.cluster
+        if not c.completed:
+            continue
+        with_, without = run.fork(), run.fork()
+        without.cluster.completed = {k: v for k, v in c.completed.items() if k == c.job.savepoint}
+        trail = random.Random(f"trail:{name}:{compared}")
+        for _ in range(40):
+            acts = with_.cluster.enabled_actions()
+            if not acts:
+                break
+            assert without.cluster.enabled_actions() == acts, name
+            a = trail.choice(acts)
+            v1, v2 = with_.step(a), without.step(a)
+            assert (v1 and v1.invariant) == (v2 and v2.invariant), f"{name}: {a!r}"
+            assert with_.fingerprint() == without.fingerprint(), f"{name}: {a!r}"
+            if v1 is not None:
+                break
+        compared += 1
     assert compared >= 30, compared
     # the savepoint a stopped job restarts from is read
     stopped = Cluster.from_scenario(_small("rescale-savepoint"))
