@@ -566,8 +566,9 @@ class Cluster:
 
     def fingerprint(self) -> str:
         """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left
-        out, and so are ``now`` and timestamps unless ``config.time_sensitive``, and the number
-        of failovers unless a restart strategy counts them against a bound."""
+        out, and so are ``now`` and timestamps unless ``config.time_sensitive``; of the number of
+        failovers, the completed checkpoints' snapshots and the tasks' acknowledged checkpoints
+        it keeps what a later step reads (``_read_later``)."""
         # the graph, the input and the configuration are left out of the walk and hashed apart,
         # once per set of objects: a rescale replaces the graph (and ``without_budgets`` the
         # configuration), so the key is of the current ones, whenever it was first computed
@@ -575,18 +576,32 @@ class Cluster:
         if key is None or key[0] is not self.eg or key[1] is not self.job_input or key[2] is not self.config:
             key = self._scenario_key = (self.eg, self.job_input, self.config, fingerprint_of(
                 (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), self.seed), drop_time=False))
+        return fingerprint_of((key[3], self._read_later(), self), drop_time=not self.config.time_sensitive)
+
+    def _read_later(self) -> tuple:
+        """What the fingerprint keeps of the fields its walk leaves out (``FINGERPRINT_SKIP`` of
+        this class, ``JobState`` and ``StreamTask``): the part that a later step can read.
+
+        * the failovers so far (``JobState.restarts``): read only by a
+          FixedDelayRestartBackoffTimeStrategy with a bound on its attempts (``_can_restart``);
+        * the completed checkpoints' snapshots (``completed``): read in the step that completes
+          them (the invariants, the checkpoint storage) and afterwards only the savepoint a
+          stopped job restarts from (``restart_from_savepoint``); a restore reads the
+          CompletedCheckpointStore, which the walk covers;
+        * the checkpoints a task acknowledged (``StreamTask.acked``): read as the newest of them
+          (a snapshot taken after a newer checkpoint's) and as whether a still pending one is
+          among them (a finished task acknowledges the others, ``_task_finished``); within one
+          deployment of the task the coordinator's checkpoint ids only grow, so none of the
+          others is pending later (a JobManager failover, after which an unsafe counter may
+          hand out an id again, redeploys every task)."""
         cfg = self.config
-        # the failovers so far change no later step unless a restart strategy counts them
-        # against a bound (``_can_restart``): without one, two states that differ only there
-        # behave alike, and are one state
         restarts = self.job.restarts if cfg.restart_strategy == "fixed-delay" and cfg.restart_attempts is not None \
             else None
-        # the completed checkpoints' snapshots are read in the step that completes them (the
-        # invariants, the checkpoint storage) and afterwards only the savepoint a stopped job
-        # restarts from (``restart_from_savepoint``); a restore reads the CompletedCheckpointStore
         sp = self.job.savepoint
         savepoint = None if sp is None else self.completed.get(sp)
-        return fingerprint_of((key[3], restarts, savepoint, self), drop_time=not cfg.time_sensitive)
+        pending = self.coordinator.pending
+        acked = tuple((max(t.acked, default=-1), tuple(sorted(c for c in t.acked if c in pending))) for t in self.tasks)
+        return restarts, savepoint, acked
 
     # -- deployment --------------------------------------------------------------------------------
     def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:

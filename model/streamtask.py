@@ -448,7 +448,7 @@ class StreamTask:
     #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
     #: (the cluster's, fingerprinted there), and what the task's position in the (static)
     #: ExecutionGraph determines
-    FINGERPRINT_SKIP = ("net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
+    FINGERPRINT_SKIP = ("acked", "net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
                         "barrier_outputs", "out_deques", "nodes", "output")
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
     COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs")
