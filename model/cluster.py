@@ -384,7 +384,7 @@ class JobState:
     strategy's queue; ``checkpoints_triggered`` the trigger requests (for ``max_checkpoints``)."""
 
     #: ``restarts`` is read only by a FixedDelayRestartBackoffTimeStrategy with a bound on its
-    #: attempts: ``Cluster.fingerprint`` counts it apart, and only then
+    #: attempts: ``Cluster._read_later`` counts it apart, and only then
     FINGERPRINT_SKIP = ("restarts",)
 
     status: str = RUNNING

@@ -446,8 +446,9 @@ class StreamTask:
         "out_of_order",
     )
     #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
-    #: (the cluster's, fingerprinted there), and what the task's position in the (static)
-    #: ExecutionGraph determines
+    #: (the cluster's, fingerprinted there), what the task's position in the (static)
+    #: ExecutionGraph determines, and ``acked``, of which ``Cluster._read_later`` keeps what a
+    #: later step reads
     FINGERPRINT_SKIP = ("acked", "net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
                         "barrier_outputs", "out_deques", "nodes", "output")
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
