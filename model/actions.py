@@ -223,10 +223,11 @@ class ActionKind:
 
     def outcome(self, c, a):
         """A key for what the enabled action ``a`` does in state ``c`` when another enabled
-        action of this kind may do exactly the same: two with one key reach one state (one
-        fingerprint, one history for the invariants) and are judged alike. None: its outcome
-        is its own. An explorer takes only the first of the actions with one outcome
-        (tests/test_explore.py checks the claim on every variant's walks)."""
+        action -- of this kind or another -- may do exactly the same: two with one key reach one
+        state (one fingerprint, one history for the invariants) and are judged alike. Keys are
+        compared across kinds, so a key names what it stands for (``failover_outcome``). None:
+        its outcome is its own. An explorer takes only the first of the actions with one
+        outcome (tests/test_explore.py checks the claim on every variant's walks)."""
         return None
 
     def describe(self, c, a) -> str:
@@ -691,6 +692,17 @@ class AlignmentTimeoutKind(ActionKind):
         return f"the aligned-checkpoint timeout of {_name(c, a.subtask)} fires: it switches to an unaligned checkpoint"
 
 
+def failover_outcome(c, failed: set, unavailable: frozenset) -> tuple:
+    """The outcome key of a failure that runs a failover (``Cluster._failover``): the
+    failover strategy's restart set and the lost blocking partitions. The restarted tasks are
+    restored from the latest completed checkpoint, and nothing after the step depends on which
+    tasks failed or on what failed them -- a task or its TaskManager: the failed tasks are
+    history (an event, and the step's delta, whose judge ``restart_set_sufficient`` reads the
+    restart set and the lost partitions only), and a lost TaskManager is replaced at once. So
+    a task failure and a TaskManager loss with one key reach one state, judged alike."""
+    return "failover", frozenset(c.strategy.tasks_to_restart(failed, unavailable)), unavailable
+
+
 class _FailureKind(ActionKind):
     """A failure: offered while the job runs and the failure budget (max_failures) lasts."""
 
@@ -721,10 +733,8 @@ class FailTaskKind(_FailureKind):
         c.fail_task(a.subtask)
 
     def outcome(self, c, a):
-        """The failover strategy's restart set: a task failure restarts it, restored from the
-        latest completed checkpoint, and nothing after the step depends on which of its tasks
-        failed (the failed task is history: an event and the step's delta)."""
-        return c.strategy.tasks_to_restart({a.subtask}, frozenset())
+        """A failover's outcome (:func:`failover_outcome`) of the one failed task."""
+        return failover_outcome(c, {a.subtask}, frozenset())
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} FAILS"
@@ -755,6 +765,12 @@ class LoseTaskManagerKind(_FailureKind):
 
     def apply(self, c, a):
         c.lose_task_manager(a.task_manager)
+
+    def outcome(self, c, a):
+        """A failover's outcome (:func:`failover_outcome`) of the tasks the loss fails, when it
+        fails any (else its own: the TaskManager is replaced and nothing restarts)."""
+        failed, unavailable = c.task_manager_loss(a.task_manager)
+        return failover_outcome(c, failed, unavailable) if failed else None
 
     def describe(self, c, a):
         return f"TaskManager tm{a.task_manager} is LOST"

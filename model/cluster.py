@@ -1075,17 +1075,22 @@ class Cluster:
         self.events.append(("task_failed", self.now, subtask))
         self._failover({subtask}, frozenset())
 
-    def lose_task_manager(self, i: int) -> None:
-        tm_id = self.task_managers[i].id
-        lost = set(self.allocation.subtasks_on(tm_id))
-        self.job.failures += 1
-        self.events.append(("task_manager_lost", self.now, tm_id))
-        # blocking partitions held by the lost TaskManager are gone; running consumers that
-        # still read one fail with a PartitionNotFoundException
+    def task_manager_loss(self, i: int) -> tuple[set, frozenset]:
+        """What losing TaskManager ``i`` fails: ``(failed subtasks, unavailable channels)``. Its
+        running subtasks fail; the blocking partitions it holds are gone, and running consumers
+        that still read one fail with a PartitionNotFoundException."""
+        lost = set(self.allocation.subtasks_on(self.task_managers[i].id))
         unavailable = frozenset(c for c in range(len(self.channels))
                                 if self.blocking[c] and self.producer_of[c] in lost)
         failed = {t for t in lost if self.tasks[t].status == RUNNING}
         failed |= {self.consumer_of[c] for c in unavailable if self.tasks[self.consumer_of[c]].status == RUNNING}
+        return failed, unavailable
+
+    def lose_task_manager(self, i: int) -> None:
+        tm_id = self.task_managers[i].id
+        failed, unavailable = self.task_manager_loss(i)
+        self.job.failures += 1
+        self.events.append(("task_manager_lost", self.now, tm_id))
         if not failed:
             self.events.append(("task_manager_replaced", self.now, tm_id))
             return

@@ -127,8 +127,8 @@ _OUTCOME_KINDS = frozenset(cls for cls, kind in A.KINDS.items()
 
 def to_take(c: Cluster, acts: list, sleep: frozenset, reduce: bool) -> list:
     """The enabled actions ``acts`` of ``c`` that a search takes: those not in ``sleep``; with
-    ``reduce``, of several actions of one kind with one outcome (``ActionKind.outcome``: they
-    reach one state, judged alike) only the first."""
+    ``reduce``, of several actions with one outcome (``ActionKind.outcome``, compared across
+    kinds: they reach one state, judged alike) only the first."""
     if not reduce:
         return [a for a in acts if a not in sleep] if sleep else list(acts)
     out = []
@@ -140,9 +140,9 @@ def to_take(c: Cluster, acts: list, sleep: frozenset, reduce: bool) -> list:
         if cls in _OUTCOME_KINDS:
             key = A.KINDS[cls].outcome(c, a)
             if key is not None:
-                if (cls, key) in outcomes:
+                if key in outcomes:
                     continue
-                outcomes.add((cls, key))
+                outcomes.add(key)
         out.append(a)
     return out
 
