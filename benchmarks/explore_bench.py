@@ -10,9 +10,10 @@ search with every successor copied (no parent reuse), the fingerprint with the v
 cache cleared before each call, and the search of the scenario with the sources' IDLE/ACTIVE
 toggles unbounded (the small scenario before ``RuntimeConfig.max_idle_periods``: a larger
 space, comparable with measurements made before); the search and the per-call costs with the
-Python walks instead of the C ones (``model._native``), the search with successors already seen
-left to the cyclic garbage collector (no ``Run.dispose``), and the fingerprint hashed from the
-canonical form's ``repr`` (before ``marshal``). CPU time (``time.process_time``) is used
+Python walks instead of the C ones (``model._native``), and the fingerprint hashed from the
+canonical form's ``repr`` (before ``marshal``); the first 20,000 states of a larger space
+(unaligned-savepoints-2pc ``--small``) with the cyclic garbage collector off, as every search
+runs, and on. CPU time (``time.process_time``) is used
 throughout, so other processes on the machine distort less -- except for the last ratio: the
 wall seconds of a larger search (rocksdb-incremental ``--small``) in one process and on
 two worker processes (``properties.explore_workers``), each in a fresh interpreter, with the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import gc
 import hashlib
 import json
 import random
@@ -36,7 +38,6 @@ from model import fingerprint, statecopy
 from model.cluster import Cluster
 from model.variants import small_scenario, variant
 from properties import explore as explore_module
-from properties.engines import Run
 from properties.explore import Limits, explore
 
 
@@ -124,16 +125,49 @@ def _python_walks():
         statecopy._impl, fingerprint._impl = was
 
 
+#: the cyclic garbage collector's thresholds a search ran with before it switched the
+#: collector off (a first threshold of 50,000 allocations instead of 700)
+_OLD_SEARCH_GC_THRESHOLD = (50_000, 20, 100)
+
+
 @contextlib.contextmanager
-def _no_dispose():
-    """Successors already seen left to the cyclic garbage collector (``Run.dispose`` does
-    nothing), for the ratio."""
-    plain = Run.dispose
-    Run.dispose = Run.keep
+def _cyclic_gc_on():
+    """The search with the cyclic garbage collector on, at the thresholds it used to raise it
+    to, instead of off (``properties.explore._without_cyclic_gc``), for the ratio."""
+    plain = explore_module._without_cyclic_gc
+
+    @contextlib.contextmanager
+    def collecting():
+        old = gc.get_threshold()
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(*_OLD_SEARCH_GC_THRESHOLD)
+        try:
+            yield
+        finally:
+            gc.unfreeze()
+            gc.set_threshold(*old)
+
+    explore_module._without_cyclic_gc = collecting
     try:
         yield
     finally:
-        Run.dispose = plain
+        explore_module._without_cyclic_gc = plain
+
+
+def _gc_ratio(name: str, max_states: int, seed: int) -> dict:
+    """CPU seconds of the first ``max_states`` states of ``name``'s small scenario with the
+    cyclic garbage collector off (as every search runs) and on, with the same counts: a
+    larger space than the main one, whose frontier -- what each collection walks again --
+    holds thousands of states."""
+    sc = small_scenario(variant(name), seed)
+    off, ex = _timed_search(sc, max_states)
+    with _cyclic_gc_on():
+        on, ex_on = _timed_search(sc, max_states)
+    assert (ex_on.distinct_states, ex_on.transitions) == (ex.distinct_states, ex.transitions)
+    return {"gc_variant": name, "gc_distinct_states": ex.distinct_states, "gc_transitions": ex.transitions,
+            "cpu_s_without_cyclic_gc": round(off, 2), "cpu_s_with_cyclic_gc": round(on, 2),
+            "search_speedup_without_cyclic_gc": round(on / off, 2)}
 
 
 def _repr_fingerprint(c: Cluster) -> str:
@@ -171,13 +205,12 @@ def _workers_ratio(name: str, seed: int, workers: int) -> dict:
 
 
 def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
-                  repeat: int = 3, workers_variant: str = "rocksdb-incremental", workers: int = 2) -> dict:
+                  repeat: int = 3, workers_variant: str = "rocksdb-incremental", workers: int = 2,
+                  gc_variant: str = "unaligned-savepoints-2pc", gc_max_states: int = 20_000) -> dict:
     sc = small_scenario(variant(name), seed)
     cpu, ex, cpu_copying = _paired(sc, max_states)
     with _python_walks():
         cpu_python = _best_search(sc, max_states)
-    with _no_dispose():
-        cpu_no_dispose = _best_search(sc, max_states)
     # the scenario with the sources' IDLE/ACTIVE toggles unbounded (the small scenario before
     # max_idle_periods): a larger space, for states/s comparable with earlier measurements
     toggles = attrs.evolve(sc, config=attrs.evolve(sc.config, max_idle_periods=None))
@@ -225,12 +258,11 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         "fingerprint_speedup_from_c": round(fingerprint_python_us / fingerprint_us, 2),
         "fingerprint_repr_us": round(fingerprint_repr_us, 1),
         "fingerprint_speedup_from_marshal": round(fingerprint_repr_us / fingerprint_us, 2),
-        "states_per_cpu_s_without_dispose": round(ex.distinct_states / cpu_no_dispose, 1),
-        "search_speedup_from_dispose": round(cpu_no_dispose / cpu, 2),
         "states_per_cpu_s_copying_every_successor": round(ex.distinct_states / cpu_copying, 1),
         "search_speedup_from_parent_reuse": round(cpu_copying / cpu, 2),
         "idle_toggles_distinct_states": ex_toggles.distinct_states, "idle_toggles_verdict": ex_toggles.verdict,
         "states_per_cpu_s_with_idle_toggles": round(ex_toggles.distinct_states / cpu_toggles, 1),
         "idle_toggles_speedup_from_parent_reuse": round(cpu_toggles_copying / cpu_toggles, 2),
+        **_gc_ratio(gc_variant, gc_max_states, seed),
         **_workers_ratio(workers_variant, seed, workers),
     }

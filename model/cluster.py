@@ -564,6 +564,13 @@ class Cluster:
             memo[id(history)] = list(history)  # history holds immutable values: a shallow copy is independent
         return deep_copy(self, memo)
 
+    def release(self) -> None:
+        """Drop the reference cycles of this state's tasks (``StreamTask.release``): for a state
+        nobody uses again, so that reference counting frees it without the cyclic garbage
+        collector. The state must not be used afterwards."""
+        for t in self.tasks:
+            t.release()
+
     def fingerprint(self) -> str:
         """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left
         out, and so are ``now`` and timestamps unless ``config.time_sensitive``; of the number of
@@ -628,18 +635,19 @@ class Cluster:
         self.read_pos, self.blocking = net.read_pos, net.blocking
         self.consumer_of, self.producer_of = net.consumer_of, net.producer_of
         self._ops = {o.name: o for o in execution_graph.stream_graph.operators}
-        self.strategy = failover_strategy(execution_graph, self.config.failover_strategy,
-                                          skip_consumer_regions=self.config.skip_consumer_regions,
-                                          bugs=self.config.bugs)
+        self.strategy = _failover_strategy(execution_graph, self.config)
         required = sum(slotsharing.required_slots(execution_graph).values())
         cfg = self.config
         per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
         self.task_managers = tuple(slotsharing.TaskManager(f"tm{i}", per_tm) for i in range(cfg.task_managers))
         self.allocation = slotsharing.allocate(execution_graph, self.task_managers)
         self._write_delta().allocation_changed = True
+        replaced = getattr(self, "tasks", ())  # a redeployment (rescale): the old attempts are dropped
         self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
         for st in execution_graph.subtasks:
             self.tasks[st.id] = self._deploy(st)
+        for t in replaced:
+            t.release()
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         if restored is not None:
             self._restore_tasks(set(range(len(self.tasks))), restored, keep_base)
@@ -700,6 +708,7 @@ class Cluster:
 
         head_name = vertex.operators[0]
         head = build(head_name)
+        build = None  # noqa: F841 -- the recursive closure refers to itself: a reference cycle
         op_nodes = [nodes[n] for n in vertex.operators if ops[n].kind != "source"]
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
         output = TaskOutput([self.channels[c] for c in out_channels],
@@ -1218,7 +1227,8 @@ class Cluster:
             self.tasks[tid].status = "CANCELED"
         eg = self.eg
         for tid in sorted(restart):
-            self.tasks[tid] = self._deploy(eg.subtasks[tid])
+            old, self.tasks[tid] = self.tasks[tid], self._deploy(eg.subtasks[tid])
+            old.release()
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
         if allocation != self.allocation:  # (an unchanged placement was judged when it was made)
@@ -1332,7 +1342,7 @@ class Cluster:
         job = self.job
         old_eg = self.eg
         snaps = self.completed[job.savepoint]
-        new_eg = compile_stream_graph(rescale_graph(old_eg.stream_graph, dict(parallelism)))
+        new_eg = _rescaled_eg(old_eg.stream_graph, tuple(parallelism))
         restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment,
                                   by_index=self.config.operator_state_by_index)
         sp = job.savepoint
@@ -1446,11 +1456,28 @@ class Cluster:
 
 
 _RESCALED_EG: dict = {}
+_STRATEGIES: dict = {}
+
+
+def _failover_strategy(eg, config: RuntimeConfig):
+    """The configured FailoverStrategy of ``eg`` (cached: it is static -- a copy of a state
+    shares it -- and computing the pipelined regions on every redeployment of a rescaled
+    job would be repeated work, and leave a graph with reference cycles behind)."""
+    key = (eg, config.failover_strategy, config.skip_consumer_regions, config.bugs)
+    strategy = _STRATEGIES.get(key)
+    if strategy is None:
+        if len(_STRATEGIES) > 64:
+            _STRATEGIES.clear()
+        strategy = _STRATEGIES[key] = failover_strategy(eg, config.failover_strategy,
+                                                        skip_consumer_regions=config.skip_consumer_regions,
+                                                        bugs=config.bugs)
+    return strategy
 
 
 def _rescaled_eg(stream_graph, parallelism: tuple):
     """The ExecutionGraph of ``stream_graph`` with ``parallelism`` (cached: the
-    RescaleFromCheckpoint guard asks for it on every step it is offered)."""
+    RescaleFromCheckpoint guard asks for it on every step it is offered, and a rescale that
+    compiled its own would leave a graph with reference cycles behind each state it drops)."""
     key = (stream_graph, parallelism)
     eg = _RESCALED_EG.get(key)
     if eg is None:

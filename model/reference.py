@@ -67,7 +67,9 @@ def reference_output(graph: StreamGraph, job_input, bugs: tuple = ()) -> dict[st
     eg = compile_stream_graph(reference_stream_graph(graph))
     cluster = Cluster(eg, job_input, RuntimeConfig(bugs=tuple(bugs)), seed=0)
     drain(cluster)
-    return sink_output_by_operator(cluster)
+    out = sink_output_by_operator(cluster)
+    cluster.release()  # (its tasks' reference cycles: freed now, not by the cyclic collector)
+    return out
 
 
 def comparison_mode(graph: StreamGraph, sink: str) -> str:

@@ -491,6 +491,15 @@ class StreamTask:
         #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
         self.backend = None
 
+    def release(self) -> None:
+        """Drop what this cancelled attempt holds, once a new attempt replaced it (Flink
+        releases a cancelled task's resources): its valve, barrier handler, source reader and
+        chain refer back to it, so the replaced attempt would otherwise be a web of reference
+        cycles that only the cyclic garbage collector frees -- which an exhaustive search keeps
+        switched off. Keeps ``id`` and ``status``; nothing else may be read afterwards."""
+        for name in _RELEASED:
+            setattr(self, name, None)
+
     @property
     def checkpoint_listener(self) -> bool:
         """Whether notifyCheckpointComplete changes anything in this task: an operator of its
@@ -667,6 +676,10 @@ class StreamTask:
         self.status = FINISHED
         self.output.emit(END_OF_PARTITION)
         self.outbox.append(TaskFinished(self.id))
+
+
+#: the fields a released (cancelled and replaced) attempt drops
+_RELEASED = tuple(n for n in StreamTask.__slots__ if n not in ("id", "status"))
 
 
 @seams.override("FLINK-17568", StreamTask, "trigger",

@@ -119,8 +119,14 @@ class Run:
         return r
 
     def dispose(self) -> None:
-        """Free a run from ``fork(disposable=True)`` that nobody needs any more
-        (``model.statecopy.dispose``); it must not be used afterwards."""
+        """Free a run that nobody needs any more: its state's reference cycles are broken
+        (``Cluster.release``; for a run from ``fork(disposable=True)``, every object the copy
+        made is emptied, ``model.statecopy.dispose``), so reference counting frees it without
+        the cyclic garbage collector. It must not be used afterwards."""
+        c, self.cluster = self.cluster, None
+        if c is None:
+            return  # disposed already
+        c.release()  # (also the tasks a step deployed anew, which the memo lacks)
         if self.copy_memo is not None:
             dispose(self.copy_memo)
             self.copy_memo = None

@@ -168,6 +168,9 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     reduce = reduce and not c.config.time_sensitive
     if reduce:
         fp = {a: A.KINDS[type(a)].footprint(c, a) for a in acts}
+    if consume and not taken:
+        run.dispose()  # nothing to take: the caller no longer needs it
+        return []
     out = []
     done: list = []
     last = taken[-1] if consume and taken else None
@@ -197,6 +200,7 @@ def _drain_doomed(run: Run):
     d = run.fork()
     v = d.finish()
     if v is None:
+        d.dispose()
         return run, None
     run.dispose()
     return d, v
@@ -234,15 +238,29 @@ class Level:
     timed_out: bool = False
 
     def add(self, fp: str, key: tuple, trace: tuple, run, sleep: frozenset, drained: bool) -> None:
-        """A state reached at this level: the smallest trace represents it; a state reached by
-        several traces sleeps only on what every one of them sleeps on."""
+        """A state reached at this level: the smallest trace represents it (the other's run, if
+        this process holds it, is disposed); a state reached by several traces sleeps only on
+        what every one of them sleeps on."""
         have = self.states.get(fp)
         if have is None:
             self.states[fp] = (key, trace, run, sleep, drained)
         elif key < have[0]:
+            _drop(have[2])
             self.states[fp] = (key, trace, run, sleep & have[3], drained)
         else:
+            _drop(run)
             self.states[fp] = have[:3] + (have[3] & sleep, have[4])
+
+    def drop(self) -> None:
+        """Dispose of the runs this level holds (a search that ends with it)."""
+        for entry in self.states.values():
+            _drop(entry[2])
+
+
+def _drop(run) -> None:
+    """Dispose of ``run`` if it is a run this process holds (not a worker's ``Held``, or None)."""
+    if type(run) is Run:
+        run.dispose()
 
 
 class LocalLevels:
@@ -273,7 +291,7 @@ class LocalLevels:
                 level.transitions += 1
                 if v is not None:
                     level.violations.append(((rank, repr(a)), violation_trace(trace + (a,), child), v))
-                    child.keep()
+                    child.dispose()  # only the trace is kept
                     continue
                 if level.violations:
                     child.dispose()
@@ -291,28 +309,29 @@ class LocalLevels:
         return level
 
 
-#: the cyclic garbage collector's thresholds during a search: every transition allocates a
-#: copy of the cluster's object graph (a few hundred objects), so the default first threshold
-#: (700 allocations) would run a collection every few transitions (``flinkspec bench explore``)
-SEARCH_GC_THRESHOLD = (50_000, 20, 100)
-
-
 @contextlib.contextmanager
-def _gc_threshold(threshold: tuple):
-    old = gc.get_threshold()
-    gc.set_threshold(*threshold)
-    # what is alive now (modules, the scenario, the caller's data) is frozen out of the
-    # collections during the search; garbage is collected first, or a previous search's
-    # cyclic garbage would be frozen with it and kept through this one (four searches of
-    # concurrent-checkpoints-2pc in one process: peak memory 219 -> 337 MB without this
-    # collection, 219 -> 225 MB with it)
+def _without_cyclic_gc():
+    """The search runs with the cyclic garbage collector switched off. Each transition
+    allocates a copy of the state's object graph (a few hundred objects), and a collection
+    walks every object allocated since the last one that is still alive -- every state kept
+    for the next level, once or twice: with the collector on, a third of a large search's time
+    went to it (``flinkspec bench explore``). Nothing the search drops needs the collector:
+    a copy is disposed of (``Run.dispose``) or kept, a step leaves no reference cycle behind
+    (a cancelled task is released, ``StreamTask.release``), and every run left at the end is
+    disposed of (tests/test_explore.py checks that a search leaves no cyclic garbage). What is
+    alive before the search (modules, the scenario, the caller's data) is frozen out of the
+    collections until it ends; garbage is collected first, or a previous search's cyclic
+    garbage would be frozen with it and kept through this one."""
+    was = gc.isenabled()
     gc.collect()
     gc.freeze()
+    gc.disable()
     try:
         yield
     finally:
         gc.unfreeze()
-        gc.set_threshold(*old)
+        if was:
+            gc.enable()
 
 
 def explore(scenario: Scenario, limits: Limits = Limits(), *,
@@ -323,11 +342,20 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the process
     search passes ``properties.explore_workers.ProcessLevels``, the Spark search
     ``spark.explore.SparkLevels``)."""
-    with _gc_threshold(SEARCH_GC_THRESHOLD):
-        return _explore(scenario, limits, progress, reduce, levels)
+    live: dict = {}
+    with _without_cyclic_gc():
+        try:
+            return _explore(scenario, limits, progress, reduce, levels, live)
+        finally:  # the runs still held when the search ended (it stopped early) are disposed of
+            for _t, run, _z in live.get("frontier", ()):
+                _drop(run)
+            if live.get("level") is not None:
+                live["level"].drop()
 
 
-def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
+def _explore(scenario, limits, progress, reduce, levels, live: dict) -> Exploration:
+    """The search; ``live`` is kept holding the frontier and the level being expanded (what
+    the caller disposes of when it ends)."""
     t0 = time.perf_counter()
     levels = levels if levels is not None else LocalLevels(scenario, reduce)
     root = Run(scenario, track_goals=False)
@@ -337,6 +365,7 @@ def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
                            workers=levels.workers, reduced=reduce)
     seen = {root.fingerprint()}
     frontier: list = [((), root, frozenset())]
+    live["frontier"] = frontier
     transitions = 0
     drained = 1 if root.cluster.is_drained() else 0
     depth = 0
@@ -361,7 +390,7 @@ def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
     while frontier:
         if limits.max_depth is not None and depth >= limits.max_depth:
             return result("bounded", complete=False, limit=f"max_depth={limits.max_depth}")
-        level = levels.expand(frontier, seen, deadline, report)
+        level = live["level"] = levels.expand(frontier, seen, deadline, report)
         transitions += level.transitions
         if level.timed_out:
             seen.update(level.states)
@@ -372,7 +401,9 @@ def _explore(scenario, limits, progress, reduce, levels) -> Exploration:
             return result("violation", complete=False, trace=t, violation=v)
         seen.update(level.states)
         drained += sum(1 for e in level.states.values() if e[4])
-        frontier = [(t, r, z) for (_k, t, r, z, _d) in sorted(level.states.values(), key=lambda x: x[0])]
+        frontier = live["frontier"] = [(t, r, z) for (_k, t, r, z, _d) in
+                                       sorted(level.states.values(), key=lambda x: x[0])]
+        live["level"] = None
         if progress is not None:
             progress(Progress(depth=depth, distinct_states=len(seen), transitions=transitions,
                               frontier=len(frontier), seconds=elapsed()))

@@ -90,7 +90,7 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
             key = (rank, repr(a))
             if v is not None:
                 violations.append((key, violation_trace(t, child), v))
-                child.keep()
+                child.dispose()  # only the trace is kept
                 continue
             if violations:
                 child.dispose()
@@ -103,7 +103,7 @@ def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, dead
             if have is not None and key > have[0]:
                 child.dispose()  # a smaller trace reached this state here already: freed now
             else:
-                child.keep()
+                child.keep()  # (Level.add disposes of the run it replaces)
             level.add(fp, key, t, child, child_sleep, have[4] if have is not None else child.cluster.is_drained())
         now = time.perf_counter()
         if now >= next_progress:
