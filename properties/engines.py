@@ -126,10 +126,13 @@ class Run:
         c, self.cluster = self.cluster, None
         if c is None:
             return  # disposed already
-        c.release()  # (also the tasks a step deployed anew, which the memo lacks)
-        if self.copy_memo is not None:
-            dispose(self.copy_memo)
-            self.copy_memo = None
+        if self.copy_memo is None:
+            c.release()
+            return
+        if c.delta.redeployed:
+            c.release()  # the tasks the step deployed anew, which the memo lacks
+        dispose(self.copy_memo)
+        self.copy_memo = None
 
     def keep(self) -> None:
         """Drop the memo of a disposable run that is kept (it would only hold memory)."""
