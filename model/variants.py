@@ -416,7 +416,7 @@ _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out
 #: it exercises the mechanism its safe twin unaligned-savepoints-2pc is verified against)
 _SAVEPOINT_OVERTAKEN_SMALL = Small(checkpoints=2, records=1)
 #: the same for the safe twin: its whole space is 241,661 states (depth 38), verified in about
-#: 245 s on two worker processes -- more than the 120 s that ``exhaustive`` stands for
+#: 140-142 s on two worker processes -- more than the 120 s that ``exhaustive`` stands for
 _SAVEPOINT_OVERTAKEN_SMALL_SAFE = attrs.evolve(_SAVEPOINT_OVERTAKEN_SMALL, exhaustive=False)
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
@@ -520,7 +520,7 @@ _add(Variant(name="cp-restart-all", description="as cp-region-failover with rest
              config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
              "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=150,
-             # five subtasks under lost RPCs: verified, 195,675 states at depth 107, in 156-165 s on two
+             # five subtasks under lost RPCs: verified, 195,675 states at depth 107, in 152 s on two
              # worker processes -- more than the 120 s ``exhaustive`` stands for
              small=attrs.evolve(_CP_BLOCKING_SMALL, exhaustive=False)))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
