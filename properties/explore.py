@@ -321,8 +321,11 @@ def _without_cyclic_gc():
     disposed of (tests/test_explore.py checks that a search leaves no cyclic garbage). What is
     alive before the search (modules, the scenario, the caller's data) is frozen out of the
     collections until it ends; garbage is collected first, or a previous search's cyclic
-    garbage would be frozen with it and kept through this one."""
-    was = gc.isenabled()
+    garbage would be frozen with it and kept through this one. A caller that switched the
+    collector off already manages it: nothing is collected or frozen then."""
+    if not gc.isenabled():
+        yield
+        return
     gc.collect()
     gc.freeze()
     gc.disable()
@@ -330,8 +333,7 @@ def _without_cyclic_gc():
         yield
     finally:
         gc.unfreeze()
-        if was:
-            gc.enable()
+        gc.enable()
 
 
 def explore(scenario: Scenario, limits: Limits = Limits(), *,

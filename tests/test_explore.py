@@ -4,6 +4,7 @@ Small scenarios only: a failure-free aligned-2pc space has a few hundred states.
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import attrs
@@ -667,9 +668,25 @@ def test_leader_election_and_fencing_with_two_job_manager_crashes_is_verified():
     assert ex.verdict == "verified", (ex.verdict, ex.distinct_states, ex.depth, ex.limit)
 
 
+@contextlib.contextmanager
+def _collector_off():
+    """The cyclic garbage collector off, and what is alive before frozen out of its
+    collections (so that a collection in a test suite's large process walks only what the
+    test made)."""
+    import gc
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
 def _cyclic_garbage() -> dict:
     """What a full collection finds unreachable, by type name (the collector is off while the
-    caller makes it: ``gc.disable``), freed afterwards."""
+    caller makes it: ``_collector_off``), freed afterwards."""
     import collections
     import gc
     gc.set_debug(gc.DEBUG_SAVEALL)
@@ -690,14 +707,12 @@ def test_no_step_leaves_reference_cycles_behind_on_every_variant():
     cancelled task is released (``StreamTask.release``), a rescale shares its graph -- and
     neither does a kept run once disposed of. Breaking it: without the release of a replaced
     task, every failover leaves its old attempt behind."""
-    import gc
     import random
 
     from model.variants import generate
     from properties.engines import Run
     taken = 0
-    gc.disable()
-    try:
+    with _collector_off():
         for name in variant_names():
             for seed in range(2):
                 run = Run(generate(variant(name), seed))
@@ -718,8 +733,6 @@ def test_no_step_leaves_reference_cycles_behind_on_every_variant():
                 run.dispose()
                 left = _cyclic_garbage()
                 assert not left, f"{name}: steps left objects in reference cycles: {left}"
-    finally:
-        gc.enable()
     assert taken >= 2000, f"only {taken} actions taken: the check is too weak"
 
 
@@ -732,18 +745,13 @@ def test_a_search_leaves_no_cyclic_garbage(name, changes, limits):
     verified, a violation found, or a limit hit -- it has left in reference cycles only what
     a search that takes no step leaves (compiling the job graph and its reference output,
     once): the runs it dropped or still held are disposed of, and no state is left behind."""
-    import gc
     sc = _small(name, **changes)
     explore(sc, limits)  # (what is computed once per process and cached -- compiled graphs -- is not counted)
     left = {}
     for limits in (Limits(max_depth=0), limits, Limits(max_states=40)):
-        gc.collect()
-        gc.disable()
-        try:
+        with _collector_off():
             ex = explore(sc, limits)
             left[limits] = _cyclic_garbage()
-        finally:
-            gc.enable()
         assert "Cluster" not in left[limits] and "StreamTask" not in left[limits], (name, ex.verdict, left[limits])
         assert left[limits] == left[Limits(max_depth=0)], \
             f"{name} ({ex.verdict}): the search left objects in reference cycles: {left[limits]}"
