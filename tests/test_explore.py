@@ -4,7 +4,6 @@ Small scenarios only: a failure-free aligned-2pc space has a few hundred states.
 
 from __future__ import annotations
 
-import contextlib
 import json
 
 import attrs
@@ -15,7 +14,7 @@ from model import actions as A
 from model.cluster import Cluster, drain_choice
 from model.variants import small_scenario, variant, variant_names
 from properties.engines import replay
-from properties.explore import Limits, check_progress, explore
+from properties.explore import Limits, _without_cyclic_gc, check_progress, explore
 
 
 def _small(name: str, **changes):
@@ -668,25 +667,11 @@ def test_leader_election_and_fencing_with_two_job_manager_crashes_is_verified():
     assert ex.verdict == "verified", (ex.verdict, ex.distinct_states, ex.depth, ex.limit)
 
 
-@contextlib.contextmanager
-def _collector_off():
-    """The cyclic garbage collector off, and what is alive before frozen out of its
-    collections (so that a collection in a test suite's large process walks only what the
-    test made)."""
-    import gc
-    gc.collect()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        gc.enable()
-
-
 def _cyclic_garbage() -> dict:
     """What a full collection finds unreachable, by type name (the collector is off while the
-    caller makes it: ``_collector_off``), freed afterwards."""
+    caller makes it: ``_without_cyclic_gc``, which also freezes what was alive before, so that a
+    collection in a test suite's large process walks only what the test made), freed
+    afterwards."""
     import collections
     import gc
     gc.set_debug(gc.DEBUG_SAVEALL)
@@ -712,7 +697,7 @@ def test_no_step_leaves_reference_cycles_behind_on_every_variant():
     from model.variants import generate
     from properties.engines import Run
     taken = 0
-    with _collector_off():
+    with _without_cyclic_gc():
         for name in variant_names():
             for seed in range(2):
                 run = Run(generate(variant(name), seed))
@@ -749,7 +734,7 @@ def test_a_search_leaves_no_cyclic_garbage(name, changes, limits):
     explore(sc, limits)  # (what is computed once per process and cached -- compiled graphs -- is not counted)
     left = {}
     for limits in (Limits(max_depth=0), limits, Limits(max_states=40)):
-        with _collector_off():
+        with _without_cyclic_gc():
             ex = explore(sc, limits)
             left[limits] = _cyclic_garbage()
         assert "Cluster" not in left[limits] and "StreamTask" not in left[limits], (name, ex.verdict, left[limits])
