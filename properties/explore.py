@@ -314,8 +314,8 @@ def _without_cyclic_gc():
     """The search runs with the cyclic garbage collector switched off. Each transition
     allocates a copy of the state's object graph (a few hundred objects), and a collection
     walks every object allocated since the last one that is still alive -- every state kept
-    for the next level, once or twice: with the collector on, a third of a large search's time
-    went to it (``flinkspec bench explore``). Nothing the search drops needs the collector:
+    for the next level, once or twice: with the collector on, a quarter to a third of a large
+    search's CPU went to it (``flinkspec bench explore``). Nothing the search drops needs the collector:
     a copy is disposed of (``Run.dispose``) or kept, a step leaves no reference cycle behind
     (a cancelled task is released, ``StreamTask.release``), and every run left at the end is
     disposed of (tests/test_explore.py checks that a search leaves no cyclic garbage). What is
