@@ -733,10 +733,10 @@ def test_a_search_leaves_no_cyclic_garbage(name, changes, limits):
     sc = _small(name, **changes)
     explore(sc, limits)  # (what is computed once per process and cached -- compiled graphs -- is not counted)
     left = {}
-    for limits in (Limits(max_depth=0), limits, Limits(max_states=40)):
+    for each in (Limits(max_depth=0), limits, Limits(max_states=40)):
         with _without_cyclic_gc():
-            ex = explore(sc, limits)
-            left[limits] = _cyclic_garbage()
-        assert "Cluster" not in left[limits] and "StreamTask" not in left[limits], (name, ex.verdict, left[limits])
-        assert left[limits] == left[Limits(max_depth=0)], \
-            f"{name} ({ex.verdict}): the search left objects in reference cycles: {left[limits]}"
+            ex = explore(sc, each)
+            left[each] = _cyclic_garbage()
+        assert "Cluster" not in left[each] and "StreamTask" not in left[each], (name, ex.verdict, left[each])
+        assert left[each] == left[Limits(max_depth=0)], \
+            f"{name} ({ex.verdict}): the search left objects in reference cycles: {left[each]}"
