@@ -1,14 +1,15 @@
 /* model._native: the explorer's two hot walks over model state, in C.
  *
- * deep_copy(x, memo)         -- exactly model.statecopy.py_deep_copy(x, memo)
- * canonical(x, drop_time)    -- exactly model.fingerprint.py_canonical(x, drop_time)
+ * deep_copy(x, memo)               -- exactly model.statecopy.py_deep_copy(x, memo)
+ * canonical(x, drop_time)          -- exactly model.fingerprint.py_canonical(x, drop_time)
+ * canonical_bytes(x, drop_time)    -- exactly model.fingerprint.encode(py_canonical(x, drop_time))
  *
- * Both follow their Python reference line by line (same cases, same order, same memo
+ * All three follow their Python reference line by line (same cases, same order, same memo
  * numbering); every decision that depends on a class (its fields, whether it is a value,
  * whether it customizes copying) is made once per class by the Python module, which passes
  * it here through configure_copy / configure_canonical. Anything unusual (a function, a class
  * that customizes copying) is handed back to Python. tests/test_native_walk.py checks that
- * both walks agree with the Python ones on every variant's states.
+ * the walks agree with the Python ones on every variant's states.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -554,6 +555,7 @@ static Py_ssize_t k_forms_max;
 static PyObject *k_fallback;     /* the Python _canon(x, drop_time, memo) */
 static PyObject *k_sort_by_repr; /* callable(list) -> new list sorted by repr */
 static PyObject *k_deque_type;
+static PyObject *k_bytes[2];     /* per drop_time: dict id -> (object, bytes, id slots as bytes) */
 
 /* info tuples: (kind, qualname, names, skip, bags, has_dict, member descriptors, bag flags);
  * kind is one of these */
@@ -999,11 +1001,14 @@ static PyObject *
 native_configure_canonical(PyObject *self, PyObject *args)
 {
     PyObject *fresh, *info0, *info1, *info_fn, *forms0, *forms1, *fallback, *sort_by_repr, *deque_type;
+    PyObject *bytes0, *bytes1;
     Py_ssize_t forms_max;
-    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nOOO", &PyDict_Type, &fresh, &PyDict_Type, &info0, &PyDict_Type, &info1,
-                          &info_fn, &PyDict_Type, &forms0, &PyDict_Type, &forms1, &forms_max, &fallback,
-                          &sort_by_repr, &deque_type))
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nOOOO!O!", &PyDict_Type, &fresh, &PyDict_Type, &info0, &PyDict_Type,
+                          &info1, &info_fn, &PyDict_Type, &forms0, &PyDict_Type, &forms1, &forms_max, &fallback,
+                          &sort_by_repr, &deque_type, &PyDict_Type, &bytes0, &PyDict_Type, &bytes1))
         return NULL;
+    Py_XSETREF(k_bytes[0], Py_NewRef(bytes0));
+    Py_XSETREF(k_bytes[1], Py_NewRef(bytes1));
     Py_XSETREF(k_fresh, Py_NewRef(fresh));
     Py_XSETREF(k_info[0], Py_NewRef(info0));
     Py_XSETREF(k_info[1], Py_NewRef(info1));
@@ -1017,6 +1022,602 @@ native_configure_canonical(PyObject *self, PyObject *args)
     Py_RETURN_NONE;
 }
 
+/* -- canonical bytes ------------------------------------------------------------------- */
+
+/* canonical_bytes(x, drop_time) -- exactly model.fingerprint.encode(py_canonical(x, drop_time)):
+ * the canonical form written as bytes while it is walked, never built as tuples. The walk is
+ * canon's (same cases, same order, same memo numbering); where canon sorts (dict keys, set and
+ * frozenset elements, multisets) or hands an object to Python, the form of that part is built
+ * by canon and written by w_form. A fresh identifier is written as '@', its tag and an 8-byte
+ * slot; the slots are filled with ranks at the end (no search of the bytes). */
+
+typedef struct {
+    Py_ssize_t off; /* where the 8-byte slot is */
+    long long val;
+    char tag;
+} IdSlot;
+
+typedef struct {
+    char *buf;
+    Py_ssize_t len, cap;
+    IdSlot *ids;
+    Py_ssize_t nids, capids;
+} Writer;
+
+
+static void
+w_free(Writer *w)
+{
+    PyMem_Free(w->buf);
+    PyMem_Free(w->ids);
+    w->buf = NULL;
+    w->ids = NULL;
+}
+
+static int
+w_reserve(Writer *w, Py_ssize_t n)
+{
+    if (w->len + n <= w->cap)
+        return 0;
+    Py_ssize_t cap = w->cap ? w->cap * 2 : 1024;
+    while (cap < w->len + n)
+        cap *= 2;
+    char *b = PyMem_Realloc(w->buf, (size_t)cap);
+    if (b == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->buf = b;
+    w->cap = cap;
+    return 0;
+}
+
+static inline int
+w_put(Writer *w, const void *p, Py_ssize_t n)
+{
+    if (w_reserve(w, n) < 0)
+        return -1;
+    memcpy(w->buf + w->len, p, (size_t)n);
+    w->len += n;
+    return 0;
+}
+
+static inline int
+w_byte(Writer *w, char c)
+{
+    return w_put(w, &c, 1);
+}
+
+static inline void
+put_le(char *p, unsigned long long v, int n)
+{
+    for (int i = 0; i < n; i++)
+        p[i] = (char)((v >> (8 * i)) & 0xff);
+}
+
+/* an unsigned LEB128 varint (7 bits a byte, low bits first) */
+static inline int
+w_var(Writer *w, unsigned long long v)
+{
+    char b[10];
+    int n = 0;
+    do {
+        b[n] = (char)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            b[n] |= (char)0x80;
+        n++;
+    } while (v);
+    return w_put(w, b, n);
+}
+
+static inline int
+w_fixed64(Writer *w, long long v)
+{
+    char b[8];
+    put_le(b, (unsigned long long)v, 8);
+    return w_put(w, b, 8);
+}
+
+/* '(' and a count */
+static inline int
+w_tuple(Writer *w, Py_ssize_t n)
+{
+    return (w_byte(w, '(') < 0 || w_var(w, (unsigned long long)n) < 0) ? -1 : 0;
+}
+
+static int
+w_slot(Writer *w, char tag, long long v, Py_ssize_t off)
+{
+    if (w->nids == w->capids) {
+        Py_ssize_t cap = w->capids ? w->capids * 2 : 16;
+        IdSlot *s = PyMem_Realloc(w->ids, (size_t)cap * sizeof(IdSlot));
+        if (s == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        w->ids = s;
+        w->capids = cap;
+    }
+    w->ids[w->nids].off = off;
+    w->ids[w->nids].val = v;
+    w->ids[w->nids].tag = tag;
+    w->nids++;
+    return 0;
+}
+
+/* a fresh identifier: '@', its tag, an 8-byte slot (ranked at the end) */
+static int
+w_id(Writer *w, char tag, long long v)
+{
+    if (w_byte(w, '@') < 0 || w_byte(w, tag) < 0 || w_slot(w, tag, v, w->len) < 0)
+        return -1;
+    return w_fixed64(w, v);
+}
+
+/* a str: 's', its length in bytes (a varint), UTF-8; a fresh identifier's marker (model.fingerprint's
+ * "\u27e8" tag, 12 digits, "\u27e9") as w_id */
+static int
+w_str(Writer *w, PyObject *s)
+{
+    Py_ssize_t n;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &n);
+    PyObject *enc = NULL;
+    if (u == NULL) { /* lone surrogates: as marshal writes them */
+        PyErr_Clear();
+        enc = PyUnicode_AsEncodedString(s, "utf-8", "surrogatepass");
+        if (enc == NULL)
+            return -1;
+        u = PyBytes_AS_STRING(enc);
+        n = PyBytes_GET_SIZE(enc);
+    }
+    if (n == 19 && memcmp(u, "\xe2\x9f\xa8", 3) == 0 && u[3] >= 'A' && u[3] <= 'Z' &&
+        memcmp(u + 16, "\xe2\x9f\xa9", 3) == 0) {
+        long long v = 0;
+        int digits = 1;
+        for (int i = 4; i < 16; i++) {
+            if (u[i] < '0' || u[i] > '9') {
+                digits = 0;
+                break;
+            }
+            v = v * 10 + (u[i] - '0');
+        }
+        if (digits) {
+            Py_XDECREF(enc);
+            return w_id(w, u[3], v);
+        }
+    }
+    int r = (w_byte(w, 's') < 0 || w_var(w, (unsigned long long)n) < 0 || w_put(w, u, n) < 0) ? -1 : 0;
+    Py_XDECREF(enc);
+    return r;
+}
+
+/* a primitive (is_primitive) */
+static int
+w_prim(Writer *w, PyObject *x)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    if (x == Py_None)
+        return w_byte(w, 'N');
+    if (t == &PyBool_Type)
+        return w_byte(w, x == Py_True ? 'T' : 'F');
+    if (t == &PyLong_Type) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(x, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (!overflow)
+            return (w_byte(w, 'i') < 0 || w_var(w, ((unsigned long long)v << 1) ^ (unsigned long long)(v >> 63)) < 0) ? -1 : 0; /* zigzag */
+        PyObject *digits = PyObject_Str(x);
+        if (digits == NULL)
+            return -1;
+        Py_ssize_t n;
+        const char *d = PyUnicode_AsUTF8AndSize(digits, &n);
+        int r = (d == NULL || w_byte(w, 'I') < 0 || w_var(w, (unsigned long long)n) < 0 || w_put(w, d, n) < 0) ? -1 : 0;
+        Py_DECREF(digits);
+        return r;
+    }
+    if (t == &PyFloat_Type) {
+        char b[8];
+        if (PyFloat_Pack8(PyFloat_AS_DOUBLE(x), b, 1) < 0)
+            return -1;
+        return (w_byte(w, 'f') < 0 || w_put(w, b, 8) < 0) ? -1 : 0;
+    }
+    if (t == &PyUnicode_Type)
+        return w_str(w, x);
+    if (t == &PyBytes_Type)
+        return (w_byte(w, 'b') < 0 || w_var(w, (unsigned long long)PyBytes_GET_SIZE(x)) < 0 ||
+                w_put(w, PyBytes_AS_STRING(x), PyBytes_GET_SIZE(x)) < 0) ? -1 : 0;
+    PyErr_Format(PyExc_TypeError, "model._native: %s is not a primitive", t->tp_name);
+    return -1;
+}
+
+/* a canonical form (nested tuples of primitives) */
+static int
+w_form(Writer *w, PyObject *f)
+{
+    if (is_primitive(Py_TYPE(f)))
+        return w_prim(w, f);
+    if (Py_TYPE(f) != &PyTuple_Type) {
+        PyErr_Format(PyExc_TypeError, "model._native: a canonical form holds a %s", Py_TYPE(f)->tp_name);
+        return -1;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(f);
+    if (w_tuple(w, n) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (w_form(w, PyTuple_GET_ITEM(f, i)) < 0)
+            return -1;
+    return 0;
+}
+
+/* write the form that canon (or the Python walk) built; steals f */
+static int
+w_built(Writer *w, PyObject *f)
+{
+    if (f == NULL)
+        return -1;
+    int r = w_form(w, f);
+    Py_DECREF(f);
+    return r;
+}
+
+/* append another writer's bytes and id slots */
+static int
+w_append(Writer *w, const char *buf, Py_ssize_t len, const IdSlot *ids, Py_ssize_t nids)
+{
+    Py_ssize_t base = w->len;
+    if (w_put(w, buf, len) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < nids; i++)
+        if (w_slot(w, ids[i].tag, ids[i].val, ids[i].off + base) < 0)
+            return -1;
+    return 0;
+}
+
+static int enc(PyObject *x, int dt, PyObject *memo, Writer *w);
+
+static inline int
+enc_elem(PyObject *e, int dt, PyObject *memo, Writer *w)
+{
+    if (is_primitive(Py_TYPE(e)))
+        return w_prim(w, e);
+    return enc(e, dt, memo, w);
+}
+
+/* canon_object, written: the fields, then the __dict__ entries not skipped, by name */
+static int
+enc_object(PyObject *x, int dt, PyObject *memo, PyObject *info, Writer *w)
+{
+    PyObject *names = PyTuple_GET_ITEM(info, 2);
+    PyObject *skip = PyTuple_GET_ITEM(info, 3);
+    PyObject *bags = PyTuple_GET_ITEM(info, 4);
+    int has_dict = PyTuple_GET_ITEM(info, 5) == Py_True;
+    PyObject *descrs = PyTuple_GET_ITEM(info, 6);
+    PyObject *bag_flags = PyTuple_GET_ITEM(info, 7);
+    Py_ssize_t n = PyTuple_GET_SIZE(names);
+    int any_bags = PySet_GET_SIZE(bags) > 0;
+    PyObject *values = PyList_New(n);
+    PyObject *entries = NULL; /* [(name, value)] of the __dict__, sorted, skipped names left out */
+    if (values == NULL)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
+        if (v == NULL) {
+            if (PyErr_Occurred())
+                goto fail;
+            v = Py_NewRef(Py_None);
+        }
+        PyList_SET_ITEM(values, i, v);
+    }
+    if (has_dict) {
+        PyObject *d = PyObject_GetAttr(x, s_dict);
+        if (d == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+                goto fail;
+            PyErr_Clear();
+        } else {
+            int truth = PyObject_IsTrue(d);
+            PyObject *keys = truth > 0 ? PySequence_List(d) : NULL;
+            if (truth > 0 && (keys == NULL || PyList_Sort(keys) < 0 || (entries = PyList_New(0)) == NULL))
+                truth = -1;
+            for (Py_ssize_t j = 0; truth > 0 && j < PyList_GET_SIZE(keys); j++) {
+                PyObject *k = PyList_GET_ITEM(keys, j);
+                int skipped = PySet_Contains(skip, k);
+                if (skipped != 0) {
+                    truth = skipped < 0 ? -1 : truth;
+                    continue;
+                }
+                PyObject *v = PyObject_GetItem(d, k);
+                PyObject *pair = v ? PyTuple_Pack(2, k, v) : NULL;
+                Py_XDECREF(v);
+                if (pair == NULL || PyList_Append(entries, pair) < 0)
+                    truth = -1;
+                Py_XDECREF(pair);
+            }
+            Py_XDECREF(keys);
+            Py_DECREF(d);
+            if (truth < 0)
+                goto fail;
+        }
+    }
+    if (w_tuple(w, 1 + n + (entries ? PyList_GET_SIZE(entries) : 0)) < 0 || w_str(w, PyTuple_GET_ITEM(info, 1)) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = PyList_GET_ITEM(values, i);
+        int r;
+        if (any_bags && PyTuple_GET_ITEM(bag_flags, i) == Py_True)
+            r = w_built(w, canon_sorted(s_multiset, v, dt, memo, sort_by_repr));
+        else
+            r = enc_elem(v, dt, memo, w);
+        if (r < 0)
+            goto fail;
+    }
+    for (Py_ssize_t j = 0; entries && j < PyList_GET_SIZE(entries); j++) {
+        PyObject *pair = PyList_GET_ITEM(entries, j);
+        if (w_tuple(w, 2) < 0 || w_form(w, PyTuple_GET_ITEM(pair, 0)) < 0 ||
+            enc_elem(PyTuple_GET_ITEM(pair, 1), dt, memo, w) < 0)
+            goto fail;
+    }
+    Py_DECREF(values);
+    Py_XDECREF(entries);
+    return 0;
+fail:
+    Py_DECREF(values);
+    Py_XDECREF(entries);
+    return -1;
+}
+
+/* a value (frozen attrs): its bytes, written once per object (k_bytes, as k_forms for canon) */
+static int
+enc_value(PyObject *x, int dt, PyObject *info, Writer *w)
+{
+    PyObject *cache = k_bytes[dt];
+    PyObject *key = memo_key(x);
+    if (key == NULL)
+        return -1;
+    PyObject *e = PyDict_GetItemWithError(cache, key);
+    if (e != NULL && PyTuple_GET_ITEM(e, 0) == x) {
+        Py_DECREF(key);
+        PyObject *b = PyTuple_GET_ITEM(e, 1), *ids = PyTuple_GET_ITEM(e, 2);
+        return w_append(w, PyBytes_AS_STRING(b), PyBytes_GET_SIZE(b), (const IdSlot *)PyBytes_AS_STRING(ids),
+                        PyBytes_GET_SIZE(ids) / (Py_ssize_t)sizeof(IdSlot));
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    Writer own = {0};
+    PyObject *own_memo = PyDict_New(); /* its own back-references: context-free */
+    int r = own_memo ? enc_object(x, dt, own_memo, info, &own) : -1;
+    Py_XDECREF(own_memo);
+    if (r == 0)
+        r = w_append(w, own.buf, own.len, own.ids, own.nids);
+    if (r == 0) {
+        PyObject *b = PyBytes_FromStringAndSize(own.buf, own.len);
+        PyObject *ids = b ? PyBytes_FromStringAndSize((const char *)own.ids, own.nids * (Py_ssize_t)sizeof(IdSlot)) : NULL;
+        PyObject *entry = ids ? PyTuple_Pack(3, x, b, ids) : NULL;
+        Py_XDECREF(b);
+        Py_XDECREF(ids);
+        if (entry == NULL)
+            r = -1;
+        else {
+            if (PyDict_GET_SIZE(cache) >= k_forms_max)
+                PyDict_Clear(cache);
+            r = PyDict_SetItem(cache, key, entry);
+            Py_DECREF(entry);
+        }
+    }
+    w_free(&own);
+    Py_DECREF(key);
+    return r;
+}
+
+/* canon, written */
+static int
+enc(PyObject *x, int dt, PyObject *memo, Writer *w)
+{
+    PyTypeObject *t = Py_TYPE(x);
+    if (is_primitive(t))
+        return w_prim(w, x);
+    PyObject *tag = PyDict_GetItemWithError(k_fresh, (PyObject *)t);
+    if (tag != NULL)
+        return w_built(w, fresh_form(x, tag)); /* its marker, as w_str reads it */
+    if (PyErr_Occurred())
+        return -1;
+    if (t == &PyTuple_Type) {
+        Py_ssize_t n = PyTuple_GET_SIZE(x);
+        Py_ssize_t i;
+        for (i = 0; i < n; i++)
+            if (!is_primitive(Py_TYPE(PyTuple_GET_ITEM(x, i))))
+                break;
+        if (i == n)
+            return w_form(w, x);
+        if (w_tuple(w, n + 1) < 0 || w_str(w, s_tuple) < 0)
+            return -1;
+        for (i = 0; i < n; i++)
+            if (enc_elem(PyTuple_GET_ITEM(x, i), dt, memo, w) < 0)
+                return -1;
+        return 0;
+    }
+    if (t == &PyFrozenSet_Type)
+        return w_built(w, canon(x, dt, memo));
+    PyObject *info = NULL;
+    if (t != &PyList_Type && t != &PyDict_Type && t != &PySet_Type && t != &PyMethod_Type &&
+        (PyObject *)t != k_deque_type) {
+        info = canon_info(t, dt);
+        if (info == NULL)
+            return -1;
+        int kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 0));
+        if (kind == K_PYTHON)
+            return w_built(w, PyObject_CallFunction(k_fallback, "OOO", x, dt ? Py_True : Py_False, memo));
+        if (kind == K_VALUE)
+            return enc_value(x, dt, info, w);
+    }
+    /* a mutable object: a back-reference when met again */
+    PyObject *key = memo_key(x);
+    if (key == NULL)
+        return -1;
+    PyObject *ref = PyDict_GetItemWithError(memo, key);
+    if (ref != NULL) {
+        Py_DECREF(key);
+        return (w_tuple(w, 2) < 0 || w_str(w, s_ref) < 0 || w_prim(w, ref) < 0) ? -1 : 0;
+    }
+    if (PyErr_Occurred()) {
+        Py_DECREF(key);
+        return -1;
+    }
+    PyObject *num = PyLong_FromSsize_t(PyDict_GET_SIZE(memo));
+    int r = num ? PyDict_SetItem(memo, key, num) : -1;
+    Py_XDECREF(num);
+    Py_DECREF(key);
+    if (r < 0)
+        return -1;
+    if (t == &PyList_Type || (PyObject *)t == k_deque_type) {
+        PyObject *items = PySequence_List(x);
+        if (items == NULL)
+            return -1;
+        Py_ssize_t n = PyList_GET_SIZE(items);
+        r = (w_tuple(w, n + 1) < 0 || w_str(w, t == &PyList_Type ? s_list : s_deque) < 0) ? -1 : 0;
+        for (Py_ssize_t i = 0; r == 0 && i < n; i++)
+            r = enc_elem(PyList_GET_ITEM(items, i), dt, memo, w);
+        Py_DECREF(items);
+        return r;
+    }
+    if (t == &PyDict_Type) {
+        if (PyDict_GET_SIZE(x) == 0)
+            return (w_tuple(w, 1) < 0 || w_str(w, s_dicttag) < 0) ? -1 : 0;
+        PyObject *keys = PyDict_Keys(x);
+        if (keys == NULL)
+            return -1;
+        Py_ssize_t n = PyList_GET_SIZE(keys);
+        PyTypeObject *kt = Py_TYPE(PyList_GET_ITEM(keys, 0));
+        Py_ssize_t i = 1;
+        if (kt == &PyLong_Type || kt == &PyUnicode_Type)
+            for (; i < n && Py_TYPE(PyList_GET_ITEM(keys, i)) == kt; i++)
+                ;
+        if ((kt == &PyLong_Type || kt == &PyUnicode_Type) && i == n) {
+            /* all ints or all strings: their own canonical forms, in natural order (sorted_keys) */
+            r = (PyList_Sort(keys) < 0 || w_tuple(w, n + 1) < 0 || w_str(w, s_dicttag) < 0) ? -1 : 0;
+            for (i = 0; r == 0 && i < n; i++) {
+                PyObject *k = PyList_GET_ITEM(keys, i);
+                PyObject *v = PyDict_GetItemWithError(x, k);
+                Py_XINCREF(v);
+                r = (v == NULL || w_tuple(w, 2) < 0 || w_prim(w, k) < 0 ||
+                     enc_elem(v, dt, memo, w) < 0) ? -1 : 0;
+                Py_XDECREF(v);
+            }
+            Py_DECREF(keys);
+            return r;
+        }
+        Py_DECREF(keys);
+        PyObject *canon_key = PyDict_New();
+        PyObject *snapshot = canon_key ? PyDict_Copy(x) : NULL;
+        PyObject *sorted = NULL;
+        r = snapshot ? 0 : -1;
+        PyObject *k, *v;
+        Py_ssize_t pos = 0;
+        while (r == 0 && PyDict_Next(snapshot, &pos, &k, &v)) {
+            PyObject *ck = canon_elem(k, dt, memo);
+            r = (ck == NULL || PyDict_SetItem(canon_key, ck, v) < 0) ? -1 : 0;
+            Py_XDECREF(ck);
+        }
+        if (r == 0) {
+            PyObject *keys = PyDict_Keys(canon_key);
+            sorted = keys ? sorted_keys(keys) : NULL;
+            Py_XDECREF(keys);
+            r = sorted ? 0 : -1;
+        }
+        if (r == 0) {
+            Py_ssize_t n = PyList_GET_SIZE(sorted);
+            r = (w_tuple(w, n + 1) < 0 || w_str(w, s_dicttag) < 0) ? -1 : 0;
+            for (Py_ssize_t i = 0; r == 0 && i < n; i++) {
+                PyObject *ck = PyList_GET_ITEM(sorted, i);
+                r = (w_tuple(w, 2) < 0 || w_form(w, ck) < 0 ||
+                     enc_elem(PyDict_GetItem(canon_key, ck), dt, memo, w) < 0) ? -1 : 0;
+            }
+        }
+        Py_XDECREF(sorted);
+        Py_XDECREF(snapshot);
+        Py_XDECREF(canon_key);
+        return r;
+    }
+    if (t == &PySet_Type)
+        return w_built(w, canon_sorted(s_set, x, dt, memo, sorted_keys));
+    if (t == &PyMethod_Type) {
+        PyObject *name = PyObject_GetAttr(x, s_name);
+        if (name == NULL)
+            return -1;
+        r = (w_tuple(w, 3) < 0 || w_str(w, s_method) < 0 || w_form(w, name) < 0 ||
+             enc(PyMethod_GET_SELF(x), dt, memo, w) < 0) ? -1 : 0;
+        Py_DECREF(name);
+        return r;
+    }
+    return enc_object(x, dt, memo, info, w);
+}
+
+static int
+slot_order(const void *a, const void *b)
+{
+    const IdSlot *p = *(const IdSlot *const *)a, *q = *(const IdSlot *const *)b;
+    if (p->tag != q->tag)
+        return p->tag < q->tag ? -1 : 1;
+    return p->val < q->val ? -1 : p->val > q->val;
+}
+
+/* every slot gets its identifier's rank (1, 2, ...) among the distinct identifiers of its tag */
+static int
+w_rank(Writer *w)
+{
+    if (w->nids == 0)
+        return 0;
+    IdSlot **order = PyMem_Malloc((size_t)w->nids * sizeof(IdSlot *));
+    if (order == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < w->nids; i++)
+        order[i] = &w->ids[i];
+    qsort(order, (size_t)w->nids, sizeof(IdSlot *), slot_order);
+    long long rank = 0;
+    for (Py_ssize_t i = 0; i < w->nids; i++) {
+        const IdSlot *s = order[i];
+        if (i == 0 || s->tag != order[i - 1]->tag)
+            rank = 1;
+        else if (s->val != order[i - 1]->val)
+            rank++;
+        put_le(w->buf + s->off, (unsigned long long)rank, 8);
+    }
+    PyMem_Free(order);
+    return 0;
+}
+
+static PyObject *
+native_canonical_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "canonical_bytes(x, drop_time)");
+        return NULL;
+    }
+    if (k_fresh == NULL || k_bytes[0] == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "model._native: configure_canonical was not called");
+        return NULL;
+    }
+    int dt = PyObject_IsTrue(args[1]);
+    if (dt < 0)
+        return NULL;
+    PyObject *memo = PyDict_New();
+    if (memo == NULL)
+        return NULL;
+    Writer w = {0};
+    PyObject *out = NULL;
+    if (enc(args[0], dt, memo, &w) == 0 && w_rank(&w) == 0)
+        out = PyBytes_FromStringAndSize(w.buf, w.len);
+    w_free(&w);
+    Py_DECREF(memo);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"deep_copy", (PyCFunction)(void (*)(void))native_deep_copy, METH_FASTCALL,
      "deep_copy(x, memo): model.statecopy.py_deep_copy, in C"},
@@ -1024,6 +1625,8 @@ static PyMethodDef methods[] = {
      "canonical(x, drop_time): model.fingerprint.py_canonical, in C"},
     {"dispose", native_dispose, METH_O, "dispose(memo): empty every object a copy created (see model.statecopy)"},
     {"configure_copy", native_configure_copy, METH_VARARGS, "set the copier's per-class decisions (model.statecopy)"},
+    {"canonical_bytes", (PyCFunction)(void (*)(void))native_canonical_bytes, METH_FASTCALL,
+     "canonical_bytes(x, drop_time): model.fingerprint.encode(py_canonical(x, drop_time)), in C"},
     {"configure_canonical", native_configure_canonical, METH_VARARGS,
      "set the canonicalizer's per-class decisions (model.fingerprint)"},
     {NULL, NULL, 0, NULL},

@@ -46,9 +46,9 @@ bytes, with the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids
 from __future__ import annotations
 
 import hashlib
-import marshal
 import os
 import re
+import struct
 from collections import deque
 from types import BuiltinMethodType, FunctionType, MethodType, ModuleType
 
@@ -259,17 +259,19 @@ def _sort_by_repr(keys: list) -> list:
 
 if _native is not None:
     _native.configure_canonical(_FRESH, {}, {}, _canon_info, _VALUE_FORMS[0], _VALUE_FORMS[1], _VALUE_FORMS_MAX,
-                                _canon, _sort_by_repr, deque)
+                                _canon, _sort_by_repr, deque, {}, {})
 
 _impl = py_canonical
 
 
 def use_native(on: bool) -> bool:
-    """Canonicalize with the C walk (``on``, when it is built) or the Python one; returns whether
-    the C walk is now in use."""
-    global _impl
-    _impl = _native.canonical if on and _native is not None else py_canonical
-    return _impl is not py_canonical
+    """Canonicalize (``canonical``, ``canonical_bytes``) with the C walks (``on``, when they are
+    built) or the Python ones; returns whether the C walks are now in use."""
+    global _impl, _bytes_impl
+    native = on and _native is not None
+    _impl = _native.canonical if native else py_canonical
+    _bytes_impl = _native.canonical_bytes if native else py_canonical_bytes
+    return native
 
 
 def canonical(obj, drop_time: bool = False):
@@ -277,32 +279,98 @@ def canonical(obj, drop_time: bool = False):
     return _impl(obj, drop_time)
 
 
-use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")
+def encode(form) -> bytes:
+    """The canonical bytes of a canonical form, every fresh identifier replaced by its rank (1,
+    2, ...) among the identifiers of its tag in the form: an injective encoding (one type byte,
+    then fixed-width or length-prefixed contents), so two forms give equal bytes exactly when
+    they are equal up to an order-keeping renaming of their fresh identifiers (and, unlike
+    ``==``, ``1``, ``1.0`` and ``True`` differ): None, booleans, ints (zigzag varints), floats,
+    strings, bytes and tuples (a count, then the elements), each after a type byte, a fresh
+    identifier as ``@``, its tag and its rank in 8 bytes. ``model._native.canonical_bytes`` writes these
+    bytes while it walks, without building the form."""
+    out = bytearray()
+    ids: list = []
+    _encode(form, out, ids)
+    if ids:
+        ranks = _ranks(ids)
+        for off, tag, v in ids:
+            out[off:off + 8] = ranks[tag, v].to_bytes(8, "little")
+    return bytes(out)
 
 
-_MARK_BYTES = re.compile("\u27e8([A-Z])([0-9]{12})\u27e9".encode())
-_OPEN_BYTES = "\u27e8".encode()
-_CLOSE_BYTES = "\u27e9".encode()
-
-
-def _rank_fresh_ids_in(data: bytes) -> bytes:
-    """``rank_fresh_ids`` on a canonical form's ``marshal`` bytes: each fresh identifier is
-    replaced by its rank, written in the marker's width (so every length that ``marshal``
-    recorded stays right, and the bytes are those of the ranked form)."""
-    # a state holds a few identifiers, each met several times: one ``replace`` per identifier
-    # (a marker is never part of another, nor of a replacement, which has no 12 digits)
+def _ranks(ids: list) -> dict:
+    """``(tag, value) -> rank`` among the distinct values of each tag, from 1."""
     ranks: dict = {}
-    for tag, digits in sorted(set(_MARK_BYTES.findall(data))):
-        ranks[tag] = rank = ranks.get(tag, 0) + 1
-        data = data.replace(_OPEN_BYTES + tag + digits + _CLOSE_BYTES, _OPEN_BYTES + tag + b"#%011d" % rank + _CLOSE_BYTES)
-    return data
+    count: dict = {}
+    for tag, v in sorted({(tag, v) for _, tag, v in ids}):
+        ranks[tag, v] = count[tag] = count.get(tag, 0) + 1
+    return ranks
+
+
+def _encode(f, out: bytearray, ids: list) -> None:
+    t = type(f)
+    if f is None:
+        out += b"N"
+    elif t is bool:
+        out += b"T" if f else b"F"
+    elif t is int:
+        if -(1 << 63) <= f < 1 << 63:
+            out += b"i" + _varint((f << 1) ^ (f >> 63))  # zigzag: small magnitudes, few bytes
+        else:
+            digits = str(f).encode()
+            out += b"I" + _varint(len(digits)) + digits
+    elif t is float:
+        out += b"f" + struct.pack("<d", f)
+    elif t is str:
+        m = _MARK.fullmatch(f) if f[:1] == "\u27e8" else None
+        if m is not None:  # a fresh identifier: its tag and an 8-byte slot for its rank
+            out += b"@" + m.group(1).encode()
+            ids.append((len(out), m.group(1), int(m.group(2))))
+            out += int(m.group(2)).to_bytes(8, "little")
+        else:
+            b = f.encode("utf-8", "surrogatepass")
+            out += b"s" + _varint(len(b)) + b
+    elif t is bytes:
+        out += b"b" + _varint(len(f)) + f
+    elif t is tuple:
+        out += b"(" + _varint(len(f))
+        for e in f:
+            _encode(e, out, ids)
+    else:
+        raise TypeError(f"a canonical form holds a {t.__name__}")
+
+
+def _varint(n: int) -> bytes:
+    """``n`` (>= 0) as an unsigned LEB128 varint: 7 bits a byte, low bits first."""
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def py_canonical_bytes(obj, drop_time: bool = False) -> bytes:
+    """``encode(py_canonical(obj, drop_time))``: the reference that
+    ``model._native.canonical_bytes`` follows."""
+    return encode(py_canonical(obj, drop_time))
+
+
+_bytes_impl = py_canonical_bytes
+
+
+def canonical_bytes(obj, drop_time: bool = False) -> bytes:
+    """The canonical bytes of ``obj``: ``encode(canonical(obj, drop_time))``."""
+    return _bytes_impl(obj, drop_time)
 
 
 def fingerprint_of(obj, drop_time: bool = False) -> str:
-    """The BLAKE2b hash (16 bytes, hex) of the canonical form, serialized by ``marshal`` in
-    version 2 (no back-references and no interning flags, so equal forms give equal bytes; a
-    fifth of the cost of ``repr``), fresh identifiers ranked."""
-    data = marshal.dumps(canonical(obj, drop_time), 2)
-    if _OPEN_BYTES in data:
-        data = _rank_fresh_ids_in(data)
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
+    """The BLAKE2b hash (16 bytes, hex) of the canonical bytes (``canonical_bytes``: fresh
+    identifiers ranked)."""
+    return hashlib.blake2b(_bytes_impl(obj, drop_time), digest_size=16).hexdigest()
+
+
+use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")
