@@ -1618,6 +1618,25 @@ native_canonical_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
+/* -- clear_slots ----------------------------------------------------------------------- */
+
+/* clear_slots(x, names, descrs): setattr(x, name, None) for each name (directly where its
+ * member descriptor allows, as set_slot does) -- model.statecopy.clear_slots */
+static PyObject *
+native_clear_slots(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
+        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])) {
+        PyErr_SetString(PyExc_TypeError, "clear_slots(x, names, descrs): two tuples of one length");
+        return NULL;
+    }
+    PyObject *x = args[0], *names = args[1], *descrs = args[2];
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
+        if (set_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i), Py_None) < 0)
+            return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"deep_copy", (PyCFunction)(void (*)(void))native_deep_copy, METH_FASTCALL,
      "deep_copy(x, memo): model.statecopy.py_deep_copy, in C"},
@@ -1625,6 +1644,8 @@ static PyMethodDef methods[] = {
      "canonical(x, drop_time): model.fingerprint.py_canonical, in C"},
     {"dispose", native_dispose, METH_O, "dispose(memo): empty every object a copy created (see model.statecopy)"},
     {"configure_copy", native_configure_copy, METH_VARARGS, "set the copier's per-class decisions (model.statecopy)"},
+    {"clear_slots", (PyCFunction)(void (*)(void))native_clear_slots, METH_FASTCALL,
+     "clear_slots(x, names, descrs): model.statecopy.clear_slots, in C"},
     {"canonical_bytes", (PyCFunction)(void (*)(void))native_canonical_bytes, METH_FASTCALL,
      "canonical_bytes(x, drop_time): model.fingerprint.encode(py_canonical(x, drop_time)), in C"},
     {"configure_canonical", native_configure_canonical, METH_VARARGS,

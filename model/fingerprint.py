@@ -32,15 +32,19 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
   re-requests slots would make a new state forever, and no control-plane space would be
   finite.
 
-Two implementations of the one walk: ``py_canonical`` (Python, the reference) and
-``model._native.canonical`` (C, compiled from ``model/_native.c`` when the package is
-installed), which takes every per-class decision from this module (``_canon_info``) and hands
-functions back to the Python walk. ``canonical`` uses the C walk when it is built, unless the
-environment sets ``FLINKSPEC_NATIVE=0``; ``use_native`` switches at run time.
-tests/test_native_walk.py checks that both give the same forms.
+``encode(form)`` writes a form as bytes (an injective encoding; a fresh identifier becomes its
+rank among the identifiers of its tag), and ``canonical_bytes(obj)`` is
+``encode(canonical(obj))``. ``fingerprint_of(obj)`` is a BLAKE2b hash (16 bytes, hex) of them.
 
-``fingerprint_of(obj)`` is a BLAKE2b hash (16 bytes, hex) of the canonical form's ``marshal``
-bytes, with the fresh identifiers replaced by their ranks (:func:`rank_fresh_ids`).
+Two implementations of each walk: ``py_canonical`` and ``py_canonical_bytes`` (Python, the
+references) and ``model._native.canonical`` and ``model._native.canonical_bytes`` (C,
+compiled from ``model/_native.c`` when the package is installed), which take every per-class
+decision from this module (``_canon_info``) and hand functions back to the Python walk. The C
+``canonical_bytes`` writes the bytes as it walks: no form is built except where it sorts (dict
+keys, set elements, multisets), no serializer runs, and each fresh identifier is written in a
+slot that gets its rank when the walk ends. ``canonical`` and ``canonical_bytes`` use the C
+walks when they are built, unless the environment sets ``FLINKSPEC_NATIVE=0``; ``use_native``
+switches at run time. tests/test_native_walk.py checks that both give the same forms and bytes.
 """
 
 from __future__ import annotations
@@ -81,18 +85,6 @@ def fresh_id(tag: str):
         _FRESH[cls] = tag
         return cls
     return mark
-
-
-def rank_fresh_ids(text: str) -> str:
-    """``text`` (a canonical form's repr) with every fresh identifier replaced by its rank
-    (1, 2, ...) among the identifiers of its tag that occur in ``text``."""
-    if "\u27e8" not in text:
-        return text
-    rank: dict = {}
-    for tag, digits in sorted(set(_MARK.findall(text))):
-        per = rank.setdefault(tag, {})
-        per[digits] = len(per) + 1
-    return _MARK.sub(lambda m: f"{m.group(1)}#{rank[m.group(1)][m.group(2)]}", text)
 
 
 def _fields(cls, drop_time: bool) -> tuple:

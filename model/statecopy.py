@@ -228,6 +228,24 @@ def member_descriptors(t, names: tuple) -> tuple:
     return tuple(out)
 
 
+#: ``(class, names) -> member descriptors`` for ``clear_slots``
+_CLEAR: dict = {}
+
+
+def clear_slots(obj, names: tuple) -> None:
+    """``setattr(obj, name, None)`` for each of ``names`` (in C when it is built: a replaced
+    task's fields are cleared on every failover and every dropped state of a search)."""
+    t = type(obj)
+    descrs = _CLEAR.get((t, names))
+    if descrs is None:
+        descrs = _CLEAR[t, names] = member_descriptors(t, names)
+    if _impl is py_deep_copy:
+        for n in names:
+            setattr(obj, n, None)
+    else:
+        _native.clear_slots(obj, names, descrs)
+
+
 if _native is not None:
     _native.configure_copy(frozenset(_ATOMIC), {}, _copy_info, _copy.deepcopy, deque, _VALUE_MARK, _CUSTOM_MARK)
 

@@ -29,6 +29,7 @@ import attrs
 from model import seams
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
 from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
+from model.statecopy import clear_slots
 from model.events import (
     ACTIVE,
     IDLE,
@@ -497,8 +498,7 @@ class StreamTask:
         chain refer back to it, so the replaced attempt would otherwise be a web of reference
         cycles that only the cyclic garbage collector frees -- which an exhaustive search keeps
         switched off. Keeps ``id`` and ``status``; nothing else may be read afterwards."""
-        for name in _RELEASED:
-            setattr(self, name, None)
+        clear_slots(self, _RELEASED)
 
     @property
     def checkpoint_listener(self) -> bool:

@@ -9,6 +9,9 @@ searches, level-synchronous so that the result does not depend on the number of 
 
     driver: the frontier, sorted by trace key      worker w: the runs of the states it owns
       -> each worker: its states' ranks in that order, their merged sleep sets, the new fingerprints
+      <- an idle worker: "idle"; the driver asks a busy one to give up the second half of
+         the states it has not expanded yet (work stealing), whose traces go to the idle one
+      -> every worker, once all are idle: "finish"
       <- each worker: every new child (fingerprint, (parent rank, repr(action)), sleep set, drained),
                       merged within the worker; the violations; the transitions taken
       driver: one row per fingerprint: the smallest key owns the state (the worker that holds
@@ -19,9 +22,15 @@ are sorted by key with traces of one length, so ``(parent rank, repr(action))`` 
 children exactly as their whole trace keys do: the states, the smallest trace of each, the
 sleep sets, the counts and the counterexample are those of the local search
 (``tests/test_explore.py`` compares them), whatever the number of workers. Only fingerprints,
-short keys and sleep sets travel between the processes, never a state: a worker keeps the run of
-every state it owns and expands it at the next level (no replay, unlike the Spark search, whose
-executors hold nothing between levels).
+short keys, sleep sets and traces travel between the processes, never a state: a worker keeps the
+run of every state it owns and expands it at the next level (no replay, unlike the Spark search,
+whose executors hold nothing between levels); only a state moved to another worker is replayed
+from its trace there. States move twice: before a level, from a worker whose share of the
+level's work (the actions its states enable) is too large (``_balance``: a child is owned by
+the worker that made it, so without it the root's worker would keep the whole search); and
+during a level, when a worker runs out of states while another is busy (``_collect``): the
+estimate is rough (a restart costs many deliveries), and without stealing the idle worker waited
+at the level's end for a fifth of the search's time.
 
 Each worker keeps a copy of the set of fingerprints seen (the driver sends each level's new
 ones), so a child already seen is dropped where it was made. The time limit is checked by each
@@ -58,66 +67,167 @@ class Held:
     actions: int = 1
 
 
-def _expand_level(scenario, reduce: bool, own: list, held: dict, seen: set, deadline, conn) -> tuple:
-    """One level in a worker: the children of the states ``own`` (``(rank, fingerprint, trace,
-    sleep)``, by rank: a state held here by its fingerprint, or, with the fingerprint None, one
-    rebuilt from its trace -- the root, or a state moved here from another worker). Returns
-    ``(transitions, violations, claims, timed_out)`` and leaves ``held`` holding the run of each
-    new child claimed."""
-    frontier = []
-    for rank, fp, trace, sleep in sorted(own, key=lambda e: e[0]):
+#: seconds spent replaying moved states in this worker, and the steps replayed (the cost of a
+#: replayed step, for stealing)
+_REPLAYED = [0.0, 0]
+
+
+def _steal_count(left: int, expanded: int, seconds: float, transitions: int, depth: int) -> int:
+    """How many of its ``left`` states a busy worker gives an idle one so that both finish
+    together: the idle one pays a replay of ``depth`` steps besides each expansion, so of ``left``
+    states it takes ``left * e / (r + 2e)``, with ``e`` the seconds of an expansion so far in
+    this level (``seconds`` over ``expanded``) and ``r`` a replay's (the seconds of a replayed
+    step measured in this worker, or else of a transition -- which costs more than a replayed
+    step: a copy and a fingerprint besides it). Half when nothing is measured yet."""
+    if expanded == 0 or seconds <= 0:
+        return left // 2
+    e = seconds / expanded
+    step = _REPLAYED[0] / _REPLAYED[1] if _REPLAYED[1] else seconds / max(transitions, 1)
+    return int(left * e / (depth * step + 2 * e))
+
+
+class _LevelWork:
+    """One level in a worker: the states it was given, expanded in rank order into one
+    ``Level`` (the children it claims, merged by the one rule of the search, ``Level.add``).
+    Between two states it answers the driver's request to give the tail of its queue to an idle
+    worker (work stealing); when its queue is empty it may be given states stolen from another."""
+
+    def __init__(self, scenario, reduce: bool, held: dict, seen: set, deadline, conn):
+        self.scenario, self.reduce, self.held, self.seen = scenario, reduce, held, seen
+        self.deadline, self.conn = deadline, conn
+        #: the states to expand, ``(rank, fingerprint or None, trace, sleep)`` by rank, and how
+        #: many of them are done
+        self.queue: list = []
+        self.done = 0
+        self.level = Level()
+        self.violations: list = []
+        self.transitions = 0
+        self.timed_out = False
+        self.next_progress = time.perf_counter() + PROGRESS_EVERY
+        #: the states expanded in this level and the seconds it took (the cost of one, for stealing)
+        self.expanded = 0
+        self.expand_seconds = 0.0
+
+    def give_tail(self) -> list:
+        """The last states not expanded yet (the highest ranks), as ``(rank, trace, sleep)`` for
+        another worker to replay: as many as make both finish together, where a state given
+        costs the other worker its replay besides its expansion (``_steal_count``); none once
+        this worker found a violation (its later states are only counted) or ran out of time."""
+        left = len(self.queue) - self.done
+        if self.violations or self.timed_out or left < 2:
+            return []
+        _rank, fp, trace, _sleep = self.queue[-1]
+        depth = len(self.held[fp][0] if fp is not None else trace)  # (a level's traces are of one length)
+        k = _steal_count(left, self.expanded, self.expand_seconds, self.transitions, depth)
+        if k < 1:
+            return []
+        cut = len(self.queue) - k
+        tail, self.queue = self.queue[cut:], self.queue[:cut]
+        out = []
+        for rank, fp, trace, sleep in tail:
+            if fp is not None:  # held here: its run is dropped, its trace travels
+                trace, run, _acts = self.held.pop(fp)
+                run.dispose()
+            out.append((rank, trace, sleep))
+        return out
+
+    def run(self, entries: list) -> None:
+        """Expand ``entries`` (``(rank, fingerprint, trace, sleep)``: a state held here by its
+        fingerprint, or, with the fingerprint None, one rebuilt from its trace -- the root, or a
+        state moved or stolen from another worker) in rank order, answering requests to steal
+        between two states."""
+        self.queue, self.done = sorted(entries, key=lambda e: e[0]), 0
+        while self.done < len(self.queue) and not self.timed_out:
+            if self.conn.poll():
+                msg = self.conn.recv()
+                if msg[0] != "steal":
+                    raise RuntimeError(f"unexpected message in a level: {msg[0]!r}")
+                self.conn.send(("stolen", self.give_tail()))
+                continue
+            rank, fp, trace, sleep = self.queue[self.done]
+            self.done += 1
+            start = time.perf_counter()
+            self._expand_one(rank, fp, trace, sleep)
+            self.expanded += 1
+            self.expand_seconds += time.perf_counter() - start
+        self.queue, self.done = [], 0
+
+    def _expand_one(self, rank: int, fp, trace: tuple, sleep: frozenset) -> None:
         if fp is None:
-            frontier.append((rank, trace, replay_trace(scenario, trace), sleep, None))
+            start = time.perf_counter()
+            run, acts = replay_trace(self.scenario, trace), None
+            _REPLAYED[0] += time.perf_counter() - start
+            _REPLAYED[1] += len(trace)
         else:
-            t, run, acts = held.pop(fp)
-            frontier.append((rank, t, run, sleep, acts))
-    for _t, run, _acts in held.values():  # children another worker owns (or already seen)
-        run.dispose()
-    held.clear()
-    level = Level()  # the children claimed, merged by the one rule of the search (Level.add)
-    violations: list = []
-    transitions = 0
-    timed_out = False
-    next_progress = time.perf_counter() + PROGRESS_EVERY
-    for rank, trace, run, sleep, acts in frontier:
-        if violations:
+            trace, run, acts = self.held.pop(fp)
+        level = self.level
+        if self.violations:
             acts = run.cluster.enabled_actions() if acts is None else acts
-            transitions += len(to_take(run.cluster, acts, sleep, reduce))
-            continue
-        for a, child, v, child_sleep in expand(run, trace, sleep, reduce, consume=True, actions=acts):
-            transitions += 1
+            self.transitions += len(to_take(run.cluster, acts, sleep, self.reduce))
+            run.dispose()
+            return
+        for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True, actions=acts):
+            self.transitions += 1
             t = trace + (a,)
             key = (rank, repr(a))
             if v is not None:
-                violations.append((key, violation_trace(t, child), v))
+                self.violations.append((key, violation_trace(t, child), v))
                 child.dispose()  # only the trace is kept
                 continue
-            if violations:
+            if self.violations:
                 child.dispose()
                 continue
-            fp = child.fingerprint()
-            if fp in seen:
+            child_fp = child.fingerprint()
+            if child_fp in self.seen:
                 child.dispose()
                 continue
-            have = level.states.get(fp)
+            have = level.states.get(child_fp)
             if have is not None and key > have[0]:
                 child.dispose()  # a smaller trace reached this state here already: freed now
             else:
                 child.keep()  # (Level.add disposes of the run it replaces)
-            level.add(fp, key, t, child, child_sleep, have[4] if have is not None else child.cluster.is_drained())
+            level.add(child_fp, key, t, child, child_sleep, have[4] if have is not None else child.cluster.is_drained())
         now = time.perf_counter()
-        if now >= next_progress:
-            next_progress = now + PROGRESS_EVERY
-            conn.send(("progress", len(level.states), transitions))
-        if deadline is not None and now > deadline:
-            timed_out = True
-            break
-    claims = []
-    for fp, (key, t, child, sleep, drained) in level.states.items():
-        acts = child.cluster.enabled_actions()  # kept for the next level; their number weighs the state
-        held[fp] = (t, child, acts)
-        claims.append((fp, key, sleep, drained, len(acts)))
-    return transitions, violations, claims, timed_out
+        if now >= self.next_progress:
+            self.next_progress = now + PROGRESS_EVERY
+            self.conn.send(("progress", len(level.states), self.transitions))
+        if self.deadline is not None and now > self.deadline:
+            self.timed_out = True
+
+    def finish(self) -> tuple:
+        """``(transitions, violations, claims, timed_out)``; ``held`` is left holding the run of
+        each new child claimed, for the next level."""
+        claims = []
+        for fp, (key, t, child, sleep, drained) in self.level.states.items():
+            acts = child.cluster.enabled_actions()  # kept for the next level; their number weighs the state
+            self.held[fp] = (t, child, acts)
+            claims.append((fp, key, sleep, drained, len(acts)))
+        return self.transitions, self.violations, claims, self.timed_out
+
+
+def _level(scenario, reduce: bool, own: list, held: dict, seen: set, deadline, conn) -> None:
+    """One level in a worker: its own states (``own``), then any stolen from another worker
+    (``("more", entries)``), until the driver ends the level (``("finish",)``), which is
+    answered with ``("done", transitions, violations, claims, timed_out)``. A request to steal
+    that comes when this worker is idle gets nothing."""
+    current = {fp for _r, fp, _t, _s in own if fp is not None}
+    for fp in [fp for fp in held if fp not in current]:  # children another worker owns (or already seen)
+        held.pop(fp)[1].dispose()
+    work = _LevelWork(scenario, reduce, held, seen, deadline, conn)
+    work.run(own)
+    conn.send(("idle",))
+    while True:
+        msg = conn.recv()
+        if msg[0] == "steal":
+            conn.send(("stolen", []))
+        elif msg[0] == "more":
+            work.run([(rank, None, trace, sleep) for rank, trace, sleep in msg[1]])
+            conn.send(("idle",))
+        elif msg[0] == "finish":
+            conn.send(("done",) + work.finish())
+            return
+        else:
+            raise RuntimeError(f"unexpected message in a level: {msg[0]!r}")
 
 
 def _worker(conn, scenario, reduce: bool) -> None:
@@ -140,7 +250,7 @@ def _worker(conn, scenario, reduce: bool) -> None:
                 continue
             _, own, new, deadline = msg
             seen.update(new)
-            conn.send(("done",) + _expand_level(scenario, reduce, own, held, seen, deadline, conn))
+            _level(scenario, reduce, own, held, seen, deadline, conn)
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         return
     except BaseException:  # noqa: BLE001 -- the driver reports it with the worker's traceback
@@ -163,6 +273,8 @@ class ProcessLevels:
         self.workers = workers
         self._procs: list = []
         self._conns: list = []
+        #: how many states idle workers took from busy ones (work stealing), over the search
+        self.stolen = 0
 
     def __enter__(self) -> "ProcessLevels":
         return self
@@ -253,21 +365,54 @@ class ProcessLevels:
         return msg
 
     def _collect(self, report) -> Level:
-        level = Level()
+        """Wait for the level: a worker that runs out of states takes the second half of a busy
+        worker's queue (work stealing; the stolen states are replayed from their traces); when
+        every worker is idle, each sends what it found, and the driver keeps one row per state
+        (the smallest key owns it, the sleep sets intersected)."""
         progress = [(0, 0)] * self.workers
-        results: dict = {}
         index = {id(c): w for w, c in enumerate(self._conns)}
-        while len(results) < self.workers:
-            for c in wait([c for w, c in enumerate(self._conns) if w not in results]):
+        busy = set(range(self.workers))
+        thief_of: dict = {}  # a worker asked to give up its tail -> the idle worker that gets it
+        dry: set = set()  # workers that had nothing to give since they last got more
+
+        def steal_for(thief: int) -> None:
+            victims = [v for v in sorted(busy) if v not in thief_of and v not in dry and v != thief]
+            if victims and thief not in thief_of.values():
+                # the busy worker that has taken the fewest transitions so far is likely furthest behind
+                victim = min(victims, key=lambda v: progress[v][1])
+                thief_of[victim] = thief
+                self._conns[victim].send(("steal",))
+
+        while busy or thief_of:
+            for c in wait(self._conns):
                 w = index[id(c)]
                 msg = self._recv(w)
                 if msg[0] == "progress":
                     progress[w] = msg[1:]
                     report(sum(p[0] for p in progress), sum(p[1] for p in progress))
+                elif msg[0] == "idle":
+                    busy.discard(w)
+                    steal_for(w)
+                elif msg[0] == "stolen":
+                    thief = thief_of.pop(w)
+                    if msg[1]:
+                        self.stolen += len(msg[1])
+                        busy.add(thief)
+                        dry.discard(thief)
+                        self._conns[thief].send(("more", msg[1]))
+                    else:
+                        dry.add(w)
+                        steal_for(thief)
                 else:
-                    results[w] = msg[1:]
-        for w in range(self.workers):  # one row per state: the smallest key owns it, the sleep sets intersected
-            transitions, violations, claims, timed_out = results[w]
+                    raise FlinkspecError(f"explore worker {w} sent {msg[0]!r} during a level")
+        for c in self._conns:
+            c.send(("finish",))
+        level = Level()
+        for w in range(self.workers):
+            msg = self._recv(w)
+            if msg[0] != "done":
+                raise FlinkspecError(f"explore worker {w} sent {msg[0]!r} at the end of a level")
+            transitions, violations, claims, timed_out = msg[1:]
             level.transitions += transitions
             level.violations.extend(violations)
             level.timed_out = level.timed_out or timed_out

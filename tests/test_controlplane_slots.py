@@ -14,7 +14,7 @@ import pytest
 from model import actions as A
 from model import rpc
 from model.cluster import Cluster, drain_choice
-from model.fingerprint import canonical, rank_fresh_ids
+from model.fingerprint import canonical, canonical_bytes
 from model.variants import Small, small_scenario, variant
 from properties.engines import Run
 
@@ -202,10 +202,10 @@ def test_a_task_executor_disconnects_a_silent_job_leader_and_offers_its_slots_ag
 # -- the reductions that make the control plane explorable ---------------------------------------------
 
 def test_fresh_ids_count_by_rank_and_the_network_as_a_multiset():
-    assert rank_fresh_ids(repr(canonical({rpc.AllocationID(9): rpc.AllocationID(12)}))) == \
-        rank_fresh_ids(repr(canonical({rpc.AllocationID(1): rpc.AllocationID(2)})))
-    assert rank_fresh_ids(repr(canonical((rpc.AllocationID(2), rpc.AllocationID(1))))) != \
-        rank_fresh_ids(repr(canonical((rpc.AllocationID(1), rpc.AllocationID(2)))))
+    assert canonical_bytes({rpc.AllocationID(9): rpc.AllocationID(12)}) == \
+        canonical_bytes({rpc.AllocationID(1): rpc.AllocationID(2)})
+    assert canonical_bytes((rpc.AllocationID(2), rpc.AllocationID(1))) != \
+        canonical_bytes((rpc.AllocationID(1), rpc.AllocationID(2)))
     # the same run with ids drawn from higher counters is the same state
     sc = _scenario("cp-region-failover")
     a, b = Cluster.from_scenario(sc), Cluster.from_scenario(sc)

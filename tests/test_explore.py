@@ -325,6 +325,22 @@ def test_worker_processes_that_move_states_give_the_result_of_one_process():
     assert [getattr(split, f) for f in _SAME] == [getattr(local, f) for f in _SAME]
 
 
+@pytest.mark.parametrize("name", ["aligned-2pc", "at-least-once-2pc"])
+def test_states_stolen_by_an_idle_worker_give_the_result_of_one_process(name, monkeypatch):
+    """With no balancing before a level, the root's worker would own every state: the other
+    worker gets its work only by taking the tail of a busy worker's queue (work stealing). The
+    states, transitions, depth, drained states and counterexample are still those of one
+    process, and states were stolen."""
+    from properties import explore_workers
+    monkeypatch.setattr(explore_workers, "BALANCE_SLACK", float("inf"))
+    sc = _small(name)
+    local = explore(sc)
+    with explore_workers.ProcessLevels(sc, True, 2) as levels:
+        split = explore(sc, levels=levels)
+    assert [getattr(split, f) for f in _SAME] == [getattr(local, f) for f in _SAME]
+    assert levels.stolen > 0
+
+
 def test_worker_processes_stop_at_the_state_limit_like_one_process():
     from properties.explore_workers import ProcessLevels
     sc = _small("aligned-2pc")
