@@ -81,10 +81,9 @@ def _per_call(fn, items, repeat: int) -> float:
 
 
 def _fingerprint_uncached(c: Cluster) -> str:
-    """``Cluster.fingerprint`` with the value-form cache cleared first (every value's form
-    computed again, as before the cache existed)."""
-    for forms in fingerprint._VALUE_FORMS:
-        forms.clear()
+    """``Cluster.fingerprint`` with the value caches cleared first (every value's form and
+    bytes computed again, as before the cache existed)."""
+    fingerprint.clear_value_caches()
     return c.fingerprint()
 
 
@@ -117,15 +116,16 @@ def _paired(sc, max_states: int, rounds: int = 3) -> tuple:
 
 @contextlib.contextmanager
 def _python_walks():
-    """The copy and canonical-form walks in Python (``model.statecopy.py_deep_copy``,
-    ``model.fingerprint.py_canonical``) instead of C, for the ratio."""
-    was = statecopy._impl, fingerprint._impl
+    """The copy and canonical walks in Python (``model.statecopy.py_deep_copy``,
+    ``model.fingerprint.py_canonical`` and ``py_canonical_bytes``) instead of C, for the ratio."""
+    was = statecopy._impl is not statecopy.py_deep_copy, fingerprint._impl is not fingerprint.py_canonical
     statecopy.use_native(False)
     fingerprint.use_native(False)
     try:
         yield
     finally:
-        statecopy._impl, fingerprint._impl = was
+        statecopy.use_native(was[0])
+        fingerprint.use_native(was[1])
 
 
 #: the cyclic garbage collector's thresholds a search ran with before it switched the

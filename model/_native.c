@@ -975,18 +975,25 @@ canon(PyObject *x, int dt, PyObject *memo)
     return canon_object(x, dt, memo, info);
 }
 
+/* the arguments of canonical and canonical_bytes: (x, drop_time); drop_time as 0/1, or -1 */
+static int
+canonical_args(PyObject *const *args, Py_ssize_t nargs, const char *usage)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, usage);
+        return -1;
+    }
+    if (k_fresh == NULL || k_bytes[0] == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "model._native: configure_canonical was not called");
+        return -1;
+    }
+    return PyObject_IsTrue(args[1]);
+}
+
 static PyObject *
 native_canonical(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "canonical(x, drop_time)");
-        return NULL;
-    }
-    if (k_fresh == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "model._native: configure_canonical was not called");
-        return NULL;
-    }
-    int dt = PyObject_IsTrue(args[1]);
+    int dt = canonical_args(args, nargs, "canonical(x, drop_time)");
     if (dt < 0)
         return NULL;
     PyObject *memo = PyDict_New();
@@ -1595,15 +1602,7 @@ w_rank(Writer *w)
 static PyObject *
 native_canonical_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "canonical_bytes(x, drop_time)");
-        return NULL;
-    }
-    if (k_fresh == NULL || k_bytes[0] == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "model._native: configure_canonical was not called");
-        return NULL;
-    }
-    int dt = PyObject_IsTrue(args[1]);
+    int dt = canonical_args(args, nargs, "canonical_bytes(x, drop_time)");
     if (dt < 0)
         return NULL;
     PyObject *memo = PyDict_New();

@@ -138,6 +138,15 @@ def _sorted_keys(keys: list) -> list:
 #: its back-references on its own, so it is the same wherever the value is met.
 _VALUE_FORMS: tuple = ({}, {})
 _VALUE_FORMS_MAX = 200_000
+#: the same for the C walk's canonical bytes (``model._native.canonical_bytes``): ``id ->
+#: (object, bytes, fresh-identifier slots)``
+_VALUE_BYTES: tuple = ({}, {})
+
+
+def clear_value_caches() -> None:
+    """Forget every cached value form and value bytes (they are computed again when met)."""
+    for cache in _VALUE_FORMS + _VALUE_BYTES:
+        cache.clear()
 
 
 def _canon(x, drop_time, memo):
@@ -251,7 +260,7 @@ def _sort_by_repr(keys: list) -> list:
 
 if _native is not None:
     _native.configure_canonical(_FRESH, {}, {}, _canon_info, _VALUE_FORMS[0], _VALUE_FORMS[1], _VALUE_FORMS_MAX,
-                                _canon, _sort_by_repr, deque, {}, {})
+                                _canon, _sort_by_repr, deque, _VALUE_BYTES[0], _VALUE_BYTES[1])
 
 _impl = py_canonical
 

@@ -33,8 +33,7 @@ def _walk_states(name: str, seed: int, n: int) -> list:
 
 
 def _uncached_form(c: Cluster):
-    F._VALUE_FORMS[0].clear()
-    F._VALUE_FORMS[1].clear()
+    F.clear_value_caches()
     return repr(F.canonical(c, not c.config.time_sensitive))
 
 
@@ -48,6 +47,7 @@ def test_the_value_form_cache_changes_no_fingerprint_and_fingerprints_do_not_col
         for c in _walk_states(name, 3, 25):
             warm = c.fingerprint()
             form = _uncached_form(c)
+            assert F._VALUE_BYTES[0] == {} == F._VALUE_BYTES[1]
             assert c.fingerprint() == warm, f"{name}: the fingerprint depends on the cache"
             assert repr(F.canonical(c, not c.config.time_sensitive)) == form  # warm cache, same form
             key = (repr(c.eg.stream_graph), repr(c.job_input), repr(c.config), c.seed, form)

@@ -182,13 +182,16 @@ def test_a_memo_entry_is_kept_as_the_copy(native):
 
 
 def test_switching_the_walks():
-    before = F._impl, S._impl
+    before = F._impl is not F.py_canonical, S._impl is not S.py_deep_copy
     try:
         assert F.use_native(False) is False and F._impl is F.py_canonical
+        assert F._bytes_impl is F.py_canonical_bytes
         assert S.use_native(False) is False and S._impl is S.py_deep_copy
         assert F.use_native(True) is True and S.use_native(True) is True
+        assert F._bytes_impl is F._native.canonical_bytes
     finally:
-        F._impl, S._impl = before
+        F.use_native(before[0])
+        S.use_native(before[1])
 
 
 def test_the_fingerprint_ranks_fresh_ids():
