@@ -9,8 +9,8 @@ searches, level-synchronous so that the result does not depend on the number of 
 
     driver: the frontier, sorted by trace key      worker w: the runs of the states it owns
       -> each worker: its states' ranks in that order, their merged sleep sets, the new fingerprints
-      <- an idle worker: "idle"; the driver asks a busy one to give up the second half of
-         the states it has not expanded yet (work stealing), whose traces go to the idle one
+      <- an idle worker: "idle"; the driver asks a busy one to give up the last of the states
+         it has not expanded yet (work stealing, ``_steal_count``), whose traces go to the idle one
       -> every worker, once all are idle: "finish"
       <- each worker: every new child (fingerprint, (parent rank, repr(action)), sleep set, drained),
                       merged within the worker; the violations; the transitions taken
