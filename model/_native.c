@@ -73,6 +73,99 @@ set_slot(PyObject *y, PyObject *name, PyObject *descr, PyObject *v)
     return PyObject_GenericSetAttr(y, name, v);
 }
 
+/* The canonical walks' memo: object -> its back-reference number (the number of objects
+ * memoized before it), an open-addressing table keyed by address (the walk holds the objects
+ * alive while it runs, so no address is reused). A Python dict keyed by id() did the same with
+ * an int allocated and hashed per object. The first 128 entries are inline. */
+#define REFMAP_INLINE 128
+typedef struct {
+    PyObject **keys;
+    Py_ssize_t *vals;
+    Py_ssize_t cap, n; /* cap: a power of two; at most half full */
+    PyObject *inline_keys[REFMAP_INLINE];
+    Py_ssize_t inline_vals[REFMAP_INLINE];
+} RefMap;
+
+static void
+refmap_init(RefMap *m)
+{
+    m->keys = m->inline_keys;
+    m->vals = m->inline_vals;
+    m->cap = REFMAP_INLINE;
+    m->n = 0;
+    memset(m->inline_keys, 0, sizeof m->inline_keys);
+}
+
+static void
+refmap_free(RefMap *m)
+{
+    if (m->keys != m->inline_keys) {
+        PyMem_Free(m->keys);
+        PyMem_Free(m->vals);
+    }
+}
+
+static inline size_t
+refmap_slot(const RefMap *m, const PyObject *x)
+{
+    return (size_t)((((uintptr_t)x >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) >> 17) & (size_t)(m->cap - 1);
+}
+
+/* x's number, or -1 */
+static inline Py_ssize_t
+refmap_get(const RefMap *m, const PyObject *x)
+{
+    for (size_t i = refmap_slot(m, x);; i = (i + 1) & (size_t)(m->cap - 1)) {
+        if (m->keys[i] == x)
+            return m->vals[i];
+        if (m->keys[i] == NULL)
+            return -1;
+    }
+}
+
+static inline void
+refmap_put_nogrow(RefMap *m, PyObject *x, Py_ssize_t v)
+{
+    size_t i = refmap_slot(m, x);
+    while (m->keys[i] != NULL)
+        i = (i + 1) & (size_t)(m->cap - 1);
+    m->keys[i] = x;
+    m->vals[i] = v;
+}
+
+/* memoize x (not present) with the next number */
+static int
+refmap_add(RefMap *m, PyObject *x)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        Py_ssize_t old_cap = m->cap;
+        PyObject **old_keys = m->keys;
+        Py_ssize_t *old_vals = m->vals;
+        Py_ssize_t cap = old_cap * 2;
+        PyObject **keys = PyMem_Calloc((size_t)cap, sizeof(PyObject *));
+        Py_ssize_t *vals = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
+        if (keys == NULL || vals == NULL) {
+            PyMem_Free(keys);
+            PyMem_Free(vals);
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = cap;
+        for (Py_ssize_t i = 0; i < old_cap; i++)
+            if (old_keys[i] != NULL)
+                refmap_put_nogrow(m, old_keys[i], old_vals[i]);
+        if (old_keys != m->inline_keys) {
+            PyMem_Free(old_keys);
+            PyMem_Free(old_vals);
+        }
+    }
+    refmap_put_nogrow(m, x, m->n);
+    m->n++;
+    return 0;
+}
+
 /* -- deep_copy ------------------------------------------------------------------------- */
 
 static PyObject *c_atomic;      /* frozenset of types returned as they are */
@@ -83,7 +176,158 @@ static PyObject *c_fallback;    /* copy.deepcopy */
 static PyObject *c_deque_type;
 static PyObject *s_value, *s_custom;
 
-static PyObject *dc(PyObject *x, PyObject *memo);
+/* The copy's memo: original -> copy, an open-addressing table keyed by address holding both
+ * (so no address is reused while the walk runs), seeded with what the caller's memo dict
+ * pre-maps. The dict itself is written only around a class that customizes copying (handed
+ * to copy.deepcopy with every mapping so far, and read back after). Each object the walk
+ * creates, and each pre-mapped copy that is not its original, is appended to `created` (if
+ * given): what dispose empties. */
+#define COPYMEMO_INLINE 256
+typedef struct {
+    PyObject **keys, **vals;
+    Py_ssize_t cap, n; /* cap: a power of two; at most half full */
+    PyObject *dict;    /* the caller's memo: id(original) -> copy */
+    PyObject *created; /* a list, or NULL */
+    PyObject *inline_keys[COPYMEMO_INLINE], *inline_vals[COPYMEMO_INLINE];
+} CopyMemo;
+
+static inline size_t
+cm_slot(const CopyMemo *m, const PyObject *x)
+{
+    return (size_t)((((uintptr_t)x >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) >> 17) & (size_t)(m->cap - 1);
+}
+
+/* x's copy (borrowed), or NULL */
+static inline PyObject *
+cm_get(const CopyMemo *m, const PyObject *x)
+{
+    for (size_t i = cm_slot(m, x);; i = (i + 1) & (size_t)(m->cap - 1)) {
+        if (m->keys[i] == x)
+            return m->vals[i];
+        if (m->keys[i] == NULL)
+            return NULL;
+    }
+}
+
+static inline void
+cm_place(CopyMemo *m, PyObject *x, PyObject *y)
+{
+    size_t i = cm_slot(m, x);
+    while (m->keys[i] != NULL)
+        i = (i + 1) & (size_t)(m->cap - 1);
+    m->keys[i] = x;
+    m->vals[i] = y;
+}
+
+/* map x (not present) to y, holding both */
+static int
+cm_put(CopyMemo *m, PyObject *x, PyObject *y)
+{
+    if (2 * (m->n + 1) > m->cap) {
+        Py_ssize_t old_cap = m->cap;
+        PyObject **old_keys = m->keys, **old_vals = m->vals;
+        PyObject **keys = PyMem_Calloc((size_t)old_cap * 2, sizeof(PyObject *));
+        PyObject **vals = PyMem_Malloc((size_t)old_cap * 2 * sizeof(PyObject *));
+        if (keys == NULL || vals == NULL) {
+            PyMem_Free(keys);
+            PyMem_Free(vals);
+            PyErr_NoMemory();
+            return -1;
+        }
+        m->keys = keys;
+        m->vals = vals;
+        m->cap = old_cap * 2;
+        for (Py_ssize_t i = 0; i < old_cap; i++)
+            if (old_keys[i] != NULL)
+                cm_place(m, old_keys[i], old_vals[i]);
+        if (old_keys != m->inline_keys) {
+            PyMem_Free(old_keys);
+            PyMem_Free(old_vals);
+        }
+    }
+    Py_INCREF(x);
+    Py_INCREF(y);
+    cm_place(m, x, y);
+    m->n++;
+    return 0;
+}
+
+/* x was copied as y, a new object */
+static int
+cm_created(CopyMemo *m, PyObject *x, PyObject *y)
+{
+    if (cm_put(m, x, y) < 0)
+        return -1;
+    return m->created ? PyList_Append(m->created, y) : 0;
+}
+
+static void
+cm_free(CopyMemo *m)
+{
+    for (Py_ssize_t i = 0; i < m->cap; i++)
+        if (m->keys[i] != NULL) {
+            Py_DECREF(m->keys[i]);
+            Py_DECREF(m->vals[i]);
+        }
+    if (m->keys != m->inline_keys) {
+        PyMem_Free(m->keys);
+        PyMem_Free(m->vals);
+    }
+}
+
+/* take the dict's entries that the table lacks (all of them at the start; after copy.deepcopy,
+ * what it added); a key is id() of an object that the dict's owner keeps alive */
+static int
+cm_read_dict(CopyMemo *m)
+{
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(m->dict, &pos, &k, &v)) {
+        if (!PyLong_Check(k))
+            continue;
+        PyObject *x = PyLong_AsVoidPtr(k);
+        if (x == NULL && PyErr_Occurred())
+            return -1;
+        if (x == m->dict || cm_get(m, x) != NULL)
+            continue; /* copy.deepcopy's list of objects it keeps alive is under id(memo) */
+        if (cm_put(m, x, v) < 0)
+            return -1;
+        if (m->created && v != x && PyList_Append(m->created, v) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* put the table's entries into the dict (before it is handed to copy.deepcopy) */
+static int
+cm_write_dict(CopyMemo *m)
+{
+    for (Py_ssize_t i = 0; i < m->cap; i++) {
+        if (m->keys[i] == NULL)
+            continue;
+        PyObject *k = PyLong_FromVoidPtr(m->keys[i]);
+        int r = k ? PyDict_SetItem(m->dict, k, m->vals[i]) : -1;
+        Py_XDECREF(k);
+        if (r < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int
+cm_init(CopyMemo *m, PyObject *dict, PyObject *created)
+{
+    m->keys = m->inline_keys;
+    m->vals = m->inline_vals;
+    m->cap = COPYMEMO_INLINE;
+    m->n = 0;
+    memset(m->inline_keys, 0, sizeof m->inline_keys);
+    m->dict = dict;
+    m->created = created;
+    return cm_read_dict(m);
+}
+
+static PyObject *dc(PyObject *x, CopyMemo *memo);
 
 static inline int
 is_atomic(PyTypeObject *t)
@@ -96,7 +340,7 @@ is_atomic(PyTypeObject *t)
 
 /* the element of a container: atomic ones are kept as they are */
 static inline PyObject *
-dc_elem(PyObject *e, PyObject *memo)
+dc_elem(PyObject *e, CopyMemo *memo)
 {
     int a = is_atomic(Py_TYPE(e));
     if (a < 0)
@@ -108,15 +352,9 @@ dc_elem(PyObject *e, PyObject *memo)
     return dc(e, memo);
 }
 
-static int
-memo_put(PyObject *memo, PyObject *key, PyObject *y)
-{
-    return PyDict_SetItem(memo, key, y);
-}
-
 /* [copy of e for e in x], as a new list (atomic elements kept) */
 static PyObject *
-dc_items(PyObject *x, PyObject *memo)
+dc_items(PyObject *x, CopyMemo *memo)
 {
     PyObject *items = PySequence_List(x);
     if (items == NULL)
@@ -153,7 +391,7 @@ copy_info(PyTypeObject *t)
 }
 
 static PyObject *
-dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
+dc_object(PyObject *x, CopyMemo *memo, PyObject *info)
 {
     PyTypeObject *t = Py_TYPE(x);
     PyObject *slots = PyTuple_GET_ITEM(info, 0);
@@ -163,7 +401,7 @@ dc_object(PyObject *x, PyObject *memo, PyObject *key, PyObject *info)
     PyObject *y = PyBaseObject_Type.tp_new(t, empty_tuple, NULL);
     if (y == NULL)
         return NULL;
-    if (memo_put(memo, key, y) < 0)
+    if (cm_created(memo, x, y) < 0)
         goto fail;
     Py_ssize_t n = PyTuple_GET_SIZE(slots);
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -231,7 +469,7 @@ fail:
 }
 
 static PyObject *
-dc(PyObject *x, PyObject *memo)
+dc(PyObject *x, CopyMemo *memo)
 {
     PyTypeObject *t = Py_TYPE(x);
     int a = is_atomic(t);
@@ -248,19 +486,12 @@ dc(PyObject *x, PyObject *memo)
     }
     if (info == NULL && PyErr_Occurred())
         return NULL;
-    PyObject *key = memo_key(x);
-    if (key == NULL)
-        return NULL;
-    PyObject *y = PyDict_GetItemWithError(memo, key);
+    PyObject *y = cm_get(memo, x);
     if (y != NULL) {
-        Py_DECREF(key);
         Py_INCREF(y);
         return y;
     }
-    if (PyErr_Occurred())
-        goto fail;
     if (t == &PyTuple_Type) {
-        Py_DECREF(key);
         Py_ssize_t n = PyTuple_GET_SIZE(x);
         PyObject *out = PyTuple_New(n);
         if (out == NULL)
@@ -285,8 +516,8 @@ dc(PyObject *x, PyObject *memo)
     if (t == &PyList_Type) {
         Py_ssize_t n = PyList_GET_SIZE(x);
         y = PyList_New(0);
-        if (y == NULL || memo_put(memo, key, y) < 0)
-            goto fail_y;
+        if (y == NULL || cm_created(memo, x, y) < 0)
+            goto fail;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(x) && i < n; i++) {
             PyObject *e = PyList_GET_ITEM(x, i);
             PyObject *c;
@@ -298,40 +529,34 @@ dc(PyObject *x, PyObject *memo)
             }
             if (c == NULL || PyList_Append(y, c) < 0) {
                 Py_XDECREF(c);
-                goto fail_y;
+                goto fail;
             }
             Py_DECREF(c);
         }
-        Py_DECREF(key);
         return y;
     }
     if ((PyObject *)t == c_deque_type) {
         PyObject *maxlen = PyObject_GetAttr(x, s_maxlen);
         if (maxlen == NULL)
-            goto fail;
-        PyObject *kw = Py_BuildValue("{sO}", "maxlen", maxlen);
+            return NULL;
+        y = PyObject_CallFunctionObjArgs(c_deque_type, empty_tuple, maxlen, NULL); /* deque((), maxlen) */
         Py_DECREF(maxlen);
-        if (kw == NULL)
+        if (y == NULL || cm_created(memo, x, y) < 0)
             goto fail;
-        y = PyObject_Call(c_deque_type, empty_tuple, kw);
-        Py_DECREF(kw);
-        if (y == NULL || memo_put(memo, key, y) < 0)
-            goto fail_y;
         PyObject *items = dc_items(x, memo);
         if (items == NULL)
-            goto fail_y;
+            goto fail;
         PyObject *r = PyObject_CallMethodOneArg(y, s_extend, items);
         Py_DECREF(items);
         if (r == NULL)
-            goto fail_y;
+            goto fail;
         Py_DECREF(r);
-        Py_DECREF(key);
         return y;
     }
     if (t == &PyDict_Type) {
         y = PyDict_New();
-        if (y == NULL || memo_put(memo, key, y) < 0)
-            goto fail_y;
+        if (y == NULL || cm_created(memo, x, y) < 0)
+            goto fail;
         PyObject *k, *v;
         Py_ssize_t pos = 0;
         while (PyDict_Next(x, &pos, &k, &v)) {
@@ -344,33 +569,30 @@ dc(PyObject *x, PyObject *memo)
             if (ck == NULL || PyDict_SetItem(y, ck, cv) < 0) {
                 Py_XDECREF(ck);
                 Py_XDECREF(cv);
-                goto fail_y;
+                goto fail;
             }
             Py_DECREF(ck);
             Py_DECREF(cv);
         }
-        Py_DECREF(key);
         return y;
     }
     if (t == &PySet_Type) {
         y = PySet_New(NULL);
-        if (y == NULL || memo_put(memo, key, y) < 0)
-            goto fail_y;
+        if (y == NULL || cm_created(memo, x, y) < 0)
+            goto fail;
         PyObject *items = dc_items(x, memo);
         if (items == NULL)
-            goto fail_y;
+            goto fail;
         for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
             if (PySet_Add(y, PyList_GET_ITEM(items, i)) < 0) {
                 Py_DECREF(items);
-                goto fail_y;
+                goto fail;
             }
         }
         Py_DECREF(items);
-        Py_DECREF(key);
         return y;
     }
     if (t == &PyFrozenSet_Type) {
-        Py_DECREF(key);
         PyObject *items = PySequence_List(x);
         if (items == NULL)
             return NULL;
@@ -401,7 +623,6 @@ dc(PyObject *x, PyObject *memo)
         return y;
     }
     if (t == &PyMethod_Type) {
-        Py_DECREF(key);
         PyObject *owner = dc(PyMethod_GET_SELF(x), memo);
         if (owner == NULL)
             return NULL;
@@ -412,69 +633,70 @@ dc(PyObject *x, PyObject *memo)
     if (info == NULL) {
         info = copy_info(t);
         if (info == NULL)
-            goto fail;
+            return NULL;
         Py_DECREF(info); /* the dict holds it */
         if (info == s_value) {
-            Py_DECREF(key);
             Py_INCREF(x);
             return x;
         }
     }
     if (info == s_custom || !PyTuple_Check(info)) {
-        y = PyObject_CallFunctionObjArgs(c_fallback, x, memo, NULL);
-        if (y == NULL || memo_put(memo, key, y) < 0)
-            goto fail_y;
-        Py_DECREF(key);
+        /* copy.deepcopy, with every mapping so far in the dict; what it maps is read back */
+        if (cm_write_dict(memo) < 0)
+            return NULL;
+        y = PyObject_CallFunctionObjArgs(c_fallback, x, memo->dict, NULL);
+        if (y == NULL || cm_read_dict(memo) < 0)
+            goto fail;
+        if (cm_get(memo, x) == NULL && cm_created(memo, x, y) < 0) /* (copy.deepcopy maps it itself) */
+            goto fail;
         return y;
     }
-    y = dc_object(x, memo, key, info);
-    Py_DECREF(key);
-    return y;
-fail_y:
-    Py_XDECREF(y);
+    return dc_object(x, memo, info);
 fail:
-    Py_DECREF(key);
+    Py_XDECREF(y);
     return NULL;
 }
 
+/* deep_copy(x, memo, created=None): memo pre-maps id(original) -> copy; created, a list, is
+ * appended every object the copy creates (and every pre-mapped copy that is not its
+ * original) */
 static PyObject *
 native_deep_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2 || !PyDict_Check(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "deep_copy(x, memo: dict)");
+    if (nargs < 2 || nargs > 3 || !PyDict_Check(args[1]) ||
+        (nargs == 3 && args[2] != Py_None && !PyList_CheckExact(args[2]))) {
+        PyErr_SetString(PyExc_TypeError, "deep_copy(x, memo: dict, created: list | None = None)");
         return NULL;
     }
     if (c_info == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "model._native: configure_copy was not called");
         return NULL;
     }
-    return dc(args[0], args[1]);
+    CopyMemo memo;
+    PyObject *out = NULL;
+    if (cm_init(&memo, args[1], nargs == 3 && args[2] != Py_None ? args[2] : NULL) == 0)
+        out = dc(args[0], &memo);
+    cm_free(&memo);
+    return out;
 }
 
-/* dispose(memo): empty every object a copy created (the memo's values that are not their own
- * keys' objects), so that a copy nobody needs any more is freed by reference counting instead
- * of waiting, in its reference cycles, for the cyclic garbage collector. */
+/* dispose(created): empty every object a copy created (deep_copy's `created`), so that a copy
+ * nobody needs any more is freed by reference counting instead of waiting, in its reference
+ * cycles, for the cyclic garbage collector. The list is emptied too. */
 static PyObject *
-native_dispose(PyObject *self, PyObject *memo)
+native_dispose(PyObject *self, PyObject *created)
 {
-    if (!PyDict_Check(memo)) {
-        PyErr_SetString(PyExc_TypeError, "dispose(memo: dict)");
+    if (!PyList_CheckExact(created)) {
+        PyErr_SetString(PyExc_TypeError, "dispose(created: list)");
         return NULL;
     }
-    PyObject *values = PyList_New(0);
+    PyObject *values = PyList_GetSlice(created, 0, PyList_GET_SIZE(created));
     if (values == NULL)
         return NULL;
-    PyObject *k, *v;
-    Py_ssize_t pos = 0;
-    while (PyDict_Next(memo, &pos, &k, &v)) {
-        if (PyLong_Check(k) && PyLong_AsVoidPtr(k) == (void *)v)
-            continue; /* pre-mapped to itself: shared with the original */
-        if (PyList_Append(values, v) < 0) {
-            Py_DECREF(values);
-            return NULL;
-        }
+    if (PyList_SetSlice(created, 0, PyList_GET_SIZE(created), NULL) < 0) {
+        Py_DECREF(values);
+        return NULL;
     }
-    PyDict_Clear(memo);
     Py_ssize_t n = PyList_GET_SIZE(values);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *x = PyList_GET_ITEM(values, i);
@@ -552,7 +774,6 @@ static PyObject *k_info[2];      /* per drop_time: dict type -> info */
 static PyObject *k_info_fn;      /* callable(type, drop_time) -> info */
 static PyObject *k_forms[2];     /* per drop_time: dict id -> (object, form) */
 static Py_ssize_t k_forms_max;
-static PyObject *k_fallback;     /* the Python _canon(x, drop_time, memo) */
 static PyObject *k_sort_by_repr; /* callable(list) -> new list sorted by repr */
 static PyObject *k_deque_type;
 static PyObject *k_bytes[2];     /* per drop_time: dict id -> (object, bytes, id slots as bytes) */
@@ -561,7 +782,7 @@ static PyObject *k_bytes[2];     /* per drop_time: dict id -> (object, bytes, id
  * kind is one of these */
 enum { K_PYTHON = 0, K_VALUE = 1, K_OBJECT = 2 };
 
-static PyObject *canon(PyObject *x, int dt, PyObject *memo);
+static PyObject *canon(PyObject *x, int dt, RefMap *memo);
 
 static inline int
 is_primitive(PyTypeObject *t)
@@ -571,7 +792,7 @@ is_primitive(PyTypeObject *t)
 }
 
 static inline PyObject *
-canon_elem(PyObject *e, int dt, PyObject *memo)
+canon_elem(PyObject *e, int dt, RefMap *memo)
 {
     if (is_primitive(Py_TYPE(e))) {
         Py_INCREF(e);
@@ -625,7 +846,7 @@ sorted_keys(PyObject *keys)
 
 /* [canonical form of e for e in x], as a new list */
 static PyObject *
-canon_list(PyObject *x, int dt, PyObject *memo)
+canon_list(PyObject *x, int dt, RefMap *memo)
 {
     PyObject *items = PySequence_List(x);
     if (items == NULL)
@@ -643,7 +864,7 @@ canon_list(PyObject *x, int dt, PyObject *memo)
 
 /* (tag, *the canonical forms of x's elements, sorted by sort(list) -> list) */
 static PyObject *
-canon_sorted(PyObject *tag, PyObject *x, int dt, PyObject *memo, PyObject *(*sort)(PyObject *))
+canon_sorted(PyObject *tag, PyObject *x, int dt, RefMap *memo, PyObject *(*sort)(PyObject *))
 {
     PyObject *items = canon_list(x, dt, memo);
     if (items == NULL)
@@ -663,31 +884,97 @@ sort_by_repr(PyObject *items)
     return PyObject_CallOneArg(k_sort_by_repr, items);
 }
 
+/* Per class, what the walks ask of it on every object: its fresh-identifier tag (k_fresh) and
+ * its info per drop_time (canon_info), kept in a direct-mapped cache instead of being looked
+ * up in the dicts each time. An entry holds its class, so no class it names is freed and no
+ * address is reused while it is there; the cache is emptied when configure_canonical runs
+ * and when k_fresh changes size (a class marked fresh after the walks met it). */
+#define TYPE_CACHE 256
+typedef struct {
+    PyTypeObject *t;
+    PyObject *tag;     /* NULL: not a fresh identifier */
+    PyObject *info[2]; /* NULL: not asked yet */
+} TypeEntry;
+static TypeEntry k_types[TYPE_CACHE];
+static Py_ssize_t k_types_fresh_size = -1;
+
+static void
+types_clear(TypeEntry *e)
+{
+    Py_CLEAR(e->tag);
+    Py_CLEAR(e->info[0]);
+    Py_CLEAR(e->info[1]);
+    PyTypeObject *t = e->t;
+    e->t = NULL;
+    Py_XDECREF(t);
+}
+
+/* empty the cache if it may be stale (see above) */
+static void
+types_check(void)
+{
+    Py_ssize_t n = PyDict_GET_SIZE(k_fresh);
+    if (n == k_types_fresh_size)
+        return;
+    for (int i = 0; i < TYPE_CACHE; i++)
+        types_clear(&k_types[i]);
+    k_types_fresh_size = n;
+}
+
+/* t's entry, filled on a miss (its tag; its infos when canon_info asks them) */
+static TypeEntry *
+type_entry(PyTypeObject *t)
+{
+    TypeEntry *e = &k_types[((((uintptr_t)t >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) >> 20) % TYPE_CACHE];
+    if (e->t == t)
+        return e;
+    PyObject *tag = PyDict_GetItemWithError(k_fresh, (PyObject *)t);
+    if (tag == NULL && PyErr_Occurred())
+        return NULL;
+    types_clear(e);
+    Py_INCREF(t);
+    e->t = t;
+    e->tag = Py_XNewRef(tag);
+    return e;
+}
+
+/* t's info for drop_time dt: asked of model.fingerprint._canon_info once per class (kept in
+ * k_info[dt]), then from the cache; a borrowed reference */
 static PyObject *
 canon_info(PyTypeObject *t, int dt)
 {
+    TypeEntry *e = type_entry(t);
+    if (e == NULL)
+        return NULL;
+    if (e->info[dt] != NULL)
+        return e->info[dt];
     PyObject *info = PyDict_GetItemWithError(k_info[dt], (PyObject *)t);
-    if (info != NULL)
-        return info; /* borrowed */
-    if (PyErr_Occurred())
-        return NULL;
-    info = PyObject_CallFunction(k_info_fn, "OO", (PyObject *)t, dt ? Py_True : Py_False);
-    if (info == NULL)
-        return NULL;
-    if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 8) {
+    if (info == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        info = PyObject_CallFunction(k_info_fn, "OO", (PyObject *)t, dt ? Py_True : Py_False);
+        if (info == NULL)
+            return NULL;
+        if (!PyTuple_Check(info) || PyTuple_GET_SIZE(info) != 8) {
+            Py_DECREF(info);
+            PyErr_SetString(PyExc_TypeError, "model._native: a canonical info must be an 8-tuple");
+            return NULL;
+        }
+        int r = PyDict_SetItem(k_info[dt], (PyObject *)t, info);
         Py_DECREF(info);
-        PyErr_SetString(PyExc_TypeError, "model._native: a canonical info must be an 8-tuple");
-        return NULL;
+        if (r < 0)
+            return NULL;
     }
-    int r = PyDict_SetItem(k_info[dt], (PyObject *)t, info);
-    Py_DECREF(info);
-    if (r < 0)
+    e = type_entry(t); /* the call may have run Python code that evicted it */
+    if (e == NULL)
         return NULL;
-    return info; /* borrowed from the dict */
+    Py_INCREF(info);
+    Py_XSETREF(e->info[dt], info);
+    return info;
 }
 
 static PyObject *
-canon_object(PyObject *x, int dt, PyObject *memo, PyObject *info)
+canon_object(PyObject *x, int dt, RefMap *memo, PyObject *info)
 {
     PyObject *qualname = PyTuple_GET_ITEM(info, 1);
     PyObject *names = PyTuple_GET_ITEM(info, 2);
@@ -790,19 +1077,57 @@ fresh_form(PyObject *x, PyObject *tag)
     return PyUnicode_DecodeUTF8(buf, (Py_ssize_t)strlen(buf), NULL);
 }
 
+/* a function, or a builtin function or method (kind K_PYTHON), as model.fingerprint._canon
+ * names it: ("fn", its qualified name) -- a function, or a builtin bound to no object or to a
+ * module; a builtin method bound to an object is a mutable object: ("method", name, owner) */
 static PyObject *
-canon(PyObject *x, int dt, PyObject *memo)
+canon_fn(PyObject *x, int dt, RefMap *memo)
+{
+    if (Py_TYPE(x) == &PyCFunction_Type) {
+        PyObject *self = ((PyCFunctionObject *)x)->m_self; /* what __self__ reads (NULL: None) */
+        if (self != NULL && self != Py_None && !PyModule_CheckExact(self)) {
+            Py_ssize_t ref = refmap_get(memo, x);
+            if (ref >= 0)
+                return Py_BuildValue("(On)", s_ref, ref);
+            if (refmap_add(memo, x) < 0)
+                return NULL;
+            PyObject *name = PyObject_GetAttr(x, s_name);
+            if (name == NULL)
+                return NULL;
+            PyObject *owner = canon(self, dt, memo);
+            PyObject *out = owner ? PyTuple_Pack(3, s_method, name, owner) : NULL;
+            Py_DECREF(name);
+            Py_XDECREF(owner);
+            return out;
+        }
+    }
+    PyObject *name = PyObject_GetAttr(x, s_qualname);
+    if (name == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return NULL;
+        PyErr_Clear();
+        name = PyObject_Repr(x);
+        if (name == NULL)
+            return NULL;
+    }
+    PyObject *out = PyTuple_Pack(2, s_fn, name);
+    Py_DECREF(name);
+    return out;
+}
+
+static PyObject *
+canon(PyObject *x, int dt, RefMap *memo)
 {
     PyTypeObject *t = Py_TYPE(x);
     if (is_primitive(t)) {
         Py_INCREF(x);
         return x;
     }
-    PyObject *tag = PyDict_GetItemWithError(k_fresh, (PyObject *)t);
-    if (tag != NULL)
-        return fresh_form(x, tag);
-    if (PyErr_Occurred())
+    TypeEntry *te = type_entry(t);
+    if (te == NULL)
         return NULL;
+    if (te->tag != NULL)
+        return fresh_form(x, te->tag);
     if (t == &PyTuple_Type) {
         Py_ssize_t n = PyTuple_GET_SIZE(x);
         Py_ssize_t i;
@@ -838,8 +1163,8 @@ canon(PyObject *x, int dt, PyObject *memo)
         if (info == NULL)
             return NULL;
         kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 0));
-        if (kind == K_PYTHON) /* functions, methods and the like: the Python walk */
-            return PyObject_CallFunction(k_fallback, "OOO", x, dt ? Py_True : Py_False, memo);
+        if (kind == K_PYTHON) /* functions and builtins */
+            return canon_fn(x, dt, memo);
         if (kind == K_VALUE) {
             PyObject *forms = k_forms[dt];
             PyObject *key = memo_key(x);
@@ -856,9 +1181,10 @@ canon(PyObject *x, int dt, PyObject *memo)
                 Py_DECREF(key);
                 return NULL;
             }
-            PyObject *own = PyDict_New();
-            PyObject *form = own ? canon_object(x, dt, own, info) : NULL;
-            Py_XDECREF(own);
+            RefMap own; /* its own back-references: context-free */
+            refmap_init(&own);
+            PyObject *form = canon_object(x, dt, &own, info);
+            refmap_free(&own);
             if (form == NULL) {
                 Py_DECREF(key);
                 return NULL;
@@ -878,23 +1204,10 @@ canon(PyObject *x, int dt, PyObject *memo)
         }
     }
     /* a mutable object: a back-reference when met again */
-    PyObject *key = memo_key(x);
-    if (key == NULL)
-        return NULL;
-    PyObject *ref = PyDict_GetItemWithError(memo, key);
-    if (ref != NULL) {
-        Py_DECREF(key);
-        return PyTuple_Pack(2, s_ref, ref);
-    }
-    if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return NULL;
-    }
-    PyObject *num = PyLong_FromSsize_t(PyDict_GET_SIZE(memo));
-    int r = num ? PyDict_SetItem(memo, key, num) : -1;
-    Py_XDECREF(num);
-    Py_DECREF(key);
-    if (r < 0)
+    Py_ssize_t ref = refmap_get(memo, x);
+    if (ref >= 0)
+        return Py_BuildValue("(On)", s_ref, ref);
+    if (refmap_add(memo, x) < 0)
         return NULL;
     if (t == &PyList_Type || (PyObject *)t == k_deque_type) {
         PyObject *items = canon_list(x, dt, memo);
@@ -987,6 +1300,7 @@ canonical_args(PyObject *const *args, Py_ssize_t nargs, const char *usage)
         PyErr_SetString(PyExc_RuntimeError, "model._native: configure_canonical was not called");
         return -1;
     }
+    types_check();
     return PyObject_IsTrue(args[1]);
 }
 
@@ -996,34 +1310,33 @@ native_canonical(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int dt = canonical_args(args, nargs, "canonical(x, drop_time)");
     if (dt < 0)
         return NULL;
-    PyObject *memo = PyDict_New();
-    if (memo == NULL)
-        return NULL;
-    PyObject *out = canon(args[0], dt, memo);
-    Py_DECREF(memo);
+    RefMap memo;
+    refmap_init(&memo);
+    PyObject *out = canon(args[0], dt, &memo);
+    refmap_free(&memo);
     return out;
 }
 
 static PyObject *
 native_configure_canonical(PyObject *self, PyObject *args)
 {
-    PyObject *fresh, *info0, *info1, *info_fn, *forms0, *forms1, *fallback, *sort_by_repr, *deque_type;
+    PyObject *fresh, *info0, *info1, *info_fn, *forms0, *forms1, *sort_by_repr, *deque_type;
     PyObject *bytes0, *bytes1;
     Py_ssize_t forms_max;
-    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nOOOO!O!", &PyDict_Type, &fresh, &PyDict_Type, &info0, &PyDict_Type,
-                          &info1, &info_fn, &PyDict_Type, &forms0, &PyDict_Type, &forms1, &forms_max, &fallback,
+    if (!PyArg_ParseTuple(args, "O!O!O!OO!O!nOOO!O!", &PyDict_Type, &fresh, &PyDict_Type, &info0, &PyDict_Type,
+                          &info1, &info_fn, &PyDict_Type, &forms0, &PyDict_Type, &forms1, &forms_max,
                           &sort_by_repr, &deque_type, &PyDict_Type, &bytes0, &PyDict_Type, &bytes1))
         return NULL;
     Py_XSETREF(k_bytes[0], Py_NewRef(bytes0));
     Py_XSETREF(k_bytes[1], Py_NewRef(bytes1));
     Py_XSETREF(k_fresh, Py_NewRef(fresh));
+    k_types_fresh_size = -1;
     Py_XSETREF(k_info[0], Py_NewRef(info0));
     Py_XSETREF(k_info[1], Py_NewRef(info1));
     Py_XSETREF(k_info_fn, Py_NewRef(info_fn));
     Py_XSETREF(k_forms[0], Py_NewRef(forms0));
     Py_XSETREF(k_forms[1], Py_NewRef(forms1));
     k_forms_max = forms_max;
-    Py_XSETREF(k_fallback, Py_NewRef(fallback));
     Py_XSETREF(k_sort_by_repr, Py_NewRef(sort_by_repr));
     Py_XSETREF(k_deque_type, Py_NewRef(deque_type));
     Py_RETURN_NONE;
@@ -1282,10 +1595,10 @@ w_append(Writer *w, const char *buf, Py_ssize_t len, const IdSlot *ids, Py_ssize
     return 0;
 }
 
-static int enc(PyObject *x, int dt, PyObject *memo, Writer *w);
+static int enc(PyObject *x, int dt, RefMap *memo, Writer *w);
 
 static inline int
-enc_elem(PyObject *e, int dt, PyObject *memo, Writer *w)
+enc_elem(PyObject *e, int dt, RefMap *memo, Writer *w)
 {
     if (is_primitive(Py_TYPE(e)))
         return w_prim(w, e);
@@ -1294,7 +1607,7 @@ enc_elem(PyObject *e, int dt, PyObject *memo, Writer *w)
 
 /* canon_object, written: the fields, then the __dict__ entries not skipped, by name */
 static int
-enc_object(PyObject *x, int dt, PyObject *memo, PyObject *info, Writer *w)
+enc_object(PyObject *x, int dt, RefMap *memo, PyObject *info, Writer *w)
 {
     PyObject *names = PyTuple_GET_ITEM(info, 2);
     PyObject *skip = PyTuple_GET_ITEM(info, 3);
@@ -1304,6 +1617,27 @@ enc_object(PyObject *x, int dt, PyObject *memo, PyObject *info, Writer *w)
     PyObject *bag_flags = PyTuple_GET_ITEM(info, 7);
     Py_ssize_t n = PyTuple_GET_SIZE(names);
     int any_bags = PySet_GET_SIZE(bags) > 0;
+    if (!has_dict) { /* slots only: each field written as it is read */
+        if (w_tuple(w, 1 + n) < 0 || w_str(w, PyTuple_GET_ITEM(info, 1)) < 0)
+            return -1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
+            if (v == NULL) {
+                if (PyErr_Occurred())
+                    return -1;
+                v = Py_NewRef(Py_None);
+            }
+            int r;
+            if (any_bags && PyTuple_GET_ITEM(bag_flags, i) == Py_True)
+                r = w_built(w, canon_sorted(s_multiset, v, dt, memo, sort_by_repr));
+            else
+                r = enc_elem(v, dt, memo, w);
+            Py_DECREF(v);
+            if (r < 0)
+                return -1;
+        }
+        return 0;
+    }
     PyObject *values = PyList_New(n);
     PyObject *entries = NULL; /* [(name, value)] of the __dict__, sorted, skipped names left out */
     if (values == NULL)
@@ -1395,9 +1729,10 @@ enc_value(PyObject *x, int dt, PyObject *info, Writer *w)
         return -1;
     }
     Writer own = {0};
-    PyObject *own_memo = PyDict_New(); /* its own back-references: context-free */
-    int r = own_memo ? enc_object(x, dt, own_memo, info, &own) : -1;
-    Py_XDECREF(own_memo);
+    RefMap own_memo; /* its own back-references: context-free */
+    refmap_init(&own_memo);
+    int r = enc_object(x, dt, &own_memo, info, &own);
+    refmap_free(&own_memo);
     if (r == 0)
         r = w_append(w, own.buf, own.len, own.ids, own.nids);
     if (r == 0) {
@@ -1422,16 +1757,16 @@ enc_value(PyObject *x, int dt, PyObject *info, Writer *w)
 
 /* canon, written */
 static int
-enc(PyObject *x, int dt, PyObject *memo, Writer *w)
+enc(PyObject *x, int dt, RefMap *memo, Writer *w)
 {
     PyTypeObject *t = Py_TYPE(x);
     if (is_primitive(t))
         return w_prim(w, x);
-    PyObject *tag = PyDict_GetItemWithError(k_fresh, (PyObject *)t);
-    if (tag != NULL)
-        return w_built(w, fresh_form(x, tag)); /* its marker, as w_str reads it */
-    if (PyErr_Occurred())
+    TypeEntry *te = type_entry(t);
+    if (te == NULL)
         return -1;
+    if (te->tag != NULL)
+        return w_built(w, fresh_form(x, te->tag)); /* its marker, as w_str reads it */
     if (t == &PyTuple_Type) {
         Py_ssize_t n = PyTuple_GET_SIZE(x);
         Py_ssize_t i;
@@ -1457,31 +1792,21 @@ enc(PyObject *x, int dt, PyObject *memo, Writer *w)
             return -1;
         int kind = (int)PyLong_AsLong(PyTuple_GET_ITEM(info, 0));
         if (kind == K_PYTHON)
-            return w_built(w, PyObject_CallFunction(k_fallback, "OOO", x, dt ? Py_True : Py_False, memo));
+            return w_built(w, canon_fn(x, dt, memo));
         if (kind == K_VALUE)
             return enc_value(x, dt, info, w);
     }
     /* a mutable object: a back-reference when met again */
-    PyObject *key = memo_key(x);
-    if (key == NULL)
+    Py_ssize_t ref = refmap_get(memo, x);
+    if (ref >= 0) /* ("ref", ref): the int as w_prim writes it (zigzag varint) */
+        return (w_tuple(w, 2) < 0 || w_str(w, s_ref) < 0 || w_byte(w, 'i') < 0 ||
+                w_var(w, (unsigned long long)ref << 1) < 0) ? -1 : 0;
+    if (refmap_add(memo, x) < 0)
         return -1;
-    PyObject *ref = PyDict_GetItemWithError(memo, key);
-    if (ref != NULL) {
-        Py_DECREF(key);
-        return (w_tuple(w, 2) < 0 || w_str(w, s_ref) < 0 || w_prim(w, ref) < 0) ? -1 : 0;
-    }
-    if (PyErr_Occurred()) {
-        Py_DECREF(key);
-        return -1;
-    }
-    PyObject *num = PyLong_FromSsize_t(PyDict_GET_SIZE(memo));
-    int r = num ? PyDict_SetItem(memo, key, num) : -1;
-    Py_XDECREF(num);
-    Py_DECREF(key);
-    if (r < 0)
-        return -1;
+    int r;
     if (t == &PyList_Type || (PyObject *)t == k_deque_type) {
-        PyObject *items = PySequence_List(x);
+        /* a list is read in place (nothing the walk runs changes it); a deque through a list */
+        PyObject *items = t == &PyList_Type ? Py_NewRef(x) : PySequence_List(x);
         if (items == NULL)
             return -1;
         Py_ssize_t n = PyList_GET_SIZE(items);
@@ -1605,15 +1930,14 @@ native_canonical_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int dt = canonical_args(args, nargs, "canonical_bytes(x, drop_time)");
     if (dt < 0)
         return NULL;
-    PyObject *memo = PyDict_New();
-    if (memo == NULL)
-        return NULL;
+    RefMap memo;
+    refmap_init(&memo);
     Writer w = {0};
     PyObject *out = NULL;
-    if (enc(args[0], dt, memo, &w) == 0 && w_rank(&w) == 0)
+    if (enc(args[0], dt, &memo, &w) == 0 && w_rank(&w) == 0)
         out = PyBytes_FromStringAndSize(w.buf, w.len);
     w_free(&w);
-    Py_DECREF(memo);
+    refmap_free(&memo);
     return out;
 }
 
@@ -1638,10 +1962,10 @@ native_clear_slots(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"deep_copy", (PyCFunction)(void (*)(void))native_deep_copy, METH_FASTCALL,
-     "deep_copy(x, memo): model.statecopy.py_deep_copy, in C"},
+     "deep_copy(x, memo, created=None): model.statecopy.py_deep_copy, in C"},
     {"canonical", (PyCFunction)(void (*)(void))native_canonical, METH_FASTCALL,
      "canonical(x, drop_time): model.fingerprint.py_canonical, in C"},
-    {"dispose", native_dispose, METH_O, "dispose(memo): empty every object a copy created (see model.statecopy)"},
+    {"dispose", native_dispose, METH_O, "dispose(created): empty every object a copy created (see model.statecopy)"},
     {"configure_copy", native_configure_copy, METH_VARARGS, "set the copier's per-class decisions (model.statecopy)"},
     {"clear_slots", (PyCFunction)(void (*)(void))native_clear_slots, METH_FASTCALL,
      "clear_slots(x, names, descrs): model.statecopy.clear_slots, in C"},

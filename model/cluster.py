@@ -549,20 +549,18 @@ class Cluster:
         c.config = attrs.evolve(self.config, max_checkpoints=None)
         return c
 
-    def copy(self, memo: dict | None = None) -> "Cluster":
+    def copy(self, created: list | None = None) -> "Cluster":
         """An independent copy: stepping one never changes the other. The ExecutionGraph, the
-        job input and the configuration (immutable) are shared. ``memo``: an empty dict that
-        is left holding the copy's memo (``model.statecopy.dispose`` frees a copy by it)."""
-        memo = {} if memo is None else memo
-        memo.update({id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
-                     id(self.strategy): self.strategy, id(self.task_managers): self.task_managers,
-                     id(self._ops): self._ops})
+        job input and the configuration (immutable) are shared. ``created``: a list that is
+        appended every object the copy made (``model.statecopy.dispose`` frees a copy by it)."""
+        memo = {id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
+                id(self.strategy): self.strategy, id(self.task_managers): self.task_managers, id(self._ops): self._ops}
         for st in self.eg.subtasks:
             memo[id(st)] = st
         for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids,
                         self.channel_rescales):
             memo[id(history)] = list(history)  # history holds immutable values: a shallow copy is independent
-        return deep_copy(self, memo)
+        return deep_copy(self, memo, created)
 
     def release(self) -> None:
         """Drop the reference cycles of this state's tasks (``StreamTask.release``): for a state

@@ -260,7 +260,7 @@ def _sort_by_repr(keys: list) -> list:
 
 if _native is not None:
     _native.configure_canonical(_FRESH, {}, {}, _canon_info, _VALUE_FORMS[0], _VALUE_FORMS[1], _VALUE_FORMS_MAX,
-                                _canon, _sort_by_repr, deque, _VALUE_BYTES[0], _VALUE_BYTES[1])
+                                _sort_by_repr, deque, _VALUE_BYTES[0], _VALUE_BYTES[1])
 
 _impl = py_canonical
 

@@ -264,15 +264,24 @@ def native_available() -> bool:
     return _native is not None
 
 
-def deep_copy(x, memo: dict):
-    """``copy.deepcopy(x, memo)`` for model state (see the module docstring)."""
-    return _impl(x, memo)
+def deep_copy(x, memo: dict, created: list | None = None):
+    """``copy.deepcopy(x, memo)`` for model state (see the module docstring). ``memo`` pre-maps
+    ``id(original) -> copy`` (what the copy shares, or replaces); ``created``, if given, is
+    appended every object the copy creates and every pre-mapped copy that is not its original:
+    what :func:`dispose` empties. (The C walk keeps its memo in a table of its own, and writes
+    ``memo`` only around a class that customizes copying.)"""
+    if _impl is py_deep_copy:
+        y = py_deep_copy(x, memo)
+        if created is not None:
+            created.extend(v for k, v in memo.items() if id(v) != k and k != id(memo))
+        return y
+    return _native.deep_copy(x, memo, created)
 
 
-def py_dispose(memo: dict) -> None:
+def py_dispose(created: list) -> None:
     """``model._native.dispose`` in Python (see :func:`dispose`)."""
-    owned = [v for k, v in memo.items() if id(v) != k]
-    memo.clear()
+    owned = list(created)
+    created.clear()
     for x in owned:
         t = type(x)
         if t is list or t is dict or t is set or t is deque:
@@ -290,17 +299,17 @@ def py_dispose(memo: dict) -> None:
             x.__dict__.clear()
 
 
-def dispose(memo: dict) -> None:
-    """Empty every object that the copy with this ``memo`` created (the memo's values, except
-    what was pre-mapped to itself), so that a copy nobody needs any more is freed by reference
+def dispose(created: list) -> None:
+    """Empty every object that a copy created (``deep_copy``'s ``created``, which is emptied
+    too), so that a copy nobody needs any more is freed by reference
     counting at once instead of by the cyclic garbage collector: the model's tasks, valves and
     partitioners refer to each other, so every copy is a web of reference cycles, and collecting
     them was a quarter to a third of an exhaustive search's time. The copy must not be used
     afterwards; its original is untouched (nothing in the memo belongs to it)."""
     if _impl is py_deep_copy:
-        py_dispose(memo)
+        py_dispose(created)
     else:
-        _native.dispose(memo)
+        _native.dispose(created)
 
 
 use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")

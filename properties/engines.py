@@ -93,20 +93,22 @@ class Run:
         self.violation: Violation | None = None
         #: ``history_key()`` of the current step, once computed
         self._history_key: tuple | None = None
-        #: the memo of the copy this run was forked as, while it may still be disposed (``fork``)
-        self.copy_memo: dict | None = None
+        #: the objects the copy this run was forked as created, while it may still be disposed
+        #: (``fork``)
+        self.created: list | None = None
         if check_always:
             # the initial deployment (its slot placement, its key groups) is judged too
             self.violation = self._check_always(step=0)
 
     def fork(self, disposable: bool = False) -> "Run":
         """An independent run from this run's state (``Cluster.copy``), judged the same way; its
-        goals start empty. ``disposable``: keep the copy's memo, so that ``dispose`` can free
-        the run at once when nobody needs it (an explorer's successor of a state already seen)."""
+        goals start empty. ``disposable``: keep what the copy created, so that ``dispose`` can
+        free the run at once when nobody needs it (an explorer's successor of a state already
+        seen)."""
         r = Run.__new__(Run)
         r.scenario = self.scenario
-        r.copy_memo = {} if disposable else None
-        r.cluster = self.cluster.copy(r.copy_memo)
+        r.created = [] if disposable else None
+        r.cluster = self.cluster.copy(r.created)
         r.expected = self.expected
         r.check_always = self.check_always
         r.track_goals = self.track_goals
@@ -126,17 +128,18 @@ class Run:
         c, self.cluster = self.cluster, None
         if c is None:
             return  # disposed already
-        if self.copy_memo is None:
+        if self.created is None:
             c.release()
             return
         if c.delta.redeployed:
-            c.release()  # the tasks the step deployed anew, which the memo lacks
-        dispose(self.copy_memo)
-        self.copy_memo = None
+            c.release()  # the tasks the step deployed anew, which the copy did not create
+        dispose(self.created)
+        self.created = None
 
     def keep(self) -> None:
-        """Drop the memo of a disposable run that is kept (it would only hold memory)."""
-        self.copy_memo = None
+        """Drop what the copy of a disposable run that is kept created (it would only hold
+        memory)."""
+        self.created = None
 
     def history_key(self) -> tuple:
         """What of this run's history the registered invariants can still depend on: each
