@@ -182,7 +182,7 @@ static PyObject *s_value, *s_custom;
  * to copy.deepcopy with every mapping so far, and read back after). Each object the walk
  * creates, and each pre-mapped copy that is not its original, is appended to `created` (if
  * given): what dispose empties. */
-#define COPYMEMO_INLINE 256
+#define COPYMEMO_INLINE 1024
 typedef struct {
     PyObject **keys, **vals;
     Py_ssize_t cap, n; /* cap: a power of two; at most half full */
@@ -329,13 +329,59 @@ cm_init(CopyMemo *m, PyObject *dict, PyObject *created)
 
 static PyObject *dc(PyObject *x, CopyMemo *memo);
 
+/* Per class, what the copy asks of it on every object: whether it is atomic (c_atomic) and its
+ * info (c_info, once copy_info has asked for it), in a direct-mapped cache instead of a set and
+ * a dict looked up each time. An entry holds its class (no address is reused while it is
+ * there); configure_copy empties the cache. */
+#define COPY_TYPES 256
+typedef struct {
+    PyTypeObject *t;
+    int atomic;
+    PyObject *info; /* NULL: not known yet */
+} CopyType;
+static CopyType c_types[COPY_TYPES];
+
+static void
+copy_types_clear(void)
+{
+    for (int i = 0; i < COPY_TYPES; i++) {
+        Py_CLEAR(c_types[i].info);
+        PyTypeObject *t = c_types[i].t;
+        c_types[i].t = NULL;
+        Py_XDECREF(t);
+    }
+}
+
+/* t's entry, filled on a miss */
+static CopyType *
+copy_type(PyTypeObject *t)
+{
+    CopyType *e = &c_types[((((uintptr_t)t >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) >> 20) % COPY_TYPES];
+    if (e->t == t)
+        return e;
+    int atomic = PySet_Contains(c_atomic, (PyObject *)t);
+    if (atomic < 0)
+        return NULL;
+    PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
+    if (info == NULL && PyErr_Occurred())
+        return NULL;
+    Py_CLEAR(e->info);
+    Py_XDECREF(e->t);
+    Py_INCREF(t);
+    e->t = t;
+    e->atomic = atomic;
+    e->info = Py_XNewRef(info);
+    return e;
+}
+
 static inline int
 is_atomic(PyTypeObject *t)
 {
     if (t == &PyLong_Type || t == &PyUnicode_Type || t == &PyFloat_Type || t == &PyBool_Type ||
         t == Py_TYPE(Py_None) || t == &PyBytes_Type)
         return 1;
-    return PySet_Contains(c_atomic, (PyObject *)t);
+    CopyType *e = copy_type(t);
+    return e == NULL ? -1 : e->atomic;
 }
 
 /* the element of a container: atomic ones are kept as they are */
@@ -370,23 +416,28 @@ dc_items(PyObject *x, CopyMemo *memo)
     return items;
 }
 
+/* t's info, asked of model.statecopy._copy_info once per class (kept in c_info and the cache) */
 static PyObject *
 copy_info(PyTypeObject *t)
 {
-    PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
-    if (info != NULL) {
-        Py_INCREF(info);
-        return info;
-    }
-    if (PyErr_Occurred())
+    CopyType *e = copy_type(t);
+    if (e == NULL)
         return NULL;
-    info = PyObject_CallOneArg(c_info_fn, (PyObject *)t);
+    if (e->info != NULL)
+        return Py_NewRef(e->info);
+    PyObject *info = PyObject_CallOneArg(c_info_fn, (PyObject *)t);
     if (info == NULL)
         return NULL;
     if (PyDict_SetItem(c_info, (PyObject *)t, info) < 0) {
         Py_DECREF(info);
         return NULL;
     }
+    e = copy_type(t); /* the call ran Python code */
+    if (e == NULL) {
+        Py_DECREF(info);
+        return NULL;
+    }
+    Py_XSETREF(e->info, Py_NewRef(info));
     return info;
 }
 
@@ -472,20 +523,18 @@ static PyObject *
 dc(PyObject *x, CopyMemo *memo)
 {
     PyTypeObject *t = Py_TYPE(x);
-    int a = is_atomic(t);
-    if (a < 0)
+    PyObject *info = NULL;
+    if (t == &PyLong_Type || t == &PyUnicode_Type || t == &PyFloat_Type || t == &PyBool_Type ||
+        t == Py_TYPE(Py_None) || t == &PyBytes_Type)
+        return Py_NewRef(x);
+    CopyType *te = copy_type(t);
+    if (te == NULL)
         return NULL;
-    if (a) {
-        Py_INCREF(x);
-        return x;
-    }
-    PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
-    if (info == s_value) {
-        Py_INCREF(x);
-        return x;
-    }
-    if (info == NULL && PyErr_Occurred())
-        return NULL;
+    if (te->atomic)
+        return Py_NewRef(x);
+    info = te->info;
+    if (info == s_value)
+        return Py_NewRef(x);
     PyObject *y = cm_get(memo, x);
     if (y != NULL) {
         Py_INCREF(y);
@@ -715,16 +764,23 @@ native_dispose(PyObject *self, PyObject *created)
                 goto fail;
             Py_DECREF(r);
         } else {
-            PyObject *info = PyDict_GetItemWithError(c_info, (PyObject *)t);
-            if (info == NULL) {
-                if (PyErr_Occurred())
-                    goto fail;
-                continue;
-            }
-            if (!PyTuple_Check(info))
+            CopyType *te = copy_type(t);
+            if (te == NULL)
+                goto fail;
+            PyObject *info = te->info;
+            if (info == NULL || !PyTuple_Check(info))
                 continue; /* a value, or a class copy.deepcopy copied: left as it is */
             PyObject *slots = PyTuple_GET_ITEM(info, 0);
+            PyObject *descrs = PyTuple_GET_ITEM(info, 3);
             for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(slots); j++) {
+                Py_ssize_t off = member_offset(PyTuple_GET_ITEM(descrs, j));
+                if (off >= 0) { /* del x.slot, directly */
+                    PyObject **p = (PyObject **)((char *)x + off);
+                    PyObject *old = *p;
+                    *p = NULL;
+                    Py_XDECREF(old);
+                    continue;
+                }
                 if (PyObject_GenericSetAttr(x, PyTuple_GET_ITEM(slots, j), NULL) < 0) {
                     if (!PyErr_ExceptionMatches(PyExc_AttributeError))
                         goto fail;
@@ -757,6 +813,7 @@ native_configure_copy(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O!OOOUU", &PyFrozenSet_Type, &atomic, &PyDict_Type, &info, &info_fn, &fallback,
                           &deque_type, &value, &custom))
         return NULL;
+    copy_types_clear();
     Py_XSETREF(c_atomic, Py_NewRef(atomic));
     Py_XSETREF(c_info, Py_NewRef(info));
     Py_XSETREF(c_info_fn, Py_NewRef(info_fn));
