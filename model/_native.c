@@ -881,6 +881,8 @@ static PyObject *
 sorted_keys(PyObject *keys)
 {
     Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (n <= 1)
+        return Py_NewRef(keys); /* nothing to order */
     if (n > 0) {
         PyTypeObject *t = Py_TYPE(PyList_GET_ITEM(keys, 0));
         if (t == &PyLong_Type || t == &PyUnicode_Type) {
@@ -938,6 +940,8 @@ canon_sorted(PyObject *tag, PyObject *x, int dt, RefMap *memo, PyObject *(*sort)
 static PyObject *
 sort_by_repr(PyObject *items)
 {
+    if (PyList_GET_SIZE(items) <= 1)
+        return Py_NewRef(items); /* nothing to order */
     return PyObject_CallOneArg(k_sort_by_repr, items);
 }
 
@@ -1652,6 +1656,33 @@ w_append(Writer *w, const char *buf, Py_ssize_t len, const IdSlot *ids, Py_ssize
     return 0;
 }
 
+/* a set or frozenset whose elements are all ints or all strings (exact types: their own
+ * canonical forms, sorted naturally, as canon_sorted with sorted_keys orders them), written
+ * without building its form: 0, or -1 on an error, or 1 when it is not such a set */
+static int
+enc_plain_set(PyObject *tag, PyObject *x, Writer *w)
+{
+    Py_ssize_t n = PySet_GET_SIZE(x);
+    if (n == 0)
+        return (w_tuple(w, 1) < 0 || w_str(w, tag) < 0) ? -1 : 0;
+    PyObject *items = PySequence_List(x);
+    if (items == NULL)
+        return -1;
+    n = PyList_GET_SIZE(items);
+    PyTypeObject *kt = Py_TYPE(PyList_GET_ITEM(items, 0));
+    int plain = kt == &PyLong_Type || kt == &PyUnicode_Type;
+    for (Py_ssize_t i = 1; plain && i < n; i++)
+        plain = Py_TYPE(PyList_GET_ITEM(items, i)) == kt;
+    int r = 1;
+    if (plain) {
+        r = (PyList_Sort(items) < 0 || w_tuple(w, n + 1) < 0 || w_str(w, tag) < 0) ? -1 : 0;
+        for (Py_ssize_t i = 0; r == 0 && i < n; i++)
+            r = w_prim(w, PyList_GET_ITEM(items, i));
+    }
+    Py_DECREF(items);
+    return r;
+}
+
 static int enc(PyObject *x, int dt, RefMap *memo, Writer *w);
 
 static inline int
@@ -1839,8 +1870,10 @@ enc(PyObject *x, int dt, RefMap *memo, Writer *w)
                 return -1;
         return 0;
     }
-    if (t == &PyFrozenSet_Type)
-        return w_built(w, canon(x, dt, memo));
+    if (t == &PyFrozenSet_Type) {
+        int r = enc_plain_set(s_frozenset, x, w);
+        return r != 1 ? r : w_built(w, canon(x, dt, memo));
+    }
     PyObject *info = NULL;
     if (t != &PyList_Type && t != &PyDict_Type && t != &PySet_Type && t != &PyMethod_Type &&
         (PyObject *)t != k_deque_type) {
@@ -1931,8 +1964,10 @@ enc(PyObject *x, int dt, RefMap *memo, Writer *w)
         Py_XDECREF(canon_key);
         return r;
     }
-    if (t == &PySet_Type)
-        return w_built(w, canon_sorted(s_set, x, dt, memo, sorted_keys));
+    if (t == &PySet_Type) {
+        r = enc_plain_set(s_set, x, w);
+        return r != 1 ? r : w_built(w, canon_sorted(s_set, x, dt, memo, sorted_keys));
+    }
     if (t == &PyMethod_Type) {
         PyObject *name = PyObject_GetAttr(x, s_name);
         if (name == NULL)
