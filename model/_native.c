@@ -73,31 +73,31 @@ set_slot(PyObject *y, PyObject *name, PyObject *descr, PyObject *v)
     return PyObject_GenericSetAttr(y, name, v);
 }
 
-/* The canonical walks' memo: object -> its back-reference number (the number of objects
- * memoized before it), an open-addressing table keyed by address (the walk holds the objects
- * alive while it runs, so no address is reused). A Python dict keyed by id() did the same with
- * an int allocated and hashed per object. The first 128 entries are inline. */
-#define REFMAP_INLINE 128
+/* An open-addressing table keyed by object address: the walks' memos (original -> copy,
+ * object -> back-reference number). A dict keyed by id() did the same with an int allocated
+ * and hashed per object. The walk keeps every key alive while it runs, so no address is
+ * reused; the first ADDRMAP_INLINE slots are inline. */
+#define ADDRMAP_INLINE 1024
 typedef struct {
     PyObject **keys;
-    Py_ssize_t *vals;
+    void **vals;
     Py_ssize_t cap, n; /* cap: a power of two; at most half full */
-    PyObject *inline_keys[REFMAP_INLINE];
-    Py_ssize_t inline_vals[REFMAP_INLINE];
-} RefMap;
+    PyObject *inline_keys[ADDRMAP_INLINE];
+    void *inline_vals[ADDRMAP_INLINE];
+} AddrMap;
 
 static void
-refmap_init(RefMap *m)
+addrmap_init(AddrMap *m)
 {
     m->keys = m->inline_keys;
     m->vals = m->inline_vals;
-    m->cap = REFMAP_INLINE;
+    m->cap = ADDRMAP_INLINE;
     m->n = 0;
     memset(m->inline_keys, 0, sizeof m->inline_keys);
 }
 
 static void
-refmap_free(RefMap *m)
+addrmap_free(AddrMap *m)
 {
     if (m->keys != m->inline_keys) {
         PyMem_Free(m->keys);
@@ -106,44 +106,45 @@ refmap_free(RefMap *m)
 }
 
 static inline size_t
-refmap_slot(const RefMap *m, const PyObject *x)
+addrmap_slot(const AddrMap *m, const PyObject *x)
 {
     return (size_t)((((uintptr_t)x >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) >> 17) & (size_t)(m->cap - 1);
 }
 
-/* x's number, or -1 */
-static inline Py_ssize_t
-refmap_get(const RefMap *m, const PyObject *x)
+/* whether x is there (its value in *v) */
+static inline int
+addrmap_get(const AddrMap *m, const PyObject *x, void **v)
 {
-    for (size_t i = refmap_slot(m, x);; i = (i + 1) & (size_t)(m->cap - 1)) {
-        if (m->keys[i] == x)
-            return m->vals[i];
+    for (size_t i = addrmap_slot(m, x);; i = (i + 1) & (size_t)(m->cap - 1)) {
+        if (m->keys[i] == x) {
+            *v = m->vals[i];
+            return 1;
+        }
         if (m->keys[i] == NULL)
-            return -1;
+            return 0;
     }
 }
 
 static inline void
-refmap_put_nogrow(RefMap *m, PyObject *x, Py_ssize_t v)
+addrmap_place(AddrMap *m, PyObject *x, void *v)
 {
-    size_t i = refmap_slot(m, x);
+    size_t i = addrmap_slot(m, x);
     while (m->keys[i] != NULL)
         i = (i + 1) & (size_t)(m->cap - 1);
     m->keys[i] = x;
     m->vals[i] = v;
 }
 
-/* memoize x (not present) with the next number */
+/* add x (not there) with value v */
 static int
-refmap_add(RefMap *m, PyObject *x)
+addrmap_put(AddrMap *m, PyObject *x, void *v)
 {
     if (2 * (m->n + 1) > m->cap) {
         Py_ssize_t old_cap = m->cap;
         PyObject **old_keys = m->keys;
-        Py_ssize_t *old_vals = m->vals;
-        Py_ssize_t cap = old_cap * 2;
-        PyObject **keys = PyMem_Calloc((size_t)cap, sizeof(PyObject *));
-        Py_ssize_t *vals = PyMem_Malloc((size_t)cap * sizeof(Py_ssize_t));
+        void **old_vals = m->vals;
+        PyObject **keys = PyMem_Calloc((size_t)old_cap * 2, sizeof(PyObject *));
+        void **vals = PyMem_Malloc((size_t)old_cap * 2 * sizeof(void *));
         if (keys == NULL || vals == NULL) {
             PyMem_Free(keys);
             PyMem_Free(vals);
@@ -152,18 +153,39 @@ refmap_add(RefMap *m, PyObject *x)
         }
         m->keys = keys;
         m->vals = vals;
-        m->cap = cap;
+        m->cap = old_cap * 2;
         for (Py_ssize_t i = 0; i < old_cap; i++)
             if (old_keys[i] != NULL)
-                refmap_put_nogrow(m, old_keys[i], old_vals[i]);
+                addrmap_place(m, old_keys[i], old_vals[i]);
         if (old_keys != m->inline_keys) {
             PyMem_Free(old_keys);
             PyMem_Free(old_vals);
         }
     }
-    refmap_put_nogrow(m, x, m->n);
+    addrmap_place(m, x, v);
     m->n++;
     return 0;
+}
+
+/* The canonical walks' memo: object -> its back-reference number (the number of objects
+ * memoized before it) */
+typedef AddrMap RefMap;
+#define refmap_init addrmap_init
+#define refmap_free addrmap_free
+
+/* x's number, or -1 */
+static inline Py_ssize_t
+refmap_get(const RefMap *m, const PyObject *x)
+{
+    void *v;
+    return addrmap_get(m, x, &v) ? (Py_ssize_t)(intptr_t)v : -1;
+}
+
+/* memoize x (not there) with the next number */
+static inline int
+refmap_add(RefMap *m, PyObject *x)
+{
+    return addrmap_put(m, x, (void *)(intptr_t)m->n);
 }
 
 /* -- deep_copy ------------------------------------------------------------------------- */
@@ -176,79 +198,33 @@ static PyObject *c_fallback;    /* copy.deepcopy */
 static PyObject *c_deque_type;
 static PyObject *s_value, *s_custom;
 
-/* The copy's memo: original -> copy, an open-addressing table keyed by address holding both
- * (so no address is reused while the walk runs), seeded with what the caller's memo dict
- * pre-maps. The dict itself is written only around a class that customizes copying (handed
- * to copy.deepcopy with every mapping so far, and read back after). Each object the walk
- * creates, and each pre-mapped copy that is not its original, is appended to `created` (if
- * given): what dispose empties. */
-#define COPYMEMO_INLINE 1024
+/* The copy's memo: original -> copy (an AddrMap holding both, so no address is reused while
+ * the walk runs), seeded with what the caller's memo dict pre-maps. The dict itself is written
+ * only around a class that customizes copying (handed to copy.deepcopy with every mapping so
+ * far, and read back after). Each object the walk creates, and each pre-mapped copy that is
+ * not its original, is appended to `created` (if given): what dispose empties. */
 typedef struct {
-    PyObject **keys, **vals;
-    Py_ssize_t cap, n; /* cap: a power of two; at most half full */
+    AddrMap map;
     PyObject *dict;    /* the caller's memo: id(original) -> copy */
     PyObject *created; /* a list, or NULL */
-    PyObject *inline_keys[COPYMEMO_INLINE], *inline_vals[COPYMEMO_INLINE];
 } CopyMemo;
-
-static inline size_t
-cm_slot(const CopyMemo *m, const PyObject *x)
-{
-    return (size_t)((((uintptr_t)x >> 4) * (uintptr_t)0x9E3779B97F4A7C15ULL) >> 17) & (size_t)(m->cap - 1);
-}
 
 /* x's copy (borrowed), or NULL */
 static inline PyObject *
 cm_get(const CopyMemo *m, const PyObject *x)
 {
-    for (size_t i = cm_slot(m, x);; i = (i + 1) & (size_t)(m->cap - 1)) {
-        if (m->keys[i] == x)
-            return m->vals[i];
-        if (m->keys[i] == NULL)
-            return NULL;
-    }
+    void *y;
+    return addrmap_get(&m->map, x, &y) ? (PyObject *)y : NULL;
 }
 
-static inline void
-cm_place(CopyMemo *m, PyObject *x, PyObject *y)
-{
-    size_t i = cm_slot(m, x);
-    while (m->keys[i] != NULL)
-        i = (i + 1) & (size_t)(m->cap - 1);
-    m->keys[i] = x;
-    m->vals[i] = y;
-}
-
-/* map x (not present) to y, holding both */
+/* map x (not there) to y, holding both */
 static int
 cm_put(CopyMemo *m, PyObject *x, PyObject *y)
 {
-    if (2 * (m->n + 1) > m->cap) {
-        Py_ssize_t old_cap = m->cap;
-        PyObject **old_keys = m->keys, **old_vals = m->vals;
-        PyObject **keys = PyMem_Calloc((size_t)old_cap * 2, sizeof(PyObject *));
-        PyObject **vals = PyMem_Malloc((size_t)old_cap * 2 * sizeof(PyObject *));
-        if (keys == NULL || vals == NULL) {
-            PyMem_Free(keys);
-            PyMem_Free(vals);
-            PyErr_NoMemory();
-            return -1;
-        }
-        m->keys = keys;
-        m->vals = vals;
-        m->cap = old_cap * 2;
-        for (Py_ssize_t i = 0; i < old_cap; i++)
-            if (old_keys[i] != NULL)
-                cm_place(m, old_keys[i], old_vals[i]);
-        if (old_keys != m->inline_keys) {
-            PyMem_Free(old_keys);
-            PyMem_Free(old_vals);
-        }
-    }
+    if (addrmap_put(&m->map, x, y) < 0)
+        return -1;
     Py_INCREF(x);
     Py_INCREF(y);
-    cm_place(m, x, y);
-    m->n++;
     return 0;
 }
 
@@ -264,15 +240,12 @@ cm_created(CopyMemo *m, PyObject *x, PyObject *y)
 static void
 cm_free(CopyMemo *m)
 {
-    for (Py_ssize_t i = 0; i < m->cap; i++)
-        if (m->keys[i] != NULL) {
-            Py_DECREF(m->keys[i]);
-            Py_DECREF(m->vals[i]);
+    for (Py_ssize_t i = 0; i < m->map.cap; i++)
+        if (m->map.keys[i] != NULL) {
+            Py_DECREF(m->map.keys[i]);
+            Py_DECREF((PyObject *)m->map.vals[i]);
         }
-    if (m->keys != m->inline_keys) {
-        PyMem_Free(m->keys);
-        PyMem_Free(m->vals);
-    }
+    addrmap_free(&m->map);
 }
 
 /* take the dict's entries that the table lacks (all of them at the start; after copy.deepcopy,
@@ -302,11 +275,11 @@ cm_read_dict(CopyMemo *m)
 static int
 cm_write_dict(CopyMemo *m)
 {
-    for (Py_ssize_t i = 0; i < m->cap; i++) {
-        if (m->keys[i] == NULL)
+    for (Py_ssize_t i = 0; i < m->map.cap; i++) {
+        if (m->map.keys[i] == NULL)
             continue;
-        PyObject *k = PyLong_FromVoidPtr(m->keys[i]);
-        int r = k ? PyDict_SetItem(m->dict, k, m->vals[i]) : -1;
+        PyObject *k = PyLong_FromVoidPtr(m->map.keys[i]);
+        int r = k ? PyDict_SetItem(m->dict, k, (PyObject *)m->map.vals[i]) : -1;
         Py_XDECREF(k);
         if (r < 0)
             return -1;
@@ -317,11 +290,7 @@ cm_write_dict(CopyMemo *m)
 static int
 cm_init(CopyMemo *m, PyObject *dict, PyObject *created)
 {
-    m->keys = m->inline_keys;
-    m->vals = m->inline_vals;
-    m->cap = COPYMEMO_INLINE;
-    m->n = 0;
-    memset(m->inline_keys, 0, sizeof m->inline_keys);
+    addrmap_init(&m->map);
     m->dict = dict;
     m->created = created;
     return cm_read_dict(m);
