@@ -7,9 +7,10 @@
  * All three follow their Python reference line by line (same cases, same order, same memo
  * numbering); every decision that depends on a class (its fields, whether it is a value,
  * whether it customizes copying) is made once per class by the Python module, which passes
- * it here through configure_copy / configure_canonical. Anything unusual (a function, a class
- * that customizes copying) is handed back to Python. tests/test_native_walk.py checks that
- * the walks agree with the Python ones on every variant's states.
+ * it here through configure_copy / configure_canonical. A class that customizes copying is
+ * handed back to copy.deepcopy. Each walk's memo is a table keyed by object address (AddrMap).
+ * tests/test_native_walk.py checks that the walks agree with the Python ones on every
+ * variant's states.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

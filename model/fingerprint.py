@@ -39,7 +39,7 @@ rank among the identifiers of its tag), and ``canonical_bytes(obj)`` is
 Two implementations of each walk: ``py_canonical`` and ``py_canonical_bytes`` (Python, the
 references) and ``model._native.canonical`` and ``model._native.canonical_bytes`` (C,
 compiled from ``model/_native.c`` when the package is installed), which take every per-class
-decision from this module (``_canon_info``) and hand functions back to the Python walk. The C
+decision from this module (``_canon_info``) and name functions as ``_canon`` does. The C
 ``canonical_bytes`` writes the bytes as it walks: no form is built except where it sorts (dict
 keys, set elements, multisets), no serializer runs, and each fresh identifier is written in a
 slot that gets its rank when the walk ends. ``canonical`` and ``canonical_bytes`` use the C
