@@ -58,6 +58,17 @@ get_slot(PyObject *x, PyObject *name, PyObject *descr)
     return v;
 }
 
+/* field i of an object whose fields are `names` (with their member descriptors `descrs`), as
+ * the canonical walks read it: a new reference, None where it is unset; NULL on an error */
+static inline PyObject *
+field_value(PyObject *x, PyObject *names, PyObject *descrs, Py_ssize_t i)
+{
+    PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
+    if (v == NULL && !PyErr_Occurred())
+        v = Py_NewRef(Py_None);
+    return v;
+}
+
 /* object.__setattr__(y, name, v) */
 static inline int
 set_slot(PyObject *y, PyObject *name, PyObject *descr, PyObject *v)
@@ -1004,6 +1015,50 @@ canon_info(PyTypeObject *t, int dt)
     return info;
 }
 
+/* the __dict__ entries of x that the walks keep: a new list of (name, value), sorted by name,
+ * the names in `skip` left out (empty where x has no __dict__); NULL on an error */
+static PyObject *
+dict_entries(PyObject *x, PyObject *skip)
+{
+    PyObject *entries = PyList_New(0);
+    if (entries == NULL)
+        return NULL;
+    PyObject *d = PyObject_GetAttr(x, s_dict);
+    if (d == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+            return entries;
+        }
+        Py_DECREF(entries);
+        return NULL;
+    }
+    int ok = PyObject_IsTrue(d);
+    PyObject *keys = ok > 0 ? PySequence_List(d) : NULL;
+    if (ok > 0 && (keys == NULL || PyList_Sort(keys) < 0))
+        ok = -1;
+    for (Py_ssize_t j = 0; ok > 0 && j < PyList_GET_SIZE(keys); j++) {
+        PyObject *k = PyList_GET_ITEM(keys, j);
+        int skipped = PySet_Contains(skip, k);
+        if (skipped != 0) {
+            ok = skipped < 0 ? -1 : ok;
+            continue;
+        }
+        PyObject *v = PyObject_GetItem(d, k);
+        PyObject *pair = v ? PyTuple_Pack(2, k, v) : NULL;
+        Py_XDECREF(v);
+        if (pair == NULL || PyList_Append(entries, pair) < 0)
+            ok = -1;
+        Py_XDECREF(pair);
+    }
+    Py_XDECREF(keys);
+    Py_DECREF(d);
+    if (ok < 0) {
+        Py_DECREF(entries);
+        return NULL;
+    }
+    return entries;
+}
+
 static PyObject *
 canon_object(PyObject *x, int dt, RefMap *memo, PyObject *info)
 {
@@ -1023,12 +1078,9 @@ canon_object(PyObject *x, int dt, RefMap *memo, PyObject *info)
     Py_INCREF(qualname);
     PyList_SET_ITEM(out, 0, qualname);
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            v = Py_NewRef(Py_None);
-        }
+        PyObject *v = field_value(x, names, descrs, i);
+        if (v == NULL)
+            goto fail;
         PyList_SET_ITEM(values, i, v);
     }
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -1046,43 +1098,22 @@ canon_object(PyObject *x, int dt, RefMap *memo, PyObject *info)
         Py_DECREF(c);
     }
     if (has_dict) {
-        PyObject *d = PyObject_GetAttr(x, s_dict);
-        if (d == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyObject *entries = dict_entries(x, skip);
+        if (entries == NULL)
+            goto fail;
+        for (Py_ssize_t j = 0; j < PyList_GET_SIZE(entries); j++) {
+            PyObject *pair = PyList_GET_ITEM(entries, j);
+            PyObject *cv = canon_elem(PyTuple_GET_ITEM(pair, 1), dt, memo);
+            PyObject *out_pair = cv ? PyTuple_Pack(2, PyTuple_GET_ITEM(pair, 0), cv) : NULL;
+            Py_XDECREF(cv);
+            if (out_pair == NULL || PyList_Append(out, out_pair) < 0) {
+                Py_XDECREF(out_pair);
+                Py_DECREF(entries);
                 goto fail;
-            PyErr_Clear();
-        } else {
-            int truth = PyObject_IsTrue(d);
-            if (truth > 0) {
-                PyObject *keys = PySequence_List(d);
-                if (keys == NULL || PyList_Sort(keys) < 0) {
-                    Py_XDECREF(keys);
-                    Py_DECREF(d);
-                    goto fail;
-                }
-                for (Py_ssize_t j = 0; j < PyList_GET_SIZE(keys); j++) {
-                    PyObject *k = PyList_GET_ITEM(keys, j);
-                    if (PySet_Contains(skip, k) == 1)
-                        continue;
-                    PyObject *v = PyObject_GetItem(d, k);
-                    PyObject *cv = v ? canon_elem(v, dt, memo) : NULL;
-                    Py_XDECREF(v);
-                    PyObject *pair = cv ? PyTuple_Pack(2, k, cv) : NULL;
-                    Py_XDECREF(cv);
-                    if (pair == NULL || PyList_Append(out, pair) < 0) {
-                        Py_XDECREF(pair);
-                        Py_DECREF(keys);
-                        Py_DECREF(d);
-                        goto fail;
-                    }
-                    Py_DECREF(pair);
-                }
-                Py_DECREF(keys);
             }
-            Py_DECREF(d);
-            if (truth < 0)
-                goto fail;
+            Py_DECREF(out_pair);
         }
+        Py_DECREF(entries);
     }
     Py_DECREF(values);
     PyObject *res = PyList_AsTuple(out);
@@ -1679,12 +1710,9 @@ enc_object(PyObject *x, int dt, RefMap *memo, PyObject *info, Writer *w)
         if (w_tuple(w, 1 + n) < 0 || w_str(w, PyTuple_GET_ITEM(info, 1)) < 0)
             return -1;
         for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
-            if (v == NULL) {
-                if (PyErr_Occurred())
-                    return -1;
-                v = Py_NewRef(Py_None);
-            }
+            PyObject *v = field_value(x, names, descrs, i);
+            if (v == NULL)
+                return -1;
             int r;
             if (any_bags && PyTuple_GET_ITEM(bag_flags, i) == Py_True)
                 r = w_built(w, canon_sorted(s_multiset, v, dt, memo, sort_by_repr));
@@ -1701,45 +1729,13 @@ enc_object(PyObject *x, int dt, RefMap *memo, PyObject *info, Writer *w)
     if (values == NULL)
         return -1;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *v = get_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i));
-        if (v == NULL) {
-            if (PyErr_Occurred())
-                goto fail;
-            v = Py_NewRef(Py_None);
-        }
+        PyObject *v = field_value(x, names, descrs, i);
+        if (v == NULL)
+            goto fail;
         PyList_SET_ITEM(values, i, v);
     }
-    if (has_dict) {
-        PyObject *d = PyObject_GetAttr(x, s_dict);
-        if (d == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                goto fail;
-            PyErr_Clear();
-        } else {
-            int truth = PyObject_IsTrue(d);
-            PyObject *keys = truth > 0 ? PySequence_List(d) : NULL;
-            if (truth > 0 && (keys == NULL || PyList_Sort(keys) < 0 || (entries = PyList_New(0)) == NULL))
-                truth = -1;
-            for (Py_ssize_t j = 0; truth > 0 && j < PyList_GET_SIZE(keys); j++) {
-                PyObject *k = PyList_GET_ITEM(keys, j);
-                int skipped = PySet_Contains(skip, k);
-                if (skipped != 0) {
-                    truth = skipped < 0 ? -1 : truth;
-                    continue;
-                }
-                PyObject *v = PyObject_GetItem(d, k);
-                PyObject *pair = v ? PyTuple_Pack(2, k, v) : NULL;
-                Py_XDECREF(v);
-                if (pair == NULL || PyList_Append(entries, pair) < 0)
-                    truth = -1;
-                Py_XDECREF(pair);
-            }
-            Py_XDECREF(keys);
-            Py_DECREF(d);
-            if (truth < 0)
-                goto fail;
-        }
-    }
+    if (has_dict && (entries = dict_entries(x, skip)) == NULL)
+        goto fail;
     if (w_tuple(w, 1 + n + (entries ? PyList_GET_SIZE(entries) : 0)) < 0 || w_str(w, PyTuple_GET_ITEM(info, 1)) < 0)
         goto fail;
     for (Py_ssize_t i = 0; i < n; i++) {
