@@ -301,11 +301,11 @@ def py_dispose(created: list) -> None:
 
 def dispose(created: list) -> None:
     """Empty every object that a copy created (``deep_copy``'s ``created``, which is emptied
-    too), so that a copy nobody needs any more is freed by reference
-    counting at once instead of by the cyclic garbage collector: the model's tasks, valves and
+    too), so that a copy nobody needs any more is freed by reference counting at once instead
+    of by the cyclic garbage collector: the model's tasks, valves and
     partitioners refer to each other, so every copy is a web of reference cycles, and collecting
     them was a quarter to a third of an exhaustive search's time. The copy must not be used
-    afterwards; its original is untouched (nothing in the memo belongs to it)."""
+    afterwards; its original is untouched (nothing in ``created`` belongs to it)."""
     if _impl is py_deep_copy:
         py_dispose(created)
     else:

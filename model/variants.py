@@ -416,7 +416,7 @@ _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out
 #: it exercises the mechanism its safe twin unaligned-savepoints-2pc is verified against)
 _SAVEPOINT_OVERTAKEN_SMALL = Small(checkpoints=2, records=1)
 #: the same scenario for the safe twin: its whole space is 241,661 states (depth 38), the
-#: largest of the catalog's small scenarios with cp-two-stage's
+#: larger of the catalog's two largest small spaces (cp-two-stage's is the other)
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
