@@ -25,7 +25,10 @@ Each process gets ``-Dflinkspec.log.file=<work>/logs/<name>.log`` through ``JVM_
 ``env.java.opts.all`` of config.yaml keeps Flink's default ``--add-opens`` list, which is lost
 when FLINK_ENV_JAVA_OPTS is set in the environment, so that variable is not used). Process
 names: ``zookeeper`` (ZooKeeper's own output, ``.out`` only: it is not a Flink process),
-``jobmanager-<i>``, ``taskmanager-<i>``, ``client-<n>`` (each ``bin/flink run``).
+``jobmanager-<i>``, ``taskmanager-<i>``, ``client-<n>`` (each ``bin/flink run``), and
+``harness``: what this harness did, in the same pattern (logger ``flinkspec.ha.HaCluster``,
+thread ``harness``; e.g. ``flinkspec: JobManager 1 killed (SIGKILL, pid 123)``), so a parser can
+place the kill among Flink's own events.
 FLINK_LOG_DIR, FLINK_PID_DIR, TMPDIR, ``java.io.tmpdir`` and ``io.tmp.dirs`` are in the work
 folder too.
 
@@ -244,7 +247,8 @@ def leader_information(data: bytes | None) -> tuple[str, str] | None:
         return None
     (n,) = struct.unpack(">H", data[i + 2:i + 4])
     address = data[i + 4:i + 4 + n].decode("utf-8", "replace")
-    session = str(uuid.UUID(bytes=data[-16:])) if len(data) >= i + 4 + n + 16 else ""
+    # serialized fields in name order: leastSigBits, then mostSigBits
+    session = str(uuid.UUID(bytes=data[-8:] + data[-16:-8])) if len(data) >= i + 4 + n + 16 else ""
     return address, session
 
 
@@ -283,6 +287,19 @@ class HaCluster:
         self._all: list[_Proc] = []
         self._clients = 0
         self._stopped = False
+        self.events: list[tuple[float, str]] = []
+
+    def event(self, msg: str) -> None:
+        """Record what the harness did in ``logs/harness.log`` (the trace pattern)."""
+        now = time.time()
+        self.events.append((now, msg))
+        stamp = time.strftime("%H:%M:%S", time.localtime(now)) + f",{int(now * 1000) % 1000:03d}"
+        try:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            with open(self.log_dir / "harness.log", "a", encoding="utf-8") as f:
+                f.write(f"{stamp} INFO  flinkspec.ha.HaCluster [harness] - flinkspec: {msg}\n")
+        except OSError:
+            pass
 
     # -- context manager
     def __enter__(self):
@@ -374,6 +391,7 @@ class HaCluster:
                                  env=env, cwd=self.work, start_new_session=True)
         p = _Proc(name, popen, out)
         self._all.append(p)
+        self.event(f"{name} started (pid {p.pid})")
         return p
 
     # -- start
@@ -404,6 +422,8 @@ class HaCluster:
                 lead = self.leader()
                 tms = self._rest_get(self.rest_ports[lead], "/taskmanagers", timeout=2)
                 if len(tms.get("taskmanagers", [])) >= self.n_tm:
+                    self.event(f"cluster up: JobManager {lead} leads (session {self._session()}), "
+                               f"{self.n_tm} TaskManagers registered")
                     return
             except (ClusterError, OSError, ValueError, KeyError, ZkError):
                 pass
@@ -490,6 +510,12 @@ class HaCluster:
                     out[c] = info
         return out
 
+    def _session(self) -> str:
+        try:
+            return self.leader_info().get("rest_server", ("", "?"))[1]
+        except (OSError, ZkError):
+            return "?"
+
     def leader(self) -> int:
         """Index of the JobManager whose REST endpoint ZooKeeper names as leader
         (``/flink/<cluster-id>/leader/rest_server/connection_info``)."""
@@ -506,6 +532,7 @@ class HaCluster:
         """SIGKILL the leading JobManager's JVM (its process group holds that JVM only)."""
         i = self.leader()
         p = self.jms[i]
+        self.event(f"JobManager {i} killed (SIGKILL, pid {p.pid})")
         os.killpg(p.pid, signal.SIGKILL)
         p.popen.wait(timeout=30)
         self.killed.append(i)
@@ -518,6 +545,7 @@ class HaCluster:
                 i = self.leader()
                 if i != old and self.jms[i] is not None and self.jms[i].alive():
                     self._rest_get(self.rest_ports[i], "/overview", timeout=2)
+                    self.event(f"JobManager {i} leads (session {self._session()}; was JobManager {old})")
                     return i
             except (ClusterError, OSError, ValueError, ZkError):
                 pass
@@ -551,6 +579,7 @@ class HaCluster:
         if p.popen.returncode != 0 or not m:
             tail = " | ".join(text.strip().splitlines()[-3:])
             raise ClusterError(f"the submission failed (code {p.popen.returncode}): {tail[-400:]}")
+        self.event(f"job {m.group(1)} submitted (request {request.get('id')}, phase {phase})")
         return m.group(1)
 
     def job(self, job_id: str) -> dict:
@@ -596,6 +625,7 @@ class HaCluster:
             time.sleep(0.1)
 
     def cancel(self, job_id: str) -> None:
+        self.event(f"job {job_id} cancelled")
         self._rest_any(f"/jobs/{job_id}?mode=cancel", method="PATCH")
 
     # -- logs
@@ -605,6 +635,8 @@ class HaCluster:
         for p in self._all:
             log = self.log_dir / f"{p.name}.log"
             out[p.name] = log if log.exists() else self.log_dir / f"{p.name}.out"
+        if (self.log_dir / "harness.log").exists():
+            out["harness"] = self.log_dir / "harness.log"
         return out
 
     def completed_in_log(self, name: str) -> list[int]:
@@ -636,6 +668,8 @@ class HaCluster:
         and by ``pgrep -f <work>``). Idempotent."""
         if self._stopped:
             return
+        if self._all:
+            self.event("stopping every process")
         groups = [self.tms, [p for p in self.jms if p is not None], [self.zk] if self.zk else []]
         clients = [p for p in self._all if p.name.startswith("client-")]
         for p in clients:
@@ -668,6 +702,8 @@ class HaCluster:
             except ProcessLookupError:
                 pass
         self._stopped = True
+        if self._all:
+            self.event(f"stopped; left: pids {left}, pgrep {stray}")
         if left or stray:
             raise ClusterError(f"processes left after stop: pids {left}, pgrep {stray}")
 
@@ -698,6 +734,7 @@ def run_scenario(work: Path, request: dict, *, phase: int = 0, job_timeout: floa
         out["start_s"] = round(time.monotonic() - t0, 2)
         first = c.leader()
         out["leaders"] = [first]
+        out["leader_sessions"] = [c.leader_info().get("rest_server", ("", ""))[1]]
         t = time.monotonic()
         job_id = c.submit(request, phase)
         out["job_id"] = job_id
@@ -711,6 +748,7 @@ def run_scenario(work: Path, request: dict, *, phase: int = 0, job_timeout: floa
         out["last_checkpoint_before_kill"] = max(before) if before else None
         new = c.wait_new_leader(killed, timeout=90)
         out["leaders"].append(new)
+        out["leader_sessions"].append(c.leader_info().get("rest_server", ("", ""))[1])
         out["new_leader_s"] = round(time.monotonic() - t_kill, 2)
         c.wait_job(job_id, ("RUNNING",), timeout=90)
         out["running_again_s"] = round(time.monotonic() - t_kill, 2)
