@@ -788,6 +788,12 @@ def main(argv=None) -> int:
     ap.add_argument("--delay-ms", type=int, default=None, help="set the request's delay_ms")
     ap.add_argument("--job-timeout", type=float, default=120.0)
     args = ap.parse_args(argv)
+
+    def _terminated(signum, _frame):  # SIGTERM/SIGHUP: unwind, so the cluster is stopped
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGHUP, _terminated)
     try:
         check_environment()
         request = json.loads(args.request.read_text())
