@@ -1042,6 +1042,7 @@ class Cluster:
             self.cp.checkpoint_id_taken(self, cid)
         unaligned = self.config.barrier_mode == "unaligned" and not savepoint
         barrier = CheckpointBarrier(cid, self.now, savepoint=savepoint, unaligned=unaligned)
+        self.events.append(("triggered", self.now, cid, savepoint))
         if savepoint:
             self.events.append(("savepoint_triggered", self.now, cid))
         for t in self.tasks:
@@ -1303,6 +1304,7 @@ class Cluster:
             return
         cid = res.checkpoint_id
         job.stopping = cid
+        self.events.append(("triggered", self.now, cid, True))
         self.events.append(("stop_with_savepoint", self.now, cid))
         barrier = CheckpointBarrier(cid, self.now, savepoint=True, unaligned=False)
         for t in self.tasks:

@@ -195,6 +195,8 @@ def build_phase(env, job: dict, phase_no: int, folder: str, jvm):
     split_len = job["split_len"]
     n = len(records)
     fail_at = phase.get("fail_at")
+    # "delay_ms": each record takes this long in the first map (back-pressure for recorded runs)
+    delay = (job.get("delay_ms") or 0) / 1000.0
     marker = os.path.join(folder, "failed.marker")
     obs_dir = os.path.join(folder, "obs")
     os.makedirs(obs_dir, exist_ok=True)
@@ -229,6 +231,8 @@ def build_phase(env, job: dict, phase_no: int, folder: str, jvm):
                 open(marker, "w").close()
                 raise RuntimeError(f"flinkspec conform: the injected failure at record {i}")
             self.obs.write(["src", phase_no, self.attempt, self.idx, split, offset])
+            if delay:
+                time.sleep(delay)
             k, v, ts = records[i]
             return Row(k, v, ts)
 

@@ -1,0 +1,508 @@
+"""Trace validation: can the model do what a real Flink run did?
+
+The method of TLA+ trace validation (Cirstea, Kuppe, Loillier, Merz, *Validating Traces of
+Distributed Programs Against TLA+ Specifications*, 2024): a trace recorded from the real
+system (``properties/flinktrace.py``) is a sequence of observations; the model is searched for
+a run whose observable events are the trace's, in order, with any number of the model's
+unobservable steps (deliveries, barriers, records, watermarks, notifications) in between.
+
+* :func:`expected_events` maps the trace's events to the model's observations, applying the
+  **mapping rules** (:data:`RULES`, each one a documented simplification of the model or a
+  fact Flink does not report; ``docs/conformance.md``). Every event a rule leaves out is
+  listed with the rule's name: nothing is dropped silently.
+* :func:`observe` maps the events a model step appended to ``Cluster.events`` to the same
+  observations. The events of one step are matched as a set (the model takes the step at once;
+  Flink logs its parts from several threads in an order it does not guarantee): the only
+  partial order used.
+* :func:`validate` searches: depth first, over the model's one step function
+  (``Cluster.enabled_actions`` / ``Cluster.step``), every state kept once per (fingerprint,
+  position in the trace, checkpoint-id binding); actions that bring the next observations are
+  tried first. Verdicts: ``consistent`` (a model run produces the whole trace), ``divergent``
+  (the search exhausted every model run: the longest matched prefix, the first event the model
+  cannot produce there, and what it could do instead), ``inconclusive`` (a bound hit first,
+  named).
+
+Checkpoint ids are compared through a bijection that keeps their order: a Flink id is bound to
+the model's id the first time both appear in matched events, and must stay bound to it (the
+model's counter and Flink's agree unless a rule left a checkpoint out; then the ids shift, and
+identity is what is compared). A restored checkpoint is the one bound to the restored id.
+Tasks are ``(JobVertex position, subtask index)`` in both: the model's ExecutionGraph numbers
+vertices in the same topological order as Flink's scheduler; the trace's header gives each
+phase's vertex parallelisms and the model's graph must have the same.
+
+What a user does is not searched: the restart of a stopped job from its savepoint with the
+next phase's parallelisms is applied when the trace's next event is that phase's submission
+(``Cluster.restart_from_savepoint``, as ``flinkspec conform`` does it).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+
+import attrs
+
+from model import actions as A
+from model.cluster import Cluster, JobInput, RuntimeConfig
+from model.errors import FlinkspecError
+from model.streamgraph import stream_graph_from_dict
+from model.variants import Scenario
+from properties.flinktrace import Trace
+
+#: the verdicts, with their exit codes
+CONSISTENT, DIVERGENT, INCONCLUSIVE = "consistent", "divergent", "inconclusive"
+
+#: Flink's decline reasons that mean "the checkpoint reached a task that was not running"
+NOT_RUNNING_DECLINES = ("Checkpoint was declined (tasks not ready)", "Checkpoint was declined (task is closing)")
+
+
+@attrs.frozen(slots=True)
+class Rule:
+    name: str
+    statement: str
+
+
+#: the mapping rules, by name (docs/conformance.md lists them with their reasons)
+RULES = {r.name: r for r in (
+    Rule("first-submission", "the first job submission is the model's initial deployment"),
+    Rule("trigger-at-a-task-not-running",
+         "a checkpoint that Flink triggered while a task was failing, finishing or not yet running, and that "
+         "such a task declined (CHECKPOINT_DECLINED_TASK_NOT_READY / _TASK_CLOSING) or whose trigger RPC failed, "
+         "has no counterpart in the model: the model's trigger is atomic with the JobMaster's view of its "
+         "tasks, and a task failure is noticed in the step it happens"),
+    Rule("failures-of-a-lost-taskmanager",
+         "the tasks Flink reports FAILED between a TaskManager's loss and the failover are the loss's "
+         "failures: the model's LoseTaskManager fails them in one step (the restart set is compared)"),
+)}
+
+
+@attrs.frozen(slots=True)
+class Expected:
+    """One observation the model must produce: ``key`` is the comparable tuple, ``seq`` the
+    trace event it comes from."""
+
+    key: tuple
+    seq: int
+
+    def describe(self) -> str:
+        return describe_key(self.key)
+
+
+@attrs.frozen(slots=True)
+class Omitted:
+    seq: int
+    event: str
+    rule: str
+
+
+def describe_key(key: tuple) -> str:
+    kind = key[0]
+    if kind in ("checkpoint_triggered",):
+        return f"{'savepoint' if key[2] else 'checkpoint'} {key[1]} triggered"
+    if kind == "checkpoint_completed":
+        return f"checkpoint {key[1]} completed"
+    if kind == "checkpoint_aborted":
+        return f"checkpoint {key[1]} aborted ({key[2]})"
+    if kind == "task_failed":
+        return f"task {list(key[1])} failed"
+    if kind == "failover":
+        return f"failover restarting {sorted(list(t) for t in key[1])}"
+    if kind == "restored":
+        return "restored from " + ("no checkpoint" if key[1] is None else f"checkpoint {key[1]}")
+    if kind == "task_manager_lost":
+        return "a TaskManager lost"
+    if kind == "job_submitted":
+        return f"job resubmitted from savepoint {key[1]}"
+    return repr(key)
+
+
+# -- the trace's side -----------------------------------------------------------------------------
+
+
+def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
+    """The observations the model must produce, and the events the mapping rules leave out."""
+    events = trace.events
+    left_out_checkpoints = {e["checkpoint"] for e in events if e["event"] == "checkpoint_aborted" and (
+        e["reason"] == "trigger_failed" or (e["reason"] == "declined" and e.get("flink_reason") in NOT_RUNNING_DECLINES))}
+    expected, omitted = [], []
+    in_loss = False
+    first = True
+    for e in events:
+        kind, seq = e["event"], e["seq"]
+        if kind == "job_submitted":
+            if first:
+                first = False
+                omitted.append(Omitted(seq, kind, "first-submission"))
+                continue
+            if e["savepoint"] is None:
+                raise FlinkspecError(f"{trace.path}: event {seq}: a later phase must restore a savepoint")
+            expected.append(Expected(("job_submitted", e["savepoint"]), seq))
+        elif kind in ("checkpoint_triggered", "checkpoint_completed", "checkpoint_aborted"):
+            if e["checkpoint"] in left_out_checkpoints:
+                omitted.append(Omitted(seq, kind, "trigger-at-a-task-not-running"))
+                continue
+            if kind == "checkpoint_triggered":
+                expected.append(Expected((kind, e["checkpoint"], e["savepoint"]), seq))
+            elif kind == "checkpoint_completed":
+                expected.append(Expected((kind, e["checkpoint"]), seq))
+            else:
+                expected.append(Expected((kind, e["checkpoint"], e["reason"]), seq))
+        elif kind == "task_failed":
+            if in_loss:
+                omitted.append(Omitted(seq, kind, "failures-of-a-lost-taskmanager"))
+                continue
+            expected.append(Expected((kind, tuple(e["task"])), seq))
+        elif kind == "failover":
+            in_loss = False
+            expected.append(Expected((kind, frozenset(tuple(t) for t in e["restart"])), seq))
+        elif kind == "restored":
+            expected.append(Expected((kind, e["checkpoint"]), seq))
+        elif kind == "task_manager_lost":
+            in_loss = True
+            expected.append(Expected((kind,), seq))
+        else:  # the schema admits no other kind
+            raise FlinkspecError(f"{trace.path}: event {seq}: unknown event {kind!r}")
+    return expected, omitted
+
+
+def scenario_of(trace: Trace) -> Scenario:
+    """The model's scenario of the trace: its job, its input (keys as Flink's ``Row(key)``
+    hash codes, as ``flinkspec conform`` runs them), its configuration, and search bounds that
+    Flink's run had too (no idleness: the job declares none)."""
+    h = trace.header
+    try:
+        graph = stream_graph_from_dict(h["job"])
+    except FlinkspecError as e:
+        raise FlinkspecError(f"{trace.path}: header: job: {e}") from None
+    sources = [o.name for o in graph.operators if o.kind == "source"]
+    key_hash = h["key_hash"]
+    splits = {}
+    for name in sources:
+        if name not in h["input"]:
+            raise FlinkspecError(f"{trace.path}: header: input: no records for source {name!r}")
+        try:
+            splits[name] = tuple(tuple((key_hash[k], v, ts) for k, v, ts in split) for split in h["input"][name])
+        except KeyError as e:
+            raise FlinkspecError(f"{trace.path}: header: key_hash: no hash code for key {e.args[0]!r}") from None
+    fields = {f.name for f in attrs.fields(RuntimeConfig)}
+    unknown = sorted(set(h["config"]) - fields)
+    if unknown:
+        raise FlinkspecError(f"{trace.path}: header: config: unknown RuntimeConfig field(s) {unknown}")
+    try:
+        config = RuntimeConfig(**h["config"], max_idle_periods=0)
+    except (FlinkspecError, TypeError) as e:
+        raise FlinkspecError(f"{trace.path}: header: config: {e}") from None
+    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=h["seed"])
+
+
+# -- the model's side -----------------------------------------------------------------------------
+
+
+def _task_of(eg):
+    order: dict[str, int] = {}
+    for st in eg.subtasks:
+        order.setdefault(st.job_vertex, len(order))
+    return {st.id: (order[st.job_vertex], st.subtask_index) for st in eg.subtasks}
+
+
+def vertex_parallelisms(eg) -> list[int]:
+    seen: dict[str, int] = {}
+    for st in eg.subtasks:
+        seen[st.job_vertex] = st.parallelism
+    return list(seen.values())
+
+
+def observe(c: Cluster, new_events) -> list[tuple]:
+    """The observations of the events one model step appended (``Cluster.events``)."""
+    out = []
+    task = None
+    for e in new_events:
+        kind = e[0]
+        if kind == "triggered":
+            out.append(("checkpoint_triggered", e[2], bool(e[3])))
+        elif kind == "completed":
+            out.append(("checkpoint_completed", e[2]))
+        elif kind == "aborted":
+            reason = e[3]
+            if reason == "CHECKPOINT_EXPIRED":
+                out.append(("checkpoint_aborted", e[2], "expired"))
+            elif reason.startswith("CHECKPOINT_DECLINED"):
+                out.append(("checkpoint_aborted", e[2], "declined"))
+            # aborts at a failover, a subsumption or a suspension: Flink logs none of them at INFO
+        elif kind in ("task_failed", "failover"):
+            task = task or _task_of(c.eg)
+            if kind == "task_failed":
+                out.append(("task_failed", task[e[2]]))
+            else:
+                out.append(("failover", frozenset(task[t] for t in e[4])))
+        elif kind == "restored":
+            out.append(("restored", e[2]))
+        elif kind == "task_manager_lost":
+            out.append(("task_manager_lost",))
+        elif kind == "job_manager_failover":
+            out.append(("job_manager_lost",))
+        elif kind == "rescaled":
+            out.append(("job_submitted", e[2]))
+    return out
+
+
+_ID_AT = {"checkpoint_triggered": 1, "checkpoint_completed": 1, "checkpoint_aborted": 1, "restored": 1,
+          "job_submitted": 1}
+
+
+def _unify(model: tuple, flink: tuple, binding: dict) -> dict | None:
+    """``binding`` extended so that ``model`` matches ``flink`` (None if it cannot)."""
+    if model[0] != flink[0] or len(model) != len(flink):
+        return None
+    i = _ID_AT.get(model[0])
+    for k in range(1, len(model)):
+        if k != i and model[k] != flink[k]:
+            return None
+    if i is None:
+        return binding
+    m, f = model[i], flink[i]
+    if m is None or f is None:
+        return binding if m is f else None
+    if f in binding:
+        return binding if binding[f] == m else None
+    if m in binding.values():
+        return None
+    # order-preserving: a later Flink id binds a later model id
+    for fb, mb in binding.items():
+        if (fb < f) != (mb < m):
+            return None
+    new = dict(binding)
+    new[f] = m
+    return new
+
+
+def match(observed: list[tuple], expected: list[Expected], binding: dict) -> dict | None:
+    """``observed`` (one step's) against ``expected`` as multisets under ``binding``."""
+    if len(observed) != len(expected):
+        return None
+    if not observed:
+        return binding
+
+    def go(i, used, b):
+        if i == len(observed):
+            return b
+        for j, ex in enumerate(expected):
+            if j in used:
+                continue
+            nb = _unify(observed[i], ex.key, b)
+            if nb is not None:
+                r = go(i + 1, used | {j}, nb)
+                if r is not None:
+                    return r
+        return None
+
+    return go(0, frozenset(), binding)
+
+
+# -- the search -----------------------------------------------------------------------------------
+
+
+@attrs.frozen(slots=True)
+class Verdict:
+    verdict: str
+    path: str
+    matched: int
+    total: int
+    states: int
+    seconds: float
+    first_unmatched: Expected | None = None
+    model_could: tuple = ()
+    bound: str | None = None
+    reason: str | None = None
+    omitted: tuple = ()
+    actions: tuple = ()
+    binding: tuple = ()
+
+    def to_dict(self) -> dict:
+        d = {"file": self.path, "verdict": self.verdict, "matched": self.matched, "events": self.total,
+             "states": self.states, "seconds": round(self.seconds, 3),
+             "omitted": Counter(o.rule for o in self.omitted)}
+        if self.first_unmatched is not None:
+            d["first_unmatched"] = {"seq": self.first_unmatched.seq, "event": self.first_unmatched.describe()}
+        if self.model_could:
+            d["model_could"] = list(self.model_could)
+        if self.bound:
+            d["bound"] = self.bound
+        if self.reason:
+            d["reason"] = self.reason
+        d["omitted"] = dict(sorted(d["omitted"].items()))
+        return d
+
+
+#: unobservable action kinds in the order the search tries them (barriers and notifications
+#: move the checkpoints the trace talks of; records last: none is observed)
+_PREFERENCE = (A.TriggerCheckpoint, A.StopWithSavepoint, A.FailTask, A.LoseTaskManager, A.CheckpointTimeout,
+               A.NotifyCheckpointComplete, A.Deliver, A.AlignmentTimeout, A.SourceWatermark, A.SourceEmit)
+
+
+def _rank(a) -> int:
+    t = type(a)
+    for i, k in enumerate(_PREFERENCE):
+        if t is k:
+            return i
+    return len(_PREFERENCE)
+
+
+#: what a step of these action kinds always observes, whatever else it does: an action whose
+#: observation is not among the next expected ones cannot match, so it is not taken (a pure
+#: shortcut: without it the step would be taken and refused by the match)
+_ALWAYS_OBSERVES = {
+    A.FailTask: lambda c, a, task: ("task_failed", task[a.subtask]),
+    A.LoseTaskManager: lambda c, a, task: ("task_manager_lost",),
+    A.FailJobManager: lambda c, a, task: ("job_manager_lost",),
+    A.TriggerCheckpoint: lambda c, a, task: "checkpoint_triggered",
+    A.StopWithSavepoint: lambda c, a, task: "checkpoint_triggered",
+    A.CheckpointTimeout: lambda c, a, task: "checkpoint_aborted",
+}
+#: the most observations one step makes (a failover: the failure, the restart set, aborts, the restore)
+_WINDOW = 8
+
+
+def _cannot_match(c, a, window_keys: set, window_kinds: set, task) -> bool:
+    f = _ALWAYS_OBSERVES.get(type(a))
+    if f is None:
+        return False
+    need = f(c, a, task)
+    return need not in (window_kinds if isinstance(need, str) else window_keys)
+
+
+def _shape_error(trace: Trace, c: Cluster, phase: int) -> str | None:
+    shapes = trace.header["flink_vertices"]
+    if phase >= len(shapes):
+        return None
+    want, have = shapes[phase]["parallelism"], vertex_parallelisms(c.eg)
+    if want != have:
+        return (f"phase {phase}: Flink's JobGraph has vertices with parallelisms {want}, the model's {have} "
+                "(the chaining differs)")
+    return None
+
+
+#: the action kinds that move data (records, watermarks, the end of input, idleness): a search of
+#: data-free runs leaves them out (:func:`data_free_reason`)
+DATA_KINDS = (A.SourceEmit, A.SourceWatermark, A.SourceEnd, A.SourceIdle, A.SourceActive)
+
+
+def data_free_reason(scenario: Scenario) -> str | None:
+    """Why the search may NOT be restricted to data-free runs (None: it may).
+
+    The observations compare checkpoints, failures, restart sets and restores, never records,
+    state or output. Take any model run producing them and delete every action that moves
+    data (:data:`DATA_KINDS`) and every delivery of a record or watermark: what remains is a
+    model run with the same observations, provided that (a) no task finishes (a trace ends
+    before the first task of Flink's finishes, and a run that never ends its input matches
+    whatever one that did matched, finished tasks only acknowledging at once), (b) no knob
+    makes logical time matter (``RuntimeConfig.time_sensitive``: deleting steps moves time),
+    and (c) no exchange is blocking (a blocking partition is consumed once its producer
+    finished). A barrier then reaches the head of its channel sooner, never later; a
+    checkpoint that did not complete may still not complete (its barrier waits); the failover
+    strategy and the coordinator read no data. Under (a)-(c) the data-free runs produce every
+    observation sequence the model can produce, so exhausting them decides the trace
+    (data independence, as Wolper's for protocols that only move data)."""
+    if scenario.config.time_sensitive:
+        return "a knob makes logical time matter (RuntimeConfig.time_sensitive)"
+    if any(e.exchange_mode == "blocking" for e in scenario.graph.edges):
+        return "the job has a blocking exchange"
+    return None
+
+
+def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 120.0,
+             progress=None) -> Verdict:
+    """Search the model for a run producing ``trace``'s observations (see the module docstring)."""
+    t0 = time.perf_counter()
+    expected, omitted = expected_events(trace)
+    scenario = scenario_of(trace)
+    root = Cluster.from_scenario(scenario)
+    data_free = data_free_reason(scenario) is None
+    total = len(expected)
+    shape = _shape_error(trace, root, 0)
+    if shape:
+        return Verdict(DIVERGENT, trace.path, 0, total, 1, time.perf_counter() - t0,
+                       first_unmatched=expected[0] if expected else None, reason=shape, omitted=tuple(omitted))
+    phases = [tuple((n, p) for n, p in ph["parallelism"].items()) for ph in trace.header["phases"]]
+    seen: set = set()
+    stack = [(root, 0, (), 0)]
+    best = (0, None)            # (position, a state there)
+    could: dict[int, set] = {}  # position -> observations the model could make there instead
+    states = 0
+    parents: dict[int, tuple] = {}
+    bound = None
+    while stack:
+        c, pos, binding, node = stack.pop()
+        if pos == total:
+            return Verdict(CONSISTENT, trace.path, total, total, states, time.perf_counter() - t0,
+                           omitted=tuple(omitted), actions=tuple(c.trace), binding=binding)
+        key = (c.fingerprint(), pos, binding)
+        if key in seen:
+            continue
+        seen.add(key)
+        states += 1
+        if pos > best[0] or best[1] is None:
+            best = (pos, c)
+        if states >= max_states:
+            bound = f"--max-states {max_states}"
+            break
+        if states % 512 == 0:
+            if time.perf_counter() - t0 > max_seconds:
+                bound = f"--max-seconds {max_seconds:g}"
+                break
+            if progress is not None:
+                progress(f"{states} states, {best[0]}/{total} events matched")
+        bdict = dict(binding)
+        successors = []
+        nxt = expected[pos]
+        if nxt.key[0] == "job_submitted" and c.job.status == "STOPPED" and c.job.savepoint is not None:
+            # the user's resubmission: not the model's choice
+            phase = sum(1 for e in expected[:pos + 1] if e.key[0] == "job_submitted")
+            if phase < len(phases):
+                from properties.conform import _restart_from_savepoint  # lazy: conform loads the Flink harness
+                c2 = c.copy()
+                before = len(c2.events)
+                _restart_from_savepoint(c2, phases[phase])
+                obs = observe(c2, c2.events[before:])
+                shape = _shape_error(trace, c2, phase)
+                if shape:
+                    return Verdict(DIVERGENT, trace.path, pos, total, states, time.perf_counter() - t0,
+                                   first_unmatched=nxt, reason=shape, omitted=tuple(omitted))
+                nb = match(obs, expected[pos:pos + len(obs)], bdict)
+                if nb is not None:
+                    successors.append((0, c2, pos + len(obs), tuple(sorted(nb.items()))))
+                else:
+                    could.setdefault(pos, set()).update(describe_key(o) for o in obs)
+        window = expected[pos:pos + _WINDOW]
+        window_keys = {e.key for e in window}
+        window_kinds = {e.key[0] for e in window}
+        task = _task_of(c.eg)
+        for a in c.enabled_actions():
+            if data_free and type(a) in DATA_KINDS:
+                continue
+            if _cannot_match(c, a, window_keys, window_kinds, task):
+                continue
+            c2 = c.copy()
+            before = len(c2.events)
+            c2.step(a)
+            obs = observe(c2, c2.events[before:])
+            if not obs:
+                successors.append((_rank(a) + 10, c2, pos, binding))
+                continue
+            nb = match(obs, expected[pos:pos + len(obs)], bdict)
+            if nb is None:
+                could.setdefault(pos, set()).update(describe_key(o) for o in obs)
+                c2.release()
+                continue
+            successors.append((_rank(a), c2, pos + len(obs), tuple(sorted(nb.items()))))
+        # the stack pops the last first: progress first, then the preferred unobservable kinds
+        successors.sort(key=lambda s: (s[2] - pos, -s[0]))
+        for _r, c2, p2, b2 in successors:
+            stack.append((c2, p2, b2, node + 1))
+    seconds = time.perf_counter() - t0
+    pos = best[0]
+    if bound is None:
+        return Verdict(DIVERGENT, trace.path, pos, total, states, seconds, first_unmatched=expected[pos],
+                       model_could=tuple(sorted(could.get(pos, ()))), omitted=tuple(omitted))
+    return Verdict(INCONCLUSIVE, trace.path, pos, total, states, seconds,
+                   first_unmatched=expected[pos] if pos < total else None, bound=bound, omitted=tuple(omitted))

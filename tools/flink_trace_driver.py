@@ -1,0 +1,173 @@
+"""Records real Flink runs under faults on a MiniCluster with several TaskManagers (PyFlink).
+
+``flinkspec trace`` (``properties/flinktrace.py``) starts this script with the real-Flink
+environment's interpreter (``make flink-env``), its JVM logging with
+``tools/flink-trace-log4j2.properties`` into one file, and writes one JSON request per line
+to its stdin; for each it answers one JSON line on stdout, in order. A request is a
+``flinkspec conform`` job (``tools/flink_conform_driver.py`` builds each phase of it) with a
+``trace`` table saying how to run it::
+
+    "trace": {"task_managers": 2, "slots": 2,
+              "lose_task_manager": {"after_checkpoints": 1, "task_manager": 0} | null,
+              "checkpoint_timeout_ms": null | 200, "delay_ms": 0, "unaligned": false,
+              "state_backend": null | "rocksdb", "incremental": false, "num_retained": 1,
+              "claim_mode": null | "CLAIM" | "NO_CLAIM"}
+
+Each phase runs in its own MiniCluster (``minicluster.number-of-taskmanagers``, several slots
+each). A TaskManager is lost for real: once the phase completed ``after_checkpoints``
+checkpoints (counted in the log), ``MiniCluster.terminateTaskManager(i)`` stops it, and
+``MiniCluster.startTaskManager()`` starts a replacement with the same slots (Flink's
+ResourceManager would ask its resource provider for one; a standalone MiniCluster has none, and
+without it the job waits for slots until ``slot.request.timeout``). The MiniCluster is the
+private field ``miniCluster`` of the ``MiniClusterJobClient`` that ``execute_async`` returns.
+``delay_ms`` (the conform driver's request key) makes the record-turning map sleep per record, so that records queue up in the
+network buffers (back-pressure: aligned barriers wait behind them, unaligned ones overtake).
+
+The answer: ``{"id", "ok", "log": [first byte, end byte] of the run in the log file, per phase
+[start, end], "savepoints": [...], "lost_task_manager": {...} | null, "failed": bool,
+"flink_version", "seconds"}`` or ``{"id", "ok": false, "error"}``. Nothing of the job's output
+is compared here (``flinkspec conform`` does that); the log is the trace.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import flink_conform_driver as conform  # noqa: E402  (beside this file; pickled functions live there)
+
+
+def _log(msg: str) -> None:
+    sys.stderr.write(f"[flink-trace] {msg}\n")
+    sys.stderr.flush()
+
+
+def _log_size() -> int:
+    path = os.environ.get("FLINKSPEC_TRACE_LOG", "")
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def _completed_since(offset: int) -> int:
+    """Completed checkpoints the CheckpointCoordinator logged after byte ``offset``."""
+    path = os.environ["FLINKSPEC_TRACE_LOG"]
+    with open(path, "rb") as f:
+        f.seek(offset)
+        text = f.read().decode("utf-8", "replace")
+    return text.count("] - Completed checkpoint ")
+
+
+def _mini_cluster(j_client):
+    """The MiniCluster behind a MiniClusterJobClient (its private field ``miniCluster``)."""
+    cls = j_client.getClass()
+    while cls is not None:
+        for field in cls.getDeclaredFields():
+            if field.getType().getName().endswith(".MiniCluster"):
+                field.setAccessible(True)
+                return field.get(j_client)
+        cls = cls.getSuperclass()
+    raise RuntimeError(f"no MiniCluster field in {j_client.getClass().getName()}")
+
+
+def _configuration(job: dict, phase_no: int, folder: str, restore):
+    cfg = conform._configuration(job, phase_no, folder, restore)
+    tr = job["trace"]
+    cfg.set_string("minicluster.number-of-taskmanagers", str(tr.get("task_managers", 2)))
+    cfg.set_string("taskmanager.numberOfTaskSlots", str(tr.get("slots", 2)))
+    cfg.set_string("slot.request.timeout", "30 s")
+    if tr.get("checkpoint_timeout_ms"):
+        cfg.set_string("execution.checkpointing.timeout", f"{tr['checkpoint_timeout_ms']} ms")
+        cfg.set_string("execution.checkpointing.tolerable-failed-checkpoints", "1000")
+    if tr.get("unaligned"):
+        cfg.set_string("execution.checkpointing.unaligned.enabled", "true")
+    if tr.get("state_backend"):
+        cfg.set_string("state.backend.type", tr["state_backend"])
+        cfg.set_string("execution.checkpointing.incremental", "true" if tr.get("incremental") else "false")
+    cfg.set_string("execution.checkpointing.num-retained", str(tr.get("num_retained", 1)))
+    if restore is not None and tr.get("claim_mode"):
+        cfg.set_string("execution.state-recovery.claim-mode", tr["claim_mode"])
+    return cfg
+
+
+def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
+    from pyflink.datastream import StreamExecutionEnvironment
+
+    t0 = time.time()
+    folder = os.path.join(base, f"job-{job['id']}")
+    os.makedirs(folder, exist_ok=True)
+    deadline = t0 + timeout
+    tr = job["trace"]
+    restore = None
+    savepoints, phases = [], []
+    lost = None
+    start = _log_size()
+    for phase_no, phase in enumerate(job["phases"]):
+        p0 = _log_size()
+        env = StreamExecutionEnvironment.get_execution_environment(_configuration(job, phase_no, folder, restore))
+        conform.build_phase(env, job, phase_no, folder, jvm)
+        what = f"job {job['name']} phase {phase_no}"
+        client = env.execute_async(f"{job['name']}-phase{phase_no}")
+        j_client = client._j_job_client
+        result = j_client.getJobExecutionResult()
+        loss = tr.get("lose_task_manager")
+        if loss and phase_no == len(job["phases"]) - 1:
+            mc = _mini_cluster(j_client)
+            while _completed_since(p0) < loss["after_checkpoints"]:
+                if result.isDone() or time.time() > deadline:
+                    raise RuntimeError(f"{what} ended before {loss['after_checkpoints']} checkpoints completed")
+                time.sleep(0.02)
+            # the marker the trace parser reads (properties/flinklog.py): where in Flink's own
+            # order of events the loss happened
+            jvm.org.slf4j.LoggerFactory.getLogger("flinkspec.trace").info(
+                f"flinkspec: TaskManager {int(loss['task_manager'])} terminated")
+            mc.terminateTaskManager(int(loss["task_manager"])).get()
+            mc.startTaskManager()
+            lost = {"task_manager": int(loss["task_manager"]), "phase": phase_no}
+        if phase.get("stop_with_savepoint"):
+            conform._wait_for_phase_input(job, phase_no, folder, result, deadline)
+            restore = conform._stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"),
+                                                   deadline)
+            savepoints.append(restore)
+        conform._wait_finished(jvm, result, client, deadline, what)
+        phases.append([p0, _log_size()])
+    return {"id": job["id"], "ok": True, "log": [start, _log_size()], "phases": phases, "savepoints": savepoints,
+            "lost_task_manager": lost, "failed": os.path.exists(os.path.join(folder, "failed.marker")),
+            "seconds": round(time.time() - t0, 3)}
+
+
+def main() -> int:
+    base = os.environ.get("FLINKSPEC_CONFORM_WORK") or os.getcwd()
+    timeout = float(os.environ.get("FLINKSPEC_CONFORM_TIMEOUT", "180"))
+    from pyflink.java_gateway import get_gateway
+
+    jvm = get_gateway().jvm
+    version = jvm.org.apache.flink.runtime.util.EnvironmentInformation.getVersion()
+    _log(f"Flink {version} ready")
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        job = json.loads(line)
+        try:
+            result = run_job(job, base, jvm, timeout)
+        except Exception as e:  # reported per run: the client records it as a failed recording
+            tb = traceback.format_exc(limit=3)
+            result = {"id": job.get("id"), "ok": False, "error": f"{type(e).__name__}: {conform._java_cause(e)}",
+                      "traceback": tb[-2000:], "log": [0, _log_size()]}
+        result["flink_version"] = version
+        sys.stdout.write(json.dumps(result) + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    threading.current_thread().name = "flink-trace-driver"
+    sys.exit(main())
