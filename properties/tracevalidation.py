@@ -410,6 +410,16 @@ def data_free_reason(scenario: Scenario) -> str | None:
     return None
 
 
+def _culprit(expected: list[Expected], pos: int, tried) -> Expected:
+    """The first expected event at ``pos`` that no refused step could have produced, kind and
+    fields alike (checkpoint ids under the binding of the step): where a step of several failed, the one that
+    differs. ``expected[pos]`` when every one of them could."""
+    for ex in expected[pos:pos + _WINDOW]:
+        if not any(_unify(o, ex.key, b) is not None for obs, b in tried for o in obs):
+            return ex
+    return expected[pos]
+
+
 def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 120.0,
              progress=None) -> Verdict:
     """Search the model for a run producing ``trace``'s observations (see the module docstring)."""
@@ -428,6 +438,7 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
     stack = [(root, 0, (), 0)]
     best = (0, None)            # (position, a state there)
     could: dict[int, set] = {}  # position -> observations the model could make there instead
+    tried: dict[int, list] = {}  # position -> the observation lists of the steps refused there
     states = 0
     parents: dict[int, tuple] = {}
     bound = None
@@ -492,6 +503,7 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
             nb = match(obs, expected[pos:pos + len(obs)], bdict)
             if nb is None:
                 could.setdefault(pos, set()).update(describe_key(o) for o in obs)
+                tried.setdefault(pos, []).append((obs, bdict))
                 c2.release()
                 continue
             successors.append((_rank(a), c2, pos + len(obs), tuple(sorted(nb.items()))))
@@ -502,7 +514,8 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
     seconds = time.perf_counter() - t0
     pos = best[0]
     if bound is None:
-        return Verdict(DIVERGENT, trace.path, pos, total, states, seconds, first_unmatched=expected[pos],
+        return Verdict(DIVERGENT, trace.path, pos, total, states, seconds,
+                       first_unmatched=_culprit(expected, pos, tried.get(pos, ())),
                        model_could=tuple(sorted(could.get(pos, ()))), omitted=tuple(omitted))
     return Verdict(INCONCLUSIVE, trace.path, pos, total, states, seconds,
                    first_unmatched=expected[pos] if pos < total else None, bound=bound, omitted=tuple(omitted))
