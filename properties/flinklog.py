@@ -53,26 +53,45 @@ _RESTARTED = re.compile(r"^(\d+) tasks will be restarted to recover the failed t
 _RESTORE = re.compile(r"^Restoring job [0-9a-f]+ from (Checkpoint|Savepoint) (\d+) @")
 _NO_RESTORE = "No checkpoint found during restore."
 _MARKER = re.compile(r"^flinkspec: TaskManager (\d+) terminated")
+_JM_KILLED = re.compile(r"^flinkspec: JobManager (\d+) killed")
+_GRANTED = re.compile(r"^JobMasterServiceLeadershipRunner for job ([0-9a-f]{32}) was granted leadership with leader id ([0-9a-f-]+)")
+_TM_STARTED = re.compile(r"^Starting TaskManager with ResourceID: (\S+)")
+_TMS_STARTING = re.compile(r"^Starting (\d+) TaskManager\(s\)")
+_DEPLOYING = re.compile(r"^Deploying .* with attempt id " + _ATTEMPT + r" and vertex id \S+ to (\S+) @")
 _FAILURE_REASON = re.compile(r"Failure reason: ([^.\n]*)")
 
-#: the logger that the recorder writes its own markers with
-MARKER_LOGGER = "flinkspec.trace"
+#: the loggers that the recorders write their own markers with (the MiniCluster driver; the HA
+#: cluster harness, tools/flink_ha_cluster.py)
+MARKER_LOGGERS = ("flinkspec.trace", "flinkspec.ha.HaCluster")
 
 
-def log_lines(text: str):
-    """``(level, logger, message)`` per log entry (continuation lines, e.g. a stack trace,
-    are appended to their entry's message)."""
+def log_lines(text: str, source: str = ""):
+    """``(level, logger, message, time, source)`` per log entry (continuation lines, e.g. a
+    stack trace, are appended to their entry's message)."""
     entry = None
     for raw in text.splitlines():
         m = _LINE.match(raw)
         if m:
             if entry is not None:
-                yield entry
-            entry = [m.group(2), m.group(3), m.group(5)]
+                yield tuple(entry)
+            entry = [m.group(2), m.group(3), m.group(5), m.group(1), source]
         elif entry is not None:
             entry[2] += "\n" + raw
     if entry is not None:
-        yield entry
+        yield tuple(entry)
+
+
+def merged_lines(logs: dict[str, str]):
+    """The entries of several processes' logs (``name -> text``) in time order (a stable
+    merge: entries of one millisecond keep each file's order, files in name order). The
+    processes of a recorded run share one machine's clock; a run never spans midnight (the
+    recorder's runs last minutes)."""
+    entries = []
+    for k, name in enumerate(sorted(logs)):
+        for i, e in enumerate(log_lines(logs[name], name)):
+            entries.append((e[3], k, i, e))
+    entries.sort(key=lambda x: (x[0], x[1], x[2]))
+    return [e[3] for e in entries]
 
 
 def _short(logger: str) -> str:
@@ -90,67 +109,109 @@ class _Phase:
         self.ended = False
         self.restart: list | None = None        # the failover whose new attempts are being collected
         self.initial_restore_seen = False
+        self.location: dict[tuple, str] = {}    # task -> the TaskManager resource it was deployed to
+        self.live: set[tuple] = set()           # tasks deployed and not yet failed or cancelled
+        self.restored_savepoint = None
 
     def task(self, vertex_id: str, subtask: int) -> list:
+        """``[vertex position, subtask]`` of a task of this phase."""
         if vertex_id not in self.vertices:
             raise FlinkspecError(f"phase {self.number}: task of an unknown JobVertex {vertex_id} in the log")
         return [self.vertices.index(vertex_id), subtask]
 
 
-def observations(text: str, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
-    """The events of one recorded run's log (``text``: every phase, in order) and, per phase,
-    its JobVertices as ``{"parallelism": [p, ...]}`` in scheduling order.
+def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
+    """The events of one recorded run's log and, per phase, its JobVertices as
+    ``{"parallelism": [p, ...]}`` in scheduling order. ``logs``: the text of one log (a
+    MiniCluster's JVM), or ``name -> text`` for the processes of a standalone cluster (merged
+    in time order, :func:`merged_lines`).
 
-    A phase begins with the first ``CREATED to SCHEDULED`` of a new job id."""
+    A phase is one Flink job (a job id): it begins with its first "switched from state CREATED
+    to RUNNING"; a later such line of the same job is its recovery by a new JobMaster leader
+    (a new ExecutionGraph of the same JobVertices), not a new phase."""
+    entries = merged_lines(logs) if isinstance(logs, dict) else list(log_lines(logs))
     events: list[dict] = []
     shapes: list[dict] = []
     phase: _Phase | None = None
-    job_ids: list[str] = []
+    phase_of_job: dict[str, _Phase] = {}
     pending_restore = None
-    for level, logger, msg in log_lines(text):
+    resources: list[str] = []     # TaskManager resource ids by index (a MiniCluster's start order)
+    for level, logger, msg, _time, source in entries:
         name = _short(logger)
-        if name == "CheckpointCoordinator" and phase is None:
-            m = _RESTORE.match(msg)
-            if m and m.group(1) == "Savepoint":
-                pending_restore = int(m.group(2))
+        if logger in MARKER_LOGGERS:
+            m = _MARKER.match(msg)
+            if m and phase is not None and not phase.ended:
+                i = int(m.group(1))
+                rid = resources[i] if i < len(resources) else None
+                tasks = sorted(list(t) for t in phase.live if phase.location.get(t) == rid)
+                events.append({"event": "task_manager_lost", "task_manager": i, "tasks": tasks})
+                continue
+            m = _JM_KILLED.match(msg)
+            if m and phase is not None and not phase.ended:
+                events.append({"event": "job_manager_lost", "job_manager": int(m.group(1))})
             continue
+        if name == "MiniCluster":
+            if _TMS_STARTING.match(msg):
+                resources = []
+            continue
+        if name == "TaskManagerRunner":
+            m = _TM_STARTED.match(msg)
+            if m:
+                resources.append(m.group(1))
+            continue
+        if name == "CheckpointCoordinator":
+            m = _RESTORE.match(msg)
+            if m and m.group(1) == "Savepoint" and (phase is None or phase.ended):
+                pending_restore = int(m.group(2))
+                continue
         if name == "ExecutionGraph":
+            m = _JOB_SWITCH.match(msg)
+            if m:
+                job_id, old, new = m.group(1), m.group(2), m.group(3)
+                if old == "CREATED" and new == "RUNNING":
+                    if job_id not in phase_of_job:
+                        if phase is not None:
+                            _close(phase, events, shapes)
+                        phase = phase_of_job[job_id] = _Phase(len(phase_of_job))
+                        phase.restored_savepoint = pending_restore
+                        pending_restore = None
+                        events.append({"event": "job_submitted", "phase": phase.number,
+                                       "savepoint": phase.restored_savepoint})
+                    else:  # a new leader's JobMaster recovers the job: a new ExecutionGraph
+                        phase = phase_of_job[job_id]
+                        phase.live.clear()
+                elif phase is not None and new in ("FINISHED", "FAILED", "CANCELED"):
+                    phase.ended = True
+                continue
+            if phase is None or phase.ended:
+                continue
+            m = _DEPLOYING.match(msg)
+            if m:
+                phase.location[(m.group(2), int(m.group(3)))] = m.group(5)
+                continue
             m = _SWITCH.match(msg)
             if m:
-                job_id, vertex, subtask, attempt = m.group(4), m.group(5), int(m.group(6)), int(m.group(7))
+                vertex, subtask, attempt = m.group(5), int(m.group(6)), int(m.group(7))
                 old, new = m.group(8), m.group(9)
-                if job_id not in job_ids:
-                    job_ids.append(job_id)
-                    if phase is not None:
-                        _close(phase, events, shapes)
-                    phase = _Phase(len(job_ids) - 1)
-                    phase.restored_savepoint = pending_restore
-                    pending_restore = None
-                    events.append({"event": "job_submitted", "phase": phase.number,
-                                   "savepoint": phase.restored_savepoint})
-                if phase.ended:
-                    continue
-                if attempt == 0 and old == "CREATED":
-                    if vertex not in phase.vertices:
+                key = (vertex, subtask)
+                if old == "CREATED":
+                    if attempt == 0 and vertex not in phase.vertices:
                         phase.vertices.append(vertex)
-                    phase.parallelism[vertex] = int(m.group(3))
+                        phase.parallelism[vertex] = int(m.group(3))
+                    elif attempt > 0 and phase.restart is not None:
+                        phase.restart["restart"].append(phase.task(vertex, subtask))
                     continue
+                if new == "RUNNING":
+                    phase.live.add(tuple(phase.task(vertex, subtask)))
+                    phase.location[tuple(phase.task(vertex, subtask))] = phase.location.get(key)
+                elif new in ("FAILED", "CANCELING", "CANCELED"):
+                    phase.live.discard(tuple(phase.task(vertex, subtask)))
                 if new == "FAILED":
                     events.append({"event": "task_failed", "task": phase.task(vertex, subtask), "attempt": attempt})
                 elif new == "FINISHED":
                     phase.ended = True
-                elif old == "CREATED" and attempt > 0 and phase.restart is not None:
-                    phase.restart["restart"].append(phase.task(vertex, subtask))
-                continue
-            m = _JOB_SWITCH.match(msg)
-            if m and phase is not None and not phase.ended and m.group(3) in ("FINISHED", "FAILED", "CANCELED"):
-                phase.ended = True
             continue
         if phase is None or phase.ended:
-            if phase is not None and name == "CheckpointCoordinator":
-                m = _RESTORE.match(msg)
-                if m and m.group(1) == "Savepoint":
-                    pending_restore = int(m.group(2))
             continue
         if name == "CheckpointCoordinator":
             m = _TRIGGER.match(msg)
@@ -181,11 +242,11 @@ def observations(text: str, *, phases: int = 1) -> tuple[list[dict], list[dict]]
                 continue
             m = _RESTORE.match(msg)
             if m or msg.startswith(_NO_RESTORE):
-                if not phase.initial_restore_seen and phase.restart is None:
+                recovering = bool(events) and events[-1]["event"] in ("job_manager_lost", "leader_granted")
+                if not phase.initial_restore_seen and phase.restart is None and not recovering:
                     phase.initial_restore_seen = True  # the job's start, not a failover
                     continue
                 events.append({"event": "restored", "checkpoint": int(m.group(2)) if m else None})
-                continue
             continue
         if name == "JobMaster":
             m = _RESTARTED.match(msg)
@@ -196,10 +257,10 @@ def observations(text: str, *, phases: int = 1) -> tuple[list[dict], list[dict]]
                                  "restart": [], "flink_count": int(m.group(1))}
                 events.append(phase.restart)
             continue
-        if logger == MARKER_LOGGER:
-            m = _MARKER.match(msg)
-            if m:
-                events.append({"event": "task_manager_lost", "task_manager": int(m.group(1))})
+        if name == "JobMasterServiceLeadershipRunner":
+            m = _GRANTED.match(msg)
+            if m and phase_of_job.get(m.group(1)) is phase:
+                events.append({"event": "leader_granted", "process": source or None, "leader_id": m.group(2)})
     if phase is not None:
         _close(phase, events, shapes)
     if len(shapes) != phases:

@@ -37,6 +37,7 @@ from typing import Callable
 import attrs
 
 from model.errors import FlinkspecError
+from model.jobfile import InputSpec, generate_input
 from model.streamgraph import stream_graph_from_dict, stream_graph_to_dict
 from properties import conform
 from properties.flinklog import observations
@@ -59,7 +60,11 @@ class FaultKind:
 
     name: str
     summary: str
+    #: the real set-up: "minicluster" (tools/flink_trace_driver.py) or "standalone-ha"
+    #: (tools/flink_ha_cluster.py: ZooKeeper, two JobManagers, two TaskManagers)
+    setup: str = "minicluster"
     failure: bool = False
+    lose_job_manager: bool = False
     rescale: str | None = None          # None, "up" or "down"
     lose_task_manager: bool = False
     trace: dict = attrs.field(factory=dict)
@@ -79,7 +84,15 @@ FAULT_KINDS = {k.name: k for k in (
               failure=True, trace={"delay_ms": 20, "unaligned": True}),
     FaultKind("rocksdb-incremental", "incremental RocksDB checkpoints, 2 retained, with a task failure",
               failure=True, trace={"state_backend": "rocksdb", "incremental": True, "num_retained": 2}),
+    FaultKind("jobmanager-loss", "a standalone cluster with ZooKeeper HA (two JobManagers, two TaskManagers): the "
+              "leading JobManager is killed (SIGKILL) after two completed checkpoints; the standby takes over and "
+              "recovers the job from the HA store", setup="standalone-ha", lose_job_manager=True,
+              trace={"delay_ms": 40}),
 )}
+
+#: records per split of a run on the standalone HA cluster: enough (with the slow records) for
+#: the job to outlive the cluster's start, two checkpoints and the takeover
+HA_SPLIT_LEN = 150
 
 
 def fault_kinds(spec: str | None) -> tuple[str, ...]:
@@ -125,6 +138,12 @@ def draw_run(seed: int, kind: str) -> TraceRun:
         job = conform.generate_job(s)
         if (job.fail is not None) != fk.failure:
             continue
+        if fk.lose_job_manager:
+            if job.rescale is not None:
+                continue
+            job = attrs.evolve(job, input=generate_input(job.graph, InputSpec(
+                records=HA_SPLIT_LEN, keys=tuple(sorted({k for sp in job.splits for (k, _v, _t) in sp})),
+                out_of_orderness=job.out_of_orderness, seed=s), s), split_len=HA_SPLIT_LEN)
         if fk.rescale is None and job.rescale is not None:
             continue
         if fk.rescale is not None and not _rescaled(job, fk.rescale):
@@ -157,7 +176,7 @@ def runtime_config(run: TraceRun) -> dict:
     """The Flink configuration of the run, as ``model.cluster.RuntimeConfig`` fields (Flink's
     knobs; the validator adds nothing but search bounds)."""
     fk = FAULT_KINDS[run.kind]
-    faults = (1 if run.job.fail is not None else 0) + (1 if run.lose else 0)
+    faults = (1 if run.job.fail is not None else 0) + (1 if run.lose else 0) + (1 if fk.lose_job_manager else 0)
     cfg = {"checkpointing_mode": "exactly_once", "unaligned": bool(fk.trace.get("unaligned")),
            "max_concurrent_checkpoints": 1, "max_retained_checkpoints": fk.trace.get("num_retained", 1),
            "failover_strategy": "region", "restart_strategy": "fixed-delay", "restart_attempts": 3,
@@ -172,7 +191,7 @@ def header(run: TraceRun, answer: dict, shapes: list[dict]) -> dict:
     job = run.job
     return {
         "format": FORMAT, "version": VERSION, "flink_version": answer.get("flink_version"),
-        "setup": "minicluster", "seed": run.seed, "fault": run.kind, "job_seed": job.seed,
+        "setup": FAULT_KINDS[run.kind].setup, "seed": run.seed, "fault": run.kind, "job_seed": job.seed,
         "description": job.describe(),
         "job": stream_graph_to_dict(job.graph),
         "input": {conform.SOURCE: [[list(r) for r in split] for split in job.splits]},
@@ -181,6 +200,7 @@ def header(run: TraceRun, answer: dict, shapes: list[dict]) -> dict:
         "phases": [{"parallelism": p} for p in job.phase_parallelisms()],
         "flink_vertices": shapes,
         "lost_task_manager": answer.get("lost_task_manager"),
+        "lost_job_manager": answer.get("lost_job_manager"),
         "injected_failure": bool(answer.get("failed")),
     }
 
@@ -327,8 +347,12 @@ def record(runs: list[TraceRun], out: Path, *, batch: int = 5, timeout: float = 
     could not finish is reported (``Recorded.error``), never written as a trace."""
     out = Path(out)
     done: list[Recorded] = []
-    for b0 in range(0, len(runs), batch):
-        chunk = runs[b0:b0 + batch]
+    mini = [r for r in runs if FAULT_KINDS[r.kind].setup == "minicluster"]
+    for r in runs:
+        if FAULT_KINDS[r.kind].setup == "standalone-ha":
+            done.append(_record_ha(r, len(done), len(runs), out, timeout=timeout, progress=progress, keep=keep))
+    for b0 in range(0, len(mini), batch):
+        chunk = mini[b0:b0 + batch]
         work = Path(tempfile.mkdtemp(prefix="flinkspec-trace-", dir=keep))
         driver = TraceDriver(work, timeout)
         try:
@@ -359,6 +383,62 @@ def record(runs: list[TraceRun], out: Path, *, batch: int = 5, timeout: float = 
             if keep is None:
                 shutil.rmtree(work, ignore_errors=True)
     return done
+
+
+def _ha_harness():
+    """``tools/flink_ha_cluster.py`` (stdlib only), imported from its file."""
+    import importlib.util  # lazy: only a run on the standalone cluster needs the harness
+
+    spec = importlib.util.spec_from_file_location("flink_ha_cluster", ROOT / "tools" / "flink_ha_cluster.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+#: the processes of the standalone cluster whose logs hold the trace (the clients' and
+#: ZooKeeper's hold none of its events)
+_HA_LOGS = ("jobmanager-", "taskmanager-", "harness")
+
+
+def _record_ha(r: TraceRun, i: int, n: int, out: Path, *, timeout: float, progress, keep) -> Recorded:
+    """One run on a standalone cluster with ZooKeeper HA, started and stopped for it."""
+    harness = _ha_harness()
+    work = Path(tempfile.mkdtemp(prefix="flinkspec-trace-ha-", dir=keep))
+    request = driver_request(r, i)
+    t0 = time.perf_counter()
+    try:
+        try:
+            harness.check_environment()
+            summary = harness.run_scenario(work, request, job_timeout=timeout)
+        except (harness.ClusterError, OSError, RuntimeError) as e:
+            progress(f"[{i + 1}/{n}] {r.kind} seed {r.seed}: the HA cluster run failed: {str(e)[:200]}")
+            return Recorded(r, None, f"HA cluster: {str(e)[:300]}", time.perf_counter() - t0, 0)
+        logs = {name: Path(p).read_text(encoding="utf-8", errors="replace")
+                for name, p in summary["logs"].items() if name.startswith(_HA_LOGS) and Path(p).is_file()}
+        try:
+            events, shapes = observations(logs, phases=1)
+        except FlinkspecError as e:
+            progress(f"[{i + 1}/{n}] {r.kind} seed {r.seed}: unreadable logs: {e}")
+            return Recorded(r, None, f"unreadable logs: {e}", time.perf_counter() - t0, 0)
+        answer = {"flink_version": _flink_version_of(logs), "failed": False,
+                  "lost_job_manager": {"job_manager": summary.get("killed"), "new_leader": summary["leaders"][-1]}}
+        path = write_trace(out, header(r, answer, shapes), events)
+        secs = time.perf_counter() - t0
+        progress(f"[{i + 1}/{n}] {r.kind} seed {r.seed}: {len(events)} events in {secs:.1f}s -> {path}")
+        return Recorded(r, str(path), None, secs, len(events))
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _flink_version_of(logs: dict) -> str | None:
+    import re  # lazy: only the HA recorder reads the version from a log
+
+    for text in logs.values():
+        m = re.search(r"Starting \w+ \(Version: ([0-9.]+),", text)
+        if m:
+            return m.group(1)
+    return None
 
 
 def python_for_flink_missing() -> bool:

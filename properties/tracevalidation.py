@@ -73,6 +73,21 @@ RULES = {r.name: r for r in (
     Rule("failures-of-a-lost-taskmanager",
          "the tasks Flink reports FAILED between a TaskManager's loss and the failover are the loss's "
          "failures: the model's LoseTaskManager fails them in one step (the restart set is compared)"),
+    Rule("loss-of-an-idle-taskmanager",
+         "the loss of a TaskManager that runs no task of the job changes nothing (Flink restarts nothing; the "
+         "ResourceManager's replacement offers the same slots): the model's LoseTaskManager is offered only for a "
+         "TaskManager that runs a task"),
+    Rule("triggered-during-a-failure",
+         "a checkpoint triggered after a TaskManager or the JobManager was lost and before the failover or "
+         "recovery that follows, and that never completes, has no counterpart: Flink notices the loss later "
+         "(a heartbeat, a closed connection), the model in the step it happens"),
+    Rule("leadership",
+         "leader grants are recorded but not compared here: the data-plane model's FailJobManager restores the "
+         "latest completed checkpoint without an election (the control-plane model has the election)"),
+    Rule("completion-lost-with-the-leader",
+         "a checkpoint the new leader restores, which the killed leader triggered but did not live to log as "
+         "completed, did complete (the new leader found it in the HA store): its completion is expected just "
+         "before the loss"),
 )}
 
 
@@ -111,6 +126,8 @@ def describe_key(key: tuple) -> str:
         return "restored from " + ("no checkpoint" if key[1] is None else f"checkpoint {key[1]}")
     if kind == "task_manager_lost":
         return "a TaskManager lost"
+    if kind == "job_manager_lost":
+        return "the JobManager lost"
     if kind == "job_submitted":
         return f"job resubmitted from savepoint {key[1]}"
     return repr(key)
@@ -120,10 +137,33 @@ def describe_key(key: tuple) -> str:
 
 
 def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
-    """The observations the model must produce, and the events the mapping rules leave out."""
+    """The observations the model must produce, and the events the mapping rules leave out
+    (or, for ``completion-lost-with-the-leader``, add: listed too, as ``inferred ...``)."""
     events = trace.events
-    left_out_checkpoints = {e["checkpoint"] for e in events if e["event"] == "checkpoint_aborted" and (
+    not_running = {e["checkpoint"] for e in events if e["event"] == "checkpoint_aborted" and (
         e["reason"] == "trigger_failed" or (e["reason"] == "declined" and e.get("flink_reason") in NOT_RUNNING_DECLINES))}
+    completed = {e["checkpoint"] for e in events if e["event"] == "checkpoint_completed"}
+    # the failure windows: from a loss to the failover (a TaskManager) or the restore (the JobManager)
+    during_failure: set = set()
+    lost_completions: dict[int, int] = {}  # seq of a JobManager loss -> the checkpoint whose completion it hid
+    window = None
+    triggered_before: set = set()
+    for k, e in enumerate(events):
+        kind = e["event"]
+        if kind == "task_manager_lost" and e.get("tasks", [None]):
+            window = "failover"
+        elif kind == "job_manager_lost":
+            window = "restored"
+            nxt = next((x for x in events[k + 1:] if x["event"] == "restored"), None)
+            if nxt is not None and nxt["checkpoint"] is not None and nxt["checkpoint"] not in completed \
+                    and nxt["checkpoint"] in triggered_before:
+                lost_completions[e["seq"]] = nxt["checkpoint"]
+        elif kind == window:
+            window = None
+        elif kind == "checkpoint_triggered":
+            triggered_before.add(e["checkpoint"])
+            if window is not None and e["checkpoint"] not in completed:
+                during_failure.add(e["checkpoint"])
     expected, omitted = [], []
     in_loss = False
     first = True
@@ -138,8 +178,11 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
                 raise FlinkspecError(f"{trace.path}: event {seq}: a later phase must restore a savepoint")
             expected.append(Expected(("job_submitted", e["savepoint"]), seq))
         elif kind in ("checkpoint_triggered", "checkpoint_completed", "checkpoint_aborted"):
-            if e["checkpoint"] in left_out_checkpoints:
+            if e["checkpoint"] in not_running:
                 omitted.append(Omitted(seq, kind, "trigger-at-a-task-not-running"))
+                continue
+            if e["checkpoint"] in during_failure:
+                omitted.append(Omitted(seq, kind, "triggered-during-a-failure"))
                 continue
             if kind == "checkpoint_triggered":
                 expected.append(Expected((kind, e["checkpoint"], e["savepoint"]), seq))
@@ -158,8 +201,19 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
         elif kind == "restored":
             expected.append(Expected((kind, e["checkpoint"]), seq))
         elif kind == "task_manager_lost":
+            if not e.get("tasks", [None]):
+                omitted.append(Omitted(seq, kind, "loss-of-an-idle-taskmanager"))
+                continue
             in_loss = True
             expected.append(Expected((kind,), seq))
+        elif kind == "job_manager_lost":
+            if seq in lost_completions:
+                cid = lost_completions[seq]
+                omitted.append(Omitted(seq, "inferred checkpoint_completed", "completion-lost-with-the-leader"))
+                expected.append(Expected(("checkpoint_completed", cid), seq))
+            expected.append(Expected(("job_manager_lost",), seq))
+        elif kind == "leader_granted":
+            omitted.append(Omitted(seq, kind, "leadership"))
         else:  # the schema admits no other kind
             raise FlinkspecError(f"{trace.path}: event {seq}: unknown event {kind!r}")
     return expected, omitted
