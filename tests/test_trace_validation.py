@@ -1,0 +1,593 @@
+"""Trace validation (``properties/flinklog.py``, ``properties/flinktrace.py``,
+``properties/tracevalidation.py``; ``flinkspec validate`` / ``flinkspec trace``).
+
+* the log parser against the committed excerpt of a real Flink 2.3.0 log, every expectation
+  derived here from the raw text with this file's own regular expressions;
+* every committed real trace validates ``consistent``;
+* the validator can fail: one event of a real trace changed gives ``divergent`` at that event;
+* the mapping rule "trigger-at-a-task-not-running" leaves a not-ready checkpoint out and binds
+  the later ids with a shift;
+* ``observe`` on a hand-driven model run;
+* malformed trace files and the CLI's exit codes;
+* the search is deterministic.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from flinkspec import cli
+from model import actions as A
+from model.cluster import Cluster
+from model.errors import FlinkspecError
+from properties.flinklog import log_lines, observations
+from properties.flinktrace import FAULT_KINDS, load_trace, render
+from properties.tracevalidation import (CONSISTENT, DIVERGENT, RULES, expected_events, observe, scenario_of,
+                                        validate)
+from tests.scenario_util import sub
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT / "tests" / "data" / "traces"
+LOG = ROOT / "tests" / "data" / "flink-2.3.0-recorded-runs.log.gz"
+TRACE_FILES = sorted(TRACES.glob("*.ndjson"))
+
+#: search budgets of the mutation tests: each verdict below comes in a few seconds
+BUDGET = {"max_states": 50_000, "max_seconds": 30.0}
+
+
+def _trace_file(kind: str) -> Path:
+    (path,) = [p for p in TRACE_FILES if p.name.startswith(kind + "-seed")]
+    return path
+
+
+# -- the raw log, read independently of properties/flinklog.py ----------------------------------------
+
+_STAMP = re.compile(r"^\d\d:\d\d:\d\d,\d{3} ")
+_R_JOB_RUNNING = re.compile(r"ExecutionGraph \[.*\] - Job (\S+) \(([0-9a-f]{32})\) switched from state CREATED to RUNNING\.")
+_R_JOB_END = re.compile(r"ExecutionGraph \[.*\] - Job \S+ \([0-9a-f]{32}\) switched from state \w+ to (FINISHED|FAILED|CANCELED)\.")
+_R_TASK_FINISHED = re.compile(r"ExecutionGraph \[.*\] - .* \(\d+/\d+\) \([0-9a-f_]+\) switched from \w+ to FINISHED")
+_R_TASK = re.compile(r"ExecutionGraph \[.*\] - .* \((\d+)/(\d+)\) \([0-9a-f]{32}_([0-9a-f]{32})_(\d+)_(\d+)\) switched from")
+_R_TRIGGER = re.compile(r"CheckpointCoordinator \[.*\] - Triggering checkpoint (\d+) \(type=")
+_R_COMPLETED = re.compile(r"CheckpointCoordinator \[.*\] - Completed checkpoint (\d+) for job")
+_R_EXPIRED = re.compile(r"CheckpointCoordinator \[.*\] - Checkpoint (\d+) of job \S+ expired before completing")
+_R_RESTARTED = re.compile(r"JobMaster \[.*\] - (\d+) tasks will be restarted to recover the failed task")
+_R_DECLINE = re.compile(r"CheckpointCoordinator \[.*\] - Decline checkpoint (\d+) by task")
+_R_REASON = re.compile(r"Failure reason: (.*?)\.?$")
+
+
+def _raw_text() -> str:
+    with gzip.open(LOG, "rt", encoding="utf-8") as f:
+        return f.read()
+
+
+def _raw_phases(text: str) -> list[dict]:
+    """Per job (in the order each first switched CREATED -> RUNNING): its name, its timestamped
+    lines up to its first task or job reaching FINISHED (Flink's checkpoints past it are not the
+    trace's), and every task line of it (for the vertex shapes)."""
+    phases: list[dict] = []
+    cur = None
+    for raw in text.splitlines():
+        if not _STAMP.match(raw):
+            continue
+        m = _R_JOB_RUNNING.search(raw)
+        if m and (cur is None or m.group(2) != cur["id"]) and m.group(2) not in {p["id"] for p in phases}:
+            cur = {"name": m.group(1), "id": m.group(2), "lines": [], "vertices": {}, "ended": False}
+            phases.append(cur)
+            continue
+        if cur is None:
+            continue
+        t = _R_TASK.search(raw)
+        if t and t.group(5) == "0":
+            cur["vertices"].setdefault(t.group(3), int(t.group(2)))
+        if cur["ended"]:
+            continue
+        if _R_TASK_FINISHED.search(raw) or _R_JOB_END.search(raw):
+            cur["ended"] = True
+            continue
+        cur["lines"].append(raw)
+    return phases
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return _raw_text()
+
+
+@pytest.fixture(scope="module")
+def parsed(raw):
+    return observations(raw, phases=9)
+
+
+def test_log_excerpt_holds_nine_job_phases(raw, parsed):
+    events, shapes = parsed
+    assert len(_raw_phases(raw)) == 9
+    assert len(shapes) == 9
+    assert [e["phase"] for e in events if e["event"] == "job_submitted"] == list(range(9))
+    # the wrong number of phases is refused, naming both
+    with pytest.raises(FlinkspecError, match=r"9 job phase.*8"):
+        observations(raw, phases=8)
+
+
+def test_checkpoint_triggers_and_completions_as_in_the_raw_log(raw, parsed):
+    events, _ = parsed
+    want = []
+    for ph in _raw_phases(raw):
+        for line in ph["lines"]:
+            for kind, rx in (("checkpoint_triggered", _R_TRIGGER), ("checkpoint_completed", _R_COMPLETED)):
+                m = rx.search(line)
+                if m:
+                    want.append((kind, int(m.group(1))))
+    got = [(e["event"], e["checkpoint"]) for e in events
+           if e["event"] in ("checkpoint_triggered", "checkpoint_completed")]
+    assert sum(1 for k, _ in want if k == "checkpoint_completed") >= 20  # the excerpt is not trivial
+    assert sum(1 for e in events if e["event"] == "checkpoint_completed") == \
+        sum(1 for k, _ in want if k == "checkpoint_completed")
+    assert got == want
+    # every completion follows its own trigger in the same phase
+    phase, triggered = None, set()
+    for e in events:
+        if e["event"] == "job_submitted":
+            phase, triggered = e["phase"], set()
+        elif e["event"] == "checkpoint_triggered":
+            triggered.add(e["checkpoint"])
+        elif e["event"] == "checkpoint_completed":
+            assert e["checkpoint"] in triggered, (phase, e)
+    expired = [int(m.group(1)) for ph in _raw_phases(raw) for line in ph["lines"]
+               for m in [_R_EXPIRED.search(line)] if m]
+    assert expired and [e["checkpoint"] for e in events
+                        if e["event"] == "checkpoint_aborted" and e["reason"] == "expired"] == expired
+
+
+def test_failover_restart_sets_have_flinks_own_count(raw, parsed):
+    events, _ = parsed
+    counts = [int(m.group(1)) for ph in _raw_phases(raw) for line in ph["lines"]
+              for m in [_R_RESTARTED.search(line)] if m]
+    failovers = [e for e in events if e["event"] == "failover"]
+    assert len(counts) >= 3
+    assert len(failovers) == len(counts)
+    for ev, n in zip(failovers, counts):
+        assert len(ev["restart"]) == n, ev
+        assert len({tuple(t) for t in ev["restart"]}) == n  # no task twice
+        assert ev["flink_count"] == n
+
+
+def test_every_task_is_within_its_phases_vertices(raw, parsed):
+    events, shapes = parsed
+    raw_phases = _raw_phases(raw)
+    for ph, shape in zip(raw_phases, shapes):
+        # the shapes: one entry per JobVertex, in the order its first attempt appears, with its parallelism
+        assert shape["parallelism"] == list(ph["vertices"].values()), ph["name"]
+    phase = None
+    seen = 0
+    for e in events:
+        if e["event"] == "job_submitted":
+            phase = e["phase"]
+            continue
+        tasks = [e[k] for k in ("task", "failed_task") if k in e]
+        tasks += [t for k in ("restart", "tasks") for t in e.get(k, ())]
+        par = shapes[phase]["parallelism"]
+        for v, s in tasks:
+            seen += 1
+            assert 0 <= v < len(par) and 0 <= s < par[v], (phase, e)
+    assert seen >= 10
+
+
+def test_committed_traces_are_the_parse_of_the_committed_log(raw, parsed):
+    """The traces in tests/data/traces/ are this log's runs: the parser's events of a run's phases
+    are its trace's events, and its JobVertex shapes are the header's."""
+    events, shapes = parsed
+    names = [ph["name"] for ph in _raw_phases(raw)]
+    per_phase: list[list] = [[] for _ in names]
+    phase = -1
+    for e in events:
+        if e["event"] == "job_submitted":
+            phase = e["phase"]
+        per_phase[phase].append(e)
+    matched = 0
+    for path in TRACE_FILES:
+        tr = load_trace(path)
+        prefix = f"conform-{tr.header['job_seed']}-phase"
+        idx = [i for i, n in enumerate(names) if n.startswith(prefix)]
+        if not idx or tr.header.get("setup", "minicluster") != "minicluster":
+            continue
+        matched += 1
+        assert [shapes[i] for i in idx] == tr.header["flink_vertices"], path.name
+        got = []
+        for k, i in enumerate(idx):
+            for e in per_phase[i]:
+                got.append(dict(e, phase=k) if e["event"] == "job_submitted" else e)
+        assert got == [{k: v for k, v in e.items() if k != "seq"} for e in tr.events], path.name
+    assert matched == 7
+
+
+def test_continuation_lines_belong_to_their_entry(raw, parsed):
+    text = ("12:00:00,000 INFO  a.b.C [t] - first\n"
+            "java.lang.Exception: boom\n"
+            "\tat x.y.Z(Z.java:1)\n"
+            "12:00:00,001 WARN  a.b.D [t] - second\n")
+    entries = list(log_lines(text))
+    assert len(entries) == 2
+    assert entries[0][2] == "first\njava.lang.Exception: boom\n\tat x.y.Z(Z.java:1)"
+    assert entries[1][:3] == ("WARN", "a.b.D", "second")
+    # in the real log: the reason of a decline stands on the stack trace's first line, not on the entry's
+    lines = raw.splitlines()
+    reasons = []
+    for i, line in enumerate(lines):
+        if _R_DECLINE.search(line):
+            assert "Failure reason" not in line
+            j = i + 1
+            while j < len(lines) and not _STAMP.match(lines[j]):
+                m = _R_REASON.search(lines[j]) if "Failure reason: " in lines[j] else None
+                if m:
+                    reasons.append(re.split(r"\.", m.group(1))[0] if m.group(1).count(".") else m.group(1))
+                    break
+                j += 1
+    declined = [e for e in parsed[0] if e["event"] == "checkpoint_aborted" and e["reason"] == "declined"]
+    assert declined and len(declined) == len(reasons)
+    assert [e["flink_reason"] for e in declined] == reasons
+    assert any("not ready" in r for r in reasons)
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "garbage\nmore garbage\n\x00\x01",
+                                  "12:00:00,000 INFO  a.b.C [t] - nothing of a job\n"])
+def test_a_log_without_jobs_is_a_clear_error(text):
+    with pytest.raises(FlinkspecError, match=r"the log holds 0 job phase\(s\), the run had 1"):
+        observations(text, phases=1)
+
+
+# -- the committed real traces --------------------------------------------------------------------------
+
+
+def test_the_committed_traces_are_one_per_fault_kind():
+    assert len(TRACE_FILES) >= 7
+    faults = [json.loads(p.read_text(encoding="utf-8").splitlines()[0])["fault"] for p in TRACE_FILES]
+    assert len(set(faults)) == len(faults)
+    assert set(faults) <= set(FAULT_KINDS)
+
+
+@pytest.mark.parametrize("path", TRACE_FILES, ids=[p.name.split("-seed")[0] for p in TRACE_FILES])
+def test_every_committed_trace_is_consistent(path):
+    tr = load_trace(path)
+    v = validate(tr, max_states=100_000, max_seconds=30.0)
+    assert v.verdict == CONSISTENT, v.to_dict()
+    assert v.matched == v.total == len(expected_events(tr)[0])
+    assert v.first_unmatched is None
+    # every event is either expected or left out by a named rule, never dropped silently
+    expected, _ = expected_events(tr)
+    assert {e.seq for e in expected} | {o.seq for o in v.omitted} == set(range(len(tr.events)))
+    assert all(o.rule in RULES for o in v.omitted)
+    assert v.actions  # the model run that produced it
+
+
+# -- the validator can fail -----------------------------------------------------------------------------
+
+
+def _write(tmp_path: Path, head: dict, events: list[dict], name: str = "mutated.ndjson") -> Path:
+    p = tmp_path / name
+    p.write_text(render(head, [{k: v for k, v in e.items() if k != "seq"} for e in events]), encoding="utf-8")
+    return p
+
+
+def _mutated(tmp_path: Path, kind: str, change) -> tuple:
+    """The trace of ``kind`` with ``change(events)`` applied (returns the changed event's index),
+    written to a file and read back."""
+    tr = load_trace(_trace_file(kind))
+    events = [json.loads(json.dumps(e)) for e in tr.events]
+    at = change(events)
+    loaded = load_trace(_write(tmp_path, tr.header, events))
+    assert loaded.events[at]["seq"] == at
+    return loaded, at
+
+
+def _first(events, kind):
+    return next(i for i, e in enumerate(events) if e["event"] == kind)
+
+
+def _assert_divergent_at(v, at):
+    assert v.verdict == DIVERGENT, v.to_dict()
+    assert v.first_unmatched is not None and v.first_unmatched.seq == at, v.to_dict()
+    exp_before = v.matched
+    assert exp_before < v.total
+
+
+def test_validation_fails_on_a_restore_of_a_checkpoint_that_never_completed(tmp_path):
+    def change(events):
+        i = _first(events, "restored")
+        events[i]["checkpoint"] = 99
+        return i
+
+    tr, at = _mutated(tmp_path, "rocksdb-incremental", change)
+    assert 99 not in {e["checkpoint"] for e in tr.events if e["event"] == "checkpoint_completed"}
+    v = validate(tr, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert v.first_unmatched.key == ("restored", 99)
+    # the real restore is what the model could do there
+    assert any(c.startswith("restored from checkpoint") for c in v.model_could)
+    # the matched prefix stops before the failover step
+    assert [e.seq for e in expected_events(tr)[0]][v.matched] <= at
+
+
+@pytest.mark.parametrize("kind", ["rocksdb-incremental", "taskmanager-loss"])
+def test_validation_fails_on_a_restart_set_one_task_short(tmp_path, kind):
+    def change(events):
+        i = _first(events, "failover")
+        assert len(events[i]["restart"]) >= 2
+        events[i]["restart"] = events[i]["restart"][:-1]
+        return i
+
+    tr, at = _mutated(tmp_path, kind, change)
+    v = validate(tr, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert v.first_unmatched.key[0] == "failover"
+    assert [e.seq for e in expected_events(tr)[0]][v.matched] <= at
+
+
+@pytest.mark.parametrize("kind", ["task-failure", "unaligned", "checkpoint-expired"])
+def test_validation_fails_on_a_completion_before_its_trigger(tmp_path, kind):
+    def change(events):
+        i = _first(events, "checkpoint_triggered")
+        assert events[i + 1]["event"] in ("checkpoint_completed", "checkpoint_aborted")
+        assert events[i + 1]["checkpoint"] == events[i]["checkpoint"]
+        events[i], events[i + 1] = events[i + 1], events[i]
+        return i
+
+    tr, at = _mutated(tmp_path, kind, change)
+    v = validate(tr, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert v.matched == 0
+    assert v.first_unmatched.key[0] in ("checkpoint_completed", "checkpoint_aborted")
+    assert "checkpoint 1 triggered" in v.model_could
+
+
+@pytest.mark.parametrize("where", ["vertex", "subtask"])
+def test_validation_fails_on_a_failure_of_a_task_the_job_does_not_have(tmp_path, where):
+    shape = load_trace(_trace_file("rocksdb-incremental")).header["flink_vertices"][0]["parallelism"]
+
+    def change(events):
+        i = _first(events, "task_failed")
+        v, s = events[i]["task"]
+        events[i]["task"] = [len(shape), 0] if where == "vertex" else [v, shape[v]]
+        return i
+
+    tr, at = _mutated(tmp_path, "rocksdb-incremental", change)
+    v = validate(tr, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert v.first_unmatched.key[0] == "task_failed"
+
+
+# -- mapping rules --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["declined", "trigger_failed"])
+def test_a_checkpoint_at_a_task_not_running_is_left_out_and_later_ids_shift(tmp_path, how):
+    """A checkpoint that a not-ready task declined (or whose trigger failed) is inserted before the
+    failure of the real unaligned trace; Flink's later ids shift by one, the model's do not."""
+    tr = load_trace(_trace_file("unaligned"))
+    events = [json.loads(json.dumps(e)) for e in tr.events]
+    at = _first(events, "task_failed")
+    new = max(e["checkpoint"] for e in events[:at] if e["event"] == "checkpoint_triggered") + 1
+    for e in events[at:]:
+        if e["event"] != "restored" and "checkpoint" in e and e["checkpoint"] >= new:
+            e["checkpoint"] += 1
+    abort = {"event": "checkpoint_aborted", "checkpoint": new, "reason": how,
+             "flink_reason": ("Checkpoint was declined (tasks not ready)" if how == "declined"
+                              else "TaskManager received a checkpoint request for unknown task")}
+    if how == "declined":
+        abort["task"] = [0, 0]
+    events[at:at] = [{"event": "checkpoint_triggered", "checkpoint": new, "savepoint": False}, abort]
+    t2 = load_trace(_write(tmp_path, tr.header, events))
+    v = validate(t2, **BUDGET)
+    assert v.verdict == CONSISTENT, v.to_dict()
+    left = {o.seq: o.rule for o in v.omitted}
+    assert left.get(at) == left.get(at + 1) == "trigger-at-a-task-not-running"
+    binding = dict(v.binding)
+    assert new not in binding
+    later = sorted(f for f in binding if f > new)
+    assert later and all(binding[f] == f - 1 for f in later)
+    assert all(binding[f] == f for f in binding if f < new)
+    # without the rule's reason the same checkpoint is expected: an expired one at the same place is not left out
+    events[at + 1] = {"event": "checkpoint_aborted", "checkpoint": new, "reason": "expired"}
+    t3 = load_trace(_write(tmp_path, tr.header, events, "expired.ndjson"))
+    exp, omitted = expected_events(t3)
+    assert ("checkpoint_aborted", new, "expired") in [e.key for e in exp]
+    assert at not in {o.seq for o in omitted}
+
+
+# -- observe --------------------------------------------------------------------------------------------
+
+
+def _step(c: Cluster, action) -> list:
+    before = len(c.events)
+    c.step(action)
+    return observe(c, c.events[before:])
+
+
+def _complete_checkpoint(c: Cluster) -> list:
+    """Take unobservable control steps (deliveries, notifications) until a checkpoint completes."""
+    skip = (A.TriggerCheckpoint, A.StopWithSavepoint, A.FailTask, A.LoseTaskManager, A.FailJobManager,
+            A.CheckpointTimeout, A.SourceEmit, A.SourceWatermark, A.SourceEnd, A.SourceIdle, A.SourceActive)
+    for _ in range(500):
+        acts = [a for a in c.enabled_actions() if not isinstance(a, skip)]
+        assert acts, "no step left before the checkpoint completed"
+        obs = _step(c, acts[0])
+        if obs:
+            return obs
+    raise AssertionError("no checkpoint completed in 500 steps")
+
+
+def test_observe_maps_the_model_steps():
+    tr = load_trace(_trace_file("task-failure"))
+    c = Cluster.from_scenario(scenario_of(tr))
+    shape = tr.header["flink_vertices"][0]["parallelism"]
+    every_task = frozenset((v, s) for v, p in enumerate(shape) for s in range(p))
+    names = [o["name"] for o in tr.header["job"]["operators"]]
+    assert names[0] == "source" and "sink" in names
+
+    assert _step(c, A.TriggerCheckpoint()) == [("checkpoint_triggered", 1, False)]
+    assert _complete_checkpoint(c) == [("checkpoint_completed", 1)]
+    assert _step(c, A.TriggerCheckpoint()) == [("checkpoint_triggered", 2, False)]
+    # a failure of source subtask 1: the failure, the region's restart set (the whole job: keyBy and
+    # rebalance connect every task), the restore of the latest completed checkpoint
+    obs = _step(c, A.FailTask(sub(c.eg, "source", 1)))
+    assert sorted(obs, key=repr) == sorted([("task_failed", (0, 1)), ("failover", every_task), ("restored", 1)],
+                                           key=repr)
+    # the sink is the last JobVertex in scheduling order
+    c2 = Cluster.from_scenario(scenario_of(tr))
+    obs = _step(c2, A.FailTask(sub(c2.eg, "sink", 1)))
+    assert ("task_failed", (len(shape) - 1, 1)) in obs
+    assert ("restored", None) in obs
+    assert ("failover", every_task) in obs
+    # an unobservable step observes nothing
+    c3 = Cluster.from_scenario(scenario_of(tr))
+    _step(c3, A.TriggerCheckpoint())
+    quiet = [a for a in c3.enabled_actions() if isinstance(a, A.Deliver)]
+    assert quiet and _step(c3, quiet[0]) == []
+
+
+# -- bad input ------------------------------------------------------------------------------------------
+
+
+def _good_lines() -> list[str]:
+    return _trace_file("rocksdb-incremental").read_text(encoding="utf-8").splitlines()
+
+
+def _bad(tmp_path, name, lines=None, data=None) -> Path:
+    p = tmp_path / name
+    if data is not None:
+        p.write_bytes(data)
+    else:
+        p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return p
+
+
+def _bad_files(tmp_path) -> list[tuple[Path, str]]:
+    """(file, what its error must say beyond the file's name)."""
+    good = _good_lines()
+    head = json.loads(good[0])
+    ev = [json.loads(x) for x in good[1:]]
+    out = [(tmp_path / "missing.ndjson", "no such trace file"), (tmp_path, "folder")]
+    out.append((_bad(tmp_path, "binary.ndjson", data=b"\xff\xfe\x00\x81garbage"), "UTF-8"))
+    out.append((_bad(tmp_path, "empty.ndjson", data=b""), ":1: empty"))
+    out.append((_bad(tmp_path, "notjson.ndjson", [good[0], good[1], "{not json"]), ":3: not JSON"))
+    out.append((_bad(tmp_path, "format.ndjson", [json.dumps(dict(head, format="other"))] + good[1:]), ":1: "))
+    out.append((_bad(tmp_path, "fault.ndjson", [json.dumps(dict(head, fault="meteor-strike"))] + good[1:]),
+                ":1: fault: unknown fault kind 'meteor-strike'"))
+    out.append((_bad(tmp_path, "event.ndjson", [good[0], good[1], json.dumps(dict(ev[1], event="teleported"))]
+                     + good[3:]), ":3:"))
+    swapped = [good[0], good[1], good[3], good[2]] + good[4:]
+    out.append((_bad(tmp_path, "seq.ndjson", swapped), ":3: seq: 2, expected 1"))
+    return out
+
+
+def test_bad_trace_files_are_one_clear_error(tmp_path):
+    for path, says in _bad_files(tmp_path):
+        with pytest.raises(FlinkspecError) as e:
+            load_trace(path)
+        msg = str(e.value)
+        assert msg.startswith(str(path)), msg
+        assert says in msg, msg
+        assert "\n" not in msg
+    # the header's format must be the trace format, also when the rest is right
+    head = json.loads(_good_lines()[0])
+    p = _bad(tmp_path, "format2.ndjson", [json.dumps(dict(head, format="other"))] + _good_lines()[1:])
+    with pytest.raises(FlinkspecError, match="flinkspec-trace"):
+        load_trace(p)
+
+
+@pytest.fixture
+def main(monkeypatch):
+    monkeypatch.setattr(cli, "COMMANDS", ("trace", "validate"))
+    return cli.main
+
+
+def test_cli_validate_bad_file_exits_2_with_one_line(main, capsys, tmp_path):
+    for path, says in _bad_files(tmp_path):
+        assert main(["validate", str(path)]) == 2, path
+        out, err = capsys.readouterr()
+        assert out == ""
+        assert err.count("\n") == 1 and err.startswith("flinkspec: error: "), err
+        assert "Traceback" not in err
+        assert str(path.name) in err
+    # a good file then a bad one: nothing is searched before every file is read
+    bad = tmp_path / "missing.ndjson"
+    assert main(["validate", str(TRACE_FILES[0]), str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "missing.ndjson" in err
+    # an empty folder
+    empty = tmp_path / "none"
+    empty.mkdir()
+    assert main(["validate", str(empty)]) == 2
+    assert "no trace files" in capsys.readouterr().err
+    assert main(["validate", str(TRACE_FILES[0]), "--max-states", "0"]) == 2
+    assert "--max-states" in capsys.readouterr().err
+
+
+def test_cli_validate_the_committed_traces(main, capsys):
+    n = len(TRACE_FILES)
+    assert main(["validate", str(TRACES)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == n + 1
+    assert out[-1].startswith(f"{n}/{n} consistent, 0 divergent, 0 inconclusive")
+    for p in TRACE_FILES:
+        assert sum(1 for line in out if str(p) in line and "CONSISTENT" in line) == 1
+
+
+def test_cli_validate_json(main, capsys, tmp_path):
+    # one of the committed traces and a divergent copy of it
+    good = _trace_file("rocksdb-incremental")
+    tr = load_trace(good)
+    events = [json.loads(json.dumps(e)) for e in tr.events]
+    events[_first(events, "restored")]["checkpoint"] = 99
+    bad = _write(tmp_path, tr.header, events)
+    assert main(["validate", str(good), str(bad), "--json", "--max-seconds", "30"]) == 1
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == 3
+    first, second, summary = lines
+    assert first["file"] == str(good) and first["verdict"] == "consistent"
+    assert first["matched"] == first["events"] and first["fault"] == "rocksdb-incremental"
+    assert second["verdict"] == "divergent" and second["first_unmatched"]["seq"] == _first(events, "restored")
+    assert summary["traces"] == 2 and summary["consistent"] == 1 and summary["divergent"] == 1
+    assert summary["per_fault"] == {"rocksdb-incremental": {"consistent": 1, "divergent": 1}}
+
+
+def test_cli_validate_json_per_fault_counts(main, capsys):
+    assert main(["validate", *map(str, TRACE_FILES), "--json"]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    assert len(lines) == len(TRACE_FILES) + 1
+    want: dict = {}
+    for p in TRACE_FILES:
+        fault = json.loads(p.read_text(encoding="utf-8").splitlines()[0])["fault"]
+        want[fault] = want.get(fault, 0) + 1
+    assert lines[-1]["per_fault"] == {f: {"consistent": k} for f, k in want.items()}
+    assert [x["file"] for x in lines[:-1]] == [str(p) for p in TRACE_FILES]
+    assert all(set(x["omitted"]) <= set(RULES) for x in lines[:-1])
+
+
+def test_cli_trace_fault_kinds(main, capsys, tmp_path):
+    assert main(["trace", "--faults", "nope", "--out", str(tmp_path / "x")]) == 2
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and "nope" in err and "Traceback" not in err
+    for name in FAULT_KINDS:
+        assert name in err
+    assert not (tmp_path / "x").exists()
+    assert main(["trace", "--faults", "list"]) == 0
+    listed = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert listed == list(FAULT_KINDS)
+
+
+# -- determinism ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["taskmanager-loss", "rescale-up"])
+def test_validation_is_deterministic(kind):
+    tr = load_trace(_trace_file(kind))
+    a = validate(tr, max_states=100_000, max_seconds=30.0)
+    b = validate(load_trace(_trace_file(kind)), max_states=100_000, max_seconds=30.0)
+    assert a.verdict == b.verdict == CONSISTENT
+    assert (a.states, a.actions, a.binding, a.omitted) == (b.states, b.actions, b.binding, b.omitted)
+    assert a.to_dict() | {"seconds": 0} == b.to_dict() | {"seconds": 0}
