@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.flinkspec-installed
 
-.PHONY: check test test-slow env clean flink-env
+.PHONY: check test test-slow env clean flink-env trace-check
 
 $(STAMP): pyproject.toml setup.py model/_native.c
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,14 @@ $(FLINK_VENV)/.flink-installed:
 	@touch $@
 
 flink-env: $(FLINK_VENV)/.flink-installed
+
+## Record a small batch of real Flink runs under every fault kind and validate them against the
+## model (docs/conformance.md, "Trace validation"); the traces go to a new folder under results/.
+TRACE_RUNS ?= 8
+trace-check: $(STAMP) $(FLINK_VENV)/.flink-installed
+	@bash tools/ensure-zookeeper.sh
+	@out=results/trace-check-$$(date -u +%Y%m%dT%H%M%SZ); \
+	$(VENV)/bin/flinkspec trace --runs $(TRACE_RUNS) --out $$out && $(VENV)/bin/flinkspec validate $$out
 
 clean:
 	rm -rf $(VENV) .hypothesis build *.egg-info

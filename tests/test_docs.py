@@ -100,6 +100,12 @@ DECLARED = {
     ".venv/bin/flinkspec check --job examples/orders-2pc.toml": ("run", 0, None),
     # real Flink MiniClusters for ~5 minutes: tests/differential/test_conform_vs_flink.py (slow, flink) runs it
     ".venv/bin/flinkspec conform --runs 50 --json": ("parse", 0, None),
+    # real Flink under every fault kind: tests/differential/test_trace_vs_flink.py (slow, flink) records and
+    # validates such a batch
+    ".venv/bin/flinkspec trace --runs 8 --out results/traces": ("parse", 0, None),
+    ".venv/bin/flinkspec validate results/traces": ("parse", 0, None),
+    ".venv/bin/flinkspec validate tests/data/traces": ("run", 0, None),
+    "make trace-check": ("shell", 0, None),
 }
 
 COMMANDS = doc_commands()
