@@ -177,32 +177,76 @@ def test_every_task_is_within_its_phases_vertices(raw, parsed):
     assert seen >= 10
 
 
-def test_committed_traces_are_the_parse_of_the_committed_log(raw, parsed):
-    """The traces in tests/data/traces/ are this log's runs: the parser's events of a run's phases
-    are its trace's events, and its JobVertex shapes are the header's."""
+_R_TMS = re.compile(r"MiniCluster \[.*\] - Starting \d+ TaskManager\(s\)")
+_R_TM = re.compile(r"TaskManagerRunner \[.*\] - Starting TaskManager with ResourceID: (\S+)")
+_R_DEPLOY = re.compile(r"ExecutionGraph \[.*\] - Deploying .* with attempt id [0-9a-f]{32}_([0-9a-f]{32})_(\d+)_\d+ "
+                       r"and vertex id \S+ to (\S+) @")
+_R_GONE = re.compile(r"ExecutionGraph \[.*\] - .* \(\d+/\d+\) \([0-9a-f]{32}_([0-9a-f]{32})_(\d+)_\d+\) "
+                     r"switched from \w+ to (FAILED|CANCELING|CANCELED|FINISHED)")
+_R_MARKER = re.compile(r"flinkspec\.trace \[.*\] - flinkspec: TaskManager (\d+) terminated")
+
+
+def test_a_lost_taskmanagers_tasks_are_those_deployed_to_it(raw, parsed):
+    """The tasks of a ``task_manager_lost`` event: those deployed (Flink's "Deploying ... to
+    RESOURCE") to the TaskManager the marker names (the MiniCluster's start order of its
+    "Starting TaskManager with ResourceID" lines) and not yet failed, cancelled or finished."""
+    events, _ = parsed
+    vertex_pos = [list(ph["vertices"]) for ph in _raw_phases(raw)]
+    phase, resources, where, gone, want = -1, [], {}, set(), []
+    for line in raw.splitlines():
+        if not _STAMP.match(line):
+            continue
+        if _R_TMS.search(line):
+            resources = []
+        elif (m := _R_TM.search(line)):
+            resources.append(m.group(1))
+        elif (m := _R_JOB_RUNNING.search(line)):
+            phase += 1
+            where, gone = {}, set()
+        elif (m := _R_DEPLOY.search(line)):
+            where[(m.group(1), int(m.group(2)))] = m.group(3)
+            gone.discard((m.group(1), int(m.group(2))))
+        elif (m := _R_GONE.search(line)):
+            gone.add((m.group(1), int(m.group(2))))
+        elif (m := _R_MARKER.search(line)):
+            rid = resources[int(m.group(1))]
+            want.append(sorted([vertex_pos[phase].index(v), s] for (v, s), r in where.items()
+                               if r == rid and (v, s) not in gone))
+    got = [e["tasks"] for e in events if e["event"] == "task_manager_lost"]
+    assert want and all(want)  # the excerpt's loss is of a TaskManager running tasks
+    assert got == want
+
+
+def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
+    """A committed trace recorded in the run the log excerpt holds (its job's name,
+    ``conform-<job_seed>-phase<k>``, is in the log) is the parser's events of that run's phases,
+    with the header's JobVertex shapes; and every phase of the log belongs to one conform run."""
     events, shapes = parsed
     names = [ph["name"] for ph in _raw_phases(raw)]
+    runs: dict[int, list[int]] = {}
+    for i, n in enumerate(names):
+        m = re.fullmatch(r"conform-(\d+)-phase(\d+)", n)
+        assert m, n
+        runs.setdefault(int(m.group(1)), []).append(i)
+        assert int(m.group(2)) == len(runs[int(m.group(1))]) - 1, names
+    assert sum(map(len, runs.values())) == 9
     per_phase: list[list] = [[] for _ in names]
     phase = -1
     for e in events:
         if e["event"] == "job_submitted":
             phase = e["phase"]
         per_phase[phase].append(e)
-    matched = 0
     for path in TRACE_FILES:
         tr = load_trace(path)
-        prefix = f"conform-{tr.header['job_seed']}-phase"
-        idx = [i for i, n in enumerate(names) if n.startswith(prefix)]
-        if not idx or tr.header.get("setup", "minicluster") != "minicluster":
-            continue
-        matched += 1
+        idx = runs.get(tr.header["job_seed"])
+        if idx is None or tr.header.get("setup", "minicluster") != "minicluster":
+            continue  # recorded in another run than the excerpt's
         assert [shapes[i] for i in idx] == tr.header["flink_vertices"], path.name
         got = []
         for k, i in enumerate(idx):
             for e in per_phase[i]:
                 got.append(dict(e, phase=k) if e["event"] == "job_submitted" else e)
         assert got == [{k: v for k, v in e.items() if k != "seq"} for e in tr.events], path.name
-    assert matched == 7
 
 
 def test_continuation_lines_belong_to_their_entry(raw, parsed):
@@ -420,28 +464,55 @@ def _complete_checkpoint(c: Cluster) -> list:
     raise AssertionError("no checkpoint completed in 500 steps")
 
 
+def _regions(c: Cluster, pos: dict[str, int]) -> list[frozenset]:
+    """The pipelined regions as (vertex position, subtask) sets: the connected components of the
+    subtasks joined by channels (every exchange of these jobs is pipelined)."""
+    parent = {st.id: st.id for st in c.eg.subtasks}
+
+    def find(x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for ch in c.eg.channels:
+        parent[find(ch.producer)] = find(ch.consumer)
+    groups: dict = {}
+    for st in c.eg.subtasks:
+        groups.setdefault(find(st.id), set()).add((pos[st.job_vertex], st.subtask_index))
+    return [frozenset(g) for g in groups.values()]
+
+
 def test_observe_maps_the_model_steps():
     tr = load_trace(_trace_file("task-failure"))
-    c = Cluster.from_scenario(scenario_of(tr))
     shape = tr.header["flink_vertices"][0]["parallelism"]
-    every_task = frozenset((v, s) for v, p in enumerate(shape) for s in range(p))
-    names = [o["name"] for o in tr.header["job"]["operators"]]
-    assert names[0] == "source" and "sink" in names
+    c = Cluster.from_scenario(scenario_of(tr))
+    ops = [o["name"] for o in tr.header["job"]["operators"]]
+    heads = sorted({st.job_vertex for st in c.eg.subtasks}, key=ops.index)
+    pos = {name: i for i, name in enumerate(heads)}
+    assert [max(st.subtask_index for st in c.eg.subtasks if st.job_vertex == h) + 1 for h in heads] == shape
+    regions = _regions(c, pos)
 
+    def region_of(task):
+        (r,) = [r for r in regions if task in r]
+        return r
+
+    first, last = heads[0], heads[-1]
     assert _step(c, A.TriggerCheckpoint()) == [("checkpoint_triggered", 1, False)]
     assert _complete_checkpoint(c) == [("checkpoint_completed", 1)]
     assert _step(c, A.TriggerCheckpoint()) == [("checkpoint_triggered", 2, False)]
-    # a failure of source subtask 1: the failure, the region's restart set (the whole job: keyBy and
-    # rebalance connect every task), the restore of the latest completed checkpoint
-    obs = _step(c, A.FailTask(sub(c.eg, "source", 1)))
-    assert sorted(obs, key=repr) == sorted([("task_failed", (0, 1)), ("failover", every_task), ("restored", 1)],
-                                           key=repr)
-    # the sink is the last JobVertex in scheduling order
+    # a failure of the first vertex's last subtask: the failure, its region's restart set, the
+    # restore of the latest completed checkpoint (the pending one is aborted, which Flink does not log)
+    failed = (0, shape[0] - 1)
+    obs = _step(c, A.FailTask(sub(c.eg, first, shape[0] - 1)))
+    assert sorted(obs, key=repr) == sorted([("task_failed", failed), ("failover", region_of(failed)),
+                                            ("restored", 1)], key=repr)
+    # the last JobVertex in scheduling order, before any checkpoint: restored from none
     c2 = Cluster.from_scenario(scenario_of(tr))
-    obs = _step(c2, A.FailTask(sub(c2.eg, "sink", 1)))
-    assert ("task_failed", (len(shape) - 1, 1)) in obs
-    assert ("restored", None) in obs
-    assert ("failover", every_task) in obs
+    failed = (len(shape) - 1, shape[-1] - 1)
+    obs = _step(c2, A.FailTask(sub(c2.eg, last, shape[-1] - 1)))
+    assert sorted(obs, key=repr) == sorted([("task_failed", failed), ("failover", region_of(failed)),
+                                            ("restored", None)], key=repr)
     # an unobservable step observes nothing
     c3 = Cluster.from_scenario(scenario_of(tr))
     _step(c3, A.TriggerCheckpoint())
