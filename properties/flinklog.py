@@ -142,7 +142,10 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
             m = _MARKER.match(msg)
             if m and phase is not None and not phase.ended:
                 i = int(m.group(1))
-                rid = resources[i] if i < len(resources) else None
+                if i >= len(resources):
+                    raise FlinkspecError(f"the log says TaskManager {i} terminated, but names {len(resources)} "
+                                         "TaskManager(s) started (\"Starting TaskManager with ResourceID\")")
+                rid = resources[i]
                 tasks = sorted(list(t) for t in phase.live if phase.location.get(t) == rid)
                 events.append({"event": "task_manager_lost", "task_manager": i, "tasks": tasks})
                 continue
@@ -236,9 +239,10 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
                 continue
             m = _TRIGGER_FAILED.match(msg)
             if m:
-                why = _FAILURE_REASON.search(msg)
+                cause = m.group(2).split("\n", 1)[0]
+                cause = cause.split("Exception: ", 1)[-1].strip()
                 events.append({"event": "checkpoint_aborted", "checkpoint": int(m.group(1)),
-                               "reason": "trigger_failed", "flink_reason": why.group(1).strip() if why else None})
+                               "reason": "trigger_failed", "flink_reason": cause[:400] or None})
                 continue
             m = _RESTORE.match(msg)
             if m or msg.startswith(_NO_RESTORE):

@@ -54,6 +54,17 @@ CONSISTENT, DIVERGENT, INCONCLUSIVE = "consistent", "divergent", "inconclusive"
 
 #: Flink's decline reasons that mean "the checkpoint reached a task that was not running"
 NOT_RUNNING_DECLINES = ("Checkpoint was declined (tasks not ready)", "Checkpoint was declined (task is closing)")
+#: what a failed trigger RPC says when its task is gone from the TaskManager
+#: (``TaskExecutor.triggerCheckpoint``)
+NOT_RUNNING_TRIGGER = "TaskManager received a checkpoint request for unknown task"
+
+
+def _not_running(e: dict) -> bool:
+    """Whether an abort says the checkpoint reached a task that was not running."""
+    why = e.get("flink_reason") or ""
+    if e["reason"] == "declined":
+        return why in NOT_RUNNING_DECLINES
+    return e["reason"] == "trigger_failed" and why.startswith(NOT_RUNNING_TRIGGER)
 
 
 @attrs.frozen(slots=True)
@@ -140,8 +151,7 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
     """The observations the model must produce, and the events the mapping rules leave out
     (or, for ``completion-lost-with-the-leader``, add: listed too, as ``inferred ...``)."""
     events = trace.events
-    not_running = {e["checkpoint"] for e in events if e["event"] == "checkpoint_aborted" and (
-        e["reason"] == "trigger_failed" or (e["reason"] == "declined" and e.get("flink_reason") in NOT_RUNNING_DECLINES))}
+    not_running = {e["checkpoint"] for e in events if e["event"] == "checkpoint_aborted" and _not_running(e)}
     completed = {e["checkpoint"] for e in events if e["event"] == "checkpoint_completed"}
     # the failure windows: from a loss to the failover (a TaskManager) or the restore (the JobManager)
     during_failure: set = set()
@@ -425,6 +435,25 @@ def _cannot_match(c, a, window_keys: set, window_kinds: set, task) -> bool:
     return need not in (window_kinds if isinstance(need, str) else window_keys)
 
 
+@attrs.frozen(slots=True)
+class _Resubmit:
+    """The user's restart of the stopped job from its savepoint with the phase's parallelisms."""
+
+    phase: int
+    parallelism: tuple
+
+
+def _priority(c, a, nxt: Expected, task) -> int:
+    """Lower first: an action whose sure observation is the next expected event, then the
+    preferred kinds (:data:`_PREFERENCE`)."""
+    f = _ALWAYS_OBSERVES.get(type(a))
+    if f is not None:
+        need = f(c, a, task)
+        if need == nxt.key or need == nxt.key[0]:
+            return -1
+    return _rank(a)
+
+
 def _shape_error(trace: Trace, c: Cluster, phase: int) -> str | None:
     shapes = trace.header["flink_vertices"]
     if phase >= len(shapes):
@@ -489,15 +518,40 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
                        first_unmatched=expected[0] if expected else None, reason=shape, omitted=tuple(omitted))
     phases = [tuple((n, p) for n, p in ph["parallelism"].items()) for ph in trace.header["phases"]]
     seen: set = set()
-    stack = [(root, 0, (), 0)]
+    # the stack holds edges, stepped when taken (most are never taken once a run is found):
+    # (parent state, action or None for the root, its position, its binding)
+    stack: list = [(root, None, 0, ())]
     best = (0, None)            # (position, a state there)
     could: dict[int, set] = {}  # position -> observations the model could make there instead
-    tried: dict[int, list] = {}  # position -> the observation lists of the steps refused there
+    tried: dict[int, list] = {}  # position -> the observation lists (and bindings) of the steps refused there
     states = 0
-    parents: dict[int, tuple] = {}
     bound = None
     while stack:
-        c, pos, binding, node = stack.pop()
+        parent, a, pos, binding = stack.pop()
+        if a is None:
+            c = parent
+        else:
+            c = parent.copy()
+            before = len(c.events)
+            if isinstance(a, _Resubmit):
+                from properties.conform import _restart_from_savepoint  # lazy: conform loads the Flink harness
+                _restart_from_savepoint(c, a.parallelism)
+                shape = _shape_error(trace, c, a.phase)
+                if shape:
+                    return Verdict(DIVERGENT, trace.path, pos, total, states, time.perf_counter() - t0,
+                                   first_unmatched=expected[pos], reason=shape, omitted=tuple(omitted))
+            else:
+                c.step(a)
+            obs = observe(c, c.events[before:])
+            if obs:
+                bdict = dict(binding)
+                nb = match(obs, expected[pos:pos + len(obs)], bdict)
+                if nb is None:
+                    could.setdefault(pos, set()).update(describe_key(o) for o in obs)
+                    tried.setdefault(pos, []).append((obs, bdict))
+                    c.release()
+                    continue
+                pos, binding = pos + len(obs), tuple(sorted(nb.items()))
         if pos == total:
             return Verdict(CONSISTENT, trace.path, total, total, states, time.perf_counter() - t0,
                            omitted=tuple(omitted), actions=tuple(c.trace), binding=binding)
@@ -511,60 +565,33 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
         if states >= max_states:
             bound = f"--max-states {max_states}"
             break
-        if states % 512 == 0:
-            if time.perf_counter() - t0 > max_seconds:
-                bound = f"--max-seconds {max_seconds:g}"
-                break
-            if progress is not None:
-                progress(f"{states} states, {best[0]}/{total} events matched")
-        bdict = dict(binding)
-        successors = []
+        if time.perf_counter() - t0 > max_seconds:
+            bound = f"--max-seconds {max_seconds:g}"
+            break
+        if progress is not None and states % 256 == 0:
+            progress(f"{states} states, {best[0]}/{total} events matched")
+        edges = []
         nxt = expected[pos]
         if nxt.key[0] == "job_submitted" and c.job.status == "STOPPED" and c.job.savepoint is not None:
             # the user's resubmission: not the model's choice
             phase = sum(1 for e in expected[:pos + 1] if e.key[0] == "job_submitted")
             if phase < len(phases):
-                from properties.conform import _restart_from_savepoint  # lazy: conform loads the Flink harness
-                c2 = c.copy()
-                before = len(c2.events)
-                _restart_from_savepoint(c2, phases[phase])
-                obs = observe(c2, c2.events[before:])
-                shape = _shape_error(trace, c2, phase)
-                if shape:
-                    return Verdict(DIVERGENT, trace.path, pos, total, states, time.perf_counter() - t0,
-                                   first_unmatched=nxt, reason=shape, omitted=tuple(omitted))
-                nb = match(obs, expected[pos:pos + len(obs)], bdict)
-                if nb is not None:
-                    successors.append((0, c2, pos + len(obs), tuple(sorted(nb.items()))))
-                else:
-                    could.setdefault(pos, set()).update(describe_key(o) for o in obs)
+                edges.append((-1, _Resubmit(phase, phases[phase])))
         window = expected[pos:pos + _WINDOW]
         window_keys = {e.key for e in window}
         window_kinds = {e.key[0] for e in window}
         task = _task_of(c.eg)
-        for a in c.enabled_actions():
-            if data_free and type(a) in DATA_KINDS:
+        for act in c.enabled_actions():
+            if data_free and type(act) in DATA_KINDS:
                 continue
-            if _cannot_match(c, a, window_keys, window_kinds, task):
+            if _cannot_match(c, act, window_keys, window_kinds, task):
                 continue
-            c2 = c.copy()
-            before = len(c2.events)
-            c2.step(a)
-            obs = observe(c2, c2.events[before:])
-            if not obs:
-                successors.append((_rank(a) + 10, c2, pos, binding))
-                continue
-            nb = match(obs, expected[pos:pos + len(obs)], bdict)
-            if nb is None:
-                could.setdefault(pos, set()).update(describe_key(o) for o in obs)
-                tried.setdefault(pos, []).append((obs, bdict))
-                c2.release()
-                continue
-            successors.append((_rank(a), c2, pos + len(obs), tuple(sorted(nb.items()))))
-        # the stack pops the last first: progress first, then the preferred unobservable kinds
-        successors.sort(key=lambda s: (s[2] - pos, -s[0]))
-        for _r, c2, p2, b2 in successors:
-            stack.append((c2, p2, b2, node + 1))
+            edges.append((_priority(c, act, nxt, task), act))
+        # the stack pops the last first: the edge that should bring the next event first, then
+        # the preferred unobservable kinds
+        edges.sort(key=lambda e: -e[0])
+        for _p, act in edges:
+            stack.append((c, act, pos, binding))
     seconds = time.perf_counter() - t0
     pos = best[0]
     if bound is None:
