@@ -33,7 +33,7 @@ from model.channelstaterescaling import (
 from model.errors import FlinkspecError
 from model.events import value
 from model.stateassignment import assign_keyed_state, check_max_parallelism, repartition_operator_state
-from model.streamgraph import effective_max_parallelism
+from model.streamgraph import default_partitioner, effective_max_parallelism
 from model.streamtask import TaskSnapshot
 
 
@@ -46,7 +46,9 @@ class RestoredState:
 
 
 def rescale_graph(graph, parallelism: dict):
-    """``graph`` with the parallelisms in ``parallelism`` (operator name -> p)."""
+    """``graph`` with the parallelisms in ``parallelism`` (operator name -> p), as the job
+    resubmitted with them generates it: an edge whose partitioner the job did not set
+    (``EdgeSpec.default_partitioner``) gets Flink's default for the new parallelisms."""
     names = {o.name for o in graph.operators}
     unknown = set(parallelism) - names
     if unknown:
@@ -58,7 +60,12 @@ def rescale_graph(graph, parallelism: dict):
         if o.max_parallelism is None:
             changes["max_parallelism"] = effective_max_parallelism(o)
         ops.append(attrs.evolve(o, **changes))
-    new = attrs.evolve(graph, operators=tuple(ops))
+    # a resubmitted job's StreamGraph is generated again: an edge the job set no partitioner on
+    # gets Flink's default for the new parallelisms
+    par = {o.name: o.parallelism for o in ops}
+    edges = tuple(attrs.evolve(e, partitioner=default_partitioner(par[e.source], par[e.target]))
+                  if e.default_partitioner else e for e in graph.edges)
+    new = attrs.evolve(graph, operators=tuple(ops), edges=edges)
     # StreamGraph rules only: the co-location rule (checked when the graph is chained) cannot
     # break here, because a rescale that passes validate() splits no chain (a chained edge is
     # forward, so both ends keep one parallelism and, if auto-configured, one max parallelism).

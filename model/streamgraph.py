@@ -116,6 +116,12 @@ class EdgeSpec:
     target: str
     partitioner: str = "forward"
     exchange_mode: str = "pipelined"
+    #: the job set no partitioner: ``partitioner`` is Flink's default for the parallelisms the
+    #: graph was generated with (``StreamGraph.addEdgeInternal``: forward when both ends have
+    #: the same parallelism, else rebalance), chosen again whenever the job is resubmitted with
+    #: other parallelisms (``model.rescaling.rescale_graph``). A job file's edge without a
+    #: ``partitioner`` key has it; its dict form leaves the key out again.
+    default_partitioner: bool = False
 
     @property
     def label(self) -> str:
@@ -628,6 +634,7 @@ def stream_graph_from_dict(d: Mapping[str, Any], *, validate: bool = True) -> St
         _check_fields(ed, _EDGE_FIELDS, ("source", "target"), subj)
         ed = dict(ed)
         if "partitioner" not in ed:
+            ed["default_partitioner"] = True
             up, down = by_name.get(ed["source"]), by_name.get(ed["target"])
             ed["partitioner"] = (
                 default_partitioner(up.parallelism, down.parallelism)
@@ -660,6 +667,7 @@ def stream_graph_to_dict(g: StreamGraph) -> dict[str, Any]:
         out[flag] = getattr(g, flag)
     out["operators"] = ops
     out["edges"] = [
+        {"source": e.source, "target": e.target, "exchange_mode": e.exchange_mode} if e.default_partitioner else
         {"source": e.source, "target": e.target, "partitioner": e.partitioner, "exchange_mode": e.exchange_mode}
         for e in g.edges
     ]

@@ -187,13 +187,21 @@ def runtime_config(run: TraceRun) -> dict:
     return cfg
 
 
+def flink_graph(graph):
+    """The job as the recorded Flink program states it: conform's programs set no partitioner
+    but keyBy's, so every other edge has Flink's default (``EdgeSpec.default_partitioner``),
+    chosen again when a phase resubmits the job with other parallelisms."""
+    edges = tuple(e if e.partitioner == "hash" else attrs.evolve(e, default_partitioner=True) for e in graph.edges)
+    return attrs.evolve(graph, edges=edges)
+
+
 def header(run: TraceRun, answer: dict, shapes: list[dict]) -> dict:
     job = run.job
     return {
         "format": FORMAT, "version": VERSION, "flink_version": answer.get("flink_version"),
         "setup": FAULT_KINDS[run.kind].setup, "seed": run.seed, "fault": run.kind, "job_seed": job.seed,
         "description": job.describe(),
-        "job": stream_graph_to_dict(job.graph),
+        "job": stream_graph_to_dict(flink_graph(job.graph)),
         "input": {conform.SOURCE: [[list(r) for r in split] for split in job.splits]},
         "key_hash": {k: conform.row_key_hash(k) for s in job.splits for (k, _v, _t) in s},
         "config": runtime_config(run),

@@ -662,3 +662,59 @@ def test_validation_is_deterministic(kind):
     assert a.verdict == b.verdict == CONSISTENT
     assert (a.states, a.actions, a.binding, a.omitted) == (b.states, b.actions, b.binding, b.omitted)
     assert a.to_dict() | {"seconds": 0} == b.to_dict() | {"seconds": 0}
+
+
+# -- the divergences real traces showed, each a regression test --------------------------------------
+
+REGRESSIONS = Path(__file__).resolve().parent / "data" / "trace-regressions"
+
+
+def test_a_resubmitted_job_gets_flinks_default_partitioner_for_its_new_parallelisms():
+    """Flink generates a resubmitted job's StreamGraph again: an edge the program set no
+    partitioner on is forward once both ends have one parallelism (rebalance before), so the
+    keyed operator and the sink chain into one JobVertex. The model kept the first phase's
+    rebalance (three JobVertices where Flink had two) until ``rescale_graph`` chose again."""
+    from model.rescaling import rescale_graph
+    from model.streamgraph import StreamGraphBuilder, stream_graph_from_dict, stream_graph_to_dict
+
+    b = StreamGraphBuilder("g")
+    src = b.source("source", parallelism=2)
+    agg = b.keyed_aggregate("agg", src, aggregate="count", parallelism=3)
+    b.sink("sink", agg, parallelism=2)
+    d = stream_graph_to_dict(b.build())
+    for e in d["edges"]:
+        if e["partitioner"] != "hash":
+            del e["partitioner"]  # as a program (or a job file) that sets none
+    g = stream_graph_from_dict(d)
+    assert [e.partitioner for e in g.edges] == ["hash", "rebalance"]
+    same = rescale_graph(g, {"agg": 2})
+    assert [e.partitioner for e in same.edges] == ["hash", "forward"]
+    assert [e.partitioner for e in rescale_graph(same, {"agg": 4}).edges] == ["hash", "rebalance"]
+    explicit = rescale_graph(b.build(), {"agg": 2})  # a partitioner the program set stays
+    assert [e.partitioner for e in explicit.edges] == ["hash", "rebalance"]
+    assert stream_graph_to_dict(same)["edges"][1] == {"source": "agg", "target": "sink", "exchange_mode": "pipelined"}
+
+    tr = load_trace(REGRESSIONS / "rescale-resubmission-default-partitioner.ndjson")
+    assert validate(tr, **BUDGET).verdict == CONSISTENT
+
+
+@pytest.mark.parametrize("name", ["completion-during-the-failover", "completion-during-a-taskmanager-loss"])
+def test_a_checkpoint_completing_during_the_failover_is_expected_before_the_failure(name, monkeypatch):
+    """Real runs where a checkpoint completed after the failure was reported and before the
+    failover (and the restore used it): consistent only through the rule, which moves the
+    completion before the failure; without the move the model cannot restore that checkpoint."""
+    tr = load_trace(REGRESSIONS / f"{name}.ndjson")
+    v = validate(tr, **BUDGET)
+    assert v.verdict == CONSISTENT, v.to_dict()
+    assert "completion-during-the-failover" in {o.rule for o in v.omitted}
+    seqs = [e["seq"] for e in tr.events]
+    restored = next(e for e in tr.events if e["event"] == "restored")
+    done_at = next(e["seq"] for e in tr.events
+                   if e["event"] == "checkpoint_completed" and e["checkpoint"] == restored["checkpoint"])
+    start = next(e["seq"] for e in tr.events if e["event"] in ("task_failed", "task_manager_lost"))
+    assert start < done_at < restored["seq"] and seqs == sorted(seqs)
+    import properties.tracevalidation as tv
+
+    monkeypatch.setattr(tv, "_completions_before_failures", lambda events: list(events))
+    without = validate(tr, **BUDGET)
+    assert without.verdict == DIVERGENT and without.first_unmatched.key[0] in ("restored", "checkpoint_completed")
