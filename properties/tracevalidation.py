@@ -428,6 +428,7 @@ class Verdict:
         if self.reason:
             d["reason"] = self.reason
         d["omitted"] = dict(sorted(d["omitted"].items()))
+        d["model_actions"] = [repr(a) for a in self.actions]
         return d
 
 
@@ -627,9 +628,11 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
             stack.append((c, act, pos, binding))
     seconds = time.perf_counter() - t0
     pos = best[0]
+    deepest = tuple(best[1].trace) if best[1] is not None else ()
     if bound is None:
         return Verdict(DIVERGENT, trace.path, pos, total, states, seconds,
                        first_unmatched=_culprit(expected, pos, tried.get(pos, ())),
-                       model_could=tuple(sorted(could.get(pos, ()))), omitted=tuple(omitted))
+                       model_could=tuple(sorted(could.get(pos, ()))), omitted=tuple(omitted), actions=deepest)
     return Verdict(INCONCLUSIVE, trace.path, pos, total, states, seconds,
-                   first_unmatched=expected[pos] if pos < total else None, bound=bound, omitted=tuple(omitted))
+                   first_unmatched=expected[pos] if pos < total else None, bound=bound, omitted=tuple(omitted),
+                   actions=deepest)

@@ -571,8 +571,9 @@ def test_bad_trace_files_are_one_clear_error(tmp_path):
 
 
 @pytest.fixture
-def main(monkeypatch):
+def main(monkeypatch, tmp_path):
     monkeypatch.setattr(cli, "COMMANDS", ("trace", "validate"))
+    monkeypatch.chdir(tmp_path)  # the report goes to ./results/validate-<time>/
     return cli.main
 
 
@@ -624,6 +625,15 @@ def test_cli_validate_json(main, capsys, tmp_path):
     assert second["verdict"] == "divergent" and second["first_unmatched"]["seq"] == _first(events, "restored")
     assert summary["traces"] == 2 and summary["consistent"] == 1 and summary["divergent"] == 1
     assert summary["per_fault"] == {"rocksdb-incremental": {"consistent": 1, "divergent": 1}}
+    report = json.loads(Path(summary["report"]).read_text(encoding="utf-8"))
+    assert [t["verdict"] for t in report["traces"]] == ["consistent", "divergent"]
+    # the model's run to the deepest matched point replays through the step function
+    from properties.counterexample import validation as cx_validation
+
+    run = Cluster.from_scenario(scenario_of(tr))
+    for text in report["traces"][1]["model_actions"]:
+        run.step(cx_validation.parse_action_text(text))
+    assert report["traces"][1]["model_actions"]
 
 
 def test_cli_validate_json_per_fault_counts(main, capsys):

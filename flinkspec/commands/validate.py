@@ -29,6 +29,9 @@ def register(sub) -> None:
     p.add_argument("--max-seconds", type=float, default=120.0, metavar="S",
                    help="seconds searched per trace before it is inconclusive (default 120)")
     p.add_argument("--json", action="store_true", help="one JSON object per trace, then a summary line")
+    p.add_argument("--no-write", action="store_true",
+                   help="write no report (by default: results/validate-<time>/report.json, every verdict with the "
+                        "model's actions to the deepest matched point)")
     p.set_defaults(func=run)
 
 
@@ -59,6 +62,7 @@ def run(args) -> int:
     t0 = time.perf_counter()
     counts: dict = {}
     per_fault: dict = {}
+    reports: list = []
     interactive = sys.stderr.isatty()
     for i, tr in enumerate(traces):
         v = validate(tr, max_states=args.max_states, max_seconds=args.max_seconds,
@@ -68,8 +72,11 @@ def run(args) -> int:
         fault = tr.header["fault"]
         per_fault.setdefault(fault, {}).setdefault(v.verdict, 0)
         per_fault[fault][v.verdict] += 1
+        reports.append(dict(v.to_dict(), fault=fault))
         if args.json:
-            print(json.dumps(dict(v.to_dict(), fault=fault), sort_keys=True, default=list))
+            d = dict(reports[-1])
+            d.pop("model_actions")
+            print(json.dumps(d, sort_keys=True, default=list))
         else:
             print(f"[{i + 1}/{len(traces)}] {v.verdict.upper():12} {tr.path}: {v.matched}/{v.total} events matched, "
                   f"{v.states} model states, {v.seconds:.1f}s")
@@ -86,9 +93,18 @@ def run(args) -> int:
         sys.stdout.flush()
     summary = {"traces": len(traces), "seconds": round(time.perf_counter() - t0, 1),
                **{k: counts.get(k, 0) for k in ("consistent", "divergent", "inconclusive")}, "per_fault": per_fault}
+    if not args.no_write:
+        from properties.corpus import run_directory  # lazy, as above
+        from properties.safe_io import write_atomic  # lazy, as above
+
+        out = run_directory("validate", None) / "report.json"
+        write_atomic(out, json.dumps({"summary": summary, "traces": reports}, indent=1, sort_keys=True,
+                                     default=list) + "\n", what="validation report")
+        summary["report"] = str(out)
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
         print(f"{summary['consistent']}/{len(traces)} consistent, {summary['divergent']} divergent, "
-              f"{summary['inconclusive']} inconclusive in {summary['seconds']:.0f}s")
+              f"{summary['inconclusive']} inconclusive in {summary['seconds']:.0f}s"
+              + (f"; report: {summary['report']}" if "report" in summary else ""))
     return 0 if summary["consistent"] == len(traces) else 1
