@@ -143,7 +143,7 @@ def _run(argv, tmp_path, monkeypatch) -> int:
     with /tmp/replay redirected into it; relative paths of the repository resolve as shown
     from its root."""
     argv = [str(tmp_path / "replay") if a == "/tmp/replay" else a for a in argv]
-    argv = [str(ROOT / a) if a.startswith(("counterexamples/", "examples/")) else a for a in argv]
+    argv = [str(ROOT / a) if a.startswith(("counterexamples/", "examples/", "tests/data/")) else a for a in argv]
     monkeypatch.chdir(tmp_path)
     return main(argv)
 
