@@ -448,7 +448,11 @@ def _row_key(jvm, key: str):
     return row
 
 
-def main() -> int:
+def serve(run, on_error=lambda: {}) -> int:
+    """Answer each JSON request on stdin with one JSON line on stdout, in order: ``run(job,
+    base, jvm, timeout)``'s result, or ``{"id", "ok": false, "error", "traceback"}`` plus
+    ``on_error()`` when it raises (reported per request: the client turns it into a
+    disagreement or a failed recording). One JVM serves every request."""
     base = os.environ.get("FLINKSPEC_CONFORM_WORK") or os.getcwd()
     timeout = float(os.environ.get("FLINKSPEC_CONFORM_TIMEOUT", "180"))
     from pyflink.java_gateway import get_gateway
@@ -462,16 +466,19 @@ def main() -> int:
             continue
         job = json.loads(line)
         try:
-            result = run_job(job, base, jvm, timeout)
-        except Exception as e:  # reported per job: the client turns it into a disagreement
+            result = run(job, base, jvm, timeout)
+        except Exception as e:  # reported per request
             tb = traceback.format_exc(limit=3)
             result = {"id": job.get("id"), "ok": False, "error": f"{type(e).__name__}: {_java_cause(e)}",
-                      "traceback": tb[-2000:]}
+                      "traceback": tb[-2000:], **on_error()}
         result["flink_version"] = version
         sys.stdout.write(json.dumps(result) + "\n")
         sys.stdout.flush()
     return 0
 
+
+def main() -> int:
+    return serve(run_job)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,12 +31,9 @@ is compared here (``flinkspec conform`` does that); the log is the trace.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import threading
 import time
-import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -144,30 +141,7 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
 
 
 def main() -> int:
-    base = os.environ.get("FLINKSPEC_CONFORM_WORK") or os.getcwd()
-    timeout = float(os.environ.get("FLINKSPEC_CONFORM_TIMEOUT", "180"))
-    from pyflink.java_gateway import get_gateway
-
-    jvm = get_gateway().jvm
-    version = jvm.org.apache.flink.runtime.util.EnvironmentInformation.getVersion()
-    _log(f"Flink {version} ready")
-    for line in sys.stdin:
-        line = line.strip()
-        if not line:
-            continue
-        job = json.loads(line)
-        try:
-            result = run_job(job, base, jvm, timeout)
-        except Exception as e:  # reported per run: the client records it as a failed recording
-            tb = traceback.format_exc(limit=3)
-            result = {"id": job.get("id"), "ok": False, "error": f"{type(e).__name__}: {conform._java_cause(e)}",
-                      "traceback": tb[-2000:], "log": [0, _log_size()]}
-        result["flink_version"] = version
-        sys.stdout.write(json.dumps(result) + "\n")
-        sys.stdout.flush()
-    return 0
-
+    return conform.serve(run_job, on_error=lambda: {"log": [0, _log_size()]})
 
 if __name__ == "__main__":
-    threading.current_thread().name = "flink-trace-driver"
     sys.exit(main())
