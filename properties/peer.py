@@ -29,6 +29,7 @@ from model.channelstaterescaling import (
     old_subtasks,
 )
 from model.checkpointcoordinator import (
+    CheckpointAborted,
     CheckpointCompleted,
     CheckpointCoordinator,
     CheckpointProperties,
@@ -40,12 +41,14 @@ from model.checkpointcoordinator import (
     NotifyCheckpointAborted,
     NotifyCheckpointComplete,
 )
+from model.checkpointstorage import CheckpointStorage, KeyedStateHandle
 from model.errors import FlinkspecError, InvalidArgument
 from model.eventtime import BoundedOutOfOrdernessWatermarks
 from model.failover import RestartPipelinedRegionFailoverStrategy, pipelined_regions
 from model.jobgraph import BLOCKING, PIPELINED_BOUNDED, build_job_graph
 from model.keygroups import EMPTY_KEY_GROUP_RANGE, KeyGroupRange, compute_key_group_ranges, \
     compute_operator_index_for_key_group
+from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
 from model.stateassignment import repartition_operator_state
 from model.streamgraph import stream_graph_from_dict
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
@@ -770,6 +773,152 @@ def run_chaining(case: dict) -> list[str]:
     return out
 
 
+def run_shared_state_registry(case: dict) -> list[str]:
+    """A SharedStateRegistryTest case against ``model.sharedstateregistry.SharedStateRegistry``.
+
+    Steps: ``register [key, checkpoint id]`` (``registerReference``), ``register_restored
+    [[keys], checkpoint id, mode]`` (``registerAllAfterRestored``), ``completed id``
+    (``checkpointCompleted``), ``unregister lowest id`` (``unregisterUnusedState``; Flink's
+    direct executor discards at once: the files the model returns count as discarded),
+    ``discarded {key: bool}`` (``isDiscarded()``). A model error in a step is a
+    disagreement (Flink asserts the call does not throw)."""
+    out: list[str] = []
+    reg = SharedStateRegistry()
+    discarded: set = set()
+    for i, step in enumerate(case["steps"]):
+        where = f"step {i}"
+        try:
+            if "register" in step:
+                key, cid = step["register"]
+                reg.register_reference(key, cid)
+            elif "register_restored" in step:
+                keys, cid, mode = step["register_restored"]
+                if mode not in RESTORE_MODES:
+                    raise PeerSpecError(f"{where}: unknown restore mode {mode!r} (one of {RESTORE_MODES})")
+                reg.register_all_after_restored(keys, cid, mode)
+            elif "completed" in step:
+                reg.checkpoint_completed(step["completed"])
+            elif "unregister" in step:
+                discarded.update(reg.unregister_unused_state(step["unregister"]))
+            elif "discarded" in step:
+                for key, want in step["discarded"].items():
+                    _expect(out, f"{where}: {key} isDiscarded()", key in discarded, want)
+            else:
+                raise PeerSpecError(f"unknown step {step!r}")
+        except FlinkspecError as e:
+            if isinstance(e, PeerSpecError):
+                raise
+            out.append(f"{where}: Flink asserts {step!r} does not throw, the model raises {e}")
+    return out
+
+
+def run_coordinator_shared_state(case: dict) -> list[str]:
+    """A CheckpointCoordinatorTest case about shared state: the model's CheckpointCoordinator
+    and CheckpointStorage (with its SharedStateRegistry), wired as ``model.cluster`` wires
+    them (an acknowledgement of a pending checkpoint is kept; one nobody waits for is
+    discarded; a completion goes to ``CheckpointStorage.complete`` with the store's retained
+    ids; an abort discards what the acknowledgements uploaded). Flink's test executors run
+    the discards at once: every scheduled delete runs after each step.
+
+    Config as for ``coordinator`` (``max_retained``: the store's size). Steps: ``trigger``
+    (as for ``coordinator``); ``ack [id, subtask]`` with ``private`` / ``shared`` file names
+    (an ``IncrementalRemoteKeyedStateHandle``'s meta and private files, and its shared
+    files; a model handle is either private or shared, so a subtask acknowledges with two);
+    ``decline [id, subtask, reason]``; ``remove_oldest`` (the test store's
+    ``removeOldestCheckpoint``: the oldest retained checkpoint is subsumed, then
+    ``unregisterUnusedState`` with the lowest remaining non-savepoint id, if any);
+    ``restore mode`` (the store shut down and a new registry built from its checkpoints,
+    ``SharedStateRegistry.DEFAULT_FACTORY.create(.., checkpoints, mode)``:
+    ``registerAllAfterRestored`` of each); ``check`` with ``retained_ids`` and
+    ``discarded {file: bool}``. ``runs`` instead of ``steps``: name -> steps, each run on a
+    fresh coordinator (a Flink test looping over the restore modes)."""
+    if "runs" in case:
+        return [f"{name}: {m}" for name, steps in case["runs"].items()
+                for m in _run_coordinator_shared_state(case["config"], steps)]
+    return _run_coordinator_shared_state(case["config"], case["steps"])
+
+
+def _run_coordinator_shared_state(cfg: dict, steps: list) -> list[str]:
+    out: list[str] = []
+    coord = CheckpointCoordinator(
+        cfg["trigger"], cfg["ack"], max_concurrent_checkpoints=cfg.get("max_concurrent", 1),
+        max_retained=cfg.get("max_retained", 1), queue_requests=cfg.get("queue_requests", False))
+    storage = CheckpointStorage()
+    acks: dict = {}  # checkpoint id -> {(subtask, private|shared): snapshot}
+    retained: list = []
+    now = 999
+
+    def run_deletes():
+        for path in list(storage.scheduled):
+            storage.discard(path, now)
+
+    def effects(effs):
+        nonlocal retained
+        for e in effs:
+            if isinstance(e, CheckpointCompleted):
+                storage.complete(e.checkpoint_id, acks.pop(e.checkpoint_id, {}), e.properties.is_savepoint,
+                                 e.subsumed_from_store, tuple(coord.store.checkpoint_ids()), now)
+            elif isinstance(e, CheckpointAborted):
+                storage.discard_uploads(acks.pop(e.checkpoint_id, {}).values(), f"aborted checkpoint {e.checkpoint_id}")
+        retained = list(coord.store.checkpoint_ids())
+
+    for i, step in enumerate(steps):
+        now = step.get("now", now + 1)
+        where = f"step {i}"
+        if "trigger" in step:
+            res = coord.trigger_checkpoint(now, step["trigger"], step.get("periodic", False))
+            effects(res.effects)
+            if "expect" in step:
+                _expect(out, f"{where}: trigger {step['trigger']}", res.status, step["expect"])
+            if "id" in step and res.checkpoint_id is not None:
+                _expect(out, f"{where}: checkpoint id", res.checkpoint_id, step["id"])
+        elif "ack" in step:
+            cid, task = step["ack"]
+            snaps = {}
+            for kind in ("private", "shared"):
+                paths = tuple(step.get(kind, ()))
+                for p in paths:
+                    storage.write(p, ())
+                if paths:
+                    h = KeyedStateHandle(cid, tuple((p, p) for p in paths), paths, kind == "shared")
+                    snaps[(task, kind)] = SimpleNamespace(checkpoint_id=cid, state_handle=h)
+            if cid in coord.pending:
+                acks.setdefault(cid, {}).update(snaps)
+            else:
+                storage.discard_uploads(snaps.values(), f"late acknowledgement of checkpoint {cid}")
+            effects(coord.receive_acknowledge(cid, task, snaps, now=now))
+        elif "decline" in step:
+            cid, task, reason = step["decline"]
+            effects(coord.receive_decline(cid, task, reason, now=now))
+        elif "remove_oldest" in step:
+            storage.subsume(retained.pop(0))
+            lowest = [c for c in retained if c not in storage.savepoints]
+            if lowest:
+                storage.schedule_delete(storage.registry.unregister_unused_state(lowest[0]),
+                                        "shared state no retained checkpoint uses")
+        elif "restore" in step:
+            mode = step["restore"]
+            if mode not in RESTORE_MODES:
+                raise PeerSpecError(f"{where}: unknown restore mode {mode!r} (one of {RESTORE_MODES})")
+            storage.registry = SharedStateRegistry()
+            for cid in retained:
+                shared = [p for h in storage.handles.get(cid, {}).values() if h.shared for p in h.paths]
+                storage.registry.register_all_after_restored(shared, cid, mode)
+        elif "check" in step:
+            for key, want in step["check"].items():
+                if key == "retained_ids":
+                    _expect(out, f"{where}: retained_ids", retained, want)
+                elif key == "discarded":
+                    for path, w in want.items():
+                        _expect(out, f"{where}: {path} isDisposed()", path in storage.deleted, w)
+                else:
+                    raise PeerSpecError(f"{where}: unknown check {key!r} (one of ['discarded', 'retained_ids'])")
+        else:
+            raise PeerSpecError(f"unknown step {step!r}")
+        run_deletes()
+    return out
+
+
 #: kind -> runner (the one registry of peer-suite kinds)
 RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "window_assigner": run_window_assigner,
@@ -788,4 +937,6 @@ RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "keyed_state_assignment": run_keyed_state_assignment,
     "window_operator": run_window_operator,
     "chaining": run_chaining,
+    "shared_state_registry": run_shared_state_registry,
+    "coordinator_shared_state": run_coordinator_shared_state,
 }

@@ -144,6 +144,18 @@ def _wrong_chaining():
     return d, c
 
 
+def _wrong_shared_state_registry():
+    d, c = _case("SharedStateRegistryTest", "testRegistryNormal")
+    c["steps"][-1]["discarded"]["first"] = False
+    return d, c
+
+
+def _wrong_coordinator_shared_state():
+    d, c = _case("CheckpointCoordinatorTest", "testSharedStateRegistrationOnRestore")
+    c["runs"]["NO_CLAIM"][-3]["check"]["discarded"]["shared-0-kg0-1"] = True
+    return d, c
+
+
 def _broken_key_group_partitions(monkeypatch):
     monkeypatch.setattr(peer, "compute_operator_index_for_key_group", lambda m, p, kg: min(p - 1, (kg + 1) * p // m))
     d, c = _case("CheckpointCoordinatorTest", "testCreateKeyGroupPartitions")
@@ -185,6 +197,8 @@ WRONG = {
     "keyed_state_assignment": _broken_keyed_state_assignment,
     "window_operator": lambda mp: _wrong_window_operator(),
     "chaining": lambda mp: _wrong_chaining(),
+    "shared_state_registry": lambda mp: _wrong_shared_state_registry(),
+    "coordinator_shared_state": lambda mp: _wrong_coordinator_shared_state(),
 }
 
 
