@@ -47,8 +47,9 @@ Deliberate differences / left out:
 
 * Time is the lead's logical clock (the step counter). Triggering is atomic: no
   ``isTriggering`` phase, no master hooks, no operator coordinators, no checkpoint
-  storage locations, no shared-state registry, no CheckpointFailureManager (tolerable
-  failures), no stats.
+  storage locations, no CheckpointFailureManager (tolerable failures), no stats. The
+  SharedStateRegistry is not the coordinator's here: it lives in the checkpoint storage
+  (``model.checkpointstorage``), which the cluster tells of completions and subsumptions.
 * With ``queue_requests=False`` (the default) there is no request queue: a request that
   may not run is declined at once, as data, with the older reason name
   ``TOO_MANY_CONCURRENT_CHECKPOINTS`` (what Flink <= 1.10 returned; current Flink queues
