@@ -27,7 +27,6 @@ import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -447,10 +446,6 @@ def _flink_version_of(logs: dict) -> str | None:
         if m:
             return m.group(1)
     return None
-
-
-def python_for_flink_missing() -> bool:
-    return conform.flink_env_missing()
 
 
 __all__ = ["FAULT_KINDS", "Trace", "TraceRun", "draw_run", "fault_kinds", "load_trace", "plan", "record",
