@@ -60,6 +60,11 @@ _R_DECLINE = re.compile(r"CheckpointCoordinator \[.*\] - Decline checkpoint (\d+
 _R_REASON = re.compile(r"Failure reason: (.*?)\.?$")
 
 
+#: an earlier recording whose log holds declines by tasks that were not ready (the reason on the
+#: stack trace's first line) and the loss of a TaskManager running tasks
+DECLINES_LOG = Path(__file__).resolve().parent / "data" / "flink-2.3.0-runs-with-declines.log.gz"
+
+
 def _raw_text() -> str:
     with gzip.open(LOG, "rt", encoding="utf-8") as f:
         return f.read()
@@ -186,7 +191,7 @@ _R_GONE = re.compile(r"ExecutionGraph \[.*\] - .* \(\d+/\d+\) \([0-9a-f]{32}_([0
 _R_MARKER = re.compile(r"flinkspec\.trace \[.*\] - flinkspec: TaskManager (\d+) terminated")
 
 
-def test_a_lost_taskmanagers_tasks_are_those_deployed_to_it(raw, parsed):
+def _lost_tasks(raw, parsed):
     """The tasks of a ``task_manager_lost`` event: those deployed (Flink's "Deploying ... to
     RESOURCE") to the TaskManager the marker names (the MiniCluster's start order of its
     "Starting TaskManager with ResourceID" lines) and not yet failed, cancelled or finished."""
@@ -213,8 +218,19 @@ def test_a_lost_taskmanagers_tasks_are_those_deployed_to_it(raw, parsed):
             want.append(sorted([vertex_pos[phase].index(v), s] for (v, s), r in where.items()
                                if r == rid and (v, s) not in gone))
     got = [e["tasks"] for e in events if e["event"] == "task_manager_lost"]
-    assert want and all(want)  # the excerpt's loss is of a TaskManager running tasks
-    assert got == want
+    return got, want
+
+
+def test_a_lost_taskmanagers_tasks_are_those_deployed_to_it(raw, parsed):
+    """Both real logs (the lost TaskManager ran tasks in each)."""
+    with gzip.open(DECLINES_LOG, "rt", encoding="utf-8") as f:
+        other = f.read()
+    wants = []
+    for text, events in ((raw, parsed), (other, observations(other, phases=9))):
+        got, want = _lost_tasks(text, events)
+        assert want and got == want
+        wants += want
+    assert all(wants)  # losses of TaskManagers running tasks
 
 
 def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
@@ -236,20 +252,24 @@ def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
         if e["event"] == "job_submitted":
             phase = e["phase"]
         per_phase[phase].append(e)
+    checked = 0
     for path in TRACE_FILES:
         tr = load_trace(path)
+        if tr.header.get("setup", "minicluster") != "minicluster":
+            continue  # a standalone cluster's logs are not in the excerpt
         idx = runs.get(tr.header["job_seed"])
-        if idx is None or tr.header.get("setup", "minicluster") != "minicluster":
-            continue  # recorded in another run than the excerpt's
+        assert idx is not None, f"{path.name}: its run is not in the log excerpt (record them together)"
+        checked += 1
         assert [shapes[i] for i in idx] == tr.header["flink_vertices"], path.name
         got = []
         for k, i in enumerate(idx):
             for e in per_phase[i]:
                 got.append(dict(e, phase=k) if e["event"] == "job_submitted" else e)
         assert got == [{k: v for k, v in e.items() if k != "seq"} for e in tr.events], path.name
+    assert checked == sum(1 for p in TRACE_FILES if "jobmanager-loss" not in p.name) > 0
 
 
-def test_continuation_lines_belong_to_their_entry(raw, parsed):
+def test_continuation_lines_belong_to_their_entry():
     text = ("12:00:00,000 INFO  a.b.C [t] - first\n"
             "java.lang.Exception: boom\n"
             "\tat x.y.Z(Z.java:1)\n"
@@ -258,7 +278,10 @@ def test_continuation_lines_belong_to_their_entry(raw, parsed):
     assert len(entries) == 2
     assert entries[0][2] == "first\njava.lang.Exception: boom\n\tat x.y.Z(Z.java:1)"
     assert entries[1][:3] == ("WARN", "a.b.D", "second")
-    # in the real log: the reason of a decline stands on the stack trace's first line, not on the entry's
+    # in a real log: the reason of a decline stands on the stack trace's first line, not on the entry's
+    with gzip.open(DECLINES_LOG, "rt", encoding="utf-8") as f:
+        raw = f.read()
+    parsed = observations(raw, phases=9)
     lines = raw.splitlines()
     reasons = []
     for i, line in enumerate(lines):
@@ -430,10 +453,11 @@ def test_a_checkpoint_at_a_task_not_running_is_left_out_and_later_ids_shift(tmp_
     left = {o.seq: o.rule for o in v.omitted}
     assert left.get(at) == left.get(at + 1) == "trigger-at-a-task-not-running"
     binding = dict(v.binding)
+    original = dict(validate(tr, **BUDGET).binding)  # the real trace's own binding (it may shift already)
     assert new not in binding
     later = sorted(f for f in binding if f > new)
-    assert later and all(binding[f] == f - 1 for f in later)
-    assert all(binding[f] == f for f in binding if f < new)
+    assert later and all(binding[f] == original[f - 1] for f in later)
+    assert all(binding[f] == original[f] for f in binding if f < new)
     # without the rule's reason the same checkpoint is expected: an expired one at the same place is not left out
     events[at + 1] = {"event": "checkpoint_aborted", "checkpoint": new, "reason": "expired"}
     t3 = load_trace(_write(tmp_path, tr.header, events, "expired.ndjson"))
