@@ -126,27 +126,23 @@ class Omitted:
     rule: str
 
 
+#: how each observation reads (its key: the kind, then the fields)
+_DESCRIBE = {
+    "checkpoint_triggered": lambda k: f"{'savepoint' if k[2] else 'checkpoint'} {k[1]} triggered",
+    "checkpoint_completed": lambda k: f"checkpoint {k[1]} completed",
+    "checkpoint_aborted": lambda k: f"checkpoint {k[1]} aborted ({k[2]})",
+    "task_failed": lambda k: f"task {list(k[1])} failed",
+    "failover": lambda k: f"failover restarting {sorted(list(t) for t in k[1])}",
+    "restored": lambda k: "restored from " + ("no checkpoint" if k[1] is None else f"checkpoint {k[1]}"),
+    "task_manager_lost": lambda k: "a TaskManager lost",
+    "job_manager_lost": lambda k: "the JobManager lost",
+    "job_submitted": lambda k: f"job resubmitted from savepoint {k[1]}",
+}
+
+
 def describe_key(key: tuple) -> str:
-    kind = key[0]
-    if kind in ("checkpoint_triggered",):
-        return f"{'savepoint' if key[2] else 'checkpoint'} {key[1]} triggered"
-    if kind == "checkpoint_completed":
-        return f"checkpoint {key[1]} completed"
-    if kind == "checkpoint_aborted":
-        return f"checkpoint {key[1]} aborted ({key[2]})"
-    if kind == "task_failed":
-        return f"task {list(key[1])} failed"
-    if kind == "failover":
-        return f"failover restarting {sorted(list(t) for t in key[1])}"
-    if kind == "restored":
-        return "restored from " + ("no checkpoint" if key[1] is None else f"checkpoint {key[1]}")
-    if kind == "task_manager_lost":
-        return "a TaskManager lost"
-    if kind == "job_manager_lost":
-        return "the JobManager lost"
-    if kind == "job_submitted":
-        return f"job resubmitted from savepoint {key[1]}"
-    return repr(key)
+    f = _DESCRIBE.get(key[0])
+    return f(key) if f is not None else repr(key)
 
 
 # -- the trace's side -----------------------------------------------------------------------------
