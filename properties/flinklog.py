@@ -24,6 +24,11 @@ event                     Flink's log line (logger)
                           restore." after a failover
 ``task_manager_lost``     the recorder's own marker line (logger ``flinkspec.trace``),
                           logged just before ``MiniCluster.terminateTaskManager``
+``job_manager_lost``      the HA harness's marker, logged when it killed the leader
+``leader_granted``        "JobMasterServiceLeadershipRunner for job J was granted leadership"
+``checkpoint_files``      the recorder's marker: the shared files (RocksDB's incremental
+                          SST files) a completed checkpoint's ``_metadata`` references
+``shared_file_deleted``   the recorder's marker: a shared file gone from checkpoint storage
 ========================  =================================================================
 
 A task is ``[vertex, subtask]``: the JobVertex's position in the order the ExecutionGraph
@@ -54,6 +59,8 @@ _RESTORE = re.compile(r"^Restoring job [0-9a-f]+ from (Checkpoint|Savepoint) (\d
 _NO_RESTORE = "No checkpoint found during restore."
 _MARKER = re.compile(r"^flinkspec: TaskManager (\d+) terminated")
 _JM_KILLED = re.compile(r"^flinkspec: JobManager (\d+) killed")
+_FILES = re.compile(r"^flinkspec: checkpoint (\d+) references shared files \[([^\]]*)\]")
+_FILE_DELETED = re.compile(r"^flinkspec: shared file (\S+) deleted")
 _GRANTED = re.compile(r"^JobMasterServiceLeadershipRunner for job ([0-9a-f]{32}) was granted leadership with leader id ([0-9a-f-]+)")
 _TM_STARTED = re.compile(r"^Starting TaskManager with ResourceID: (\S+)")
 _TMS_STARTING = re.compile(r"^Starting (\d+) TaskManager\(s\)")
@@ -149,9 +156,20 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
                 tasks = sorted(list(t) for t in phase.live if phase.location.get(t) == rid)
                 events.append({"event": "task_manager_lost", "task_manager": i, "tasks": tasks})
                 continue
+            if phase is None or phase.ended:
+                continue
             m = _JM_KILLED.match(msg)
-            if m and phase is not None and not phase.ended:
+            if m:
                 events.append({"event": "job_manager_lost", "job_manager": int(m.group(1))})
+                continue
+            m = _FILES.match(msg)
+            if m:
+                files = [f for f in m.group(2).split(",") if f]
+                events.append({"event": "checkpoint_files", "checkpoint": int(m.group(1)), "shared": files})
+                continue
+            m = _FILE_DELETED.match(msg)
+            if m:
+                events.append({"event": "shared_file_deleted", "file": m.group(1)})
             continue
         if name == "MiniCluster":
             if _TMS_STARTING.match(msg):

@@ -97,6 +97,11 @@ RULES = {r.name: r for r in (
          "the failed tasks had acknowledged it, the others' acknowledgements arrive while Flink cancels the "
          "tasks and waits out the restart back-off (it aborts pending checkpoints only when it restores). The "
          "model fails over in the step of the failure, so its completion is expected just before the failure"),
+    Rule("checkpoint-storage-by-invariant",
+         "the shared files of checkpoint storage are compared through the model's rule, not by name (Flink names "
+         "them by UUID, the model by task and checkpoint): a shared file is discarded only when no retained "
+         "checkpoint references it (SharedStateRegistry); a deletion of a file that one of the last "
+         "state.checkpoints.num-retained completed checkpoints references is an event the model cannot produce"),
     Rule("leadership",
          "leader grants are recorded but not compared here: the data-plane model's FailJobManager restores the "
          "latest completed checkpoint without an election (the control-plane model has the election)"),
@@ -137,6 +142,7 @@ _DESCRIBE = {
     "task_manager_lost": lambda k: "a TaskManager lost",
     "job_manager_lost": lambda k: "the JobManager lost",
     "job_submitted": lambda k: f"job resubmitted from savepoint {k[1]}",
+    "shared_file_deleted": lambda k: f"shared file {k[1]} deleted",
 }
 
 
@@ -230,6 +236,8 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
             expected.append(Expected(("job_manager_lost",), seq))
         elif kind == "leader_granted":
             omitted.append(Omitted(seq, kind, "leadership"))
+        elif kind in ("checkpoint_files", "shared_file_deleted"):
+            omitted.append(Omitted(seq, kind, "checkpoint-storage-by-invariant"))
         else:  # the schema admits no other kind
             raise FlinkspecError(f"{trace.path}: event {seq}: unknown event {kind!r}")
     return expected, omitted
@@ -256,6 +264,30 @@ def _completions_before_failures(events) -> list:
             k += len(moved)
         k = next((j for j in range(k + 1, len(out)) if out[j]["event"] == "failover"), len(out)) + 1
     return out
+
+
+def referenced_file_deleted(trace: Trace, retained: int) -> tuple[dict, str] | None:
+    """The first ``shared_file_deleted`` event of a file that a retained checkpoint references
+    (the last ``retained`` completed checkpoints, by the trace's ``checkpoint_files``), with
+    the reason; None if there is none. The model's SharedStateRegistry never does this."""
+    completed: list[int] = []
+    refs: dict[int, set] = {}
+    savepoints = {e["checkpoint"] for e in trace.events if e["event"] == "checkpoint_triggered" and e["savepoint"]}
+    for e in trace.events:
+        kind = e["event"]
+        if kind == "job_submitted":
+            completed, refs = [], {}
+        elif kind == "checkpoint_completed" and e["checkpoint"] not in savepoints:
+            completed.append(e["checkpoint"])
+        elif kind == "checkpoint_files":
+            refs[e["checkpoint"]] = set(e["shared"])
+        elif kind == "shared_file_deleted":
+            users = [c for c in completed[-retained:] if e["file"] in refs.get(c, ())]
+            if users:
+                return e, (f"shared file {e['file']} deleted while retained checkpoint(s) {users} reference it "
+                           f"(state.checkpoints.num-retained = {retained}): the model's SharedStateRegistry "
+                           "discards a shared file only when no retained checkpoint references it")
+    return None
 
 
 def scenario_of(trace: Trace) -> Scenario:
@@ -541,6 +573,13 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
     scenario = scenario_of(trace)
     root = Cluster.from_scenario(scenario)
     data_free = data_free_reason(scenario) is None
+    deleted = referenced_file_deleted(trace, scenario.config.max_retained_checkpoints)
+    if deleted is not None:
+        e, why = deleted
+        before = sum(1 for x in expected if x.seq < e["seq"])
+        return Verdict(DIVERGENT, trace.path, before, len(expected), 0, time.perf_counter() - t0,
+                       first_unmatched=Expected(("shared_file_deleted", e["file"]), e["seq"]), reason=why,
+                       omitted=tuple(omitted))
     total = len(expected)
     shape = _shape_error(trace, root, 0)
     if shape:

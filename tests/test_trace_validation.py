@@ -752,3 +752,64 @@ def test_a_checkpoint_completing_during_the_failover_is_expected_before_the_fail
     monkeypatch.setattr(tv, "_completions_before_failures", lambda events: list(events))
     without = validate(tr, **BUDGET)
     assert without.verdict == DIVERGENT and without.first_unmatched.key[0] in ("restored", "checkpoint_completed")
+
+
+# -- checkpoint storage ----------------------------------------------------------------------------
+
+
+def test_shared_file_markers_are_parsed_from_the_log(raw, parsed):
+    """The recorder's storage markers (every completed incremental checkpoint's shared files, each
+    shared file deleted) become events, in the log's order, with the files the lines name, up to
+    the phase's end (its first task or job FINISHED)."""
+    want = []
+    ended = False
+    for line in raw.splitlines():
+        if re.search(r"ExecutionGraph \[.*\] - Job .* switched from state CREATED to RUNNING", line):
+            ended = False
+        elif re.search(r"ExecutionGraph \[.*\] - .* (switched from \w+ to FINISHED|switched from state \w+ to "
+                       r"(FINISHED|FAILED|CANCELED))", line):
+            ended = True
+        if ended:
+            continue
+        m = re.search(r"\] - flinkspec: checkpoint (\d+) references shared files \[([^\]]*)\]", line)
+        if m:
+            want.append(("checkpoint_files", int(m.group(1)), [f for f in m.group(2).split(",") if f]))
+        m = re.search(r"\] - flinkspec: shared file (\S+) deleted", line)
+        if m:
+            want.append(("shared_file_deleted", m.group(1)))
+    got = [(e["event"], e["checkpoint"], e["shared"]) if e["event"] == "checkpoint_files" else (e["event"], e["file"])
+           for e in parsed[0] if e["event"] in ("checkpoint_files", "shared_file_deleted")]
+    assert want and got == want
+
+
+def test_validation_fails_on_a_shared_file_deleted_while_referenced(tmp_path):
+    """A shared file that a retained checkpoint references (state.checkpoints.num-retained = 2)
+    deleted: the model's SharedStateRegistry never does it; divergent at that event. Deleting the
+    same file once two later checkpoints completed is what the model does too."""
+    tr = load_trace(_trace_file("rocksdb-incremental"))
+    files = [e for e in tr.events if e["event"] == "checkpoint_files" and e["shared"]]
+    assert files, "the real trace names the shared files of its checkpoints"
+    first = files[0]
+
+    def change(events):
+        i = next(k for k, e in enumerate(events) if e.get("seq") == first["seq"]) + 1
+        events.insert(i, {"event": "shared_file_deleted", "file": first["shared"][0]})
+        return i
+
+    mutated, at = _mutated(tmp_path, "rocksdb-incremental", change)
+    v = validate(mutated, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert first["shared"][0] in v.reason and "retained" in v.reason
+    # at the end of the trace, after every later completion, the file may well be gone: consistent
+    # only when two later checkpoints completed (else it is still retained)
+    events = [json.loads(json.dumps(e)) for e in tr.events]
+    events.append({"event": "shared_file_deleted", "file": first["shared"][0]})
+    later = [e for e in tr.events if e["event"] == "checkpoint_completed" and e["checkpoint"] > first["checkpoint"]]
+    still = [e["checkpoint"] for e in later][-2:]
+    referenced_later = any(first["shared"][0] in e["shared"] for e in tr.events
+                           if e["event"] == "checkpoint_files" and e["checkpoint"] in still)
+    end = validate(load_trace(_write(tmp_path, tr.header, events, "end.ndjson")), **BUDGET)
+    if len(later) >= 2 and not referenced_later:
+        assert end.verdict == CONSISTENT, end.to_dict()
+    else:
+        assert end.verdict == DIVERGENT

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +75,64 @@ def _mini_cluster(j_client):
     raise RuntimeError(f"no MiniCluster field in {j_client.getClass().getName()}")
 
 
+class StoragePoller(threading.Thread):
+    """Watches a phase's checkpoint storage (``execution.checkpointing.dir``: ``<job id>/shared``
+    and ``<job id>/chk-N/_metadata``) every few milliseconds and logs, through the trace's marker
+    logger, which shared files each completed checkpoint's metadata references (a shared file's
+    name is in its ``_metadata``: the handles store their paths) and which shared files are
+    deleted. Flink does not log either; the marker lines place them among its events (a poll
+    later than the change, never earlier)."""
+
+    def __init__(self, base: str, log):
+        super().__init__(daemon=True)
+        self.base, self.log = base, log
+        self.done = threading.Event()
+        self.seen_meta: set = set()
+        self.shared: set = set()
+        self.known: set = set()
+
+    def _poll(self) -> None:
+        if not os.path.isdir(self.base):
+            return
+        for job in sorted(os.listdir(self.base)):
+            root = os.path.join(self.base, job)
+            shared_dir = os.path.join(root, "shared")
+            now = set(os.listdir(shared_dir)) if os.path.isdir(shared_dir) else set()
+            self.known |= now
+            for name in sorted(os.listdir(root)) if os.path.isdir(root) else ():
+                meta = os.path.join(root, name, "_metadata")
+                if not name.startswith("chk-") or (job, name) in self.seen_meta or not os.path.isfile(meta):
+                    continue
+                try:
+                    size = os.path.getsize(meta)
+                    time.sleep(0.005)
+                    if size == 0 or os.path.getsize(meta) != size:
+                        continue  # still being written
+                    with open(meta, "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue
+                self.seen_meta.add((job, name))
+                refs = sorted(f for f in self.known if f.encode() in data)
+                self.log.info(f"flinkspec: checkpoint {name[4:]} references shared files [{','.join(refs)}]")
+            for gone in sorted(self.shared - now):
+                self.log.info(f"flinkspec: shared file {gone} deleted")
+            self.shared = now
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            try:
+                self._poll()
+            except OSError:
+                pass
+            time.sleep(0.01)
+        self._poll()
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=5)
+
+
 def _configuration(job: dict, phase_no: int, folder: str, restore):
     cfg = conform._configuration(job, phase_no, folder, restore)
     tr = job["trace"]
@@ -111,6 +170,11 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
         env = StreamExecutionEnvironment.get_execution_environment(_configuration(job, phase_no, folder, restore))
         conform.build_phase(env, job, phase_no, folder, jvm)
         what = f"job {job['name']} phase {phase_no}"
+        poller = None
+        if tr.get("state_backend") == "rocksdb" and tr.get("incremental"):
+            poller = StoragePoller(os.path.join(folder, f"checkpoints-{phase_no}"),
+                                   jvm.org.slf4j.LoggerFactory.getLogger("flinkspec.trace"))
+            poller.start()
         client = env.execute_async(f"{job['name']}-phase{phase_no}")
         j_client = client._j_job_client
         result = j_client.getJobExecutionResult()
@@ -133,7 +197,11 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
             restore = conform._stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"),
                                                    deadline)
             savepoints.append(restore)
-        conform._wait_finished(jvm, result, client, deadline, what)
+        try:
+            conform._wait_finished(jvm, result, client, deadline, what)
+        finally:
+            if poller is not None:
+                poller.stop()
         phases.append([p0, _log_size()])
     return {"id": job["id"], "ok": True, "log": [start, _log_size()], "phases": phases, "savepoints": savepoints,
             "lost_task_manager": lost, "failed": os.path.exists(os.path.join(folder, "failed.marker")),
