@@ -8,9 +8,9 @@ and only what the model can judge (``docs/conformance.md``, "Trace validation"):
 ========================  =================================================================
 event                     Flink's log line (logger)
 ========================  =================================================================
-``job_submitted``         the first ``CREATED to SCHEDULED`` of a phase (``ExecutionGraph``);
-                          with the savepoint it restored (``CheckpointCoordinator``
-                          "Restoring job J from Savepoint N")
+``job_submitted``         a job's first "switched from state CREATED to RUNNING"
+                          (``ExecutionGraph``), with the savepoint it restored
+                          (``CheckpointCoordinator`` "Restoring job J from Savepoint N")
 ``checkpoint_triggered``  "Triggering checkpoint N (type=...)" (``CheckpointCoordinator``)
 ``checkpoint_completed``  "Completed checkpoint N for job J"
 ``checkpoint_aborted``    "Checkpoint N of job J expired before completing." (``expired``);
@@ -21,9 +21,12 @@ event                     Flink's log line (logger)
                           (``JobMaster``), the restart set being the subtasks whose next
                           attempt is created after it (``CREATED to SCHEDULED``, attempt > 0)
 ``restored``              "Restoring job J from Checkpoint N" / "No checkpoint found during
-                          restore." after a failover
+                          restore." after a failover or a new leader's recovery
 ``task_manager_lost``     the recorder's own marker line (logger ``flinkspec.trace``),
-                          logged just before ``MiniCluster.terminateTaskManager``
+                          logged just before ``MiniCluster.terminateTaskManager``; its
+                          tasks: those "Deploying ... to <resource id>" put there and
+                          still running (the resource ids in "Starting TaskManager with
+                          ResourceID" order)
 ``job_manager_lost``      the HA harness's marker, logged when it killed the leader
 ``leader_granted``        "JobMasterServiceLeadershipRunner for job J was granted leadership"
 ``checkpoint_files``      the recorder's marker: the shared files (RocksDB's incremental
