@@ -17,10 +17,12 @@ unobservable steps (deliveries, barriers, records, watermarks, notifications) in
 * :func:`validate` searches: depth first, over the model's one step function
   (``Cluster.enabled_actions`` / ``Cluster.step``), every state kept once per (fingerprint,
   position in the trace, checkpoint-id binding); actions that bring the next observations are
-  tried first. Verdicts: ``consistent`` (a model run produces the whole trace), ``divergent``
-  (the search exhausted every model run: the longest matched prefix, the first event the model
-  cannot produce there, and what it could do instead), ``inconclusive`` (a bound hit first,
-  named).
+  tried first, and only data-free runs are taken where data independence holds
+  (:func:`data_free_reason`). Verdicts: ``consistent`` (a model run produces the whole trace),
+  ``divergent`` (the search exhausted the model's runs: the longest matched prefix, the first
+  event the model cannot produce there, and what it could do instead; or a shared file deleted
+  while a retained checkpoint references it, :func:`referenced_file_deleted`),
+  ``inconclusive`` (a bound hit first, named).
 
 Checkpoint ids are compared through a bijection that keeps their order: a Flink id is bound to
 the model's id the first time both appear in matched events, and must stay bound to it (the
