@@ -33,8 +33,10 @@ The reference's schedule reads every record before any source emits a periodic w
 element arrives at ``W = Long.MIN_VALUE``: no record is late and every window fires once,
 at the end of the input.
 
-Covered jobs: every operator has at most one input (a tree from each source), no broadcast
-edge (whose reference keeps its parallelism). :func:`expected_output` returns None for
+Covered jobs: no broadcast edge (whose reference keeps its parallelism), and no keyed
+aggregate at or behind a union (an operator with several inputs: its output is its inputs'
+records together, and a rolling aggregate's results would depend on how they interleave).
+:func:`expected_output` returns None for
 others; the invariant then has nothing to compare. The records are compared as the
 exactly-once judge compares them (``model.reference.comparison_mode``: a rolling aggregate's
 outputs by key and value, or by count per key).
@@ -127,10 +129,30 @@ def rolling(records: list, aggregate: str) -> list:
 
 # -- the job -----------------------------------------------------------------------------------
 
+def inputs_of(graph) -> dict:
+    """``{operator: [its input operators, in edge declaration order]}``."""
+    out: dict = {}
+    for e in graph.edges:
+        out.setdefault(e.target, []).append(e.source)
+    return out
+
+
 def covered(graph) -> bool:
-    """Whether the spec states this job's output (one input per operator, no broadcast)."""
-    targets = Counter(e.target for e in graph.edges)
-    return all(n <= 1 for n in targets.values()) and not any(e.partitioner == "broadcast" for e in graph.edges)
+    """Whether the spec states this job's output: no broadcast edge, and no keyed aggregate at
+    or behind a union (an operator with several inputs), whose rolling results would depend on
+    the order in which the union's inputs interleave. A union's output is its inputs' records
+    together (every other operator's results do not depend on their order)."""
+    if any(e.partitioner == "broadcast" for e in graph.edges):
+        return False
+    ins = inputs_of(graph)
+    ops = {o.name: o for o in graph.operators}
+    behind_union = set()
+    for name in graph.topological_order():
+        if len(ins.get(name, ())) > 1 or any(i in behind_union for i in ins.get(name, ())):
+            behind_union.add(name)
+            if ops[name].kind == "keyed_aggregate":
+                return False
+    return True
 
 
 def operator_outputs(graph, job_input, watermark_at: Callable[[str, int], int] | None = None) -> dict | None:
@@ -140,14 +162,14 @@ def operator_outputs(graph, job_input, watermark_at: Callable[[str, int], int] |
     if not covered(graph):
         return None
     ops = {o.name: o for o in graph.operators}
-    source_of = {e.target: e.source for e in graph.edges}
+    ins = inputs_of(graph)
     out: dict = {}
     for name in graph.topological_order():
         o = ops[name]
         if o.kind == "source":
             out[name] = [tuple(r) for split in job_input.splits.get(name, ()) for r in split]
             continue
-        recs = out[source_of[name]]
+        recs = [r for i in ins[name] for r in out[i]]
         if o.kind == "map":
             f = map_spec(o.function)
             out[name] = [(*f(k, v), ts) for k, v, ts in recs]
@@ -242,16 +264,20 @@ def reference_matches_declarative_spec(run) -> Violation | None:
 # (``window_results_exactly_once``). It covers jobs whose every sink is fed directly by a
 # tumbling event-time window (one window per record, so a record skipped by its window is a
 # record dropped, which the model logs with the operator's watermark at arrival), with
-# append or two-phase-commit sinks, and whose windows read the sources through maps and
-# filters only.
+# append or two-phase-commit sinks (each sink with that one input), and whose windows read
+# the sources through maps, filters and unions only.
 
 
-def _window_inputs_timing_free(graph, name: str, ops: dict, source_of: dict) -> bool:
-    n = source_of.get(name)
-    while n is not None:
+def _window_inputs_timing_free(graph, name: str, ops: dict, ins: dict) -> bool:
+    todo, seen = list(ins.get(name, ())), set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
         if ops[n].kind in ("window", "keyed_aggregate"):
             return False
-        n = source_of.get(n)
+        todo.extend(ins.get(n, ()))
     return True
 
 
@@ -260,15 +286,17 @@ def event_time_judged(graph) -> bool:
     if not covered(graph):
         return False
     ops = {o.name: o for o in graph.operators}
-    source_of = {e.target: e.source for e in graph.edges}
+    ins = inputs_of(graph)
     sinks = [o for o in graph.operators if o.kind == "sink"]
     if not sinks or any(o.sink_kind == "upsert" for o in sinks):
         return False
     for s in sinks:
-        w = ops.get(source_of.get(s.name))
-        if w is None or w.kind != "window" or w.window_slide not in (None, w.window_size):
+        if len(ins.get(s.name, ())) != 1:
             return False
-        if not _window_inputs_timing_free(graph, w.name, ops, source_of):
+        w = ops[ins[s.name][0]]
+        if w.kind != "window" or w.window_slide not in (None, w.window_size):
+            return False
+        if not _window_inputs_timing_free(graph, w.name, ops, ins):
             return False
     return True
 
@@ -341,13 +369,13 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
     dropped as late; with one, only the bound holds (no count above the window's records)."""
     outs = operator_outputs(graph, job_input)
     ops = {o.name: o for o in graph.operators}
-    source_of = {e.target: e.source for e in graph.edges}
+    ins = inputs_of(graph)
     problems = []
     for sink in sorted(o.name for o in graph.operators if o.kind == "sink"):
-        w = ops[source_of[sink]]
+        (w,) = (ops[i] for i in ins[sink])
         size, offset = w.window_size, w.window_offset
         elements: dict = {}
-        for k, v, ts in outs[source_of[w.name]]:
+        for k, v, ts in (r for i in ins[w.name] for r in outs[i]):
             for start in window_starts(ts, size, None, offset):
                 elements.setdefault((k, start + size - 1), []).append((v, ts))
         dropped = Counter((k, v, ts) for name, k, v, ts, _w in late if name == w.name)
