@@ -31,7 +31,6 @@ from model.cluster import Cluster, RunStuck, drain_choice
 from model.errors import ActionNotEnabled, FlinkspecError
 from model.statecopy import dispose
 from model.variants import Scenario, Variant, generate, variant as get_variant
-from spec.declarative import event_time_judged
 from spec.exactly_once import Expected, run_drains
 from spec.invariant import Violation, invariants
 
@@ -77,6 +76,8 @@ class Run:
         self.scenario = scenario
         self.cluster = cluster if cluster is not None else Cluster.from_scenario(scenario)
         self.expected = expected_for(scenario)
+        #: the action kinds this run may take (``offered_kinds``: the one decision every engine uses)
+        self.offered = offered_kinds(scenario)
         self.check_always = check_always
         #: whether ``step`` counts the *sometimes* goals (an exhaustive search does not need them)
         self.track_goals = track_goals
@@ -110,6 +111,7 @@ class Run:
         r.created = [] if disposable else None
         r.cluster = self.cluster.copy(r.created)
         r.expected = self.expected
+        r.offered = self.offered
         r.check_always = self.check_always
         r.track_goals = self.track_goals
         r.goals = Counter()
@@ -170,6 +172,27 @@ class Run:
         (``spec.declarative.event_time_judged``) and a source went idle in the run, or the input
         holds records later than their source's watermark bound."""
         return (self.idle_seen or self.expected.disordered) and self.expected.event_time_judged
+
+    def enabled_actions(self) -> list:
+        """The actions an engine may take now: the cluster's enabled actions
+        (``Cluster.enabled_actions``) of the kinds the scenario offers (``offered_kinds``), in
+        the cluster's order. Every engine chooses among these, so that what one engine finds
+        another can reach and judges alike."""
+        acts = self.cluster.enabled_actions()
+        if len(self.offered) == len(ALL_KINDS):
+            return acts
+        offered = self.offered
+        return [a for a in acts if type(a).__name__ in offered]
+
+    def why_not_enabled(self, action) -> str | None:
+        """Why an engine may not take ``action`` now (None if it may): its kind is not offered
+        on this scenario (``offered_kinds``), or its guard does not hold
+        (``Cluster.why_not_enabled``)."""
+        name = type(action).__name__
+        if name not in self.offered:
+            return (f"{name} is not offered on this job: a windowed job the event-time judge does not cover "
+                    f"is searched without idle sources (docs/oracles.md)")
+        return self.cluster.why_not_enabled(action)
 
     @property
     def sink_of_subtask(self) -> dict:
@@ -259,10 +282,23 @@ class RunResult:
         }
 
 
-def idle_unjudged(graph) -> bool:
-    """Whether idle sources are left out of searches of ``graph``: a windowed job the event-time
-    judge does not cover (``spec.declarative.event_time_judged``)."""
-    return any(o.kind == "window" for o in graph.operators) and not event_time_judged(graph)
+#: every registered action kind's name (``model.actions``)
+ALL_KINDS = frozenset(k.__name__ for k in A.KINDS)
+
+
+def offered_kinds(scenario: Scenario) -> frozenset:
+    """The action kinds a run of ``scenario`` may take, whichever engine drives it: the random
+    walk and the Hypothesis machine (each run switches some optional kinds off on top, swarm
+    testing), the explorer (``Run.enabled_actions``), the Spark replays (which run the walk)
+    and the replay of a counterexample file (which refuses an action of another kind). The one
+    place this is decided, from the scenario's judgement (``spec.exactly_once.Expected``): every
+    kind, except ``SourceIdle`` on a job whose run with an idle source the judge cannot judge
+    (``Expected.idle_judged``: a windowed job the event-time judge does not cover)."""
+    if expected_for(scenario).idle_judged:
+        return ALL_KINDS
+    return ALL_KINDS - {"SourceIdle"}
+
+
 
 
 def trace_hash(actions: Iterable) -> str:
@@ -285,18 +321,13 @@ def random_walk(variant: str | Variant, seed: int, *, swarm: bool = True, max_st
     t0 = time.perf_counter()
     scenario = generate(v, seed)
     rng = random.Random(f"walk:{v.name}:{seed}")
-    kinds = set(CORE_KINDS) | set(swarm_kinds(rng, swarm))
-    if idle_unjudged(scenario.graph):
-        # an idle source makes later records late: window results then depend on timing, and
-        # the failure-free reference is no oracle; jobs the event-time judge covers are searched
-        # with idle sources (spec.declarative.event_time_judged), the others without
-        kinds.discard("SourceIdle")
     run = Run(scenario)
+    kinds = (set(CORE_KINDS) | set(swarm_kinds(rng, swarm))) & run.offered
     c = run.cluster
     budget = v.max_steps if max_steps is None else max_steps
     violation = run.violation
     for _ in range(budget if violation is None else 0):
-        acts = [a for a in c.enabled_actions() if type(a).__name__ in kinds]
+        acts = [a for a in run.enabled_actions() if type(a).__name__ in kinds]
         if not acts:
             break
         by_kind: dict[str, list] = {}
@@ -330,10 +361,10 @@ def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True,
     if run.violation is not None:
         return run.violation, run
     for i, a in enumerate(actions):
+        why = run.why_not_enabled(a) if observe is not None or type(a).__name__ not in run.offered else None
+        if why is not None:  # (an observer may read what the action names: checked before it)
+            raise FlinkspecError(f"step {i}: {a!r}: {why}")
         if observe is not None:
-            why = run.cluster.why_not_enabled(a)  # an observer may read what the action names
-            if why is not None:
-                raise FlinkspecError(f"step {i}: {a!r}: {why}")
             observe(run, a)
         try:
             v = run.step(a)
@@ -356,7 +387,7 @@ def replay_lenient(scenario: Scenario, actions: Sequence) -> tuple[Violation | N
     if run.violation is not None:
         return run.violation, run
     for a in actions:
-        if c.why_not_enabled(a) is not None:
+        if run.why_not_enabled(a) is not None:
             continue
         v = run.step(a)
         if v is not None:

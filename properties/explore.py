@@ -163,7 +163,7 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     the same child at the same depth. ``actions``: the state's ``enabled_actions()``, when the
     caller has them already."""
     c = run.cluster
-    acts = c.enabled_actions() if actions is None else actions
+    acts = run.enabled_actions() if actions is None else actions  # the kinds the scenario offers
     taken = to_take(c, acts, sleep, reduce)
     reduce = reduce and not c.config.time_sensitive
     if reduce:
@@ -285,7 +285,7 @@ class LocalLevels:
         # keys would (``_key``), without the repr of every action of every trace
         for rank, (trace, run, sleep) in enumerate(frontier):
             if level.violations:
-                level.transitions += len(to_take(run.cluster, run.cluster.enabled_actions(), sleep, self.reduce))
+                level.transitions += len(to_take(run.cluster, run.enabled_actions(), sleep, self.reduce))
                 continue
             for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1

@@ -162,7 +162,7 @@ class _LevelWork:
             trace, run, acts = self.held.pop(fp)
         level = self.level
         if self.violations:
-            acts = run.cluster.enabled_actions() if acts is None else acts
+            acts = run.enabled_actions() if acts is None else acts
             self.transitions += len(to_take(run.cluster, acts, sleep, self.reduce))
             run.dispose()
             return
@@ -199,7 +199,7 @@ class _LevelWork:
         each new child claimed, for the next level."""
         claims = []
         for fp, (key, t, child, sleep, drained) in self.level.states.items():
-            acts = child.cluster.enabled_actions()  # kept for the next level; their number weighs the state
+            acts = child.enabled_actions()  # kept for the next level; their number weighs the state
             self.held[fp] = (t, child, acts)
             claims.append((fp, key, sleep, drained, len(acts)))
         return self.transitions, self.violations, claims, self.timed_out

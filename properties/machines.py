@@ -57,7 +57,7 @@ from model.variants import Variant, generate
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
 from model.windowing import SlidingEventTimeWindows, TumblingEventTimeWindows
 from properties import scenario_kinds
-from properties.engines import CORE_KINDS, SWARM_KINDS, Run, idle_unjudged
+from properties.engines import CORE_KINDS, SWARM_KINDS, Run
 from properties.strategies import scenarios
 from spec import load_all
 from spec.invariant import Violation
@@ -274,15 +274,13 @@ def make_cluster_machine(variant: Variant | None, *, max_steps: int = 250):
         def start(self, scenario, swarm):
             self.run = Run(scenario)
             ClusterMachine.last_scenario = scenario
-            self.kinds = set(CORE_KINDS) | {k for k, on in swarm.items() if on}
-            if idle_unjudged(scenario.graph):  # as in the random walk (properties.engines)
-                self.kinds.discard("SourceIdle")
+            self.kinds = (set(CORE_KINDS) | {k for k, on in swarm.items() if on}) & self.run.offered
 
         @precondition(lambda self: self.run is not None and self.run.cluster.now < max_steps)
         @rule(data=st.data())
         def act(self, data):
             c = self.run.cluster
-            acts = [a for a in c.enabled_actions() if type(a).__name__ in self.kinds]
+            acts = [a for a in self.run.enabled_actions() if type(a).__name__ in self.kinds]
             if not acts or c.status == "FAILED":
                 return
             a = data.draw(st.sampled_from(acts), label="action")

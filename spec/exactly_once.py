@@ -42,6 +42,13 @@ class Expected:
         # what decides whether the reference can judge the window results (``Run.timing_dependent``)
         self.event_time_judged = event_time_judged(graph)
         self.disordered = input_disordered(graph, job_input)
+        #: whether a run of this job is judged correctly when a source goes idle: a job without
+        #: event-time windows (idleness makes no record late), or one the event-time judge
+        #: covers (a record made late by idleness is dropped, and the drop judged by
+        #: ``late_drop_justified`` and ``window_results_exactly_once``). On any other windowed
+        #: job the reference is no oracle for a run with an idle source, and no engine offers
+        #: ``SourceIdle`` there (``properties.engines.offered_kinds``).
+        self.idle_judged = self.event_time_judged or not any(o.kind == "window" for o in graph.operators)
 
 
 def canonical(records, mode: str) -> list:
