@@ -232,7 +232,7 @@ def check_replay(cx: Counterexample):
         return run.violation
     c = run.cluster
     for i, a in enumerate(cx.actions):
-        reason = c.why_not_enabled(a)
+        reason = run.why_not_enabled(a)  # (a kind the scenario does not offer, or a guard)
         if reason is not None:
             raise CounterexampleError(f"{short_text(cx.path, 200)}:{i + 2}: step {i}: {short(a)} is not enabled: "
                                       f"{reason}")
