@@ -264,12 +264,17 @@ def _name(c, tid) -> str:
     return c.eg.subtasks[tid].name
 
 
-def _elem(e) -> str:
+def _elem(e, barrier_mode: str = "aligned") -> str:
+    """A channel element in words; a barrier's alignment as its subtask handles it
+    (``RuntimeConfig.barrier_mode``: under at-least-once a CheckpointBarrierTracker only
+    counts barriers and never blocks an input, Flink's ``AlignmentType.AT_LEAST_ONCE``)."""
     if type(e) is tuple:
         return f"record(key={e[0]!r}, value={e[1]!r}, ts={e[2]})"
     if isinstance(e, CheckpointBarrier):
         kind = "savepoint" if e.savepoint else "checkpoint"
-        return f"barrier {e.id} ({kind}, {'unaligned' if e.unaligned else 'aligned'})"
+        how = ("unaligned" if e.unaligned
+               else "at-least-once, not aligned" if barrier_mode == "at_least_once" else "aligned")
+        return f"barrier {e.id} ({kind}, {how})"
     return repr(e)
 
 
@@ -390,7 +395,7 @@ class DeliverKind(ActionKind):
 
     def describe(self, c, a):
         ch = c.eg.channels[a.channel]
-        return (f"{_name(c, ch.consumer)} takes {_elem(c.net.head(a.channel))} from channel {a.channel} "
+        return (f"{_name(c, ch.consumer)} takes {_elem(c.net.head(a.channel), c.config.barrier_mode)} from channel {a.channel} "
                 f"(from {_name(c, ch.producer)})")
 
     def mark(self, c, a):
@@ -464,7 +469,7 @@ class SourceEmitKind(_SourceKind):
         s = src.splits[src.next_split()] if src.has_next() else None
         if s is None:
             return f"{_name(c, a.subtask)} reads nothing (no record left)"
-        return f"{_name(c, a.subtask)} reads {_elem(s[1][s[2]])} (split {s[0]}, offset {s[2]})"
+        return f"{_name(c, a.subtask)} reads {_elem(s[1][s[2]], c.config.barrier_mode)} (split {s[0]}, offset {s[2]})"
 
 
 @register

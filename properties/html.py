@@ -251,7 +251,7 @@ def render_timeline(tl) -> str:
                    "c": list(s.completed), "ev": s.eventful, "dr": s.drained} for s in tl.steps],
         "state": _state_data(tl, {ln["name"]: ln["id"] for ln in tl.lanes}),
         "vstep": vstep, "concerns": sorted(concerns), "end": vstep is not None and vstep == len(tl.steps),
-        "col": COL, "lane": LANE, "left": LEFT,
+        "col": COL, "lane": LANE, "left": LEFT, "unit": "step", "zero": "at deployment, no step taken",
     }
     h = tl.header
     filt = "".join(f'<label><input type="checkbox" class="lanef" value="{ln["id"]}" checked> {_e(ln["name"])}</label>'
@@ -290,7 +290,7 @@ def render_timeline(tl) -> str:
 <span style="color:#d00">┆</span> the violation · arrows: producer → consumer, RPC sender → receiver</p></section>
 <div class="cols">
 <section class="stepsbox"><h2>steps</h2><ol id="steps">{_step_list(tl, vstep)}</ol></section>
-<section class="statebox"><h2>state after step <span id="stn"></span></h2>
+<section class="statebox"><h2>state <span id="stn"></span></h2>
 <p class="hint">highlighted: changed by this step · struck out: removed by it · red outline: what the violation concerns
  · <label><input type="checkbox" id="onlychanged"> only what changed</label></p>
 <div id="state"></div></section>
@@ -299,7 +299,7 @@ def render_timeline(tl) -> str:
 <h2>execution graph</h2>{graph_svg(tl, concerns)}
 <p class="hint">numbers on a channel: elements in flight after the current step; red dashed: blocked by alignment</p></section>
 </div>
-<section class="outbox"><h2>expected vs actual output {"at the end of the run" if tl.ended else f"after step {len(tl.steps) - 1}"}</h2>
+<section class="outbox"><h2>expected vs actual output {"at the end of the run" if tl.ended else f"after step {len(tl.steps) - 1}" if tl.steps else "at deployment"}</h2>
 <p class="hint">expected: the same job at parallelism 1 without failures (the reference); actual: what the sinks committed.
 − missing, + extra or duplicated.{"" if tl.ended else " The run stops at the violation, before it ends: output not committed yet counts as missing here."}</p>
 {_output_tables(tl, concerns)}</section>
@@ -325,7 +325,7 @@ def render_focused(cx) -> str:
                     f'</span> <b>end of the run</b> <span class="vtag">VIOLATION</span></li>')
     from properties.machines import focused_states  # lazy: the machines (Hypothesis) only for focused files
 
-    states = focused_states(sc, cx.actions) if n else []
+    states = focused_states(sc, cx.actions)
     state = None
     if len(states) == n + 1:
         flats = [flatten(x) for x in states]
@@ -333,7 +333,8 @@ def render_focused(cx) -> str:
         state = {"keys": keys, "values": [[f.get(k) for k in keys] for f in flats], "refs": {}}
     data = {"lanes": [], "steps": [{"a": repr(op), "k": "operation", "d": "", "m": {}, "alt": [], "c": [], "ev": True,
                                     "dr": False} for op in cx.actions],
-            "state": state, "vstep": vstep, "concerns": [], "end": end, "col": COL, "lane": LANE, "left": LEFT}
+            "state": state, "vstep": vstep, "concerns": [], "end": end, "col": COL, "lane": LANE, "left": LEFT,
+            "unit": "operation", "zero": "after initialisation, no operation"}
     h = cx.header
     where = "after initialisation" if vstep is None else ("at the end of the run" if end else f"at step {vstep}")
     init = ", ".join(f"{_e(k)}={_e(repr(x))}" for k, x in sc.init.items()) or "-"
@@ -351,7 +352,7 @@ def render_focused(cx) -> str:
 </nav>
 <div class="cols2"><section class="stepsbox"><h2>operations</h2>{"<ol id='steps'>" + "".join(rows) + "</ol>" if rows else
      "<p>a one-shot check: the initialisation is the whole run</p><ol id='steps'></ol>"}</section>
-{'<section class="statebox"><h2>what the machine observed after operation <span id="stn"></span></h2><p class="hint">'
+{'<section class="statebox"><h2>what the machine observed <span id="stn"></span></h2><p class="hint">'
  'highlighted: changed by this operation · <label><input type="checkbox" id="onlychanged"> only what changed</label>'
  '</p><div id="state"></div></section>' if state else ""}</div>
 """
@@ -558,6 +559,12 @@ JS = r"""
 
   // -- state panel --
   var S = D.state;
+  // the state shown at cursor i is the one after step i; at the end of the run, after the last step
+  // (or, when the file has no step, the state it starts from)
+  function stateLabel(i) {
+    if (i < n) return "after " + D.unit + " " + i;
+    return n ? "at the end of the run (after " + D.unit + " " + (n - 1) + ")" : D.zero;
+  }
   function stateAt(i) { return S.values[Math.min(i + 1, S.values.length - 1)]; }
   function renderState() {
     var box = document.getElementById("state");
@@ -596,7 +603,7 @@ JS = r"""
       tr.appendChild(td1); tr.appendChild(td2); tbl.appendChild(tr);
     }
     box.textContent = ""; box.appendChild(tbl);
-    var stn = document.getElementById("stn"); if (stn) stn.textContent = String(cur);
+    var stn = document.getElementById("stn"); if (stn) stn.textContent = stateLabel(cur);
     // the graph: elements in flight, blocked channels, the step's channel and subtask
     var ki = {}; S.keys.forEach(function (key, idx) { ki[key] = idx; });
     var chn = document.querySelectorAll("#graph .chn");
@@ -658,7 +665,8 @@ JS = r"""
       r.setAttribute("aria-current", "step");
     }
     if (slider) slider.value = String(cur);
-    if (posEl) posEl.textContent = (cur < n ? "step " + cur + " of " + (n - 1) : "end of the run (after step " + (n - 1) + ")") +
+    if (posEl) posEl.textContent = (cur < n ? D.unit + " " + cur + " of " + (n - 1)
+                                    : "end of the run (" + (n ? "after " + D.unit + " " + (n - 1) : D.zero) + ")") +
       (D.vstep === cur ? " \u2014 VIOLATION" : "");
     applyList();
     var layout = JSON.stringify([hidden, collapse, opened, r ? r.getAttribute("data-fold") : null]);

@@ -201,3 +201,42 @@ def test_storage_files_are_rows_and_deletes_are_in_the_storage_lane():
     assert end["storage › files › shared/g0a0s1-0@1"] == "deleted by the job"
     discards = [s for s in tl.steps if s.kind == "DiscardFile"]
     assert discards and all(s.mark["lane"] == "storage" for s in discards)
+
+
+def _no_step_cluster_files():
+    return [p for p in CLUSTER if not load_counterexample(p).actions]
+
+
+def test_a_page_without_steps_speaks_of_the_deployment_not_of_step_minus_one():
+    """A counterexample violated at deployment (no action taken: FLINK-26334's declarative
+    spec differs before any step) shows the state it starts from; nothing says "step -1"."""
+    files = _no_step_cluster_files()
+    assert files, "the corpus holds a whole-cluster counterexample violated before any step"
+    for path in files:
+        page = render_html(load_counterexample(path))
+        assert "step -1" not in page
+        assert "expected vs actual output at deployment" in page
+        data = json.loads(re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+                          .group(1).replace("<\\/", "</"))
+        assert data["steps"] == [] and data["end"]
+        assert len(data["state"]["values"]) == 1 and data["state"]["keys"], "the deployment's state is shown"
+        assert data["zero"].startswith("at deployment")
+
+
+@pytest.mark.parametrize("name, words", [("at-least-once-2pc", "(checkpoint, at-least-once, not aligned)"),
+                                         ("aligned-2pc", "(checkpoint, aligned)")])
+def test_a_delivered_barrier_is_described_by_the_scenarios_checkpointing_mode(name, words):
+    """Under at-least-once a CheckpointBarrierTracker counts barriers and never aligns: the
+    step's description says so, and says "aligned" only where the barriers are aligned."""
+    from model.actions import Deliver, TriggerCheckpoint, kind_of as action_kind  # only this test steps a cluster
+    from model.cluster import Cluster  # as above
+    from model.events import CheckpointBarrier  # as above
+    from model.variants import generate, variant  # as above
+
+    c = Cluster.from_scenario(generate(variant(name), 0))
+    c.step(TriggerCheckpoint(savepoint=False))
+    chans = [a for a in c.enabled_actions() if type(a) is Deliver
+             and isinstance(c.net.head(a.channel), CheckpointBarrier)]
+    assert chans, "the trigger puts a barrier at the head of a source's channel"
+    text = action_kind(chans[0]).describe(c, chans[0])
+    assert words in text, text
