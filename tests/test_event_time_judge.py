@@ -9,7 +9,7 @@ import attrs
 from model.cluster import JobInput, RuntimeConfig
 from model.streamgraph import StreamGraphBuilder
 from model.variants import VARIANTS, Scenario, generate, variant
-from properties.engines import Run, idle_unjudged, random_walk, replay, replay_lenient, shrink
+from properties.engines import Run, offered_kinds, random_walk, replay, replay_lenient, shrink
 from spec.declarative import event_time_judged, input_disordered, window_result_problems
 
 
@@ -28,7 +28,10 @@ def test_which_jobs_the_judge_covers():
     assert event_time_judged(job()) and event_time_judged(job(lateness=3))
     assert not event_time_judged(job(slide=5))  # a sliding window skips some windows of a record silently
     assert not event_time_judged(job(sink_kind="upsert"))  # an upsert sink keeps one value per key, not per window
-    assert idle_unjudged(job(slide=5)) and not idle_unjudged(job())
+    # a run with an idle source is judged on the jobs it covers; no engine offers idleness elsewhere
+    assert "SourceIdle" in offered_kinds(Scenario(graph=job(), job_input=INPUT, config=RuntimeConfig(), seed=0))
+    assert "SourceIdle" not in offered_kinds(Scenario(graph=job(slide=5), job_input=INPUT, config=RuntimeConfig(),
+                                                      seed=0))
 
 
 def test_results_count_each_record_once_less_justified_drops():
