@@ -147,13 +147,14 @@ def runtime_config(data: dict, graph: StreamGraph) -> RuntimeConfig:
                  1, MAX_SLOTS_PER_TASK_MANAGER)
     required = required_slots(graph)
     if "task_managers" in d:
-        tms = _int("runtime", "task_managers", d["task_managers"], 1, MAX_TASK_MANAGERS)
+        tms, _ = cluster_shape(required, _int("runtime", "task_managers", d["task_managers"], 1, MAX_TASK_MANAGERS),
+                               slots)
         if tms * slots < required:
             raise InvalidJobSpec("[runtime] task_managers",
                                  f"{tms} TaskManager(s) x {slots} slot(s) = {tms * slots} slots, but the job needs "
                                  f"{required} (it would wait for resources forever)")
     else:
-        tms = -(-required // slots)
+        tms, _ = cluster_shape(required, None, slots)
         if tms > MAX_TASK_MANAGERS:
             raise InvalidJobSpec("[runtime] slots_per_task_manager",
                                  f"the job needs {required} slots: with {slots} per TaskManager that is {tms} "
@@ -164,6 +165,19 @@ def runtime_config(data: dict, graph: StreamGraph) -> RuntimeConfig:
         return RuntimeConfig(**kw)
     except FlinkspecError as e:  # pragma: no cover - every rule is checked above first
         raise InvalidJobSpec("[runtime]", str(e)) from None
+
+
+def cluster_shape(required: int, task_managers: int | None = None,
+                  slots_per_task_manager: int | None = None) -> tuple[int, int]:
+    """(TaskManagers, slots of each) of the cluster a job needing ``required`` slots runs on:
+    the [runtime] table's rule, which ``check --job``, ``explore --job`` and ``flinkspec compile``
+    all use, so that they place one file alike. A count given is kept; the slots default to
+    Flink's ``taskmanager.numberOfTaskSlots`` (1) and the TaskManagers to as many as the job
+    needs (an active resource manager starts them; at least one)."""
+    slots = DEFAULT_SLOTS_PER_TASK_MANAGER if slots_per_task_manager is None else slots_per_task_manager
+    if task_managers is not None:
+        return task_managers, slots
+    return (max(1, -(-required // slots)) if slots > 0 else 1), slots
 
 
 def required_slots(graph: StreamGraph) -> int:

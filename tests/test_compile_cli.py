@@ -40,7 +40,7 @@ def test_chained_example(run):
     code, out, _ = run(str(EXAMPLES / "sliding-window-chain.json"))
     assert code == 0
     assert "clicks: [clicks -> valid]" in out and "per-minute: [per-minute -> out]" in out
-    assert "1 TaskManager(s) x 4 slots" in out
+    assert "4 TaskManager(s) x 1 slots" in out  # no [runtime]: 1 slot each (Flink's default), as many as needed
 
 
 def test_waiting_for_resources(run):
@@ -95,3 +95,36 @@ def test_missing_file_and_bad_arguments(run, tmp_path):
     assert code == 2 and "cannot read" in err and err.count("\n") == 1
     code, _, err = run(REF, "--task-managers", "0")
     assert code == 2 and "--task-managers must be between 1 and" in err
+
+
+JOB_FILES = sorted([*EXAMPLES.glob("*.toml"), *EXAMPLES.glob("*.json")])
+
+
+@pytest.mark.parametrize("path", JOB_FILES, ids=lambda p: p.name)
+def test_compile_places_a_file_on_the_cluster_check_job_runs_it_on(run, path):
+    """One file, one cluster: without flags `compile` places the job on the TaskManagers x slots
+    of its [runtime] table (or that table's defaults), the ones `check --job` prints and the
+    model's Cluster is built with."""
+    from model.cluster import Cluster  # the model's placement, for this test only
+    from model.jobfile import load_job_file  # as above
+    from model.variants import generate, job_variant  # as above
+
+    code, out, _ = run(str(path), "--json")
+    assert code == 0
+    tms = json.loads(out)["placement"]["task_managers"]
+    cfg = load_job_file(path).config
+    assert (len(tms), {t["slots"] for t in tms}) == (cfg.task_managers, {cfg.slots_per_task_manager})
+    cluster = Cluster.from_scenario(generate(job_variant(load_job_file(path)), 0))
+    assert [t.number_of_slots for t in cluster.task_managers] == [t["slots"] for t in tms]
+
+
+def test_compile_takes_the_runtime_tables_cluster_and_flags_override_it(run, tmp_path):
+    spec = tmp_path / "job.toml"
+    spec.write_text((EXAMPLES / "reference-window-job.toml").read_text()
+                    + "\n[runtime]\ntask_managers = 2\nslots_per_task_manager = 2\n")
+    code, out, _ = run(str(spec))
+    assert code == 0 and "Slot placement on 2 TaskManager(s) x 2 slots" in out
+    code, out, _ = run(str(spec), "--slots", "3")
+    assert code == 0 and "Slot placement on 2 TaskManager(s) x 3 slots" in out
+    code, out, _ = run(str(spec), "--task-managers", "1")
+    assert code == 0 and "WAITING_FOR_RESOURCES: the job needs 3 slots, 2 available" in out

@@ -1,9 +1,10 @@
 """``flinkspec compile FILE``: show how a job spec is chained, wired and placed.
 
 Prints the JobGraph (chains), the ExecutionGraph wiring (channels per JobEdge) and the slot
-placement on ``--task-managers N`` TaskManagers with ``--slots S`` slots each (default: one
-TaskManager with exactly the required slots), or ``WAITING_FOR_RESOURCES`` with the
-figures. ``--json`` prints the same as one JSON document. An invalid spec is a one-line
+placement on ``--task-managers N`` TaskManagers with ``--slots S`` slots each (default: the
+cluster of the file's ``[runtime]`` table, the one ``check --job`` runs the job on: its
+``task_managers`` and ``slots_per_task_manager``, else 1 slot each and as many TaskManagers as
+the job needs), or ``WAITING_FOR_RESOURCES`` with the figures. ``--json`` prints the same as one JSON document. An invalid spec is a one-line
 error and exit code 2.
 """
 
@@ -13,9 +14,9 @@ import argparse
 import json
 
 from model.errors import InvalidArgument
-from model.inputfiles import short
+from model.inputfiles import read_json_or_toml, short
 from model.executiongraph import ExecutionGraph, build_execution_graph
-from model.jobfile import load_job_file
+from model.jobfile import cluster_shape, load_job_file
 from model.jobgraph import load_job_graph
 from model.slotsharing import SlotAllocation, TaskManager, allocate, required_slots
 
@@ -28,9 +29,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("file", metavar="FILE", help="job spec (.toml or .json)")
     p.add_argument("--task-managers", type=int, default=None, metavar="N",
-                   help="number of TaskManagers (default 1)")
+                   help="number of TaskManagers (default: the file's [runtime] task_managers, else as many "
+                        "as the job needs)")
     p.add_argument("--slots", type=int, default=None, metavar="S",
-                   help="slots per TaskManager (default: the job's required slots / N, rounded up)")
+                   help="slots per TaskManager (default: the file's [runtime] slots_per_task_manager, else 1, "
+                        "Flink's taskmanager.numberOfTaskSlots)")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.set_defaults(func=run)
 
@@ -46,15 +49,18 @@ def task_managers(n: int, slots: int) -> list[TaskManager]:
 
 
 def run(args: argparse.Namespace) -> int:
-    n = 1 if args.task_managers is None else args.task_managers
-    if not 1 <= n <= MAX_TASK_MANAGERS:
-        raise InvalidArgument(f"--task-managers must be between 1 and {MAX_TASK_MANAGERS}, not {short(n)}")
+    if args.task_managers is not None and not 1 <= args.task_managers <= MAX_TASK_MANAGERS:
+        raise InvalidArgument(f"--task-managers must be between 1 and {MAX_TASK_MANAGERS}, "
+                              f"not {short(args.task_managers)}")
     if args.slots is not None and not 0 <= args.slots <= MAX_TOTAL_SLOTS:
         raise InvalidArgument(f"--slots must be between 0 and {MAX_TOTAL_SLOTS}, not {short(args.slots)}")
     load_job_file(args.file)  # the whole file: the graph, and the [runtime] / [input] tables it may hold
     eg = build_execution_graph(load_job_graph(args.file))  # loads, validates and chains once
     required = sum(required_slots(eg).values())
-    slots = -(-required // n) if args.slots is None else args.slots
+    table = read_json_or_toml(args.file, what="job spec").get("runtime", {})  # valid: load_job_file checked it
+    n, slots = cluster_shape(required,
+                             table.get("task_managers") if args.task_managers is None else args.task_managers,
+                             table.get("slots_per_task_manager") if args.slots is None else args.slots)
     if n * slots > MAX_TOTAL_SLOTS:
         raise InvalidArgument(f"--task-managers {n} x --slots {slots} = {n * slots} slots, more than the "
                               f"limit of {MAX_TOTAL_SLOTS}")
