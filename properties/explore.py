@@ -22,8 +22,24 @@ Verdicts:
 * ``violation`` -- the violating state of smallest trace at the smallest depth: no shorter
   counterexample exists (every shallower state was judged);
 * ``verified``  -- the whole reachable state space was explored and judged;
-* ``bounded``   -- a limit (``max_depth``, ``max_states``, ``max_seconds``) stopped the search
-  first: the result says what was covered.
+* ``bounded``   -- a limit (``max_depth``, ``max_states``, ``max_seconds``, ``max_memory``) or a
+  stop request (a signal, :class:`StopRequest`) stopped the search first: the result names it
+  and says what was covered.
+
+Memory: a frontier state is kept as its run while the process's resident memory is below half
+of ``Limits.max_memory``; above it, new states are kept as their traces only (a few hundred
+bytes each instead of the run's tens of kilobytes) and rebuilt when expanded
+(:class:`Rebuilder`: the frontier is expanded in trace order, so it keeps the runs of the last
+rebuilt state's ancestors and steps each ancestor once). The states, counts and counterexample
+do not depend on which states were kept how. When the resident memory passes the limit itself
+the search ends, ``bounded`` by ``max_memory``. The set of fingerprints seen stays in memory
+(about a hundred bytes a state).
+
+Resuming: ``checkpoint`` (a :class:`SearchCheckpoint`) writes, at the end of a level and at
+most every ``every`` seconds, and when a limit or a stop request ends the search, what the
+search needs to go on -- the fingerprints seen, the frontier's traces and sleep sets, the
+counts -- atomically into one file; ``resume`` reads it back, and the search continues to the
+states, counts and verdict of a search that was never interrupted (only the seconds differ).
 
 The space is finite because every environment action has a budget in the scenario's
 configuration: failures (``RuntimeConfig.max_failures``), checkpoints and savepoints
@@ -44,7 +60,11 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
+import os
+import pickle
 import time
+import zlib
 from pathlib import Path
 from typing import Callable
 
@@ -55,15 +75,120 @@ from model.cluster import Cluster, drain_choice
 from model.errors import FlinkspecError
 from model.variants import Scenario, Variant, small_scenario
 from properties.engines import Run
+from properties.safe_io import write_atomic
 
 
 @attrs.frozen(slots=True, kw_only=True)
 class Limits:
-    """When to stop: the deepest level to expand, the most distinct states, the wall time."""
+    """When to stop: the deepest level to expand, the most distinct states, the wall time, the
+    process's resident memory in bytes (see the module docstring)."""
 
     max_depth: int | None = None
     max_states: int | None = None
     max_seconds: float | None = None
+    max_memory: int | None = None
+
+
+def default_max_memory() -> int:
+    """Half of the machine's physical memory (the search's default ``max_memory``)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (ValueError, OSError, AttributeError):  # not a POSIX system that tells it
+        return 4 << 30
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def resident_bytes() -> int:
+    """This process's resident memory (Linux ``/proc/self/statm``; elsewhere the peak, from
+    ``getrusage``)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except OSError:
+        import resource  # not Linux: only then
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class StopRequest:
+    """A request to end a search early, set by a signal handler (``request("SIGTERM")``): the
+    search ends at the next state it expands, ``bounded``, its limit the reason given."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self):
+        self.reason: str | None = None
+
+    def request(self, reason: str) -> None:
+        if self.reason is None:
+            self.reason = reason
+
+
+#: how often (seconds) a level expander reads the resident memory
+MEMORY_EVERY = 0.25
+
+
+class Watch:
+    """What ends a level early, checked after each state a level expander expands: the
+    deadline, a :class:`StopRequest`, the memory limit. ``compact`` tells the expander to keep
+    new states as traces only (the resident memory passed half of ``max_memory``). A worker
+    process gets a copy (``share``: its part of the memory limit); a stop request reaches it
+    as a message."""
+
+    def __init__(self, deadline: float | None = None, max_memory: int | None = None,
+                 stop: StopRequest | None = None, max_seconds: float | None = None):
+        self.deadline = deadline
+        self.max_memory = max_memory
+        self.max_seconds = max_seconds
+        self.stop = stop if stop is not None else StopRequest()
+        self.compact = False
+        self._next_memory = 0.0
+
+    def share(self, workers: int) -> "Watch":
+        w = Watch(self.deadline, None if self.max_memory is None else self.max_memory // (workers + 1),
+                  None, self.max_seconds)
+        w.compact = self.compact
+        return w
+
+    def check(self) -> str | None:
+        """The limit that ends the level now, else None."""
+        if self.stop.reason is not None:
+            return self.stop.reason
+        now = time.perf_counter()
+        if self.deadline is not None and now > self.deadline:
+            return f"max_seconds={self.max_seconds:g}" if self.max_seconds is not None else "max_seconds"
+        if self.max_memory is not None and now >= self._next_memory:
+            self._next_memory = now + MEMORY_EVERY
+            rss = resident_bytes()
+            if rss > self.max_memory:
+                return f"max_memory={format_bytes(self.max_memory)}"
+            if rss > self.max_memory // 2:
+                self.compact = True
+        return None
+
+
+def format_bytes(n: int) -> str:
+    """``4G``, ``512M``, ``1536K`` or bytes: the largest unit that gives a whole number."""
+    for unit, shift in (("G", 30), ("M", 20), ("K", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def parse_bytes(text: str) -> int:
+    """``4G``, ``512M``, ``100K`` or a number of bytes; a clear error for anything else."""
+    t = text.strip().upper().removesuffix("B")
+    shift = {"K": 10, "M": 20, "G": 30, "T": 40}.get(t[-1:], 0)
+    number = t[:-1] if shift else t
+    try:
+        value = float(number)
+    except ValueError:
+        raise FlinkspecError(f"not a memory size: {text!r} (say e.g. 4G, 512M or a number of bytes)") from None
+    if not value > 0 or value == float("inf"):
+        raise FlinkspecError(f"a memory size must be positive, not {text!r}")
+    return int(value * (1 << shift))
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -228,14 +353,14 @@ def violation_trace(trace: tuple, child: Run) -> tuple:
 class Level:
     """What expanding one level gave: the new states (fingerprint -> smallest trace key, that
     trace, the state's run -- or where a worker process holds it, ``explore_workers.Held``, or
-    None --, its sleep set, whether it is drained), the violating
-    transitions (key, trace, violation), how many transitions were taken, and whether the
-    time limit stopped the expansion."""
+    None: kept as its trace only --, its sleep set, whether it is drained), the violating
+    transitions (key, trace, violation), how many transitions were taken, and the limit that
+    stopped the expansion (``Watch.check``), if one did."""
 
     states: dict = attrs.field(factory=dict)
     violations: list = attrs.field(factory=list)
     transitions: int = 0
-    timed_out: bool = False
+    stopped: str | None = None
 
     def add(self, fp: str, key: tuple, trace: tuple, run, sleep: frozenset, drained: bool) -> None:
         """A state reached at this level: the smallest trace represents it (the other's run, if
@@ -263,8 +388,55 @@ def _drop(run) -> None:
         run.dispose()
 
 
+class Rebuilder:
+    """Rebuilds the runs of frontier states kept as traces only, expanded in trace order. It
+    keeps the runs of the last rebuilt state's ancestors (one per depth), so that the next
+    state -- a sibling, or a cousin sharing a longer or shorter prefix -- costs one step per
+    action below the prefix the two share: over a level, each ancestor is stepped once.
+    The invariants are not judged on the way (the levels before judged every prefix); the
+    rebuilt run judges its children as the kept run would have."""
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        self.trace: tuple = ()
+        self.runs: list = []  # runs[i]: the run of trace[:i]
+
+    def run_of(self, trace: tuple) -> Run:
+        """A new run of the state ``trace`` reaches (the caller owns it)."""
+        if not self.runs:
+            self.runs.append(Run(self.scenario, check_always=False, track_goals=False))
+        if not trace:
+            run = self.runs[0].fork()
+        else:
+            parent = len(trace) - 1
+            k = 0
+            limit = min(parent, len(self.runs) - 1)
+            mine = self.trace
+            while k < limit and (mine[k] is trace[k] or mine[k] == trace[k]):
+                k += 1
+            for r in self.runs[k + 1:]:
+                r.dispose()
+            del self.runs[k + 1:]
+            for i in range(k, parent):
+                child = self.runs[i].fork()
+                child.step(trace[i])
+                self.runs.append(child)
+            self.trace = trace[:parent]
+            run = self.runs[parent].fork()
+            run.step(trace[parent])
+        run.check_always = True
+        return run
+
+    def close(self) -> None:
+        """Dispose of the runs kept."""
+        for r in self.runs:
+            r.dispose()
+        self.runs, self.trace = [], ()
+
+
 class LocalLevels:
-    """Expands a level in this process (the frontier's states are kept as runs)."""
+    """Expands a level in this process (the frontier's states are kept as runs, or as their
+    traces when memory runs short: ``Watch.compact``)."""
 
     workers = 1
 
@@ -272,7 +444,7 @@ class LocalLevels:
         self.scenario = scenario
         self.reduce = reduce
 
-    def expand(self, frontier: list, seen: set, deadline: float | None, report) -> Level:
+    def expand(self, frontier: list, seen: set, watch: Watch, report) -> Level:
         """The frontier is sorted by trace key and its traces are of one length, so every child
         of a frontier state has a smaller key than every child of a later one: once a state's
         children hold a violation, the level's smallest violating trace is among them. The later
@@ -280,12 +452,24 @@ class LocalLevels:
         them all reports) but not taken, and no child of the level is fingerprinted any more
         (the search ends with this level)."""
         level = Level()
+        rebuild = Rebuilder(self.scenario)
+        try:
+            self._expand(frontier, seen, watch, report, level, rebuild)
+        finally:
+            rebuild.close()
+        return level
+
+    def _expand(self, frontier, seen, watch, report, level, rebuild) -> None:
         # a child's key is its parent's rank in the frontier and its action's repr: the
         # frontier is sorted by trace key, so these order the children as their whole traces'
         # keys would (``_key``), without the repr of every action of every trace
         for rank, (trace, run, sleep) in enumerate(frontier):
+            if run is None:
+                run = rebuild.run_of(trace)
+            frontier[rank] = (trace, None, sleep)  # the run is consumed here (its trace stays)
             if level.violations:
                 level.transitions += len(to_take(run.cluster, run.enabled_actions(), sleep, self.reduce))
+                run.dispose()
                 continue
             for a, child, v, child_sleep in expand(run, trace, sleep, self.reduce, consume=True):
                 level.transitions += 1
@@ -300,13 +484,17 @@ class LocalLevels:
                 if fp in seen:
                     child.dispose()  # freed now, not by the cyclic garbage collector
                     continue
-                child.keep()
-                level.add(fp, (rank, repr(a)), trace + (a,), child, child_sleep, child.cluster.is_drained())
+                drained = child.cluster.is_drained()
+                if watch.compact:
+                    child.dispose()  # kept as its trace: rebuilt when expanded
+                    child = None
+                else:
+                    child.keep()
+                level.add(fp, (rank, repr(a)), trace + (a,), child, child_sleep, drained)
             report(len(level.states), level.transitions)
-            if deadline is not None and time.perf_counter() > deadline:
-                level.timed_out = True
+            level.stopped = watch.check()
+            if level.stopped is not None:
                 break
-        return level
 
 
 @contextlib.contextmanager
@@ -336,18 +524,76 @@ def _without_cyclic_gc():
         gc.enable()
 
 
+@attrs.frozen(slots=True, kw_only=True)
+class SearchCheckpoint:
+    """Where a search writes what it needs to be resumed (one file, written atomically), and
+    how often: at the end of a level when ``every`` seconds passed since the last write, and
+    when a limit or a stop request ends the search."""
+
+    path: Path
+    every: float = 60.0
+
+
+#: the checkpoint file's format (a file of another format is refused, not misread)
+CHECKPOINT_FORMAT = "flinkspec-explore-checkpoint/1"
+
+
+def scenario_digest(scenario: Scenario, reduce: bool) -> str:
+    """What a checkpoint must have been written for: the scenario (its graph, input, runtime
+    configuration and seed, as its repr says) and the reduction."""
+    return hashlib.blake2b(f"{scenario!r}|reduce={reduce}".encode(), digest_size=16).hexdigest()
+
+
+def write_checkpoint(cp: SearchCheckpoint, scenario: Scenario, reduce: bool, *, depth: int, transitions: int,
+                     drained: int, seconds: float, seen: set, frontier: list) -> None:
+    """Write the search's state at a level boundary (``frontier``: ``(trace, run, sleep)``, the
+    runs left out) atomically to ``cp.path``."""
+    body = {"format": CHECKPOINT_FORMAT, "scenario": scenario_digest(scenario, reduce), "depth": depth,
+            "transitions": transitions, "drained": drained, "seconds": seconds, "seen": sorted(seen),
+            "frontier": [(t, z) for t, _r, z in frontier]}
+    write_atomic(cp.path, zlib.compress(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL), 3),
+                 what="search checkpoint")
+
+
+def read_checkpoint(path: Path, scenario: Scenario, reduce: bool) -> dict:
+    """The search state a checkpoint file holds, checked to belong to ``scenario`` (one clear
+    error otherwise)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise FlinkspecError(f"cannot read the search checkpoint {path}: {e.strerror or e}") from None
+    try:
+        body = pickle.loads(zlib.decompress(data))
+    except Exception:  # noqa: BLE001 -- any damage to the file is one clear error
+        raise FlinkspecError(f"{path}: not a flinkspec search checkpoint (damaged or another kind of file)") from None
+    if not isinstance(body, dict) or body.get("format") != CHECKPOINT_FORMAT:
+        raise FlinkspecError(f"{path}: not a flinkspec search checkpoint of format {CHECKPOINT_FORMAT}")
+    if body.get("scenario") != scenario_digest(scenario, reduce):
+        raise FlinkspecError(f"{path}: the checkpoint was written by the search of another scenario "
+                             "(another variant, job, seed, budget or --no-reduce): resume it with the same arguments")
+    return body
+
+
 def explore(scenario: Scenario, limits: Limits = Limits(), *,
             progress: Callable[[Progress], None] | None = None, reduce: bool = True,
-            levels=None) -> Exploration:
+            levels=None, stop: StopRequest | None = None, checkpoint: SearchCheckpoint | None = None,
+            resume: Path | None = None) -> Exploration:
     """Breadth-first search over every interleaving of ``scenario`` (see the module docstring).
     ``reduce``: sleep-set partial-order reduction (same states, same depths, fewer
     transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the process
     search passes ``properties.explore_workers.ProcessLevels``, the Spark search
-    ``spark.explore.SparkLevels``)."""
+    ``spark.explore.SparkLevels``); ``stop``: set by a signal handler to end the search
+    (``bounded``, the reason as its limit); ``checkpoint``: write the search's state to resume it
+    (the search in this process only: the other expanders keep the traces where the states
+    are); ``resume``: a checkpoint file to go on from."""
     live: dict = {}
+    if checkpoint is not None and levels is not None and not isinstance(levels, LocalLevels):
+        raise FlinkspecError("a search checkpoint is written by the search in one process (not with worker processes "
+                             "or Spark); such a search can resume from one")
     with _without_cyclic_gc():
         try:
-            return _explore(scenario, limits, progress, reduce, levels, live)
+            return _explore(scenario, limits, progress, reduce, levels, live, stop, checkpoint, resume)
         finally:  # the runs still held when the search ended (it stopped early) are disposed of
             for _t, run, _z in live.get("frontier", ()):
                 _drop(run)
@@ -355,27 +601,43 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
                 live["level"].drop()
 
 
-def _explore(scenario, limits, progress, reduce, levels, live: dict) -> Exploration:
+def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, checkpoint, resume) -> Exploration:
     """The search; ``live`` is kept holding the frontier and the level being expanded (what
     the caller disposes of when it ends)."""
     t0 = time.perf_counter()
     levels = levels if levels is not None else LocalLevels(scenario, reduce)
-    root = Run(scenario, track_goals=False)
-    if root.violation is not None:
-        return Exploration(verdict="violation", distinct_states=1, transitions=0, depth=0, complete=False,
-                           seconds=time.perf_counter() - t0, drained_states=0, trace=(), violation=root.violation,
-                           workers=levels.workers, reduced=reduce)
-    seen = {root.fingerprint()}
-    frontier: list = [((), root, frozenset())]
-    live["frontier"] = frontier
-    transitions = 0
-    drained = 1 if root.cluster.is_drained() else 0
-    depth = 0
     deadline = t0 + limits.max_seconds if limits.max_seconds is not None else None
+    watch = Watch(deadline, limits.max_memory, stop, limits.max_seconds)
+    before = 0.0  # seconds spent before a resume
+    if resume is not None:
+        body = read_checkpoint(resume, scenario, reduce)
+        seen = set(body["seen"])
+        frontier = [(t, None, z) for t, z in body["frontier"]]
+        transitions, drained, depth, before = body["transitions"], body["drained"], body["depth"], body["seconds"]
+    else:
+        root = Run(scenario, track_goals=False)
+        if root.violation is not None:
+            return Exploration(verdict="violation", distinct_states=1, transitions=0, depth=0, complete=False,
+                               seconds=time.perf_counter() - t0, drained_states=0, trace=(),
+                               violation=root.violation, workers=levels.workers, reduced=reduce)
+        seen = {root.fingerprint()}
+        frontier = [((), root, frozenset())]
+        transitions = 0
+        drained = 1 if root.cluster.is_drained() else 0
+        depth = 0
+    live["frontier"] = frontier
     next_report = [500]
+    written = [time.perf_counter()]
 
     def elapsed() -> float:
-        return time.perf_counter() - t0
+        return before + time.perf_counter() - t0
+
+    def save() -> None:
+        """The state at this level boundary (``seen``, ``frontier``, the counts), if asked for."""
+        if checkpoint is not None:
+            write_checkpoint(checkpoint, scenario, reduce, depth=depth, transitions=transitions, drained=drained,
+                             seconds=elapsed(), seen=seen, frontier=frontier)
+            written[0] = time.perf_counter()
 
     def result(verdict, *, complete, limit=None, trace=(), violation=None):
         return Exploration(verdict=verdict, distinct_states=len(seen), transitions=transitions, depth=depth,
@@ -391,14 +653,21 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict) -> Explorat
 
     while frontier:
         if limits.max_depth is not None and depth >= limits.max_depth:
+            save()
             return result("bounded", complete=False, limit=f"max_depth={limits.max_depth}")
-        level = live["level"] = levels.expand(frontier, seen, deadline, report)
-        transitions += level.transitions
-        if level.timed_out:
+        if checkpoint is not None and time.perf_counter() - written[0] >= checkpoint.every:
+            save()
+        level = live["level"] = levels.expand(frontier, seen, watch, report)
+        if level.stopped is not None and (not level.violations or levels.workers > 1):
+            # (several workers stop where each is: a violation found is then not known to be the
+            # level's smallest)
+            save()  # the boundary before this level: the level is expanded again on resume
+            transitions += level.transitions
             seen.update(level.states)
-            return result("bounded", complete=False, limit=f"max_seconds={limits.max_seconds:g}")
+            return result("bounded", complete=False, limit=level.stopped)
+        transitions += level.transitions
         depth += 1
-        if level.violations:
+        if level.violations:  # (the smallest: a level stopped early ends only after whole states, in rank order)
             _k, t, v = min(level.violations, key=lambda x: x[0])
             return result("violation", complete=False, trace=t, violation=v)
         seen.update(level.states)
@@ -410,6 +679,7 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict) -> Explorat
             progress(Progress(depth=depth, distinct_states=len(seen), transitions=transitions,
                               frontier=len(frontier), seconds=elapsed()))
         if limits.max_states is not None and len(seen) >= limits.max_states and frontier:
+            save()
             return result("bounded", complete=False, limit=f"max_states={limits.max_states}")
     depth = max(depth - 1, 0)  # the last level added no new state
     return result("verified", complete=True)

@@ -33,13 +33,18 @@ estimate is rough (a restart costs many deliveries), and without stealing the id
 at the level's end for a fifth of the search's time.
 
 Each worker keeps a copy of the set of fingerprints seen (the driver sends each level's new
-ones), so a child already seen is dropped where it was made. The time limit is checked by each
-worker after each state it expands, as the local search does.
+ones), so a child already seen is dropped where it was made. The limits are checked by each
+worker after each state it expands, as the local search does (``explore.Watch``: the deadline,
+its share of the memory limit -- above half of it the states it claims are kept as traces and
+rebuilt when expanded --); a stop request (a signal to the driver) reaches the workers as a
+message. The workers ignore SIGINT: a Ctrl-C on a terminal reaches the whole process group,
+and the driver ends the search.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import time
 import traceback
 from multiprocessing.connection import wait
@@ -47,7 +52,7 @@ from multiprocessing.connection import wait
 import attrs
 
 from model.errors import FlinkspecError
-from properties.explore import Level, expand, replay_trace, to_take, violation_trace
+from properties.explore import Level, Rebuilder, expand, to_take, violation_trace
 
 #: how far above its share of a level's work (the actions its states enable) a worker may be
 #: before some of its states move (a fraction of the share): a moved state is replayed from its
@@ -92,9 +97,10 @@ class _LevelWork:
     Between two states it answers the driver's request to give the tail of its queue to an idle
     worker (work stealing); when its queue is empty it may be given states stolen from another."""
 
-    def __init__(self, scenario, reduce: bool, held: dict, seen: set, deadline, conn):
+    def __init__(self, scenario, reduce: bool, held: dict, seen: set, watch, conn):
         self.scenario, self.reduce, self.held, self.seen = scenario, reduce, held, seen
-        self.deadline, self.conn = deadline, conn
+        self.watch, self.conn = watch, conn
+        self.rebuild = Rebuilder(scenario)
         #: the states to expand, ``(rank, fingerprint or None, trace, sleep)`` by rank, and how
         #: many of them are done
         self.queue: list = []
@@ -102,7 +108,7 @@ class _LevelWork:
         self.level = Level()
         self.violations: list = []
         self.transitions = 0
-        self.timed_out = False
+        self.stopped: str | None = None
         self.next_progress = time.perf_counter() + PROGRESS_EVERY
         #: the states expanded in this level and the seconds it took (the cost of one, for stealing)
         self.expanded = 0
@@ -114,7 +120,7 @@ class _LevelWork:
         costs the other worker its replay besides its expansion (``_steal_count``); none once
         this worker found a violation (its later states are only counted) or ran out of time."""
         left = len(self.queue) - self.done
-        if self.violations or self.timed_out or left < 2:
+        if self.violations or self.stopped or left < 2:
             return []
         _rank, fp, trace, _sleep = self.queue[-1]
         depth = len(self.held[fp][0] if fp is not None else trace)  # (a level's traces are of one length)
@@ -137,12 +143,15 @@ class _LevelWork:
         state moved or stolen from another worker) in rank order, answering requests to steal
         between two states."""
         self.queue, self.done = sorted(entries, key=lambda e: e[0]), 0
-        while self.done < len(self.queue) and not self.timed_out:
+        while self.done < len(self.queue) and not self.stopped:
             if self.conn.poll():
                 msg = self.conn.recv()
-                if msg[0] != "steal":
+                if msg[0] == "halt":  # a stop request to the driver
+                    self.watch.stop.request(msg[1])
+                elif msg[0] != "steal":
                     raise RuntimeError(f"unexpected message in a level: {msg[0]!r}")
-                self.conn.send(("stolen", self.give_tail()))
+                else:
+                    self.conn.send(("stolen", self.give_tail()))
                 continue
             rank, fp, trace, sleep = self.queue[self.done]
             self.done += 1
@@ -153,13 +162,14 @@ class _LevelWork:
         self.queue, self.done = [], 0
 
     def _expand_one(self, rank: int, fp, trace: tuple, sleep: frozenset) -> None:
-        if fp is None:
+        run = acts = None
+        if fp is not None:
+            trace, run, acts = self.held.pop(fp)
+        if run is None:  # moved, stolen or kept as its trace
             start = time.perf_counter()
-            run, acts = replay_trace(self.scenario, trace), None
+            run = self.rebuild.run_of(trace)
             _REPLAYED[0] += time.perf_counter() - start
             _REPLAYED[1] += len(trace)
-        else:
-            trace, run, acts = self.held.pop(fp)
         level = self.level
         if self.violations:
             acts = run.enabled_actions() if acts is None else acts
@@ -191,35 +201,44 @@ class _LevelWork:
         if now >= self.next_progress:
             self.next_progress = now + PROGRESS_EVERY
             self.conn.send(("progress", len(level.states), self.transitions))
-        if self.deadline is not None and now > self.deadline:
-            self.timed_out = True
+        self.stopped = self.watch.check()
 
     def finish(self) -> tuple:
-        """``(transitions, violations, claims, timed_out)``; ``held`` is left holding the run of
-        each new child claimed, for the next level."""
+        """``(transitions, violations, claims, stopped)``; ``held`` is left holding the run of
+        each new child claimed, for the next level (or its trace only, its run rebuilt when
+        expanded, when memory runs short: ``Watch.compact``)."""
+        self.rebuild.close()
         claims = []
         for fp, (key, t, child, sleep, drained) in self.level.states.items():
-            acts = child.enabled_actions()  # kept for the next level; their number weighs the state
-            self.held[fp] = (t, child, acts)
+            acts = child.enabled_actions()  # their number weighs the state
+            if self.watch.compact:
+                child.dispose()
+                self.held[fp] = (t, None, None)
+            else:
+                self.held[fp] = (t, child, acts)  # kept for the next level
             claims.append((fp, key, sleep, drained, len(acts)))
-        return self.transitions, self.violations, claims, self.timed_out
+        return self.transitions, self.violations, claims, self.stopped
 
 
-def _level(scenario, reduce: bool, own: list, held: dict, seen: set, deadline, conn) -> None:
+def _level(scenario, reduce: bool, own: list, held: dict, seen: set, watch, conn) -> None:
     """One level in a worker: its own states (``own``), then any stolen from another worker
     (``("more", entries)``), until the driver ends the level (``("finish",)``), which is
-    answered with ``("done", transitions, violations, claims, timed_out)``. A request to steal
-    that comes when this worker is idle gets nothing."""
+    answered with ``("done", transitions, violations, claims, stopped)``. A request to steal
+    that comes when this worker is idle gets nothing; a stop request then changes nothing."""
     current = {fp for _r, fp, _t, _s in own if fp is not None}
     for fp in [fp for fp in held if fp not in current]:  # children another worker owns (or already seen)
-        held.pop(fp)[1].dispose()
-    work = _LevelWork(scenario, reduce, held, seen, deadline, conn)
+        run = held.pop(fp)[1]
+        if run is not None:
+            run.dispose()
+    work = _LevelWork(scenario, reduce, held, seen, watch, conn)
     work.run(own)
     conn.send(("idle",))
     while True:
         msg = conn.recv()
         if msg[0] == "steal":
             conn.send(("stolen", []))
+        elif msg[0] == "halt":
+            work.watch.stop.request(msg[1])
         elif msg[0] == "more":
             work.run([(rank, None, trace, sleep) for rank, trace, sleep in msg[1]])
             conn.send(("idle",))
@@ -231,8 +250,9 @@ def _level(scenario, reduce: bool, own: list, held: dict, seen: set, deadline, c
 
 
 def _worker(conn, scenario, reduce: bool) -> None:
-    """A worker's loop: ``("level", own, new_fingerprints, deadline)`` -> ``("done", ...)``;
+    """A worker's loop: ``("level", own, new_fingerprints, watch)`` -> ``("done", ...)``;
     ``("stop",)`` ends it. An exception is sent back as ``("error", traceback)``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver ends the search (module docstring)
     held: dict = {}
     seen: set = set()
     try:
@@ -244,13 +264,14 @@ def _worker(conn, scenario, reduce: bool) -> None:
                 traces = []
                 for fp in msg[1]:
                     t, run, _acts = held.pop(fp)
-                    run.dispose()
+                    if run is not None:
+                        run.dispose()
                     traces.append(t)
                 conn.send(("traces", traces))
                 continue
-            _, own, new, deadline = msg
+            _, own, new, watch = msg
             seen.update(new)
-            _level(scenario, reduce, own, held, seen, deadline, conn)
+            _level(scenario, reduce, own, held, seen, watch, conn)
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
         return
     except BaseException:  # noqa: BLE001 -- the driver reports it with the worker's traceback
@@ -309,7 +330,7 @@ class ProcessLevels:
             c.close()
         self._procs, self._conns = [], []
 
-    def expand(self, frontier: list, seen: set, deadline: float | None, report) -> Level:
+    def expand(self, frontier: list, seen: set, watch, report) -> Level:
         first = not self._procs
         if first:
             self._start()
@@ -324,9 +345,10 @@ class ProcessLevels:
         if first:
             new = list(seen)
         self._balance(own)
+        share = watch.share(self.workers)
         for w, c in enumerate(self._conns):
-            c.send(("level", own[w], new, deadline))
-        return self._collect(report)
+            c.send(("level", own[w], new, share))
+        return self._collect(report, watch)
 
     def _balance(self, own: list) -> None:
         """Move states from the workers whose share of the level's work (the actions their
@@ -364,7 +386,7 @@ class ProcessLevels:
             raise FlinkspecError(f"explore worker {w} failed:\n{msg[1]}")
         return msg
 
-    def _collect(self, report) -> Level:
+    def _collect(self, report, watch) -> Level:
         """Wait for the level: a worker that runs out of states takes the second half of a busy
         worker's queue (work stealing; the stolen states are replayed from their traces); when
         every worker is idle, each sends what it found, and the driver keeps one row per state
@@ -383,8 +405,13 @@ class ProcessLevels:
                 thief_of[victim] = thief
                 self._conns[victim].send(("steal",))
 
+        halted = False
         while busy or thief_of:
-            for c in wait(self._conns):
+            if not halted and watch.stop.reason is not None:  # a signal to the driver: every worker stops
+                halted = True
+                for c in self._conns:
+                    c.send(("halt", watch.stop.reason))
+            for c in wait(self._conns, timeout=0.2):
                 w = index[id(c)]
                 msg = self._recv(w)
                 if msg[0] == "progress":
@@ -412,10 +439,10 @@ class ProcessLevels:
             msg = self._recv(w)
             if msg[0] != "done":
                 raise FlinkspecError(f"explore worker {w} sent {msg[0]!r} at the end of a level")
-            transitions, violations, claims, timed_out = msg[1:]
+            transitions, violations, claims, stopped = msg[1:]
             level.transitions += transitions
             level.violations.extend(violations)
-            level.timed_out = level.timed_out or timed_out
+            level.stopped = level.stopped or stopped or (watch.stop.reason if halted else None)
             for fp, key, sleep, drained, n in claims:
                 level.add(fp, key, None, Held(w, fp, n), sleep, drained)
         report(len(level.states), level.transitions)

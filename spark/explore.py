@@ -26,7 +26,6 @@ between levels.
 from __future__ import annotations
 
 import functools
-import time
 from typing import Iterator
 
 from properties.explore import violation_trace, Level, _key, expand, replay_trace
@@ -72,7 +71,7 @@ class SparkLevels:
         self.reduce = reduce
         self.workers = max(1, self.sc.defaultParallelism)
 
-    def expand(self, frontier: list, seen: set, deadline: float | None, report) -> Level:
+    def expand(self, frontier: list, seen: set, watch, report) -> Level:
         slices = max(1, min(len(frontier), self.workers * 4))
         rows = [(trace, sleep) for trace, _run, sleep in frontier]
         body = functools.partial(expand_partition, self.scenario, self.reduce)
@@ -88,6 +87,6 @@ class SparkLevels:
                 key, trace, _v, sleep, drained = row
                 level.add(fp, key, trace, None, sleep, drained)
         report(len(level.states), level.transitions)
-        if deadline is not None and time.perf_counter() > deadline and level.states and not level.violations:
-            level.timed_out = True
+        if level.states and not level.violations:
+            level.stopped = watch.check()
         return level
