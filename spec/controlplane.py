@@ -13,6 +13,11 @@ from spec.coverage import goal
 from spec.invariant import Violation, invariant
 
 
+def _control_plane(scenario) -> bool:
+    """The goal needs the modelled control plane (``RuntimeConfig.control_plane``)."""
+    return scenario.config.control_plane
+
+
 def _step_events(cluster, kind: str) -> list:
     """The events of kind ``kind`` the last step appended."""
     events = cluster.events
@@ -222,37 +227,43 @@ def _any(new_events, kind: str, pred=lambda e: True) -> bool:
 
 
 @goal("cp_slot_offered_to_deposed_jobmaster", "DeclarativeSlotPool.offerSlots",
-      "A TaskExecutor's slot offer reached a JobMaster whose leadership had already ended.")
+      "A TaskExecutor's slot offer reached a JobMaster whose leadership had already ended.",
+      applies=_control_plane)
 def cp_slot_offered_to_deposed_jobmaster(run, new_events) -> bool:
     return _any(new_events, "cp_offer_to_deposed")
 
 
 @goal("cp_heartbeat_timeout_during_checkpoint", "HeartbeatManager (JobMaster -> TaskExecutor)",
-      "A JobMaster lost a TaskExecutor by heartbeat timeout while a checkpoint was pending.")
+      "A JobMaster lost a TaskExecutor by heartbeat timeout while a checkpoint was pending.",
+      applies=_control_plane)
 def cp_heartbeat_timeout_during_checkpoint(run, new_events) -> bool:
     return _any(new_events, "cp_tm_timeout", lambda e: e[4])
 
 
 @goal("cp_jobmanager_failover_during_commit", "JobMaster failover / two-phase commit",
-      "The JobMaster running the job was lost while notifyCheckpointComplete (the sinks' commit) was in flight.")
+      "The JobMaster running the job was lost while notifyCheckpointComplete (the sinks' commit) was in flight.",
+      applies=_control_plane)
 def cp_jobmanager_failover_during_commit(run, new_events) -> bool:
     return _any(new_events, "cp_jobmaster_lost", lambda e: e[2])
 
 
 @goal("cp_duplicate_registration", "ResourceManager.registerTaskExecutor",
-      "A TaskExecutor registered again at the ResourceManager it was registered at.")
+      "A TaskExecutor registered again at the ResourceManager it was registered at.",
+      applies=_control_plane)
 def cp_duplicate_registration(run, new_events) -> bool:
     return _any(new_events, "cp_duplicate_registration")
 
 
 @goal("cp_lost_slot_request_answered_by_reconciliation", "SlotManager.reportSlotStatus",
-      "A slot the SlotManager still saw PENDING (its answer lost or late) was resolved by a heartbeat's slot report.")
+      "A slot the SlotManager still saw PENDING (its answer lost or late) was resolved by a heartbeat's slot report.",
+      applies=_control_plane)
 def cp_lost_slot_request_answered_by_reconciliation(run, new_events) -> bool:
     return _any(new_events, "cp_pending_slot_reconciled")
 
 
 @goal("cp_deposed_leader_write_rejected", "fenced HA writes",
-      "A deposed leader's write to the HA store was rejected.")
+      "A deposed leader's write to the HA store was rejected.",
+      applies=_control_plane)
 def cp_deposed_leader_write_rejected(run, new_events) -> bool:
     return _any(new_events, "cp_effect", lambda e: e[2] == "store" and not e[6])
 
@@ -304,18 +315,21 @@ def region_deployed_after_blocking_inputs(run) -> Violation | None:
 
 
 @goal("cp_idle_slot_released", "DeclarativeSlotPool.releaseIdleSlots",
-      "The SlotPool released a slot that had been free for slot.idle.timeout (freeSlot to its TaskExecutor).")
+      "The SlotPool released a slot that had been free for slot.idle.timeout (freeSlot to its TaskExecutor).",
+      applies=_control_plane)
 def cp_idle_slot_released(run, new_events) -> bool:
     return _any(new_events, "cp_idle_slot_released")
 
 
 @goal("cp_idle_slot_reused", "DeclarativeSlotPoolBridge (free slots reserved first)",
-      "A free slot of the SlotPool was taken by another execution slot sharing group before its idle timeout.")
+      "A free slot of the SlotPool was taken by another execution slot sharing group before its idle timeout.",
+      applies=_control_plane)
 def cp_idle_slot_reused(run, new_events) -> bool:
     return _any(new_events, "cp_idle_slot_reused")
 
 
 @goal("cp_unreported_slot_freed", "TaskExecutor.syncSlotsWithSnapshotFromJobMaster",
-      "A TaskExecutor freed a slot its JobMaster's AllocatedSlotReport no longer named (its freeSlot was lost).")
+      "A TaskExecutor freed a slot its JobMaster's AllocatedSlotReport no longer named (its freeSlot was lost).",
+      applies=_control_plane)
 def cp_unreported_slot_freed(run, new_events) -> bool:
     return _any(new_events, "cp_unreported_slot_freed")

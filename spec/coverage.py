@@ -3,25 +3,83 @@
 Each goal is a pure predicate ``goal(run, new_events) -> bool`` evaluated after every step
 (``new_events`` are the entries the step appended to ``cluster.events``). A check run
 reports how often each goal was reached; a goal reached 0 times fails the run.
+
+Each goal also says which scenarios it can apply to (``applies(scenario) -> bool``, kept in
+:data:`APPLIES`): the mechanism it names is switched on in the scenario's ``RuntimeConfig``
+and the job has what it needs (a task with two input channels, a blocking edge, ...). A
+check of one job (``flinkspec check --job``) reports only the goals that apply to it.
 """
 
 from __future__ import annotations
 
+from typing import Callable
+
+from spec.exactly_once import idle_judged
 from spec.invariant import invariant
 
 GOALS: dict = {}
+#: goal name -> ``applies(scenario) -> bool``: whether the goal can be reached on the scenario
+APPLIES: dict[str, Callable] = {}
 
 
-def goal(name: str, concept: str, statement: str):
+def goal(name: str, concept: str, statement: str, *, applies: Callable):
     def wrap(fn):
         inv = invariant(name, kind="sometimes", concept=concept, statement=statement)(fn)
         GOALS[name] = inv
+        APPLIES[name] = applies
         return inv
     return wrap
 
 
+def goals_applying_to(scenario) -> tuple[str, ...]:
+    """The goals that can be reached on ``scenario`` (``APPLIES``), in registration order."""
+    return tuple(name for name in GOALS if APPLIES[name](scenario))
+
+
+_INPUTS: dict = {}
+
+
+def max_input_channels(scenario) -> int:
+    """The most input channels one subtask of the scenario's job reads (its StreamTask's
+    valve and barrier handler see that many), at its parallelisms or at any it may be
+    restarted with from a savepoint (``Cluster.rescale_choices``)."""
+    key = (repr(scenario.graph), repr(scenario.config))
+    if key not in _INPUTS:
+        from model.cluster import Cluster  # only when a job's goals are listed (no model at import)
+        from model.executiongraph import compile_stream_graph  # as above
+        from model.rescaling import rescale_graph  # as above
+
+        c = scenario.config
+        rescales = c.savepoints or c.rescale_from_checkpoints
+        choices = Cluster.from_scenario(scenario).rescale_choices() if rescales else [()]
+        most = 0
+        for choice in choices:
+            eg = compile_stream_graph(rescale_graph(scenario.graph, dict(choice)))
+            per: dict = {}
+            for ch in eg.channels:
+                per[ch.consumer] = per.get(ch.consumer, 0) + 1
+            most = max(most, max(per.values(), default=0))
+        _INPUTS[key] = most
+    return _INPUTS[key]
+
+
+def aligns(scenario) -> bool:
+    """Barriers block channels: aligned (or not yet timed-out alternating) exactly-once
+    checkpoints on a task with more than one input channel."""
+    return scenario.config.barrier_mode in ("aligned", "alternating") and max_input_channels(scenario) > 1
+
+
+def unaligned(scenario) -> bool:
+    return scenario.config.barrier_mode in ("unaligned", "alternating")
+
+
+def fails(scenario) -> bool:
+    return scenario.config.max_failures > 0
+
+
 @goal("barrier_aligned_while_other_channel_blocked", "SingleCheckpointBarrierHandler (aligned)",
-      "A barrier arrived and blocked its channel while another channel of the same task was blocked.")
+      "A barrier arrived and blocked its channel while another channel of the same task was blocked.",
+      applies=aligns)
 def barrier_aligned_while_other_channel_blocked(run, new_events) -> bool:
     blocked = run.cluster.blocked
     if not any(blocked):
@@ -33,19 +91,22 @@ def barrier_aligned_while_other_channel_blocked(run, new_events) -> bool:
 
 
 @goal("failure_during_alignment", "failover during checkpoint alignment",
-      "A failure hit while a checkpoint was aligning (a channel blocked or channel state being persisted).")
+      "A failure hit while a checkpoint was aligning (a channel blocked or channel state being persisted).",
+      applies=lambda s: fails(s) and (aligns(s) or unaligned(s)))
 def failure_during_alignment(run, new_events) -> bool:
     return any(e[0] == "failover" and e[5] for e in new_events)
 
 
 @goal("concurrent_checkpoints_subsumed", "CheckpointCoordinator subsumption",
-      "With concurrent checkpoints, a newer checkpoint subsumed an older pending one.")
+      "With concurrent checkpoints, a newer checkpoint subsumed an older pending one.",
+      applies=lambda s: s.config.max_concurrent_checkpoints > 1)
 def concurrent_checkpoints_subsumed(run, new_events) -> bool:
     return any(e[0] == "aborted" and "SUBSUMED" in str(e[3]) for e in new_events)
 
 
 @goal("unaligned_snapshot_channel_state_both_sides", "unaligned checkpoint channel state",
-      "A completed unaligned checkpoint holds input channel state and output channel state.")
+      "A completed unaligned checkpoint holds input channel state and output channel state.",
+      applies=unaligned)
 def unaligned_snapshot_channel_state_both_sides(run, new_events) -> bool:
     cluster = run.cluster
     for cid in cluster.new_completed:
@@ -56,7 +117,8 @@ def unaligned_snapshot_channel_state_both_sides(run, new_events) -> bool:
 
 
 @goal("idle_channel_returned_below_output_watermark", "StatusWatermarkValve realignment",
-      "An idle channel became active again with a watermark below the valve's output watermark.")
+      "An idle channel became active again with a watermark below the valve's output watermark.",
+      applies=lambda s: s.config.max_idle_periods != 0 and idle_judged(s.graph) and max_input_channels(s) > 1)
 def idle_channel_returned_below_output_watermark(run, new_events) -> bool:
     for t in run.cluster.tasks:
         v = t.valve
@@ -69,7 +131,9 @@ def idle_channel_returned_below_output_watermark(run, new_events) -> bool:
 
 
 @goal("rescale_uneven_key_groups", "KeyGroupRange rescaling",
-      "A job was rescaled to a parallelism that splits the key groups unevenly.")
+      "A job was rescaled to a parallelism that splits the key groups unevenly.",
+      applies=lambda s: s.config.savepoints and any(o.kind in ("keyed_aggregate", "window")
+                                                     for o in s.graph.operators))
 def rescale_uneven_key_groups(run, new_events) -> bool:
     for e in new_events:
         if e[0] != "rescaled":
@@ -84,7 +148,8 @@ def rescale_uneven_key_groups(run, new_events) -> bool:
 
 
 @goal("region_failover_restarted_producer_region", "RestartPipelinedRegionFailoverStrategy",
-      "A region failover restarted a producer region because a blocking partition it produced was lost.")
+      "A region failover restarted a producer region because a blocking partition it produced was lost.",
+      applies=lambda s: fails(s) and s.config.failover_strategy == "region" and any(e.exchange_mode == "blocking" for e in s.graph.edges))
 def region_failover_restarted_producer_region(run, new_events) -> bool:
     eg = run.cluster.eg
     for e in new_events:
@@ -105,12 +170,14 @@ def _rescaled_from_checkpoint_with_inflight(new_events, direction: str) -> bool:
 
 
 @goal("unaligned_rescale_up_with_inflight", "StateAssignmentOperation (channel state)",
-      "A job was resubmitted from an unaligned checkpoint holding in-flight data with a higher parallelism.")
+      "A job was resubmitted from an unaligned checkpoint holding in-flight data with a higher parallelism.",
+      applies=lambda s: unaligned(s) and s.config.rescale_from_checkpoints and bool(s.config.rescale_options))
 def unaligned_rescale_up_with_inflight(run, new_events) -> bool:
     return _rescaled_from_checkpoint_with_inflight(new_events, "up")
 
 
 @goal("unaligned_rescale_down_with_inflight", "StateAssignmentOperation (channel state)",
-      "A job was resubmitted from an unaligned checkpoint holding in-flight data with a lower parallelism.")
+      "A job was resubmitted from an unaligned checkpoint holding in-flight data with a lower parallelism.",
+      applies=lambda s: unaligned(s) and s.config.rescale_from_checkpoints and bool(s.config.rescale_options))
 def unaligned_rescale_down_with_inflight(run, new_events) -> bool:
     return _rescaled_from_checkpoint_with_inflight(new_events, "down")

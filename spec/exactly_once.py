@@ -48,7 +48,12 @@ class Expected:
         #: ``late_drop_justified`` and ``window_results_exactly_once``). On any other windowed
         #: job the reference is no oracle for a run with an idle source, and no engine offers
         #: ``SourceIdle`` there (``properties.engines.offered_kinds``).
-        self.idle_judged = self.event_time_judged or not any(o.kind == "window" for o in graph.operators)
+        self.idle_judged = idle_judged(graph)
+
+
+def idle_judged(graph) -> bool:
+    """Whether a run of ``graph`` with an idle source is judged correctly (``Expected.idle_judged``)."""
+    return event_time_judged(graph) or not any(o.kind == "window" for o in graph.operators)
 
 
 def canonical(records, mode: str) -> list:

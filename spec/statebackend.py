@@ -26,6 +26,11 @@ from spec.coverage import goal
 from spec.invariant import Violation, invariant
 
 
+def _backend(scenario) -> bool:
+    """The goal needs a modelled state backend (``RuntimeConfig.state_backend``)."""
+    return scenario.config.state_backend is not None
+
+
 def _retained(cluster) -> tuple:
     return tuple(cluster.coordinator.store.checkpoint_ids())
 
@@ -147,7 +152,8 @@ def incremental_restore_equals_full(run) -> Violation | None:
 # -- coverage goals ---------------------------------------------------------------------------
 
 @goal("async_phase_running_at_next_barrier", "AsyncCheckpointRunnable",
-      "A task took the synchronous phase of a snapshot while the asynchronous phase of an earlier one still ran.")
+      "A task took the synchronous phase of a snapshot while the asynchronous phase of an earlier one still ran.",
+      applies=_backend)
 def async_phase_running_at_next_barrier(run, new_events) -> bool:
     cluster = run.cluster
     if cluster.storage is None:
@@ -156,24 +162,28 @@ def async_phase_running_at_next_barrier(run, new_events) -> bool:
 
 
 @goal("failure_between_snapshot_phases", "AsyncCheckpointRunnable cancelled by a failover",
-      "A failure restarted a task between the synchronous and the asynchronous phase of its snapshot.")
+      "A failure restarted a task between the synchronous and the asynchronous phase of its snapshot.",
+      applies=lambda s: _backend(s) and s.config.max_failures > 0)
 def failure_between_snapshot_phases(run, new_events) -> bool:
     return any(e[0] == "failure_between_snapshot_phases" for e in new_events)
 
 
 @goal("subsumption_freed_shared_files", "SharedStateRegistry.unregisterUnusedState",
-      "A completed checkpoint subsumed one whose shared files no retained checkpoint used any more.")
+      "A completed checkpoint subsumed one whose shared files no retained checkpoint used any more.",
+      applies=lambda s: _backend(s) and s.config.incremental)
 def subsumption_freed_shared_files(run, new_events) -> bool:
     return any(e[0] == "shared_state_unused" for e in new_events)
 
 
 @goal("restore_in_claim_mode", "RecoveryClaimMode.CLAIM",
-      "A job restored a savepoint in CLAIM mode.")
+      "A job restored a savepoint in CLAIM mode.",
+      applies=lambda s: _backend(s) and s.config.savepoints and s.config.restore_mode == "CLAIM")
 def restore_in_claim_mode(run, new_events) -> bool:
     return any(e[0] == "restored_with_claim_mode" and e[3] == "CLAIM" for e in new_events)
 
 
 @goal("restore_in_no_claim_mode", "RecoveryClaimMode.NO_CLAIM",
-      "A job restored a savepoint in NO_CLAIM mode.")
+      "A job restored a savepoint in NO_CLAIM mode.",
+      applies=lambda s: _backend(s) and s.config.savepoints and s.config.restore_mode == "NO_CLAIM")
 def restore_in_no_claim_mode(run, new_events) -> bool:
     return any(e[0] == "restored_with_claim_mode" and e[3] == "NO_CLAIM" for e in new_events)
