@@ -295,3 +295,27 @@ def test_pages_name_only_files_that_exist():
                 missing.append(f"{page.name}: {rel}")
     assert not missing, missing
 
+
+
+# -- help texts ------------------------------------------------------------------------------
+
+def _subparsers(parser):
+    import argparse  # only the help test walks the parser tree
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            yield from action.choices.items()
+
+
+@pytest.mark.parametrize("command", ["bench"])
+def test_help_speaks_to_a_user(command, capsys):
+    """`flinkspec bench --help` and each target's: no names of the code (registration
+    functions, module constants, reST markup), and every option says what it does."""
+    parser = dict(_subparsers(build_parser()))[command]
+    pages = [(command, parser), *((f"{command} {n}", p) for n, p in _subparsers(parser))]
+    assert len(pages) > 1
+    for name, p in pages:
+        text = p.format_help()
+        assert not re.search(r"register_|TARGETS|``|Cluster\.\w+", text), f"{name} --help:\n{text}"
+        silent = [a.option_strings for a in p._actions if a.option_strings and not a.help]
+        assert not silent, f"{name}: options without help: {silent}"

@@ -1,10 +1,7 @@
 """``flinkspec bench TARGET``: performance figures, printed as one JSON line.
 
-Targets: ``spark`` -- the replay pipeline over the same seeds at local[1], at local[2] and
-with a plain 2-process ``multiprocessing`` pool (no Spark), with the ratios
-``speedup_local2_vs_local1`` (wall local[1] / wall local[2]) and ``spark_over_plain_loop``
-(wall local[2] / wall of the pool). Each target is a sub-subcommand registered by a
-``register_<target>(subparsers)`` function listed in ``TARGETS``.
+Each target is a sub-subcommand registered by a ``register_<target>(subparsers)`` function
+listed in :data:`TARGETS`; :data:`DESCRIPTION` is what ``bench --help`` tells a user.
 """
 
 from __future__ import annotations
@@ -20,10 +17,20 @@ from spark.replay import ENGINES, ReplayPlan, check_variants, fingerprint, resul
 from spark.session import start_session, stop_session
 
 
+#: ``flinkspec bench --help``
+DESCRIPTION = (
+    "Measure how fast flinkspec runs on this machine; each target prints one JSON line of figures "
+    "(docs/performance.md explains them). model: steps per second of the reference model on a fixed "
+    "trace, against a loop that only moves the same records. explore: states per second of the "
+    "exhaustive search and the cost of copying, stepping and fingerprinting a state. spark: the "
+    "Spark replay's runs per second with one and two local cores and in a plain 2-process pool, "
+    "and whether all three give identical results (exit 1 if not). "
+    "`flinkspec bench TARGET --help` lists a target's options."
+)
+
+
 def register(subparsers) -> None:
-    p = subparsers.add_parser(
-        "bench", help="performance figures (one JSON line)", description=__doc__.split("\n\n")[1]
-    )
+    p = subparsers.add_parser("bench", help="performance figures (one JSON line)", description=DESCRIPTION)
     sub = p.add_subparsers(dest="bench_target", metavar="TARGET")
     for register_target in TARGETS:
         register_target(sub)
@@ -56,13 +63,16 @@ def register_spark(sub) -> None:
     p.add_argument("--runs", metavar="N", type=int, default=20_000, help="runs (default 20000)")
     p.add_argument("--variant", metavar="NAME", action="append", default=None,
                    help="variant to run (repeatable; default: all)")
-    p.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--seed", metavar="S", type=seed, default=0)
+    p.add_argument("--swarm", action=argparse.BooleanOptionalAction, default=True,
+                   help="switch random action kinds off per run, as `check` does (default: on)")
+    p.add_argument("--seed", metavar="S", type=seed, default=0, help="first seed of the runs (default 0)")
     p.add_argument("--max-steps", metavar="K", type=int, default=None,
                    help="random-walk steps per run (default: the variant's own)")
     p.add_argument("--partitions", metavar="P", type=int, default=None,
                    help="partitions / pool chunks (default: 8 per core at local[2], at least 100 runs each)")
-    p.add_argument("--engine", choices=("model", "standin"), default="model")
+    p.add_argument("--engine", choices=("model", "standin"), default="model",
+                   help="model: runs of the reference model (default); standin: a synthetic run, fast, "
+                        "to time the pipeline itself")
     p.set_defaults(func=run_spark)
 
 
@@ -139,17 +149,19 @@ def run_spark(args) -> int:
 def register_model(sub) -> None:
     p = sub.add_parser(
         "model",
-        help="model steps/s on the reference job, against a bare deque loop over the same trace",
+        help="model steps/s on the reference job, against a loop that only moves the same records",
         description=(
-            "The reference job (source p=2 -> keyBy -> tumbling window p=3 -> 2PC sink p=2, 10,000 records, "
-            "a checkpoint every 500 steps, random delivery order from a fixed seed): the trace is recorded once, "
-            "then replayed through Cluster.step and, as the floor, as bare channel deque operations. "
-            "Prints one JSON line: steps, steps_per_second, floor_steps_per_second, ratio."
+            "The reference job (source p=2 -> keyBy -> tumbling window p=3 -> two-phase-commit sink p=2, "
+            "--records records, a checkpoint every 500 steps, delivery order drawn from --seed) is run once "
+            "to record its steps, then the same steps are timed through the model and, as the floor, as "
+            "plain queue operations that only move the records. Prints one JSON line: steps, "
+            "steps_per_second, floor_steps_per_second and their ratio."
         ),
     )
-    p.add_argument("--records", type=int, default=10_000)
-    p.add_argument("--seed", type=seed, default=7)
-    p.add_argument("--repeat", type=int, default=3, help="timings per measurement; the best is kept")
+    p.add_argument("--records", metavar="N", type=int, default=10_000, help="records of the job (default 10000)")
+    p.add_argument("--seed", metavar="S", type=seed, default=7, help="seed of the delivery order (default 7)")
+    p.add_argument("--repeat", metavar="K", type=int, default=3,
+                   help="timings per measurement; the best is kept (default 3)")
     p.set_defaults(func=run_model)
 
 
@@ -166,18 +178,21 @@ def run_model(args) -> int:
 def register_explore(sub) -> None:
     p = sub.add_parser(
         "explore",
-        help="the exhaustive search's states/s and the cost of copy, step and fingerprint",
+        help="the exhaustive search's states/s and the cost of copying, stepping and fingerprinting a state",
         description=(
-            "On a variant's small scenario: distinct states and transitions per CPU second of the "
-            "breadth-first search (up to --max-states), then microseconds per Cluster.copy (against "
-            "copy.deepcopy of the same state), per Cluster.step and per Cluster.fingerprint on sampled "
-            "states. Prints one JSON line."
+            "On a variant's small scenario (the one `flinkspec explore --variant NAME --small` searches): "
+            "distinct states and transitions per CPU second of the search (up to --max-states states), "
+            "then on --samples sampled states the microseconds to copy a state (against Python's "
+            "copy.deepcopy), to take one step and to compute a state's fingerprint. Prints one JSON line."
         ),
     )
-    p.add_argument("--variant", default="aligned-2pc")
-    p.add_argument("--max-states", type=int, default=3000)
-    p.add_argument("--samples", type=int, default=300)
-    p.add_argument("--seed", type=seed, default=0)
+    p.add_argument("--variant", metavar="NAME", default="aligned-2pc",
+                   help="the variant whose small scenario is searched (default aligned-2pc)")
+    p.add_argument("--max-states", metavar="N", type=int, default=3000,
+                   help="states the timed search visits at most (default 3000)")
+    p.add_argument("--samples", metavar="N", type=int, default=300,
+                   help="states the copy, step and fingerprint timings are taken on (default 300)")
+    p.add_argument("--seed", metavar="S", type=seed, default=0, help="seed that picks the sampled states (default 0)")
     p.set_defaults(func=run_explore)
 
 
