@@ -168,6 +168,9 @@ class RuntimeConfig:
     #: overrides one definition (``model.seams``).
     bugs: tuple = ()
     skip_consumer_regions: bool = False
+    #: known unsafe: a region failover also restarts the producers of the blocking partitions a
+    #: restarted region consumes that are still available (Flink backtracks to lost ones only)
+    backtrack_every_blocking_input: bool = False
     restore_pending_checkpoints: bool = False
     keygroup_assignment: str = "range"
     notify_savepoint_complete: bool = False
@@ -192,6 +195,11 @@ class RuntimeConfig:
     #: known unsafe: window operators ignore ``allowed_lateness`` (a record that arrives after
     #: its window fired is dropped although the window still accepts it)
     window_lateness_ignored: bool = False
+    #: known unsafe: a source that marks itself IDLE tells its downstream tasks so but reads
+    #: on, marking itself ACTIVE only before its next watermark (Flink's sources mark the
+    #: output ACTIVE before a record or a watermark follows an IDLE status): its records in
+    #: between travel on channels the consumers ignore for event time
+    idle_source_keeps_emitting: bool = False
     # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) --
     #: ``state.backend.type``: "hashmap" or "rocksdb" switch on two-phase snapshots (the
     #: asynchronous phase is the FinishAsyncSnapshot action), state files in a DFS, the
@@ -721,7 +729,8 @@ class Cluster:
             ooo = head_spec.watermark_out_of_orderness
             mine = [[j, tuple(s), 0, BoundedOutOfOrdernessWatermarks(ooo)]
                     for j, s in enumerate(splits) if j % st.parallelism == st.subtask_index]
-            task.source = SourceReader(head_spec.name, mine, ooo, WatermarkToDataOutput(DataOutput(task)))
+            out_cls = _IdleSourceReadingOn if self.config.idle_source_keeps_emitting else WatermarkToDataOutput
+            task.source = SourceReader(head_spec.name, mine, ooo, out_cls(DataOutput(task)))
         else:
             task.valve = StatusWatermarkValve(len(input_channels), DataOutput(task))
             task.handler = self._barrier_handler(task, len(task.barrier_channels))
@@ -1459,18 +1468,46 @@ _RESCALED_EG: dict = {}
 _STRATEGIES: dict = {}
 
 
+class _IdleSourceReadingOn(WatermarkToDataOutput):
+    """Known unsafe (``RuntimeConfig.idle_source_keeps_emitting``): ``markIdle`` sends IDLE
+    downstream but the source does not consider itself idle: it reads on, and sends ACTIVE
+    only before its next watermark (``told_idle``: IDLE was sent and ACTIVE not yet)."""
+
+    __slots__ = ("told_idle",)
+
+    def __init__(self, output):
+        super().__init__(output)
+        self.told_idle = False
+
+    def mark_idle(self) -> None:
+        if not self.told_idle:
+            self.output.emit_watermark_status(True)
+            self.told_idle = True
+
+    def mark_active(self) -> None:
+        if self.told_idle:
+            self.output.emit_watermark_status(False)
+            self.told_idle = False
+
+    def emit_watermark(self, ts: int) -> bool:
+        if ts > self.max_watermark_so_far:
+            self.mark_active()
+        return super().emit_watermark(ts)
+
+
 def _failover_strategy(eg, config: RuntimeConfig):
     """The configured FailoverStrategy of ``eg`` (cached: it is static -- a copy of a state
     shares it -- and computing the pipelined regions on every redeployment of a rescaled
     job would be repeated work, and leave a graph with reference cycles behind)."""
-    key = (eg, config.failover_strategy, config.skip_consumer_regions, config.bugs)
+    key = (eg, config.failover_strategy, config.skip_consumer_regions, config.backtrack_every_blocking_input,
+           config.bugs)
     strategy = _STRATEGIES.get(key)
     if strategy is None:
         if len(_STRATEGIES) > 64:
             _STRATEGIES.clear()
-        strategy = _STRATEGIES[key] = failover_strategy(eg, config.failover_strategy,
-                                                        skip_consumer_regions=config.skip_consumer_regions,
-                                                        bugs=config.bugs)
+        strategy = _STRATEGIES[key] = failover_strategy(
+            eg, config.failover_strategy, skip_consumer_regions=config.skip_consumer_regions,
+            backtrack_every_blocking_input=config.backtrack_every_blocking_input, bugs=config.bugs)
     return strategy
 
 

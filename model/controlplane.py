@@ -105,6 +105,19 @@ def _reconcile_flink_17075(self, m, timeout) -> tuple:
     return set(), set()
 
 
+@seams.override("FLINK-18533", JobMaster, "reconcile",
+                "pending deployments are not tolerated: an execution submitted to a TaskExecutor whose next "
+                "ExecutionDeploymentReport does not show it yet (the submission is still in flight) is failed as "
+                "missing at once")
+def _reconcile_flink_18533(self, m, timeout) -> tuple:
+    expected = set()
+    for alloc, v in self.pool.items():
+        if v[0] == m.te:
+            expected.update(self.deployed.get(alloc, ()))
+    reported = set(m.payload[0])
+    return reported - expected, {e[0] for e in expected - reported}
+
+
 class ControlPlane:
     """The control plane's state and mechanisms (see the module docstring)."""
 
@@ -640,15 +653,21 @@ class ControlPlane:
                 if p.latch != ha.latch_leader(self.store):
                     c.events.append(("cp_offer_to_deposed", c.now, m.te, p.index))
                 failed = jm.on_offer(self, m)
+                if failed:  # a slot offered under a new allocation: the pool's older one is gone
+                    c.events.append(("cp_slot_replaced", c.now, m.te, tuple(sorted(failed))))
                 if self.running == p.index and failed:
                     c.fail_on_control_plane(failed)
                 return
             if jm.targets().get(m.te) != m.inc:
                 return
             jm.missed[m.te] = 0
+            # what the JobMaster heard: the heartbeat and reconciliation timeouts are judged by it
+            c.events.append(("cp_deployment_report", c.now, m.te, jm.token, tuple(sorted(m.payload[0]))))
             failed = set()
             for alloc in m.payload[1]:
                 failed |= jm.fail_slot(alloc)
+            if m.payload[1]:
+                c.events.append(("cp_slot_failed", c.now, m.te, tuple(m.payload[1])))
             if failed and self.running == p.index:
                 c.fail_on_control_plane(failed)
             if m.payload[1]:

@@ -13,7 +13,9 @@ of the region graph over blocking channels merged into one region (FLINK-17330).
 
 Known-unsafe variants: ``skip_consumer_regions=True``, the pre-FLINK-13222 reasoning that
 consumers of a deterministic producer need no restart (with a rebalance edge, a
-non-deterministic partitioner, it loses or duplicates data); the seam FLINK-12068
+non-deterministic partitioner, it loses or duplicates data); ``backtrack_every_blocking_input=True``,
+which also restarts the producers of blocking partitions that are still available (more than
+Flink restarts: the job recovers, only the restart set's exactness tells); the seam FLINK-12068
 (``producer_to_backtrack`` answers no): the producers of lost blocking partitions are not restarted, so a restarted
 consumer waits for data nobody produces.
 
@@ -81,9 +83,10 @@ class RestartPipelinedRegionFailoverStrategy:
 
     name = "region"
 
-    def __init__(self, eg, *, skip_consumer_regions: bool = False):
+    def __init__(self, eg, *, skip_consumer_regions: bool = False, backtrack_every_blocking_input: bool = False):
         self.eg = eg
         self.skip_consumer_regions = skip_consumer_regions
+        self.backtrack_every_blocking_input = backtrack_every_blocking_input
         self.regions = pipelined_regions(eg)
         self.region_of = {}
         for i, r in enumerate(self.regions):
@@ -116,8 +119,9 @@ class RestartPipelinedRegionFailoverStrategy:
 
     def producer_to_backtrack(self, ch, unavailable_channels) -> bool:
         """Whether the region producing input channel ``ch`` of a restarting region must restart
-        too: its blocking partition is lost, so a restarted consumer could not read it."""
-        return ch.id in unavailable_channels
+        too: its blocking partition is lost, so a restarted consumer could not read it (with the
+        known-unsafe ``backtrack_every_blocking_input``: any blocking input, lost or not)."""
+        return ch.id in unavailable_channels or (self.backtrack_every_blocking_input and channel_is_blocking(self.eg, ch))
 
 
 @seams.override("FLINK-12068", RestartPipelinedRegionFailoverStrategy, "producer_to_backtrack",
@@ -126,11 +130,13 @@ def _producer_to_backtrack_flink_12068(self, ch, unavailable_channels) -> bool:
     return False
 
 
-def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, bugs=()):
+def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, backtrack_every_blocking_input: bool = False,
+                      bugs=()):
     """The FailoverStrategy ``name`` ("full" or "region"); ``bugs`` switches on seams (FLINK-12068)."""
     if name == "full":
         return RestartAllFailoverStrategy(eg)
     if name == "region":
         cls = seams.variant_class(RestartPipelinedRegionFailoverStrategy, bugs)
-        return cls(eg, skip_consumer_regions=skip_consumer_regions)
+        return cls(eg, skip_consumer_regions=skip_consumer_regions,
+                   backtrack_every_blocking_input=backtrack_every_blocking_input)
     raise FlinkspecError(f"failover_strategy must be 'full' or 'region', not {name!r}")

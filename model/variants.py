@@ -457,6 +457,11 @@ _add(Variant(name="region-failover-skips-consumers", description="region failove
              expected=("restart_set_sufficient", "exactly_once", "committed_output_within_reference"),
              switches=("skip_consumer_regions",),
              config=RuntimeConfig(skip_consumer_regions=True, **_F)))
+_add(Variant(name="region-failover-backtracks-available-partitions", description="region failover that also "
+             "restarts the producers of blocking partitions that are still available: the job recovers with more "
+             "restarts than Flink's restart set", family="blocking", expected=("restart_set_exact",),
+             switches=("backtrack_every_blocking_input",),
+             config=RuntimeConfig(backtrack_every_blocking_input=True, **_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference",
                                                 "window_results_exactly_once"),
@@ -544,6 +549,11 @@ _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deploy
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
              "cancellation stays unnoticed", expected=("deployments_agree",),
              config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), max_steps=350, small=_CP_LOSS_SMALL))
+_add(Variant(name="FLINK-18533", flink_key="FLINK-18533", description="pending deployments are not tolerated: "
+             "a deployment report that does not show an execution yet (its submission is still in flight) makes "
+             "the JobMaster fail it as missing; the job recovers, only the cause of the failover is wrong",
+             expected=("disturbance_has_cause",),
+             config=RuntimeConfig(bugs=("FLINK-18533",), **_CP), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-blocking-regions", description="the control plane with a blocking exchange: the consumer "
              "region is deployed once its producers finished (lazy from sources), the producers' slots go back "
              "to the pool and are reused or released after slot.idle.timeout", family="blocking",
@@ -626,6 +636,13 @@ _add(Variant(name="window-lateness-ignored", description="window operators that 
              "although the window still accepts it", expected=("late_drop_justified",),
              family="late_window", switches=("window_lateness_ignored",),
              config=RuntimeConfig(window_lateness_ignored=True, **_F), small=_IDLE_SMALL))
+_add(Variant(name="idle-source-keeps-emitting", description="a source that goes IDLE tells its downstream tasks "
+             "so but reads on, marking itself ACTIVE only before its next watermark: its records in between travel "
+             "on a channel the window operator ignores for event time, so the source itself makes them late, and "
+             "their drops look justified",
+             expected=("source_output_active_and_on_time",), family="late_window",
+             switches=("idle_source_keeps_emitting",),
+             config=RuntimeConfig(idle_source_keeps_emitting=True, **_F), small=_IDLE_SMALL))
 _add(Variant(name="late-window-2pc", description="a tumbling window with allowed lateness behind two sources that go "
              "idle: late records judged by the event-time judge, without the failure-free reference",
              family="late_window", config=RuntimeConfig(**_F), small=_IDLE_SMALL))
