@@ -17,6 +17,11 @@ Exit codes (``docs/input-validation.md``):
 
 ``--debug`` (anywhere on the command line, or ``FLINKSPEC_DEBUG=1``) re-raises every error
 with its traceback, for people developing flinkspec.
+
+Long commands print a progress line on stderr (every few seconds when stderr is not a
+terminal; ``properties.progress``); stdout never carries it. ``--no-progress`` (anywhere on
+the command line, or ``FLINKSPEC_PROGRESS=off``) silences it, also in the processes the
+command starts.
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error (for developing flinkspec)")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no progress lines on stderr (also FLINKSPEC_PROGRESS=off; by default a line every "
+                             "few seconds when stderr is not a terminal)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
         importlib.import_module(f"flinkspec.commands.{name}").register(sub)
@@ -76,13 +84,38 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _split_debug(argv: list[str]) -> tuple[list[str], bool]:
     """``argv`` without ``--debug`` (accepted anywhere before a ``--``), and whether it was there."""
+    argv, debug = _split_flag(argv, "--debug")
+    return argv, debug or os.environ.get("FLINKSPEC_DEBUG", "") not in ("", "0")
+
+
+def _split_flag(argv: list[str], flag: str) -> tuple[list[str], bool]:
+    """``argv`` without ``flag`` (accepted anywhere before a ``--``), and whether it was there."""
     if "--" in argv:
         i = argv.index("--")
         head, tail = argv[:i], argv[i:]
     else:
         head, tail = argv, []
-    debug = "--debug" in head or os.environ.get("FLINKSPEC_DEBUG", "") not in ("", "0")
-    return [a for a in head if a != "--debug"] + tail, debug
+    return [a for a in head if a != flag] + tail, flag in head
+
+
+@contextlib.contextmanager
+def _progress_off(off: bool):
+    """With ``--no-progress``: ``FLINKSPEC_PROGRESS=off`` while the command runs (the reporters
+    of ``properties.progress`` and the processes the command starts read it); restored after."""
+    if not off:
+        yield
+        return
+    from properties.progress import ENV  # lazy: only with --no-progress
+
+    old = os.environ.get(ENV)
+    os.environ[ENV] = "off"
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = old
 
 
 def _error(message: str) -> None:
@@ -134,7 +167,8 @@ def _sigterm_as_interrupt():
 
 def main(argv: list[str] | None = None) -> int:
     argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
-    with _sigterm_as_interrupt():
+    argv, no_progress = _split_flag(argv, "--no-progress")
+    with _sigterm_as_interrupt(), _progress_off(no_progress):
         try:
             return _run(argv, debug)
         except KeyboardInterrupt:  # also while the parser was built

@@ -15,7 +15,9 @@ Which suites exist is ``model.catalog``'s business (the entries ``check`` runs:
 
 from __future__ import annotations
 
+import sys
 import time
+from contextlib import nullcontext
 from typing import Callable
 
 from model import catalog
@@ -23,6 +25,7 @@ from model.variants import VARIANTS, Variant, generate
 from properties.counterexample import write_counterexample
 from properties.engines import random_walk, replay, shrink
 from properties.focused import FOCUSED, job_hypothesis_suite
+from properties.progress import Reporter
 from properties.result import SuiteResult
 
 __all__ = ["PROFILES", "SuiteResult", "run_suite", "run_variant_suite", "suite_names"]
@@ -39,11 +42,12 @@ PROFILES = {
 def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                       corpus_dir=None, progress: Callable[[int, int], None] | None = None,
                       max_runs: int | None = None, shrink_found: bool = True,
-                      stop_at_first: bool = False) -> SuiteResult:
+                      stop_at_first: bool = False, reporter: Reporter | None = None) -> SuiteResult:
     """Random-walk ``v``; store the first (shrunk) counterexample in ``corpus_dir``.
     ``shrink_found=False`` (a seed sweep measuring the search only) skips shrinking and
     writing. An unsafe variant's search stops at its first violation; a safe one's too with
-    ``stop_at_first`` (a user's job: one counterexample answers the question)."""
+    ``stop_at_first`` (a user's job: one counterexample answers the question). ``reporter``
+    (``properties.progress``) is told the runs and steps done and when shrinking starts."""
     prof = PROFILES[profile]
     total = max_runs or (prof["safe_runs"] if v.safe else prof["unsafe_max_runs"])
     if max_runs is None and profile == "quick" and v.safe and v.quick_safe_runs is not None:
@@ -68,12 +72,17 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
                 res.first_seed = seed
                 res.runs_to_find = i + 1
                 if shrink_found:
+                    if reporter is not None:
+                        reporter.update(f"violation of {r.invariant} at run {i + 1}; shrinking its "
+                                        f"{len(r.actions)} steps (at most {prof['shrink_tests']} replays)")
                     res.counterexample = _shrink_and_store(v, seed, r, res, corpus_dir,
                                                            max_tests=prof["shrink_tests"])
             if not v.safe or stop_at_first:
                 break  # found: the unsafe variant (or the job) has its counterexample
         if progress is not None:
             progress(i + 1, total)
+        if reporter is not None:
+            reporter.update(lambda: f"run {res.runs}/{total}, {res.steps:,} steps")
     res.seconds = time.perf_counter() - t0
     return res
 
@@ -96,11 +105,26 @@ def run_suite(name: str, *, profile: str = "quick", base_seed: int = 0, corpus_d
               progress: Callable[[int, int], None] | None = None, shrink_found: bool = True) -> SuiteResult:
     """Run the suite ``name``: a whole-cluster variant (random walks, with ``progress``) or a
     focused Hypothesis suite. KeyError if ``name`` is neither. ``shrink_found=False``: a
-    random-walk suite does not shrink what it finds (a seed sweep measures the search only)."""
-    if name in VARIANTS:
-        return run_variant_suite(VARIANTS[name], profile=profile, base_seed=base_seed,
-                                 corpus_dir=corpus_dir, progress=progress, shrink_found=shrink_found)
-    return FOCUSED[name].run(profile, base_seed, corpus_dir=corpus_dir)
+    random-walk suite does not shrink what it finds (a seed sweep measures the search only).
+    A progress line goes to stderr every few seconds while it runs (:func:`_reporter`)."""
+    with _reporter(f"check: {name}") as rep:
+        if name in VARIANTS:
+            return run_variant_suite(VARIANTS[name], profile=profile, base_seed=base_seed,
+                                     corpus_dir=corpus_dir, progress=progress, shrink_found=shrink_found,
+                                     reporter=rep)
+        if rep is not None:
+            rep.update("Hypothesis search")
+        return FOCUSED[name].run(profile, base_seed, corpus_dir=corpus_dir)
+
+
+def _reporter(label: str):
+    """The progress reporter of one suite (a context manager giving a ``Reporter``): plain
+    lines on stderr when it is not a terminal; on a terminal a redrawn line only when stdout is
+    not one too (``flinkspec check`` prints its suite lines and its own run counter there)."""
+    try:
+        return Reporter(label, redraw=not sys.stdout.isatty())
+    except (AttributeError, ValueError):  # stdout replaced or closed: no progress, the suite still runs
+        return nullcontext(None)
 
 
 def run_job_suites(v: Variant, *, profile: str = "quick", base_seed: int = 0, corpus_dir=None,
@@ -112,12 +136,17 @@ def run_job_suites(v: Variant, *, profile: str = "quick", base_seed: int = 0, co
     after each search."""
     label = f"[1/2] {v.name} (random walk)"
     on_progress = None if progress is None else (lambda done, total: progress(label, done, total))
-    walk = run_variant_suite(v, profile=profile, base_seed=base_seed, corpus_dir=corpus_dir, progress=on_progress,
-                             stop_at_first=True)
+    with _reporter(f"check: {v.name} (random walk)") as rep:
+        walk = run_variant_suite(v, profile=profile, base_seed=base_seed, corpus_dir=corpus_dir,
+                                 progress=on_progress, stop_at_first=True, reporter=rep)
     walk.name = f"{v.name} (random walk)"
     if finished is not None:
         finished(label, walk)
-    hyp = job_hypothesis_suite(v).run(profile, base_seed, corpus_dir=corpus_dir)
+    hyp_suite = job_hypothesis_suite(v)
+    with _reporter(f"check: {hyp_suite.name}") as rep:
+        if rep is not None:
+            rep.update("Hypothesis search")
+        hyp = hyp_suite.run(profile, base_seed, corpus_dir=corpus_dir)
     if finished is not None:
         finished(f"[2/2] {hyp.name}", hyp)
     return [walk, hyp]

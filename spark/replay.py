@@ -40,7 +40,6 @@ import functools
 import hashlib
 import json
 import os
-import sys
 import threading
 import time
 import uuid
@@ -50,6 +49,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 import attrs
 
 from model.errors import FlinkspecError, InvalidArgument
+from properties.progress import Reporter
 from spark import standin
 from spark.session import jvm_log_path
 
@@ -284,23 +284,26 @@ def result_frame(spark, plan: ReplayPlan, run_fn: Callable, partitions: int | No
     return spark.createDataFrame(rdd, RESULT_DDL).dropDuplicates(["variant", "seed"])
 
 
-#: Seconds between two progress lines.
+#: Seconds between two polls of Spark's status tracker (the line itself is throttled by
+#: ``properties.progress``: redrawn on a terminal, a plain line every few seconds otherwise).
 PROGRESS_INTERVAL = 0.5
 
 
 class Progress:
-    """Polls ``sc.statusTracker()`` for the tasks of a job group and prints one status line.
-
-    Writes ``\\r``-updated lines to ``stream`` only when it is a terminal (quiet in pipes, CI
-    logs and tests); ``enabled`` forces it on or off.
+    """Polls ``sc.statusTracker()`` for the tasks of a job group and reports them through a
+    ``properties.progress.Reporter`` labelled ``spark-replay``: a line redrawn on a terminal,
+    a plain line every few seconds on stderr otherwise (``FLINKSPEC_PROGRESS`` sets the
+    interval or silences it). ``enabled`` True prints even when the variable silences it,
+    False never prints; None follows the reporter's rules.
     """
 
     def __init__(self, sc, group: str, total_runs: int, partitions: int, *, stream=None,
                  enabled: bool | None = None, interval: float | None = None):
         self.sc, self.group, self.total, self.partitions = sc, group, total_runs, partitions
-        self.stream = stream or sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
         self.interval = interval or PROGRESS_INTERVAL
+        self.reporter = None if enabled is False else Reporter("spark-replay", stream=stream, enabled=enabled,
+                                                               heartbeat=False)
+        self.enabled = self.reporter is not None and self.reporter.active
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flinkspec-progress", daemon=True)
         self.t0 = time.perf_counter()
@@ -315,8 +318,8 @@ class Progress:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+        if self.reporter is not None:
+            self.reporter.close()
 
     def snapshot(self) -> tuple[int, int]:
         """(completed tasks, total tasks) of the job group's first stage (the runs)."""
@@ -333,21 +336,22 @@ class Progress:
         return self.last
 
     def line(self) -> str:
+        """The status: tasks done, runs done (estimated from the tasks), runs per second."""
         done, total = self.last
         elapsed = time.perf_counter() - self.t0
         runs = min(self.total, round(self.total * done / max(1, total)))
         rate = runs / elapsed if elapsed > 0 else 0.0
-        return (f"spark-replay: {done}/{total} tasks, ~{runs}/{self.total} runs, "
-                f"{elapsed:.0f} s, ~{rate:.0f} runs/s")
+        return f"{done}/{total} tasks, ~{runs}/{self.total} runs, ~{rate:.0f} runs/s"
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
+        while True:
             try:
                 self.last = self.snapshot()
             except Exception:  # the context is stopping; the display is best effort
                 return
-            self.stream.write("\r\x1b[K" + self.line())
-            self.stream.flush()
+            self.reporter.update(self.line())  # printed when due
+            if self._stop.wait(self.interval):
+                return
 
 
 def _hadoop_fs(spark, path: str):
@@ -536,8 +540,10 @@ def replay(spark, plan: ReplayPlan, out: str, *, engine: Engine | None = None,
                    max_steps=plan.max_steps, partitions=parts, master=sc.master, jvm_log=jvm_log_path())
     cx = []
     if counterexamples_dir is not None:
-        cx = store_counterexamples(engine, representatives(stored), counterexamples_dir,
-                                   shrink=shrink, log=log)
+        reps = representatives(stored)
+        with Reporter("spark-replay", enabled=progress) as rep:  # shrinking in the driver may take minutes
+            rep.update(f"re-running {'and shrinking ' if shrink else ''}{len(reps)} failing seed(s) in the driver")
+            cx = store_counterexamples(engine, reps, counterexamples_dir, shrink=shrink, log=log)
         if any("error" in c for c in cx):
             summary["ok"] = False
     summary["counterexamples"] = cx

@@ -17,10 +17,12 @@ cannot be created.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 
 from model.errors import FlinkspecError
+from properties.progress import Reporter
 
 MAX_RUNS = 10_000
 
@@ -56,6 +58,26 @@ def _say(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def _reporting(rep, runs: int):
+    """The progress callback of ``run_conform``: each message a line of ``rep`` (stderr), and
+    between messages a line every few seconds saying how many runs are judged (a Flink batch
+    runs for minutes without a word)."""
+    judged = [0]
+
+    def say(message: str) -> None:
+        m = _RUN_LINE.match(message)
+        if m:
+            judged[0] = int(m.group(1))
+        rep.note(message)
+        rep.update(f"{judged[0]}/{runs} runs judged; Flink is running the next")
+    rep.update(f"0/{runs} runs judged; Flink is starting")
+    return say
+
+
+#: the first word of run_conform's line for a judged run: ``[k/n]``
+_RUN_LINE = re.compile(r"\[(\d+)/\d+\]")
+
+
 def run(args) -> int:
     _check(args)
     from properties.conform import ensure_flink_env, run_conform, summary  # lazy: the model runtime loads only here
@@ -67,7 +89,9 @@ def run(args) -> int:
     keep = None
     if args.keep_work is not None:
         keep = check_output_dir(args.keep_work, what="--keep-work folder")
-    results = run_conform(args.runs, args.seed, batch=args.batch, timeout=args.timeout, progress=_say, keep=keep)
+    with Reporter("conform") as rep:
+        results = run_conform(args.runs, args.seed, batch=args.batch, timeout=args.timeout,
+                              progress=_reporting(rep, args.runs), keep=keep)
     line = summary(results, args.seed, time.perf_counter() - t0)
     out = run_directory("conform", args.seed)
     report = out / "report.json"

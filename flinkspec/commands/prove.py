@@ -60,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     only = list(dict.fromkeys(args.only or ()))  # in the order given, each once
     checks = [registry[n] for n in only] if only else list(registry.values())
     out = output_directory(args, command="prove")  # a bad --corpus is one line before any check
-    runs = [run_check(c, args.timeout) for c in checks]
+    runs = _run_checks(checks, args.timeout)
     if out is not None:
         from properties.z3_files import write_z3_counterexamples  # lazy: loads the model's engines
 
@@ -71,6 +71,20 @@ def run(args: argparse.Namespace) -> int:
         _print_table(runs)
     print(written_note(out, fresh=out is not None and args.corpus is None), file=sys.stderr if args.json else sys.stdout)
     return 0 if all(r.as_expected for r in runs) else 1
+
+
+def _run_checks(checks, timeout) -> list:
+    """Run ``checks`` in order; a progress line on stderr names the check running (every few
+    seconds when stderr is not a terminal, ``properties.progress``)."""
+    from properties.progress import Reporter  # lazy: flinkspec.cli imports every command module at start-up
+
+    runs = []
+    with Reporter("prove") as rep:
+        for i, c in enumerate(checks, 1):
+            bad = sum(1 for r in runs if not r.as_expected)
+            rep.update(f"check {i}/{len(checks)}: {c.name}" + (f" ({bad} unexpected so far)" if bad else ""))
+            runs.append(run_check(c, timeout))
+    return runs
 
 
 def _print_table(runs) -> None:

@@ -10,6 +10,10 @@ run directories under results/ (ignored by git), never into the committed corpus
 On a machine with two or more cores, ``check`` runs one suite per core at once
 (``check --workers``, the same verdicts as one at a time) and ``prove`` runs in another
 process beside it; prove's output is held and printed in its place after ``check``'s.
+
+Progress lines go to stderr (``properties.progress``): each part's own, and while verify
+waits for the part run beside check, how long it has run (that part's own progress is
+silenced: its output is held and printed later).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import time
 
 from flinkspec.commands import seed
 from flinkspec.cli import build_parser
+from properties.progress import ENV, Reporter, format_elapsed
 
 DEFAULT_SPARK_RUNS = 400
 
@@ -55,8 +60,11 @@ class _Beside:
         self.out = tempfile.TemporaryFile()
         self.t0 = time.perf_counter()
         self.seconds = None
+        self.name = argv[0]
+        # its progress lines would land in the held output, then on verify's stdout: silenced
+        env = {**os.environ, ENV: "off"}
         self.proc = subprocess.Popen([sys.executable, "-m", "flinkspec", *argv], stdout=self.out,
-                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
         self.waiter = threading.Thread(target=self._wait, daemon=True)
         self.waiter.start()
 
@@ -66,6 +74,12 @@ class _Beside:
 
     def finish(self) -> tuple[int, float]:
         """Wait for the process, print what it printed; its exit code and wall seconds."""
+        if self.waiter.is_alive():
+            with Reporter("verify") as rep:
+                while self.waiter.is_alive():
+                    rep.update(f"waiting for {self.name} (run beside check), "
+                               f"{format_elapsed(time.perf_counter() - self.t0)} since it started")
+                    self.waiter.join(0.2)
         self.waiter.join()
         self.out.seek(0)
         sys.stdout.write(self.out.read().decode("utf-8", "replace"))
