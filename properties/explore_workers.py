@@ -133,7 +133,8 @@ class _LevelWork:
         for rank, fp, trace, sleep in tail:
             if fp is not None:  # held here: its run is dropped, its trace travels
                 trace, run, _acts = self.held.pop(fp)
-                run.dispose()
+                if run is not None:
+                    run.dispose()
             out.append((rank, trace, sleep))
         return out
 

@@ -14,21 +14,31 @@ from every reachable state, that the job can still drain without further faults.
 executors (the same result either way); sleep-set partial-order reduction is on unless
 ``--no-reduce``.
 
+Limits: ``--max-seconds`` (default 600), ``--max-states``, ``--max-depth`` and ``--max-memory``
+(default: half the machine's memory; above half of it the frontier's states are kept as their
+traces and rebuilt when expanded, past it the search ends). A search ended by a limit, or by
+SIGTERM or SIGINT (Ctrl-C) -- within a second or two, with the figures so far, exit 130 --
+is ``bounded``. ``--checkpoint DIR`` writes what the search needs to go on into DIR (at the end
+of a level every ``--checkpoint-every`` seconds, and when it ends early); ``--resume DIR``
+continues it to the counts an uninterrupted search gives.
+
 ``--job FILE`` explores a user's job instead (its ``[runtime]`` and ``[input]`` tables,
 docs/job-specs.md; ``--seed`` draws the input where ``[input]`` leaves it open), with a
 checkpoint budget (``--max-checkpoints``, default 1) that keeps the space finite; nothing may
 be violated.
 
 Exit 0 when every verdict is as expected (a safe variant: verified or bounded; a
-known-unsafe one: one of its expected invariants violated), 1 otherwise, 2 on bad input.
+known-unsafe one: one of its expected invariants violated), 1 otherwise, 2 on bad input, 130
+when a signal ended the search.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import sys
-import time
+import re
+import signal
+import threading
 from pathlib import Path
 
 import attrs
@@ -56,6 +66,17 @@ def register(sub) -> None:
     p.add_argument("--max-states", type=count, metavar="N", help="stop after N distinct states")
     p.add_argument("--max-seconds", type=float, metavar="S", default=600.0,
                    help="stop a variant's search after S seconds (default 600)")
+    p.add_argument("--max-memory", metavar="SIZE",
+                   help="stop a search when the process's resident memory passes SIZE (4G, 512M, ...; default: "
+                        "half the machine's memory); above half of it the frontier is kept as traces")
+    p.add_argument("--checkpoint", metavar="DIR",
+                   help="write what each variant's search needs to be resumed into DIR (one file a variant)")
+    p.add_argument("--checkpoint-every", type=float, metavar="S", default=60.0,
+                   help="with --checkpoint: write at the end of a level once S seconds passed (default 60); "
+                        "always when a limit or a signal ends the search")
+    p.add_argument("--resume", metavar="DIR",
+                   help="resume the searches a --checkpoint DIR holds (the same arguments otherwise); "
+                        "goes on writing checkpoints into DIR")
     p.add_argument("--progress-check", action="store_true",
                    help="also check that every reachable state can drain (liveness; small scenarios)")
     p.add_argument("--out", metavar="DIR", help="where counterexamples go (default: a new run directory under results/)")
@@ -84,12 +105,19 @@ def _positive(name, value):
 def run(args) -> int:
     # the model, the engines and the spec (~0.3 s) are needed here only, not at flinkspec start-up
     from model.variants import generate, small_scenario, variant, variant_names  # start-up: see above
-    from properties.explore import Limits, explore  # start-up: see above
+    from properties.explore import Limits, SearchCheckpoint, StopRequest, default_max_memory, explore, parse_bytes  # start-up: see above
+    from properties.progress import Reporter  # start-up: see above
 
     _positive("--max-depth", args.max_depth)
     _positive("--max-states", args.max_states)
     if not args.max_seconds > 0 or args.max_seconds == float("inf"):
         raise FlinkspecError(f"--max-seconds must be a positive finite number, not {args.max_seconds}")
+    max_memory = parse_bytes(args.max_memory) if args.max_memory is not None else default_max_memory()
+    if not args.checkpoint_every > 0:
+        raise FlinkspecError(f"--checkpoint-every must be a positive number of seconds, not {args.checkpoint_every}")
+    if args.checkpoint is not None and args.resume is not None and Path(args.checkpoint) != Path(args.resume):
+        raise FlinkspecError("--resume DIR goes on writing into DIR: give --checkpoint DIR only for a new search")
+    checkpoint_dir = _checkpoint_dir(args.checkpoint or args.resume, args)
     if args.max_checkpoints is not None and (args.job is None or args.max_checkpoints < 0):
         raise FlinkspecError("--max-checkpoints N (N >= 0) goes with --job FILE")
     if args.failures is not None and not args.small:
@@ -114,19 +142,41 @@ def run(args) -> int:
 
         report_out = check_output_file(args.report, what="report")
     rows: list = []
-    limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds)
+    limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds,
+                    max_memory=max_memory)
     out_dir_holder: list = [None]
     shrunk = _shrunk_lengths()
     failed = 0
-    with _levels(args.master, args.workers, args.master_timeout) as make_levels:
+    stop = StopRequest()
+    with _levels(args.master, args.workers, args.master_timeout) as make_levels, _signals_stop(stop):
         for v in variants:
             scenario = small_scenario(v, args.seed) if args.small else generate(v, args.seed)
-            ex = explore(scenario, limits, progress=_progress_printer(v.name), reduce=not args.no_reduce,
-                         levels=make_levels(scenario, not args.no_reduce))
+            checkpoint = resume = None
+            if checkpoint_dir is not None:
+                file = checkpoint_dir / _checkpoint_name(v.name)
+                if args.workers in (None, 1) and args.master is None:  # (workers and Spark only resume)
+                    checkpoint = SearchCheckpoint(path=file, every=args.checkpoint_every)
+                if args.resume is not None:
+                    if file.exists():
+                        resume = file
+                    elif not args.json:
+                        print(f"{v.name}: no checkpoint in {checkpoint_dir}: searching from the start", flush=True)
+            with Reporter(f"explore {v.name}") as reporter:
+                ex = explore(scenario, limits, progress=_progress_printer(reporter), reduce=not args.no_reduce,
+                             levels=make_levels(scenario, not args.no_reduce), stop=stop, checkpoint=checkpoint,
+                             resume=resume)
             failed += _report(args, v, scenario, ex, shrunk, out_dir_holder, rows)
+            if stop.reason is not None:
+                break
     out_dir = out_dir_holder[0]
     if out_dir is not None and not args.json:
         print(f"counterexamples written to {out_dir} (keep the shortest in the corpus: flinkspec corpus update)")
+    if stop.reason is not None:
+        if not args.json:
+            left = len(variants) - len(rows)
+            print(f"stopped by {stop.reason}" + (f"; {left} variant(s) not searched" if left else "")
+                  + (f"; resume with --resume {checkpoint_dir}" if checkpoint_dir is not None else ""), flush=True)
+        return 130
     if report_out is not None:
         from properties.report import write_report  # start-up: as above (matplotlib only with --report)
 
@@ -207,7 +257,6 @@ def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list, rows: lis
     ``rows`` (for ``--report``); 1 if the verdict is not as expected."""
     from properties.explore import check_progress, shortest_file  # start-up: see run
 
-    _clear_progress()
     file = None
     if ex.verdict == "violation" and not args.no_write:
         if out_dir_holder[0] is None:
@@ -298,26 +347,58 @@ def _shrunk_steps(v, invariant: str, corpus: dict) -> int | None:
     return res.shrunk_to if res.first_violation.get("invariant") == invariant else None
 
 
-_last_progress = [0.0]
-
-
-def _progress_printer(name: str):
-    if not sys.stderr.isatty():
-        return None
+def _progress_printer(reporter):
+    """The search's progress (``properties.explore.Progress``) as the reporter's status line."""
 
     def show(p) -> None:
-        now = time.monotonic()
-        if now - _last_progress[0] < 0.5:
-            return
-        _last_progress[0] = now
-        rate = p.distinct_states / p.seconds if p.seconds > 0 else 0
-        sys.stderr.write(f"\r{name}: depth {p.depth}, {p.distinct_states:,} states ({rate:,.0f}/s), "
-                         f"frontier {p.frontier:,}, {p.seconds:.0f} s   ")
-        sys.stderr.flush()
+        reporter.update(lambda: (f"depth {p.depth}, {p.distinct_states:,} states "
+                                 f"({p.distinct_states / p.seconds if p.seconds > 0 else 0:,.0f}/s), "
+                                 f"frontier {p.frontier:,}, {p.seconds:.0f} s"))
     return show
 
 
-def _clear_progress() -> None:
-    if sys.stderr.isatty():
-        sys.stderr.write("\r\033[K")
-        sys.stderr.flush()
+@contextlib.contextmanager
+def _signals_stop(stop):
+    """While the searches run, SIGTERM and SIGINT ask the search to stop (``StopRequest``: it
+    ends at the next state, bounded, and its figures are printed); a second signal interrupts
+    at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    olds = {}
+
+    def handler(signum, _frame):
+        name = signal.Signals(signum).name
+        if stop.reason is not None:
+            raise KeyboardInterrupt(name)
+        stop.request(name)
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        olds[sig] = signal.signal(sig, handler)
+    try:
+        yield
+    finally:
+        for sig, old in olds.items():
+            signal.signal(sig, old)
+
+
+def _checkpoint_dir(path: str | None, args) -> Path | None:
+    if path is None:
+        return None
+    if args.workers not in (None, 1) or args.master is not None:
+        if args.checkpoint is not None:
+            raise FlinkspecError("--checkpoint DIR is written by the search in one process (no --workers or --master); "
+                                 "a search on workers or Spark can --resume from one")
+        return Path(path)
+    from properties.safe_io import check_output_dir  # start-up: flinkspec.cli imports every command module
+
+    if args.resume is not None and not Path(path).is_dir():
+        raise FlinkspecError(f"--resume {path}: no such folder (a folder --checkpoint wrote)")
+    return check_output_dir(Path(path), what="--checkpoint folder")
+
+
+def _checkpoint_name(name: str) -> str:
+    """The checkpoint file of a variant's search (a job's name may hold any character)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".checkpoint"
+
+
