@@ -139,7 +139,8 @@ def exactly_once(run) -> Violation | None:
 @invariant(
     "committed_output_within_reference",
     kind="always",
-    concept="TwoPhaseCommitSinkFunction commit on notifyCheckpointComplete",
+    concept="end-to-end exactly-once while running (what a sink makes visible: a two-phase-commit sink on "
+            "notifyCheckpointComplete, an append sink as it writes)",
     statement="Committed sink output is always part of the reference output, never with more copies of a record.",
     history=timing_dependent,
 )

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import attrs
@@ -176,7 +177,11 @@ def test_the_plain_append_sink_duplicates_output_exit_1_invariant_named(tmp_path
     code, out, _ = run(capsys, "check", "--job", APPEND)
     assert code == 1
     assert "committed_output_within_reference" in out and "a duplicate" in out
-    assert "summary: job 'orders-append': violated: committed_output_within_reference" in out
+    assert "summary: job 'orders-append': violation found: committed_output_within_reference" in out
+    assert "UNEXPECTED" not in out and "violation found: committed_output_within_reference (in run" in out
+    # the closing hint names what reads the files; the corpus holds the catalog's variants only
+    flat = " ".join(out.split())  # (the console wraps long lines)
+    assert "flinkspec show FILE" in flat and "flinkspec replay FILE" in flat and "corpus update" not in flat
     (run_dir,) = (tmp_path / "results").glob("check-job-orders-append-*-seed0")
     files = sorted(run_dir.glob("*/*.ndjson"))
     assert files
@@ -185,6 +190,9 @@ def test_the_plain_append_sink_duplicates_output_exit_1_invariant_named(tmp_path
         assert cx.variant.startswith("job:orders-append")
         ok, _ = replay_counterexample(cx)
         assert ok
+    # the hint works: `flinkspec replay FILE` reproduces the file's verdict
+    code, out, err = run(capsys, "replay", files[0])
+    assert code == 0, out + err
     header = json.loads(files[0].read_text().splitlines()[0])
     assert header["scenario"]["graph"]["name"] == "orders-append"
 
@@ -192,7 +200,29 @@ def test_the_plain_append_sink_duplicates_output_exit_1_invariant_named(tmp_path
 def test_the_two_phase_commit_fix_passes_exit_0(capsys):
     code, out, _ = run(capsys, "check", "--job", TWO_PC, "--no-write")
     assert code == 0
-    assert "summary: job 'orders-2pc': nothing violated" in out and "coverage goals" in out
+    summary = next(line for line in out.splitlines() if line.startswith("summary:"))
+    rows = [[c.strip() for c in line.split("│")[1:-1]] for line in out.splitlines() if line.startswith("│ job:")]
+    assert len(rows) == 2 and all(r[3] == "no violation" for r in rows)
+    runs = sum(int(r[1]) for r in rows)
+    assert runs > 0 and f"summary: job 'orders-2pc': no violation in {runs:,} runs, " in summary, summary
+    assert "UNEXPECTED" not in out and "expected" not in out.split("coverage goals")[0]
+
+
+def test_the_coverage_goals_listed_for_a_job_are_those_that_apply_to_it(capsys):
+    """orders-2pc: aligned checkpoints, no unaligned ones, no state backend, no control plane,
+    no savepoints: none of those mechanisms' goals is listed, and the count says so."""
+    from model.variants import generate, job_variant
+    from spec.coverage import GOALS, goals_applying_to
+
+    applying = goals_applying_to(generate(job_variant(load_job_file(TWO_PC)), 0))
+    assert 0 < len(applying) < len(GOALS)
+    assert not any(g.startswith("cp_") or "unaligned" in g or "claim" in g for g in applying)
+    code, out, _ = run(capsys, "check", "--job", TWO_PC, "--no-write")
+    assert code == 0
+    listed = re.findall(r"^│ (\w+) +│ +\d+ │", out, re.M)
+    assert listed == list(applying)
+    flat = " ".join(out.split())
+    assert f"/{len(applying)} coverage goals that apply to the job reached" in flat
 
 
 def test_explore_job_finds_the_shortest_duplicate_and_verifies_the_fix(tmp_path, capsys):

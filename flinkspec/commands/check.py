@@ -19,10 +19,14 @@ coverage, as data) -> :func:`render_summary` (tables and summary line) -> exit c
 ``--job FILE`` verifies a user's own job instead of the catalog (:func:`run_job`): the job
 spec with its ``[runtime]`` and ``[input]`` tables (docs/job-specs.md) is searched by seeded
 random walks with fault injection and by the Hypothesis cluster machine, judged by every
-registered invariant; the same table and coverage goals are printed (the goals reported, not
-judged: one job need not reach them all). Exit 0 when nothing was violated, 1 when a
-violation was found (the invariant is named), 2 on a bad job spec (the rule broken). The
-counterexamples go to a run directory named after the job (variant ``job:<job name>``).
+registered invariant. The output speaks of the job: each search ends with "violation found:
+<invariant>" (its message, its counterexample) or "no violation in N runs, M steps", and the
+coverage goals listed are those that apply to the job (``spec.coverage.goals_applying_to``:
+reported, not judged, as one job need not reach them all). Exit 0 when nothing was violated,
+1 when a violation was found (the invariant is named), 2 on a bad job spec (the rule broken).
+The counterexamples go to a run directory named after the job (variant ``job:<job name>``),
+for ``flinkspec show`` and ``flinkspec replay`` (the corpus holds the catalog's variants, not
+a user's job).
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from typing import Callable
 from flinkspec.commands import count, seed
 from model.catalog import RANDOM_WALK_KINDS
 from model.errors import FlinkspecError
-from spec.coverage import GOALS
+from spec.coverage import GOALS, goals_applying_to
 
 # properties.catalog / properties.suites (Hypothesis, the engines, every registered suite:
 # ~0.25 s) and rich are imported inside the steps below, not here: flinkspec.cli imports every
@@ -144,7 +148,7 @@ def run_job(args) -> int:
     """``check --job FILE``: search the user's job; exit 0 (nothing violated), 1 (a violation,
     named), 2 (a bad spec: raised as an InvalidJobSpec before any search)."""
     from model.jobfile import load_job_file  # lazy: see the note at the top
-    from model.variants import job_variant  # lazy, as above
+    from model.variants import generate, job_variant  # lazy, as above
     from properties.suites import run_job_suites  # lazy, as above
 
     if args.only or args.variant:
@@ -159,10 +163,12 @@ def run_job(args) -> int:
                   f"{cfg.slots_per_task_manager} slot(s). Nothing may be violated.")
     t0 = time.perf_counter()
     out = output_directory(args, command=f"check-job-{_slug(job.name)}")
-    results = run_job_suites(v, profile=args.profile, base_seed=args.seed, corpus_dir=out, **_live_output(console))
-    verdict = judge_job(results, job=job.name, seconds=time.perf_counter() - t0)
+    results = run_job_suites(v, profile=args.profile, base_seed=args.seed, corpus_dir=out,
+                             **_live_output(console, job=True))
+    verdict = judge_job(results, job=job.name, goal_names=goals_applying_to(generate(v, args.seed)),
+                        seconds=time.perf_counter() - t0)
     render_summary(console, verdict, profile=args.profile, seed=args.seed)
-    console.print(written_note(out, fresh=args.corpus is None))
+    console.print(written_note(out, fresh=args.corpus is None, job=True))
     return verdict.exit_code
 
 
@@ -172,14 +178,14 @@ def _slug(name: str) -> str:
     return s or "job"
 
 
-def judge_job(results, *, job: str, seconds: float = 0.0) -> "Judgement":
-    """The verdict of a ``--job`` run: every search must pass; the coverage goals are reported
-    (a single job need not reach every one), not judged."""
+def judge_job(results, *, job: str, goal_names: tuple, seconds: float = 0.0) -> "Judgement":
+    """The verdict of a ``--job`` run: every search must pass; the coverage goals that apply to
+    the job (``goal_names``) are reported (a single job need not reach every one), not judged."""
     goals: Counter = Counter()
     for r in results:
         goals.update(r.goals)
-    return Judgement(results=tuple(results), goals=goals, goal_names=tuple(GOALS),
-                     missing=tuple(g for g in GOALS if goals.get(g, 0) == 0), cluster_ran=True, selected=True,
+    return Judgement(results=tuple(results), goals=goals, goal_names=tuple(goal_names),
+                     missing=tuple(g for g in goal_names if goals.get(g, 0) == 0), cluster_ran=True, selected=True,
                      seconds=seconds, job=job)
 
 
@@ -197,9 +203,11 @@ def output_directory(args, *, command: str = "check") -> Path | None:
     return run_directory(command, args.seed)
 
 
-def written_note(out: Path | None, *, fresh: bool) -> str:
-    """The closing line: where the counterexamples went and how they reach the corpus. An
-    empty fresh run directory (nothing found) is removed."""
+def written_note(out: Path | None, *, fresh: bool, job: bool = False) -> str:
+    """The closing line: where the counterexamples went and what reads them (for the catalog's
+    suites, how they reach the corpus; a user's job, ``job``, is no corpus material:
+    ``corpus update`` keeps files of the catalog's variants only). An empty fresh run
+    directory (nothing found) is removed."""
     if out is None:
         return "counterexamples: not written (--no-write)"
     files = sorted(out.glob("*/*.ndjson")) if out.is_dir() else []
@@ -211,6 +219,9 @@ def written_note(out: Path | None, *, fresh: bool) -> str:
         return "counterexamples: none found, nothing written"
     shown = os.path.relpath(out)
     shown = str(out) if shown.startswith("..") else shown
+    if job:
+        return (f"counterexamples: {len(files)} file(s) in {shown} — `flinkspec show FILE` explains one step by "
+                f"step; `flinkspec replay FILE` runs it again and checks its verdict")
     return (f"counterexamples: {len(files)} file(s) in {shown} — `flinkspec show FILE` reads one; "
             f"`flinkspec corpus update --from {shown}` merges them into the committed counterexamples/")
 
@@ -333,6 +344,39 @@ def judge(suites, results, *, selected: bool, seconds: float = 0.0) -> Judgement
 
 # -- rendering ---------------------------------------------------------------------------------
 
+def job_verdict(r, *, short: bool = False) -> str:
+    """A search of a user's job, as its verdict for the job: "violation found: <invariant>"
+    (with ``short`` only that) or "no violation in N runs, M steps" (a Hypothesis search counts
+    no steps), or "error"."""
+    if r.error:
+        return "error"
+    if r.violations:
+        what = "violation found: " + ", ".join(sorted(r.violations))
+        if short:
+            return what
+        what += f" (in run {r.runs_to_find or r.runs}"
+        if r.shrunk_from:
+            what += f"; its {r.shrunk_from} steps shrunk to {r.shrunk_to}"
+        return what + ")"
+    if short:
+        return "no violation"
+    return f"no violation in {r.runs:,} runs" + (f", {r.steps:,} steps" if r.steps else "")
+
+
+def job_suite_lines(label: str, r) -> list[str]:
+    """The lines printed when a search of a user's job finishes: its verdict for the job, and
+    for a violation the invariant's message and the counterexample file."""
+    lines = [f"{label}: {job_verdict(r)} in {r.seconds:.1f}s"]
+    if r.violations and r.first_violation:
+        lines.append(f"    {r.first_violation.get('message')}")
+    if r.error:
+        lines.append(f"    error: {r.error}")
+    if r.counterexample:
+        rel = os.path.relpath(r.counterexample)
+        lines.append(f"    counterexample: {r.counterexample if rel.startswith('..') else rel}")
+    return lines
+
+
 def suite_lines(label: str, r) -> list[str]:
     """The lines printed when a suite finishes: verdict, and what to look at if any."""
     extra = ""
@@ -373,15 +417,30 @@ def render_summary(console, verdict: Judgement, *, profile: str, seed: int) -> N
     """The results table, the coverage goals (if a variant suite ran) and the summary line."""
     from rich.table import Table  # lazy: rich is only needed once check runs (CLI start-up)
 
-    table = Table(title=f"flinkspec check — {profile} profile, seed {seed}")
-    for col in ("suite", "runs", "steps", "verdict", "expected", "as expected", "time"):
+    job = verdict.job is not None
+    table = Table(title=f"flinkspec check — {f'job {verdict.job!r}, ' if job else ''}{profile} profile, seed {seed}")
+    cols = ("search", "runs", "steps", "verdict", "time") if job else \
+        ("suite", "runs", "steps", "verdict", "expected", "as expected", "time")
+    for col in cols:
         table.add_column(col, justify="right" if col in ("runs", "steps", "time") else "left")
     for r in verdict.results:
-        table.add_row(r.name, str(r.runs), str(r.steps) if r.steps else "-", r.verdict, "/".join(r.expected),
-                      "yes" if r.as_expected else "NO", f"{r.seconds:.1f}s")
+        if job:
+            table.add_row(r.name, str(r.runs), str(r.steps) if r.steps else "-", job_verdict(r, short=True),
+                          f"{r.seconds:.1f}s")
+        else:
+            table.add_row(r.name, str(r.runs), str(r.steps) if r.steps else "-", r.verdict, "/".join(r.expected),
+                          "yes" if r.as_expected else "NO", f"{r.seconds:.1f}s")
     console.print(table)
-    if verdict.cluster_ran:
+    if job and not verdict.goal_names:
+        console.print("coverage goals: none of the registered goals applies to this job's configuration")
+    elif verdict.cluster_ran:
         console.print(_goals_table(verdict))
+    if job:
+        if verdict.missing:
+            console.print("note: goals that apply to this job but no run reached: " + ", ".join(verdict.missing))
+        console.print(JOB_TERMS)
+        console.print(summary_line(verdict))
+        return
     if verdict.bad:
         console.print(f"[bold red]{len(verdict.bad)} suite(s) did not reach their expected verdict:[/bold red] "
                       + ", ".join(r.name for r in verdict.bad))
@@ -404,29 +463,44 @@ TERMS = ("terms: runs = seeded random walks (cluster variants) or Hypothesis exa
          "explore, stored in the corpus).")
 
 
+#: what the words of a ``--job`` run's output mean
+JOB_TERMS = ("terms: runs = seeded random walks of the job (the first search) or Hypothesis examples "
+             "(the second); steps = actions the walks took; \"its A steps shrunk to B\" = the violating run "
+             "had A actions, its counterexample keeps the B the violation needs (delta debugging).")
+
+
 def summary_line(verdict: Judgement) -> str:
     """The last line: counts, the coverage rule that applied, time, OK/FAILED."""
     n = verdict.counts
     if verdict.job is not None:
         found = sorted({inv for r in verdict.results for inv in r.violations})
         errors = [r.name for r in verdict.results if r.error]
-        what = ("violated: " + ", ".join(found)) if found else ("error in " + ", ".join(errors) if errors
-                                                                  else "nothing violated")
         runs = sum(r.runs for r in verdict.results)
-        return (f"summary: job {verdict.job!r}: {what} ({len(verdict.results)} searches, {runs} runs; "
-                f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached, reported not judged), "
+        steps = sum(r.steps for r in verdict.results)
+        what = ("violation found: " + ", ".join(found)) if found else ("error in " + ", ".join(errors) if errors
+                                                                         else f"no violation in {runs:,} runs, "
+                                                                              f"{steps:,} steps")
+        goals = (f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals that apply to the job reached, "
+                 f"reported not judged" if verdict.goal_names else "no coverage goal applies to the job")
+        return (f"summary: job {verdict.job!r}: {what} ({len(verdict.results)} searches; {goals}), "
                 f"{verdict.seconds:.1f}s — {'OK' if verdict.ok else 'FAILED'}")
-    goals = f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached"
-    if verdict.selected:
-        goals += " (not judged: suites were selected)"
-    return (f"summary: {n['safe_ok']}/{n['safe']} safe suites passed, {n['found']}/{n['unsafe']} unsafe "
-            f"variants caught, {goals}, {verdict.seconds:.1f}s — {'OK' if verdict.ok else 'FAILED'}")
+    parts = []
+    if n["safe"]:
+        parts.append(f"{n['safe_ok']}/{n['safe']} safe suites passed")
+    if n["unsafe"]:
+        parts.append(f"{n['found']}/{n['unsafe']} unsafe variants caught")
+    if verdict.cluster_ran:
+        goals = f"{n['goals_reached']}/{len(verdict.goal_names)} coverage goals reached"
+        parts.append(goals + (" (not judged: suites were selected)" if verdict.selected else ""))
+    parts.append(f"{verdict.seconds:.1f}s")
+    return f"summary: {', '.join(parts)} — {'OK' if verdict.ok else 'FAILED'}"
 
 
 def _goals_table(verdict: Judgement):
     from rich.table import Table  # lazy: rich is only needed once check runs (CLI start-up)
 
-    gt = Table(title="coverage goals (sometimes): how often each was reached")
+    title = "coverage goals that apply to this job" if verdict.job is not None else "coverage goals"
+    gt = Table(title=f"{title} (sometimes): how often each was reached")
     gt.add_column("goal")
     gt.add_column("runs reaching it", justify="right")
     gt.add_column("statement")
@@ -463,8 +537,9 @@ def _console():
     return Console(stderr=False, highlight=False, width=None if sys.stdout.isatty() else 150)
 
 
-def _live_output(console) -> dict:
-    """``progress``/``finished`` callbacks printing to ``console`` (progress only on a tty)."""
+def _live_output(console, *, job: bool = False) -> dict:
+    """``progress``/``finished`` callbacks printing to ``console`` (progress only on a tty);
+    ``job``: the searches of a user's job (``job_suite_lines``)."""
     from rich.markup import escape  # lazy: rich is only needed once check runs (CLI start-up)
 
     tty = sys.stdout.isatty()
@@ -475,7 +550,7 @@ def _live_output(console) -> dict:
     def finished(label, r):
         if tty:
             console.print("\r", end="")
-        for line in suite_lines(label, r):
+        for line in (job_suite_lines if job else suite_lines)(label, r):
             console.print(escape(line))
 
     return {"progress": progress if tty else None, "finished": finished}
