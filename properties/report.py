@@ -81,6 +81,7 @@ def _pyplot():
         raise FlinkspecError("--report needs matplotlib: pip install 'flinkspec[viewer]' (or make env)") from None
     matplotlib.use("Agg")
     matplotlib.rcParams["svg.hashsalt"] = "flinkspec"  # deterministic ids in the SVG
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: smaller, searchable, selectable
     import matplotlib.pyplot as plt  # lazy, as above
 
     return plt
@@ -98,9 +99,29 @@ def goals_plot(goals: tuple) -> str:
         ax.text(c, y, f" {c}", va="center", fontsize=8, color="#d62728" if c == 0 else "#333")
     ax.set_xlabel("runs reaching the goal")
     ax.tick_params(axis="y", labelsize=8)
-    ax.set_xscale("symlog")
+    ax.set_xscale("symlog", linthresh=1)
+    ticks = decade_ticks(max(counts, default=0))
+    ax.set_xticks(ticks, [f"{t:,}" for t in ticks])
+    ax.xaxis.set_minor_locator(_NullLocator())
+    ax.set_xlim(0, ticks[-1])
     ax.spines[["top", "right"]].set_visible(False)
     return _svg(fig)
+
+
+def decade_ticks(largest: int) -> list[int]:
+    """The ticks of a log axis of counts from 0 to ``largest``: 0 and every power of ten up
+    to the first at or above ``largest`` (at least 0, 1, 10)."""
+    ticks, t = [0, 1], 1
+    while t < max(largest, 10):
+        t *= 10
+        ticks.append(t)
+    return ticks
+
+
+def _NullLocator():
+    from matplotlib.ticker import NullLocator  # lazy: matplotlib only when a report is written
+
+    return NullLocator()
 
 
 def unsafe_plot(rows: list, unit: str) -> str:

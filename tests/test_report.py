@@ -68,3 +68,18 @@ def test_explore_report(tmp_path, capsys):
     assert link.is_file()
     (f,) = (tmp_path / "cx").rglob("*.ndjson")
     assert f"{len(load_counterexample(f).actions)} steps</a>" in page
+
+
+def _x_tick_labels(svg: str) -> list[str]:
+    axis = svg[svg.index('<g id="matplotlib.axis_1">'):svg.index('<g id="matplotlib.axis_2">')]
+    return re.findall(r"<text[^>]*>([^<]*)</text>", axis)
+
+
+def test_the_goals_plot_labels_every_decade_of_its_log_axis():
+    """The log axis of runs per goal is labelled at 0 and at each power of ten up to the
+    largest count, in plain numbers (not only "0" and "10^0")."""
+    from properties.report import decade_ticks, goals_plot
+
+    svg = goals_plot((("never", 0), ("once", 1), ("often", 250), ("some", 17)))
+    assert _x_tick_labels(svg) == ["0", "1", "10", "100", "1,000", "runs reaching the goal"], _x_tick_labels(svg)
+    assert decade_ticks(0) == [0, 1, 10] and decade_ticks(10) == [0, 1, 10] and decade_ticks(11) == [0, 1, 10, 100]
