@@ -296,6 +296,11 @@ def _as_expected(v, verdict: str, invariant: str | None) -> bool:
 def _line(row: dict) -> str:
     head = (f"{row['variant']}: {row['verdict']}" + (f" {row['invariant']}" if row["invariant"] else "")
             + ("" if row["as_expected"] else "  [UNEXPECTED]"))
+    if row["variant"].startswith("job:"):  # a user's job (--job): its verdict, not the catalog's expectation
+        head = f"job {row['variant'][4:]!r}: " + {
+            "violation": f"violation found: {row['invariant']}",
+            "verified": "no violation in any reachable state (verified)",
+        }.get(row["verdict"], "no violation in the states searched (bounded)")
     cover = (f"{row['distinct_states']:,} states, {row['transitions']:,} transitions, depth {row['depth']}, "
              f"{row['seconds']:.1f} s ({row['states_per_s']:,.0f} states/s)")
     if row["verdict"] == "violation":
