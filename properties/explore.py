@@ -440,9 +440,11 @@ class LocalLevels:
 
     workers = 1
 
-    def __init__(self, scenario: Scenario, reduce: bool):
+    def __init__(self, scenario: Scenario, reduce: bool, inspect: Callable[[Run], None] | None = None):
         self.scenario = scenario
         self.reduce = reduce
+        #: called with each frontier state's run before it is expanded (``explore(inspect=...)``)
+        self.inspect = inspect
 
     def expand(self, frontier: list, seen: set, watch: Watch, report) -> Level:
         """The frontier is sorted by trace key and its traces are of one length, so every child
@@ -467,6 +469,8 @@ class LocalLevels:
             if run is None:
                 run = rebuild.run_of(trace)
             frontier[rank] = (trace, None, sleep)  # the run is consumed here (its trace stays)
+            if self.inspect is not None:
+                self.inspect(run)
             if level.violations:
                 level.transitions += len(to_take(run.cluster, run.enabled_actions(), sleep, self.reduce))
                 run.dispose()
@@ -578,7 +582,7 @@ def read_checkpoint(path: Path, scenario: Scenario, reduce: bool) -> dict:
 def explore(scenario: Scenario, limits: Limits = Limits(), *,
             progress: Callable[[Progress], None] | None = None, reduce: bool = True,
             levels=None, stop: StopRequest | None = None, checkpoint: SearchCheckpoint | None = None,
-            resume: Path | None = None) -> Exploration:
+            resume: Path | None = None, inspect: Callable[[Run], None] | None = None) -> Exploration:
     """Breadth-first search over every interleaving of ``scenario`` (see the module docstring).
     ``reduce``: sleep-set partial-order reduction (same states, same depths, fewer
     transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the process
@@ -586,8 +590,14 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     ``spark.explore.SparkLevels``); ``stop``: set by a signal handler to end the search
     (``bounded``, the reason as its limit); ``checkpoint``: write the search's state to resume it
     (the search in this process only: the other expanders keep the traces where the states
-    are); ``resume``: a checkpoint file to go on from."""
+    are); ``resume``: a checkpoint file to go on from; ``inspect``: called with the run of each
+    state before it is expanded, in this process (``properties.contract``: the step contract at
+    every reachable state), or it raises."""
     live: dict = {}
+    if inspect is not None:
+        if levels is not None:
+            raise FlinkspecError("inspect= runs in this process: it goes without levels=")
+        levels = LocalLevels(scenario, reduce, inspect)
     if checkpoint is not None and levels is not None and not isinstance(levels, LocalLevels):
         raise FlinkspecError("a search checkpoint is written by the search in one process (not with worker processes "
                              "or Spark); such a search can resume from one")
