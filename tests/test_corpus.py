@@ -11,7 +11,7 @@ import pytest
 
 from flinkspec.cli import main
 from model.variants import generate, variant
-from properties.corpus import named_by_docs, run_directories, run_directory, update_corpus
+from properties.corpus import candidate, named_by_docs, plan_update, run_directories, run_directory, update_corpus
 from properties.counterexample import corpus_files, load_counterexample, write_counterexample
 from properties.engines import random_walk, replay, shrink
 
@@ -192,3 +192,50 @@ def test_check_writes_into_a_run_directory_and_leaves_the_committed_corpus_alone
     assert main(["check", "--only", NAME, "--no-write"]) == 0
     assert len(list((tmp_path / "results").iterdir())) == 1
     assert "counterexamples: not written (--no-write)" in capsys.readouterr().out
+
+
+def test_a_file_of_equal_length_never_replaces_the_corpus_file(tmp_path, failing_walk):
+    """Strictly shorter or nothing: a rerun that finds another counterexample of the same
+    length (another hash, whichever sorts first) leaves the corpus as it is."""
+    _, _, _, short = failing_walk
+    seed, sc, _, _ = failing_walk
+    vio, _ = replay(sc, short, finish=True)
+    files = [write_counterexample(tmp_path / d, variant=NAME, expected=variant(NAME).expected, engine=engine,
+                                  seed=seed, scenario=sc, actions=short, violation=vio)
+             for d, engine in (("a", "random_walk"), ("b", "spark-replay"))]
+    assert files[0].name != files[1].name
+    later, earlier = sorted(files, key=lambda f: f.name, reverse=True)  # the corpus holds the one sorting last
+    corpus = tmp_path / "corpus"
+    update_corpus([later.parent.parent], corpus, dry_run=False, docs_root=tmp_path)
+    ch = update_corpus([earlier.parent.parent], corpus, dry_run=False, docs_root=tmp_path)
+    assert not ch.changed and ch.unchanged == 1, ch.lines()
+    assert _listing(corpus) == [f"consistent_cut/{later.name}"]
+
+
+def test_a_pair_left_out_on_purpose_is_skipped_with_its_reason(tmp_path, failing_walk):
+    _write(tmp_path / "run", failing_walk, failing_walk[3])
+    offered = [candidate(p) for p in (tmp_path / "run").rglob("*.ndjson")]
+    changes, _ = plan_update(offered, [], known_variants=None, protected={}, excluded={})
+    assert [c.action for c in changes] == ["add"]
+    changes, _ = plan_update(offered, [], known_variants=None, protected={},
+                             excluded={(NAME, "consistent_cut"): "left out on purpose: a test"})
+    assert [(c.action, c.reason) for c in changes] == [("skip", "left out on purpose: a test")]
+
+
+def test_the_declared_exclusions_name_real_pairs_and_the_corpus_holds_none_of_them():
+    """One declared place: every excluded (variant, invariant) names a known suite and a
+    registered invariant, and no corpus file is of an excluded pair; the docs point at the
+    declaration rather than keep a list of their own."""
+    import spec
+    from properties.corpus import EXCLUDED
+    from properties.validation import known_suites
+    from spec.invariant import REGISTRY
+
+    spec.load_all()
+    assert EXCLUDED
+    for (v, inv), why in EXCLUDED.items():
+        assert v in set(known_suites()) and inv in REGISTRY and why
+    held = {(load_counterexample(p).variant, load_counterexample(p).invariant)
+            for p in corpus_files(ROOT / "counterexamples")}
+    assert not held & set(EXCLUDED)
+    assert "properties/corpus.py" in (ROOT / "docs" / "exploration.md").read_text()

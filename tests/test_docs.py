@@ -75,9 +75,9 @@ DECLARED = {
     ".venv/bin/flinkspec corpus update": ("corpus", 0, None),
     ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
     ".venv/bin/flinkspec replay counterexamples/consistent_cut/c8fa398103b1.ndjson": ("run", 0, None),
-    ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson --html cx.html --itf cx.itf.json":
-        ("run", 0, None),
-    ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3 --report report.html": ("run", 0, None),
+    ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson --html /tmp/cx.html "
+    "--itf /tmp/cx.itf.json": ("run", 0, None),
+    ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3 --report /tmp/report.html": ("run", 0, None),
     "flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None}),
     "flinkspec spark-replay --runs 2000 --variant FLINK-17568 --variant aligned-2pc --seed 100":
         ("small", 0, {"--runs": "60"}),
@@ -138,11 +138,17 @@ def _with(argv: list[str], changes: dict) -> list[str]:
     return out
 
 
+def _in_tmp(argv: list[str], tmp: Path) -> list[str]:
+    """``argv`` with the docs' temporary paths (``/tmp/...``) moved into ``tmp``."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    return [str(tmp / a.removeprefix("/tmp/")) if a.startswith("/tmp/") else a for a in argv]
+
+
 def _run(argv, tmp_path, monkeypatch) -> int:
     """Run ``flinkspec argv`` in-process from a scratch working directory (output there),
-    with /tmp/replay redirected into it; relative paths of the repository resolve as shown
-    from its root."""
-    argv = [str(tmp_path / "replay") if a == "/tmp/replay" else a for a in argv]
+    with the docs' /tmp paths redirected into it; relative paths of the repository resolve as
+    shown from its root."""
+    argv = _in_tmp(argv, tmp_path)
     argv = [str(ROOT / a) if a.startswith(("counterexamples/", "examples/", "tests/data/")) else a for a in argv]
     monkeypatch.chdir(tmp_path)
     return main(argv)
@@ -182,6 +188,41 @@ def test_the_corpus_update_of_the_readme_on_a_copy_of_the_corpus(tmp_path, monke
     assert _run(_argv(".venv/bin/flinkspec corpus update") + ["--corpus", str(copy)], tmp_path, monkeypatch) == 0
     out = capsys.readouterr().out
     assert re.search(r"\d+ added, \d+ replaced, \d+ removed, \d+ unchanged", out), out
+
+
+@pytest.mark.slow
+def test_the_documented_commands_leave_a_fresh_clone_as_it_was(tmp_path):
+    """Every command of README.md and docs/ in the order the pages show them, as written (the
+    long ones on their small arguments), from the root of a fresh clone and with the clone's own
+    code: afterwards `git status --porcelain` is empty (outputs go to results/, ignored by git,
+    or to the temporary folder a page names; `corpus update` after the README's check finds
+    nothing strictly shorter) and no empty run folder is left. Not run here: `make check` (about
+    13 minutes on two cores; `corpus update --dry-run` after it is tested in tests/test_corpus.py
+    on the files it writes), `make test` (this suite), the lines that set up a Spark cluster, and
+    what needs a cluster or real Flink (parsed by the tests above)."""
+    import os  # only this test starts subprocesses with an environment of its own
+
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(clone)}
+    ran = []
+    for cmd in dict.fromkeys(c for _, c in COMMANDS):
+        how, code, small = DECLARED[cmd]
+        if how not in ("run", "small", "corpus"):
+            continue
+        argv = _in_tmp(_argv(cmd) if how != "small" else _with(_argv(cmd), small), tmp_path / "tmp")
+        got = subprocess.run([sys.executable, "-m", "flinkspec", *argv], cwd=clone, env=env,
+                             capture_output=True, text=True)
+        assert got.returncode == (0 if how == "corpus" else code), f"{cmd}: {got.stdout[-2000:]}{got.stderr[-2000:]}"
+        ran.append(cmd)
+    assert any("corpus update" in c for c in ran) and any("--report" in c for c in ran) and len(ran) > 10
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone,
+                            capture_output=True, text=True, check=True).stdout
+    assert status == "", f"the documented commands changed the clone:\n{status}"
+    results = clone / "results"
+    empty = [d for d in results.rglob("*") if d.is_dir() and not any(d.iterdir())] if results.is_dir() else []
+    assert not empty, f"empty run folders left: {empty}"
+    assert (tmp_path / "tmp" / "cx.html").is_file() and (tmp_path / "tmp" / "report.html").is_file()
 
 
 @pytest.mark.parametrize("cmd", sorted(c for c, d in DECLARED.items() if d[0] == "small"))

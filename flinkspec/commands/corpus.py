@@ -3,10 +3,11 @@
 Every command that finds counterexamples writes them into a run directory under results/
 (ignored by git); this command merges run directories into the corpus. Per (variant,
 invariant) it keeps the shortest counterexample that still replays to its recorded
-violation (fewest actions; ties broken by file name), and removes files that no longer
-replay or whose variant no longer exists — except files a hand-written doc (README.md,
-docs/*.md) names, which are kept and reported. It prints every file it adds, replaces,
-removes or keeps. Exit 0 when the corpus is updated (or, with --dry-run, when the plan is
+violation: a file replaces the corpus' one only when it is strictly shorter, and is added
+when the corpus has none for its pair and does not leave the pair out on purpose (the
+reason is printed). Files that no longer replay or whose variant no longer exists are
+removed — except files a hand-written doc (README.md, docs/*.md) names, which are kept and
+reported. It prints every file it adds, replaces, removes, keeps or skips. Exit 0 when the corpus is updated (or, with --dry-run, when the plan is
 printed), 2 on bad input (a missing folder, a malformed file).
 """
 
@@ -21,7 +22,7 @@ def register(sub) -> None:
     p = sub.add_parser("corpus", help="merge counterexamples from run directories into the committed corpus",
                        description=__doc__.split("\n\n")[1])
     actions = p.add_subparsers(dest="corpus_action", metavar="ACTION")
-    u = actions.add_parser("update", help="keep the shortest counterexample per (variant, invariant)",
+    u = actions.add_parser("update", help="keep the shortest counterexample per (variant, invariant): only strictly shorter files replace",
                            description=__doc__.split("\n\n")[1])
     u.add_argument("--from", dest="sources", action="append", metavar="DIR",
                    help="a run directory (or .ndjson file) to merge (repeatable; default: every run "
