@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from pathlib import Path
 
 from flinkspec.commands import seed
 from model.errors import InvalidArgument
@@ -101,15 +102,25 @@ def plan_from_args(args):
 
 
 def output_paths(args):
-    """(run directory or None, OUT, counterexamples directory or None): a new run directory
-    under results/ is created only when --out or --counterexamples is left to its default."""
+    """(run directory or None, OUT, counterexamples directory or None). The counterexamples go
+    to --counterexamples DIR, else to OUT/counterexamples when --out names a local folder (what
+    a user names is where everything goes), else into the run directory. A new run directory
+    under results/ is created only when one of them is left to it (no --out; or an --out on a
+    cluster file system, which the driver does not write, without --counterexamples)."""
     want_cx = not args.no_counterexamples
+    out_local = args.out is not None and ("://" not in str(args.out) or str(args.out).startswith("file:"))
     run_dir = None
-    if args.out is None or (want_cx and args.counterexamples is None):
+    if args.out is None or (want_cx and args.counterexamples is None and not out_local):
         run_dir = run_directory("spark-replay", args.seed)
     out = args.out if args.out is not None else str(run_dir)
-    cx = None if not want_cx else (args.counterexamples if args.counterexamples is not None
-                                   else str(run_dir / "counterexamples"))
+    if not want_cx:
+        cx = None
+    elif args.counterexamples is not None:
+        cx = args.counterexamples
+    elif out_local:
+        cx = str(Path(str(args.out).removeprefix("file:")) / "counterexamples")
+    else:
+        cx = str(run_dir / "counterexamples")
     return run_dir, out, cx
 
 
