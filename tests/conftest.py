@@ -45,3 +45,57 @@ def browser_type_launch_args(browser_type_launch_args):
         pytest.fail("no chromium for the browser tests: `apt-get install chromium` as root (make test does "
                     "this when it runs as root), or set FLINKSPEC_CHROMIUM to a chromium binary", pytrace=False)
     return {**browser_type_launch_args, "executable_path": path, "args": ["--no-sandbox"]}
+
+
+
+# -- the default run's output (`make test`, `pytest -q`): no dot per passing test. A failure or
+# an error is still marked as it happens (F, E) and reported in full at the end; a long run
+# prints a line every PROGRESS_EVERY seconds (tests run, failed, elapsed); pytest's last line
+# is the summary (passed, failed, time). `-v` shows every test as pytest does.
+
+import time  # noqa: E402
+
+from properties.progress import format_elapsed  # noqa: E402
+
+#: seconds between two "tests: N/M run" lines of a quiet run
+PROGRESS_EVERY = 60.0
+_QUIET: dict = {"reporter": None, "next": 0.0, "t0": 0.0, "run": 0, "failed": 0, "total": "?"}
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or config.get_verbosity() > 0:
+        return
+    _QUIET.update(reporter=reporter, t0=time.monotonic(), next=time.monotonic() + PROGRESS_EVERY)
+    if hasattr(reporter, "_show_progress_info"):
+        reporter._show_progress_info = False  # no " [ 40%]" after a line of dots that is not drawn
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report, config):
+    if _QUIET["reporter"] is not None and report.when == "call" and report.passed \
+            and not hasattr(report, "wasxfail"):
+        return "passed", "", "PASSED"  # counted in the summary, no dot
+    return None
+
+
+def pytest_collection_finish(session):
+    _QUIET["total"] = len(session.items)
+
+
+def pytest_runtest_logreport(report):
+    if report.failed:
+        _QUIET["failed"] += 1
+    if report.when == "teardown":
+        _QUIET["run"] += 1
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    reporter = _QUIET["reporter"]
+    if reporter is None or time.monotonic() < _QUIET["next"]:
+        return
+    _QUIET["next"] = time.monotonic() + PROGRESS_EVERY
+    reporter.ensure_newline()
+    reporter.write_line(f"tests: {_QUIET['run']}/{_QUIET['total']} run, {_QUIET['failed']} failed "
+                        f"({format_elapsed(time.monotonic() - _QUIET['t0'])})")

@@ -201,14 +201,16 @@ def test_engine_errors_become_error_rows_and_an_unexpected_verdict(sparks, tmp_p
     assert all(r[-1].startswith("InvalidArgument: variant 'no-such-variant'") for r in errors)
 
 
-def test_progress_line_on_request_and_silent_otherwise(sparks, tmp_path, monkeypatch, capsys):
+def test_progress_lines_on_stderr_without_a_terminal_and_silent_on_request(sparks, tmp_path, monkeypatch, capsys):
     spark = sparks.use("local[2]")
     monkeypatch.setattr(R, "PROGRESS_INTERVAL", 0.02)
-    outcome = R.replay(spark, attrs.evolve(PLAN, runs=1500), tmp_path / "a", engine=ENGINE, progress=True)
-    err = capsys.readouterr().err
+    monkeypatch.setenv("FLINKSPEC_PROGRESS", "0.05")  # a plain line every 0.05 s (stderr is not a terminal here)
+    outcome = R.replay(spark, attrs.evolve(PLAN, runs=1500), tmp_path / "a", engine=ENGINE)
+    out, err = capsys.readouterr()
     assert outcome.partitions == 15
-    assert "spark-replay: " in err and "/15 tasks" in err and "runs/s" in err
-    R.replay(spark, PLAN, tmp_path / "b", engine=ENGINE)  # stderr is not a terminal here
+    assert "spark-replay: " in err and "/15 tasks" in err and "runs/s" in err and "\r" not in err
+    assert out == ""
+    R.replay(spark, PLAN, tmp_path / "b", engine=ENGINE, progress=False)  # --no-progress
     assert "spark-replay" not in capsys.readouterr().err
 
 
