@@ -35,6 +35,7 @@ from properties.explore import expand
 from properties.machines import make_cluster_machine
 from properties.result import SuiteResult
 from properties.scenario_kinds import kind_of
+from spark.replay import model_write_counterexample
 from spec.declarative import event_time_judged
 from spec.invariant import Violation
 
@@ -308,6 +309,10 @@ def test_walk_counterexamples_of_generated_jobs_have_one_verdict_under_every_eng
         if r.verdict != "violation":
             continue
         same_verdict_under_every_engine(generate(v, seed), r.actions, r.invariant, tmp_path / str(seed))
+        # the Spark replays write what they find through the same replay (pyspark is not needed here)
+        path = model_write_counterexample(tmp_path / f"spark{seed}", variant, seed, "spark-replay", r.actions,
+                                          r.violation)
+        assert check_replay(load_counterexample(path, known_variant=True)).invariant == r.invariant
         found += 1
         if found == 3:
             break
