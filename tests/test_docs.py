@@ -78,12 +78,12 @@ DECLARED = {
     ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson --html /tmp/cx.html "
     "--itf /tmp/cx.itf.json": ("run", 0, None),
     ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3 --report /tmp/report.html": ("run", 0, None),
-    "flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None}),
-    "flinkspec spark-replay --runs 2000 --variant FLINK-17568 --variant aligned-2pc --seed 100":
+    ".venv/bin/flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None}),
+    ".venv/bin/flinkspec spark-replay --runs 2000 --variant FLINK-17568 --variant aligned-2pc --seed 100":
         ("small", 0, {"--runs": "60"}),
-    "flinkspec spark-replay --runs 500 --master 'local[2]' --variant FLINK-20645 --variant "
+    ".venv/bin/flinkspec spark-replay --runs 500 --master 'local[2]' --variant FLINK-20645 --variant "
     "unaligned-savepoints-2pc --out /tmp/replay --json": ("run", 0, None),
-    "flinkspec spark-replay --runs 200000 --master spark://HOST:7077 --out hdfs:///flinkspec/replay-1 "
+    ".venv/bin/flinkspec spark-replay --runs 200000 --master spark://HOST:7077 --out hdfs:///flinkspec/replay-1 "
     "--conf spark.driver.host=DRIVER_IP --conf spark.executor.memory=2g": ("parse", 0, None),
     "export SPARK_HOME=$(.venv/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')":
         ("shell", 0, None),
@@ -95,7 +95,7 @@ DECLARED = {
     # the standalone cluster of the lines above: tests/test_spark_cluster.py (slow) runs it
     ".venv/bin/flinkspec spark-replay --runs 2000 --master spark://127.0.0.1:7077 --out /tmp/replay":
         ("parse", 0, None),
-    "flinkspec bench spark --runs 20000": ("small", 0, {"--runs": "40", "--engine": "standin"}),
+    ".venv/bin/flinkspec bench spark --runs 20000": ("small", 0, {"--runs": "40", "--engine": "standin"}),
     ".venv/bin/flinkspec check --job examples/orders-append.toml": ("run", 1, None),
     ".venv/bin/flinkspec check --job examples/orders-2pc.toml": ("run", 0, None),
     # real Flink MiniClusters for ~5 minutes: tests/differential/test_conform_vs_flink.py (slow, flink) runs it
@@ -250,6 +250,22 @@ def test_make_targets_run_the_documented_commands(target):
 def test_make_check_exits_0():
     got = subprocess.run(["make", "check"], cwd=ROOT, capture_output=True, text=True)
     assert got.returncode == 0, got.stdout[-3000:]
+
+
+def test_every_flinkspec_command_in_the_docs_names_the_installed_script():
+    """`flinkspec` alone is not on a new user's PATH: the pages show `.venv/bin/flinkspec`."""
+    bare = sorted(f"{page}: {cmd}" for page, cmd in COMMANDS if cmd.split()[0] == "flinkspec")
+    assert not bare, bare
+
+
+def test_the_variant_count_of_the_spark_page_is_the_registrys():
+    from model.variants import variant_names
+
+    text = " ".join((ROOT / "docs" / "spark.md").read_text().split())
+    m = re.search(r"`--runs 500` over every variant \((\d+) today: .*?\) gives each about (\d+) runs", text)
+    assert m, "docs/spark.md no longer states the count"
+    n = len(variant_names())
+    assert (int(m.group(1)), int(m.group(2))) == (n, round(500 / n)), f"{n} variants, {round(500 / n)} runs each"
 
 
 def test_shell_lines_are_valid_shell():
