@@ -14,7 +14,9 @@ Python walks instead of the C ones (``model._native``), and the fingerprint hash
 canonical form built as tuples and serialized by ``marshal`` (before the C walk wrote the
 canonical bytes itself); the first 20,000 states of a larger space
 (unaligned-savepoints-2pc ``--small``) with the cyclic garbage collector off, as every search
-runs, and on. CPU time (``time.process_time``) is used
+runs, and on; the same 20,000 states with the frontier kept as runs and as traces
+(``Limits.frontier``), each in a fresh interpreter: resident memory per state and states per
+CPU second. CPU time (``time.process_time``) is used
 throughout, so other processes on the machine distort less -- except for the last ratio: the
 wall seconds of a larger search (rocksdb-incremental ``--small``) in one process and on
 two worker processes (``properties.explore_workers``), each in a fresh interpreter, with the
@@ -217,6 +219,40 @@ def _workers_ratio(name: str, seed: int, workers: int) -> dict:
             "speedup_from_workers": round(one["seconds"] / many["seconds"], 2)}
 
 
+_FRONTIER_PROBE = """
+import json, sys, time
+from model.variants import small_scenario, variant
+from properties.explore import Limits, explore, resident_bytes
+sc = small_scenario(variant(sys.argv[1]), int(sys.argv[2]))
+before = resident_bytes()
+t0 = time.process_time()
+ex = explore(sc, Limits(max_states=int(sys.argv[3]), frontier=sys.argv[4]))
+cpu = time.process_time() - t0
+print(json.dumps({"states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
+                  "cpu_s": cpu, "grown": resident_bytes() - before, "peak_frontier_s": ex.seconds}))
+"""
+
+
+def _frontier_ratio(name: str, max_states: int, seed: int) -> dict:
+    """The first ``max_states`` states of ``name``'s small scenario with the frontier kept as runs
+    and as traces (``Limits.frontier``), each in a fresh interpreter: the resident memory the
+    search added, per distinct state, and the states per CPU second -- the same counts."""
+    rows = {}
+    for mode in ("runs", "traces"):
+        out = subprocess.run([sys.executable, "-c", _FRONTIER_PROBE, name, str(seed), str(max_states), mode],
+                             capture_output=True, text=True, check=True).stdout
+        rows[mode] = json.loads(out.strip().splitlines()[-1])
+    runs, traces = rows["runs"], rows["traces"]
+    assert [runs[f] for f in ("states", "transitions", "depth")] == [traces[f] for f in ("states", "transitions", "depth")]
+    per = {m: r["grown"] / r["states"] for m, r in rows.items()}
+    return {"frontier_variant": name, "frontier_distinct_states": runs["states"],
+            "bytes_per_state_frontier_runs": round(per["runs"]), "bytes_per_state_frontier_traces": round(per["traces"]),
+            "memory_ratio_runs_to_traces": round(per["runs"] / per["traces"], 1) if per["traces"] > 0 else None,
+            "states_per_cpu_s_frontier_runs": round(runs["states"] / runs["cpu_s"], 1),
+            "states_per_cpu_s_frontier_traces": round(traces["states"] / traces["cpu_s"], 1),
+            "cpu_ratio_traces_to_runs": round(traces["cpu_s"] / runs["cpu_s"], 2)}
+
+
 def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: int = 300, seed: int = 0,
                   repeat: int = 3, workers_variant: str = "rocksdb-incremental", workers: int = 2,
                   gc_variant: str = "unaligned-savepoints-2pc", gc_max_states: int = 20_000) -> dict:
@@ -277,5 +313,6 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         "states_per_cpu_s_with_idle_toggles": round(ex_toggles.distinct_states / cpu_toggles, 1),
         "idle_toggles_speedup_from_parent_reuse": round(cpu_toggles_copying / cpu_toggles, 2),
         **_gc_ratio(gc_variant, gc_max_states, seed),
+        **_frontier_ratio(gc_variant, gc_max_states, seed),
         **_workers_ratio(workers_variant, seed, workers),
     }

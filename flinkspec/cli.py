@@ -165,18 +165,38 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, old)
 
 
+#: set by a command whose last work left a large heap that nobody reads again (``explore``'s
+#: search of a million states): the script then ends without the interpreter's teardown, which
+#: would free it object by object for many seconds
+_EXIT_WITHOUT_TEARDOWN = [False]
+
+
+def exit_without_teardown() -> None:
+    """Ask the ``flinkspec`` script to end without the interpreter's teardown once the command
+    returns (its output flushed first). ``main(argv)`` called with arguments (by a program or a
+    test) returns as usual."""
+    _EXIT_WITHOUT_TEARDOWN[0] = True
+
+
 def main(argv: list[str] | None = None) -> int:
+    script = argv is None
     argv, debug = _split_debug(list(sys.argv[1:] if argv is None else argv))
     argv, no_progress = _split_flag(argv, "--no-progress")
     with _sigterm_as_interrupt(), _progress_off(no_progress):
         try:
-            return _run(argv, debug)
+            code = _run(argv, debug)
         except KeyboardInterrupt:  # also while the parser was built
             if debug:
                 raise
             with contextlib.suppress(OSError, ValueError):
                 print("flinkspec: interrupted", file=sys.stderr, flush=True)
-            return EXIT_INTERRUPTED
+            code = EXIT_INTERRUPTED
+    if script and _EXIT_WITHOUT_TEARDOWN[0]:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _run(argv: list[str], debug: bool) -> int:

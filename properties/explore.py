@@ -27,7 +27,8 @@ Verdicts:
   and says what was covered.
 
 Memory: a frontier state is kept as its run while the process's resident memory is below half
-of ``Limits.max_memory``; above it, new states are kept as their traces only (a few hundred
+of ``Limits.max_memory`` (``Limits.frontier``: or always as a run, or always as a trace); above
+it, new states are kept as their traces only (a few hundred
 bytes each instead of the run's tens of kilobytes) and rebuilt when expanded
 (:class:`Rebuilder`: the frontier is expanded in trace order, so it keeps the runs of the last
 rebuilt state's ancestors and steps each ancestor once). The states, counts and counterexample
@@ -81,12 +82,16 @@ from properties.safe_io import write_atomic
 @attrs.frozen(slots=True, kw_only=True)
 class Limits:
     """When to stop: the deepest level to expand, the most distinct states, the wall time, the
-    process's resident memory in bytes (see the module docstring)."""
+    process's resident memory in bytes (see the module docstring); and how the frontier keeps
+    its states: ``"auto"`` (as runs while the resident memory is below half of ``max_memory``,
+    then as traces), ``"runs"`` or ``"traces"`` (always so: a trace costs a few hundred bytes and
+    a rebuild, a run tens of kilobytes)."""
 
     max_depth: int | None = None
     max_states: int | None = None
     max_seconds: float | None = None
     max_memory: int | None = None
+    frontier: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "runs", "traces")))
 
 
 def default_max_memory() -> int:
@@ -138,17 +143,18 @@ class Watch:
     as a message."""
 
     def __init__(self, deadline: float | None = None, max_memory: int | None = None,
-                 stop: StopRequest | None = None, max_seconds: float | None = None):
+                 stop: StopRequest | None = None, max_seconds: float | None = None, frontier: str = "auto"):
         self.deadline = deadline
         self.max_memory = max_memory
         self.max_seconds = max_seconds
         self.stop = stop if stop is not None else StopRequest()
-        self.compact = False
+        self.frontier = frontier
+        self.compact = frontier == "traces"
         self._next_memory = 0.0
 
     def share(self, workers: int) -> "Watch":
         w = Watch(self.deadline, None if self.max_memory is None else self.max_memory // (workers + 1),
-                  None, self.max_seconds)
+                  None, self.max_seconds, self.frontier)
         w.compact = self.compact
         return w
 
@@ -164,7 +170,7 @@ class Watch:
             rss = resident_bytes()
             if rss > self.max_memory:
                 return f"max_memory={format_bytes(self.max_memory)}"
-            if rss > self.max_memory // 2:
+            if rss > self.max_memory // 2 and self.frontier == "auto":
                 self.compact = True
         return None
 
@@ -524,8 +530,15 @@ def _without_cyclic_gc():
     try:
         yield
     finally:
-        gc.unfreeze()
+        if _LEFT_TO_THE_CALLER:  # a search's runs left for a process about to exit: frozen with
+            gc.freeze()          # the rest, or the next full collection would walk every one
+        else:
+            gc.unfreeze()
         gc.enable()
+
+
+#: what searches with ``release=False`` left (see ``explore``)
+_LEFT_TO_THE_CALLER: list = []
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -582,7 +595,8 @@ def read_checkpoint(path: Path, scenario: Scenario, reduce: bool) -> dict:
 def explore(scenario: Scenario, limits: Limits = Limits(), *,
             progress: Callable[[Progress], None] | None = None, reduce: bool = True,
             levels=None, stop: StopRequest | None = None, checkpoint: SearchCheckpoint | None = None,
-            resume: Path | None = None, inspect: Callable[[Run], None] | None = None) -> Exploration:
+            resume: Path | None = None, inspect: Callable[[Run], None] | None = None,
+            release: bool = True) -> Exploration:
     """Breadth-first search over every interleaving of ``scenario`` (see the module docstring).
     ``reduce``: sleep-set partial-order reduction (same states, same depths, fewer
     transitions); ``levels``: what expands a level (default :class:`LocalLevels`; the process
@@ -592,7 +606,10 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     (the search in this process only: the other expanders keep the traces where the states
     are); ``resume``: a checkpoint file to go on from; ``inspect``: called with the run of each
     state before it is expanded, in this process (``properties.contract``: the step contract at
-    every reachable state), or it raises."""
+    every reachable state), or it raises; ``release=False``: the runs held when the search ends
+    are left to the caller, not disposed of one by one: a process about to exit (after a bounded
+    search of a million states, disposing takes many seconds) keeps them referenced and ends
+    without the interpreter's teardown."""
     live: dict = {}
     if inspect is not None:
         if levels is not None:
@@ -605,6 +622,9 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
         try:
             return _explore(scenario, limits, progress, reduce, levels, live, stop, checkpoint, resume)
         finally:  # the runs still held when the search ended (it stopped early) are disposed of
+            if not release:  # kept referenced: dropped here, they would be freed one by one
+                _LEFT_TO_THE_CALLER.append(live.copy())
+                live.clear()
             for _t, run, _z in live.get("frontier", ()):
                 _drop(run)
             if live.get("level") is not None:
@@ -617,7 +637,7 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, check
     t0 = time.perf_counter()
     levels = levels if levels is not None else LocalLevels(scenario, reduce)
     deadline = t0 + limits.max_seconds if limits.max_seconds is not None else None
-    watch = Watch(deadline, limits.max_memory, stop, limits.max_seconds)
+    watch = Watch(deadline, limits.max_memory, stop, limits.max_seconds, limits.frontier)
     before = 0.0  # seconds spent before a resume
     if resume is not None:
         body = read_checkpoint(resume, scenario, reduce)

@@ -60,6 +60,12 @@ def test_a_frontier_kept_as_traces_gives_the_search_of_runs(case, monkeypatch):
     _same(compact, whole)
 
 
+def test_a_frontier_of_traces_asked_for_gives_the_search_of_runs(case):
+    sc, whole = case
+    _same(explore(sc, Limits(frontier="traces")), whole)
+    _same(explore(sc, Limits(frontier="runs")), whole)
+
+
 def test_worker_processes_keeping_traces_give_the_search_of_one_process(case, monkeypatch):
     sc, whole = case
     _memory_reads(monkeypatch, 600)  # (inherited by the forked workers)

@@ -69,6 +69,9 @@ def register(sub) -> None:
     p.add_argument("--max-memory", metavar="SIZE",
                    help="stop a search when the process's resident memory passes SIZE (4G, 512M, ...; default: "
                         "half the machine's memory); above half of it the frontier is kept as traces")
+    p.add_argument("--frontier", choices=("auto", "runs", "traces"), default="auto",
+                   help="how the frontier keeps its states: as runs (fast, tens of KB each), as traces (a few hundred "
+                        "bytes each, rebuilt when expanded), or auto: runs up to half of --max-memory (default)")
     p.add_argument("--checkpoint", metavar="DIR",
                    help="write what each variant's search needs to be resumed into DIR (one file a variant)")
     p.add_argument("--checkpoint-every", type=float, metavar="S", default=60.0,
@@ -143,7 +146,7 @@ def run(args) -> int:
         report_out = check_output_file(args.report, what="report")
     rows: list = []
     limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds,
-                    max_memory=max_memory)
+                    max_memory=max_memory, frontier=args.frontier)
     out_dir_holder: list = [None]
     shrunk = _shrunk_lengths()
     failed = 0
@@ -161,10 +164,15 @@ def run(args) -> int:
                         resume = file
                     elif not args.json:
                         print(f"{v.name}: no checkpoint in {checkpoint_dir}: searching from the start", flush=True)
+            last = v is variants[-1]
             with Reporter(f"explore {v.name}") as reporter:
                 ex = explore(scenario, limits, progress=_progress_printer(reporter), reduce=not args.no_reduce,
                              levels=make_levels(scenario, not args.no_reduce), stop=stop, checkpoint=checkpoint,
-                             resume=resume)
+                             resume=resume, release=not last)
+            if last:  # what the search held is left to the process's exit, not freed object by object
+                from flinkspec.cli import exit_without_teardown  # start-up: cli imports this module
+
+                exit_without_teardown()
             failed += _report(args, v, scenario, ex, shrunk, out_dir_holder, rows)
             if stop.reason is not None:
                 break
