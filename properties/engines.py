@@ -28,10 +28,10 @@ import attrs
 import spec
 from model import actions as A
 from model.cluster import Cluster, RunStuck, drain_choice
-from model.errors import ActionNotEnabled, FlinkspecError
+from model.errors import ActionNotEnabled, FlinkspecError, InvalidJobSpec
 from model.statecopy import dispose
 from model.variants import Scenario, Variant, generate, variant as get_variant
-from spec.exactly_once import Expected, run_drains
+from spec.exactly_once import Expected, idle_judged, run_drains
 from spec.invariant import Violation, invariants
 
 spec.load_all()  # every invariant module registers its invariants before the lists below are taken
@@ -299,6 +299,26 @@ def offered_kinds(scenario: Scenario) -> frozenset:
     return ALL_KINDS - {"SourceIdle"}
 
 
+
+
+def check_judgeable(job) -> None:
+    """Refuse a job file (``model.jobfile.JobFile``) whose runs no judge could judge: its
+    ``[input] out_of_orderness`` lets records lag a source's watermark bound, so Flink's
+    ``WindowOperator`` drops some as late whatever the schedule, on a windowed job the
+    event-time judge does not cover (``spec.exactly_once.idle_judged``: the same line as for
+    idle sources, ``offered_kinds``), where the reference would call a justified drop a lost
+    record. Raises ``InvalidJobSpec`` naming the file, the table and the key."""
+    lag = job.input.out_of_orderness
+    if lag is None or idle_judged(job.graph):
+        return
+    late = [o.name for o in job.graph.operators if o.kind == "source" and lag > o.watermark_out_of_orderness]
+    if late:
+        raise InvalidJobSpec(
+            f"{job.path}: [input] out_of_orderness",
+            f"{lag} makes records of source(s) {', '.join(repr(n) for n in late)} late, and the event-time judge "
+            f"does not cover this job's windows (a sliding window, an upsert sink, a window behind a keyed operator "
+            f"or not directly before its sink: docs/oracles.md), so no run could be judged; use at most the "
+            f"watermark_out_of_orderness of each source")
 
 
 def trace_hash(actions: Iterable) -> str:

@@ -16,6 +16,7 @@ from model.errors import InvalidJobSpec
 from model.jobfile import generate_input, job_file_from_dict, load_job_file
 from model.variants import generate, job_variant
 from properties.counterexample import load_counterexample, replay_counterexample
+from properties.engines import check_judgeable
 
 ROOT = Path(__file__).resolve().parents[1]
 APPEND = ROOT / "examples" / "orders-append.toml"
@@ -111,6 +112,26 @@ def test_a_broken_rule_is_one_line_naming_the_file_the_table_and_the_rule(tmp_pa
     lines = err.splitlines()
     assert len(lines) == 1 and lines[0].startswith("flinkspec: error: ") and "Traceback" not in err
     assert str(p) in lines[0] and rule in lines[0], lines[0]
+
+
+SLIDING = TINY.replace('kind = "keyed_aggregate"', 'kind = "window"\nwindow_size = 4\nwindow_slide = 2')
+
+
+@pytest.mark.parametrize("command", ["check", "explore"])
+def test_late_input_on_windows_no_judge_covers_is_refused_before_any_search(tmp_path, capsys, command):
+    """[input] out_of_orderness above a source's watermark bound makes records late whatever
+    the schedule; on a sliding window no judge tells a justified drop from a lost record."""
+    p = write(tmp_path, SLIDING.format(sink="two_phase_commit") + "[input]\nout_of_orderness = 3\n")
+    code, out, err = run(capsys, command, "--job", p, "--no-write")
+    assert code == 2 and out == "" and "Traceback" not in err
+    (line,) = err.splitlines()
+    assert f"{p}: [input] out_of_orderness: 3 makes records of source(s) 'src' late" in line
+    # within the bound, or on a tumbling window (the event-time judge covers it), the job runs
+    ok = write(tmp_path, SLIDING.format(sink="two_phase_commit") + "[input]\nout_of_orderness = 0\n", "ok.toml")
+    tumbling = write(tmp_path, SLIDING.replace("window_slide = 2", "").format(sink="two_phase_commit")
+                     + "[input]\nout_of_orderness = 3\n", "tumbling.toml")
+    for f in (ok, tumbling):
+        check_judgeable(load_job_file(f))
 
 
 def test_too_few_slots_is_refused_before_any_search(tmp_path, capsys):

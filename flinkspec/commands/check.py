@@ -149,11 +149,13 @@ def run_job(args) -> int:
     named), 2 (a bad spec: raised as an InvalidJobSpec before any search)."""
     from model.jobfile import load_job_file  # lazy: see the note at the top
     from model.variants import generate, job_variant  # lazy, as above
+    from properties.engines import check_judgeable  # lazy, as above
     from properties.suites import run_job_suites  # lazy, as above
 
     if args.only or args.variant:
         raise FlinkspecError("--job FILE searches the job of FILE: it takes no --only/--variant")
     job = load_job_file(args.job)  # every rule broken: one line, exit 2, before any search
+    check_judgeable(job)  # (as above: a job no judge covers)
     v = job_variant(job)
     console = _console()
     cfg = job.config

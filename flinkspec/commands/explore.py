@@ -221,8 +221,10 @@ def _job_variant(path: str, max_checkpoints: int):
 
     from model.jobfile import load_job_file  # start-up: as above
     from model.variants import job_variant  # start-up: as above
+    from properties.engines import check_judgeable  # start-up: as above
 
     job = load_job_file(path)
+    check_judgeable(job)  # the job's input asks for late records where no judge covers them: one line, exit 2
     job = attrs.evolve(job, config=attrs.evolve(job.config, max_checkpoints=max_checkpoints))
     return job_variant(job)
 
