@@ -112,3 +112,59 @@ def test_a_timing_dependent_run_is_not_judged_by_the_reference():
     run = Run(s)
     assert run.expected.disordered and run.timing_dependent
     assert run.finish() is None
+
+
+# -- unions ------------------------------------------------------------------------------------
+
+def union_jobs():
+    """Windows reading sources through maps, filters and a union (covered), and a rolling
+    aggregate behind a union (its results depend on the interleaving: not covered)."""
+    b = StreamGraphBuilder("union-window")
+    a, c = b.source("a", parallelism=2), b.source("c")
+    m = b.map("m", c, function="add:3")
+    f = b.filter("f", a, function="odd_value")
+    w = b.window("w", [f, m], size=4, aggregate="sum", parallelism=2)
+    b.sink("out", w, sink_kind="two_phase_commit")
+    covered_job = b.build()
+    b = StreamGraphBuilder("union-rolling")
+    a, c = b.source("a"), b.source("c")
+    agg = b.keyed_aggregate("agg", [a, c], aggregate="sum")
+    b.sink("out", agg, sink_kind="append")
+    return covered_job, b.build()
+
+
+def test_a_union_is_its_inputs_records_together_and_judged_with_idle_sources():
+    from model.jobfile import InputSpec, generate_input  # the job file's input generator, for these graphs
+    from model.reference import reference_output  # the model's reference, compared with the spec
+    from spec.declarative import covered, disagreement, expected_output
+
+    judged, rolling = union_jobs()
+    assert covered(judged) and event_time_judged(judged)
+    assert not covered(rolling) and expected_output(rolling, JobInput({})) is None
+    for seed in range(20):
+        inp = generate_input(judged, InputSpec(records=4, keys=("x", "y")), seed)
+        assert disagreement(judged, reference_output(judged, inp), expected_output(judged, inp)) is None, seed
+    s = Scenario(graph=judged, job_input=generate_input(judged, InputSpec(records=3, keys=("x",)), 0),
+                 config=RuntimeConfig(max_failures=1), seed=0)
+    assert "SourceIdle" in offered_kinds(s)
+
+
+def test_walks_of_a_union_window_job_with_idle_sources_and_failures_pass():
+    """Records made late by idleness are dropped in some runs; a two-phase-commit sink keeps
+    every window result counted once less those drops, across failures and restores."""
+    from model.jobfile import job_file_from_dict  # a job file's dict form, for the union graph
+    from model.streamgraph import stream_graph_to_dict  # as above
+    from model.variants import job_variant  # as above
+
+    graph, _ = union_jobs()
+    job = job_file_from_dict({**stream_graph_to_dict(graph), "runtime": {"max_failures": 1},
+                              "input": {"records": 3, "keys": ["x", "y"]}})
+    v = job_variant(job)
+    idle = late = 0
+    for seed in range(80):
+        r = random_walk(v, seed)
+        assert r.verdict == "pass", (seed, r.violation)
+        idle += any(type(a).__name__ == "SourceIdle" for a in r.actions)
+        _, run = replay(generate(v, seed), r.actions, finish=False)
+        late += bool(run.cluster.late)
+    assert idle > 20 and late > 0
