@@ -299,8 +299,6 @@ def offered_kinds(scenario: Scenario) -> frozenset:
     return ALL_KINDS - {"SourceIdle"}
 
 
-
-
 def check_judgeable(job) -> None:
     """Refuse a job file (``model.jobfile.JobFile``) whose runs no judge could judge: its
     ``[input] out_of_orderness`` lets records lag a source's watermark bound, so Flink's
