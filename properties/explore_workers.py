@@ -72,6 +72,11 @@ class Held:
     actions: int = 1
 
 
+#: called with the run of each state a worker expands, before it is expanded (``ProcessLevels(...,
+#: inspect=)``; set before the workers fork, so they inherit it): an exception it raises ends
+#: the search as a failing worker's does
+_INSPECT: list = [None]
+
 #: seconds spent replaying moved states in this worker, and the steps replayed (the cost of a
 #: replayed step, for stealing)
 _REPLAYED = [0.0, 0]
@@ -172,6 +177,8 @@ class _LevelWork:
             _REPLAYED[0] += time.perf_counter() - start
             _REPLAYED[1] += len(trace)
         level = self.level
+        if _INSPECT[0] is not None:
+            _INSPECT[0](run)
         if self.violations:
             acts = run.enabled_actions() if acts is None else acts
             self.transitions += len(to_take(run.cluster, acts, sleep, self.reduce))
@@ -287,12 +294,14 @@ class ProcessLevels:
     processes start at the first level (inside the search, so they inherit its garbage-collector
     settings) and stop at :meth:`close`; use it as a context manager."""
 
-    def __init__(self, scenario, reduce: bool, workers: int):
+    def __init__(self, scenario, reduce: bool, workers: int, inspect=None):
         if workers < 1:
             raise FlinkspecError(f"the number of workers must be at least 1, not {workers}")
         self.scenario = scenario
         self.reduce = reduce
         self.workers = workers
+        #: called in the workers with each state's run before it is expanded (``_INSPECT``)
+        self.inspect = inspect
         self._procs: list = []
         self._conns: list = []
         #: how many states idle workers took from busy ones (work stealing), over the search
@@ -306,6 +315,7 @@ class ProcessLevels:
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("fork")
+        _INSPECT[0] = self.inspect
         for _ in range(self.workers):
             mine, theirs = ctx.Pipe()
             p = ctx.Process(target=_worker, args=(theirs, self.scenario, self.reduce), daemon=True,

@@ -12,7 +12,9 @@ from model import actions as A
 from model.cluster import Cluster
 from model.variants import small_scenario, variant, variant_names
 from properties.contract import contract_problems
+from model.errors import FlinkspecError
 from properties.explore import Limits, explore
+from properties.explore_workers import ProcessLevels
 
 
 def _checked(scenario, limits=Limits()):
@@ -78,11 +80,34 @@ def _exhaustive() -> list[str]:
     return [n for n in variant_names() if variant(n).small is not None and variant(n).small.exhaustive]
 
 
+def _strict(run) -> None:
+    """The contract at a state, raising (in a worker process, the search then fails naming it)."""
+    problems = contract_problems(run.cluster)
+    if problems:
+        raise AssertionError(f"the step contract does not hold at step {run.cluster.now}: {problems[:3]}")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", _exhaustive())
 def test_the_step_contract_holds_at_every_state_of_every_small_space(name):
-    ex, states, problems = _checked(small_scenario(variant(name)), Limits(max_seconds=600))
-    assert problems == [], f"{name}: {problems[:3]}"
+    """On two worker processes (each checks the states it expands); a search that does not
+    complete within the time given checked only part of the space, and fails."""
+    sc = small_scenario(variant(name))
+    with ProcessLevels(sc, True, 2, inspect=_strict) as levels:
+        ex = explore(sc, Limits(max_seconds=1800), levels=levels)
     assert ex.verdict != "bounded", f"{name}: the search did not complete ({ex.limit}): not every state was checked"
-    if ex.verdict == "verified":
-        assert states == ex.distinct_states
+
+
+def test_worker_processes_check_the_contract_at_the_states_they_expand(monkeypatch):
+    sc = _small("aligned-2pc", failures=0)
+    real = Cluster.step
+
+    def leaky(self, a):
+        if type(a) is A.Deliver and self.why_not_enabled(a) is not None:
+            self.now += 1
+        return real(self, a)
+
+    monkeypatch.setattr(Cluster, "step", leaky)  # (inherited by the forked workers)
+    with ProcessLevels(sc, True, 2, inspect=_strict) as levels:
+        with pytest.raises(FlinkspecError, match="refused the action but changed the state"):
+            explore(sc, Limits(max_depth=3), levels=levels)
