@@ -301,9 +301,10 @@ class Progress:
                  enabled: bool | None = None, interval: float | None = None):
         self.sc, self.group, self.total, self.partitions = sc, group, total_runs, partitions
         self.interval = interval or PROGRESS_INTERVAL
-        self.reporter = None if enabled is False else Reporter("spark-replay", stream=stream, enabled=enabled,
-                                                               heartbeat=False)
+        self.reporter = None if enabled is False else Reporter("spark-replay", stream=stream, enabled=enabled)
         self.enabled = self.reporter is not None and self.reporter.active
+        if self.enabled:  # the heartbeat says this until the first tasks are reported (the JVM may take a while)
+            self.reporter.update(f"starting the Spark job: {total_runs} runs in {partitions} tasks")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="flinkspec-progress", daemon=True)
         self.t0 = time.perf_counter()

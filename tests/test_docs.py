@@ -78,11 +78,13 @@ DECLARED = {
     ".venv/bin/flinkspec show counterexamples/consistent_cut/c8fa398103b1.ndjson --html /tmp/cx.html "
     "--itf /tmp/cx.itf.json": ("run", 0, None),
     ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3 --report /tmp/report.html": ("run", 0, None),
-    ".venv/bin/flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None}),
+    # the small forms do not shrink what they find: tests/test_spark_replay.py shrinks on Spark
+    ".venv/bin/flinkspec spark-replay --runs 20000": ("small", 0, {"--runs": "38", "--smoke": None,
+                                                                   "--no-shrink": None}),
     ".venv/bin/flinkspec spark-replay --runs 2000 --variant FLINK-17568 --variant aligned-2pc --seed 100":
         ("small", 0, {"--runs": "60"}),
     ".venv/bin/flinkspec spark-replay --runs 500 --master 'local[2]' --variant FLINK-20645 --variant "
-    "unaligned-savepoints-2pc --out /tmp/replay --json": ("run", 0, None),
+    "unaligned-savepoints-2pc --out /tmp/replay --json": ("small", 0, {"--runs": "60", "--smoke": None}),
     ".venv/bin/flinkspec spark-replay --runs 200000 --master spark://HOST:7077 --out hdfs:///flinkspec/replay-1 "
     "--conf spark.driver.host=DRIVER_IP --conf spark.executor.memory=2g": ("parse", 0, None),
     "export SPARK_HOME=$(.venv/bin/python -c 'import pyspark, os; print(os.path.dirname(pyspark.__file__))')":

@@ -65,9 +65,23 @@ def test_safe_focused_suite_passes(name):
     assert r.runs >= 100  # the search really ran
 
 
+@pytest.fixture(scope="module")
+def unsafe_run(tmp_path_factory):
+    """``unsafe_run(name)``: the unsafe suite's quick run from seed 0, its counterexample written
+    to a folder of its own; each suite is searched once for the tests below (a search takes
+    seconds)."""
+    runs: dict = {}
+
+    def get(name):
+        if name not in runs:
+            runs[name] = FOCUSED[name].run("quick", 0, corpus_dir=tmp_path_factory.mktemp(name))
+        return runs[name]
+    return get
+
+
 @pytest.mark.parametrize("name", sorted(UNSAFE))
-def test_unsafe_focused_suite_finds_its_violation(name):
-    r = FOCUSED[name].run("quick", 0)
+def test_unsafe_focused_suite_finds_its_violation(name, unsafe_run):
+    r = unsafe_run(name)
     assert r.error is None
     assert r.as_expected, (r.verdict, r.first_violation)
     assert set(r.violations) == {UNSAFE[name]}
@@ -78,13 +92,13 @@ UNSAFE_ALL = sorted(n for n, s in FOCUSED.items() if not s.safe)
 
 
 @pytest.mark.parametrize("name", UNSAFE_ALL)
-def test_every_unsafe_focused_suite_writes_a_file_that_replays_to_its_violation(name, tmp_path, capsys):
+def test_every_unsafe_focused_suite_writes_a_file_that_replays_to_its_violation(name, unsafe_run, capsys):
     """Every failure is a file: the shrunk example is written in the one counterexample format,
     and `flinkspec replay` / `show` reproduce the same invariant at the same step."""
     from flinkspec.cli import main
     from properties.counterexample import load_counterexample, replay_counterexample
 
-    r = FOCUSED[name].run("quick", 0, corpus_dir=tmp_path)
+    r = unsafe_run(name)
     assert r.as_expected and r.counterexample, (name, r.verdict)
     cx = load_counterexample(r.counterexample, known_variant=True)
     assert cx.variant == name and cx.header["engine"] == "hypothesis"
@@ -98,15 +112,15 @@ def test_every_unsafe_focused_suite_writes_a_file_that_replays_to_its_violation(
     assert r.runs_to_find is not None and 1 <= r.runs_to_find <= r.runs
 
 
-def test_a_focused_file_that_no_longer_reproduces_is_reported(tmp_path, capsys):
+def test_a_focused_file_that_no_longer_reproduces_is_reported(tmp_path, capsys, unsafe_run):
     """Replay is a real check: the same operations on the safe machine give no violation."""
     import json
 
     from flinkspec.cli import main
 
-    r = FOCUSED["checkpoint-coordinator-restore-pending"].run("quick", 0, corpus_dir=tmp_path)
-    path = Path(r.counterexample)
-    lines = path.read_text().splitlines()
+    r = unsafe_run("checkpoint-coordinator-restore-pending")
+    path = tmp_path / "changed.ndjson"  # a changed copy: the run's own file stays for the other tests
+    lines = Path(r.counterexample).read_text().splitlines()
     header = json.loads(lines[0])
     header["scenario"]["knobs"] = {"knobs": {}}  # the safe coordinator
     path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
@@ -120,14 +134,14 @@ def test_a_focused_file_that_no_longer_reproduces_is_reported(tmp_path, capsys):
     (lambda h, ops: ["not an op"], "not a focused operation"),
     (lambda h, ops: ["frobnicate(x=1)"], "do not replay"),
 ])
-def test_malformed_focused_files_are_one_line_errors(mutate, message, tmp_path, capsys):
+def test_malformed_focused_files_are_one_line_errors(mutate, message, tmp_path, capsys, unsafe_run):
     import json
 
     from flinkspec.cli import main
 
-    r = FOCUSED["checkpoint-coordinator-restore-pending"].run("quick", 0, corpus_dir=tmp_path)
-    path = Path(r.counterexample)
-    objs = [json.loads(line) for line in path.read_text().splitlines()]
+    r = unsafe_run("checkpoint-coordinator-restore-pending")
+    path = tmp_path / "changed.ndjson"  # a changed copy: the run's own file stays for the other tests
+    objs = [json.loads(line) for line in Path(r.counterexample).read_text().splitlines()]
     header = objs[0]
     ops = mutate(header, [o["action"] for o in objs[1:-1]])
     lines = [json.dumps(header)] + [json.dumps({"type": "action", "step": i, "action": a}) for i, a in enumerate(ops)]

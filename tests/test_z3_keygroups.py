@@ -76,7 +76,10 @@ def test_registered_mutant_check_reports_the_counterexample():
     assert run.counterexample["python_failures"]
 
 
+@pytest.mark.slow
 def test_prove_cli_all_expected_exit_0(main, capsys):
+    """Every registered check through the CLI (~40 s; `make check` runs it too). The default run
+    judges each check in its own test file (the barrier proofs on their small scope)."""
     assert main(["prove", "--json", "--no-write"]) == 0
     rows = json.loads(capsys.readouterr().out)
     names = {r["name"] for r in rows}
