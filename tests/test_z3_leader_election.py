@@ -36,23 +36,30 @@ def test_the_encodings_election_is_the_stores_latch():
                 assert ha.token_of(ha.latch_leader(store)) == latches[lead] + 1
 
 
-def test_the_design_is_proved_by_induction_and_the_mutations_give_counterexamples():
-    assert check_inductive(Scope())[0] == "proved"
-    result, details, cex = check(Scope(fencing=False, steps=6))
-    assert result == "counterexample" and cex["actions"][-1].startswith("DeliverRpc")
+@pytest.fixture(scope="module")
+def registered():
+    """name -> the ProofRun of each registered check, run once through ``spec.proofs`` (the
+    token-per-process search alone takes seconds)."""
+    registry = proofs.load_all()
+    return {name: proofs.run_check(registry[name], timeout_s=120) for name, *_ in CHECKS}
+
+
+def test_the_design_is_proved_by_induction_and_the_mutations_give_counterexamples(registered):
+    assert registered["leader_fencing_inductive"].result == "proved"  # check_inductive(Scope())
+    run = registered["leader_fencing_mutant_no_fencing"]  # check(Scope(fencing=False, steps=6))
+    assert run.result == "counterexample" and run.counterexample["actions"][-1].startswith("DeliverRpc")
     # a token per process: the invariant is not inductive, and two faults break fencing
     assert check_inductive(Scope(token="process"))[0] == "counterexample"
-    result, details, cex = check(Scope(token="process", steps=10))
-    assert result == "counterexample", details
-    faults = [a for a in cex["actions"] if a.startswith(("CrashJobManager", "ExpireSession"))]
-    assert len(faults) >= 2, cex
+    run = registered["leader_fencing_mutant_token_per_process"]  # check(Scope(token="process", steps=10))
+    assert run.result == "counterexample", run.details
+    faults = [a for a in run.counterexample["actions"] if a.startswith(("CrashJobManager", "ExpireSession"))]
+    assert len(faults) >= 2, run.counterexample
 
 
-def test_every_registered_check_gives_its_expected_result():
-    registry = proofs.load_all()
-    for name, _scope, expected, _sc, _ind in CHECKS:
-        run = proofs.run_check(registry[name], timeout_s=120)
-        assert run.result == expected, (name, run.details)
+def test_every_registered_check_gives_its_expected_result(registered):
+    for name, scope_text, expected, _scope, _inductive in CHECKS:
+        run = registered[name]
+        assert run.result == expected and run.scope == scope_text, (name, run.details)
 
 
 @pytest.mark.slow
