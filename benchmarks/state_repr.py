@@ -271,6 +271,43 @@ def _rebuilt(changes: list) -> int:
     return len(seen)
 
 
+def _is_obj_head(h) -> bool:
+    return type(h) is str and h[:1].isupper() and h not in CONTAINER_TAGS
+
+
+def _field_pairs_rebuilt(view: tuple, changes: list) -> int:
+    """Of the nodes ``_rebuilt`` counts, the ``(field name, value)`` pairs of an object with a
+    ``__dict__`` (``Cluster`` and others): a node a record with the fields in slots would not
+    have."""
+    seen = set()
+    for op in changes:
+        node, parent = view, None
+        for i, step in enumerate(op[1]):
+            parent, node = node, node[step]
+            if (op[1][:i + 1] not in seen and len(node) == 2 and type(node[0]) is str
+                    and _is_obj_head(parent[0])):
+                seen.add(op[1][:i + 1])
+    return len(seen)
+
+
+def _cluster_fields_changed(view: tuple, changes: list) -> tuple:
+    """(fields of the ``Cluster`` that the changes touch, fields it has): the view is
+    ``('tuple', read_later, ('Cluster', (name, value), ...))``."""
+    return len({op[1][1] for op in changes if len(op[1]) >= 2 and op[1][0] == 2}), len(view[2]) - 1
+
+
+def _at(form, path):
+    for step in path:
+        form = form[step]
+    return form
+
+
+def _refs(form) -> int:
+    """Back-references (``('ref', n)``: an object met again in the walk) in a view: the
+    mutable graph's aliasing, which a value cannot have."""
+    return (form[:1] == ("ref",)) + sum(_refs(e) for e in form if type(e) is tuple)
+
+
 def _size(form) -> int:
     return sum(_size(e) if type(e) is tuple else 1 for e in form) + 1
 
@@ -283,12 +320,19 @@ def shape_stats(walks: list[Walk]) -> dict:
     depths = [len(op[1]) for w in walks for ch in w.changes for op in ch]
     nodes = [s[0] for s in shapes]
     views_bytes = [len(encode(v)) for w in walks for v in w.views]
+    refs = [_refs(v) for w in walks for v in w.views]
+    ref_changes = [sum(1 for op in ch if _at(v, op[1])[:1] == ("ref",)
+                       or any(type(x) is tuple and x[:1] == ("ref",) for x in op[4]))
+                   for w in walks for v, ch in zip(w.views, w.changes)]
+    pairs = [_field_pairs_rebuilt(v, ch) for w in walks for v, ch in zip(w.views, w.changes)]
+    fields = [_cluster_fields_changed(v, ch) for w in walks for v, ch in zip(w.views, w.changes)]
 
     def q(xs, p):
         xs = sorted(xs)
         return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else 0
     return {
-        "states": len(shapes), "steps": len(ops),
+        "states": len(shapes), "distinct_views": len(set(map(encode, (v for w in walks for v in w.views)))),
+        "steps": len(ops),
         "nodes_median": q(nodes, 0.5), "nodes_max": max(nodes), "leaves_median": q([s[1] for s in shapes], 0.5),
         "depth_max": max(s[2] for s in shapes), "fanout_max": max(s[3] for s in shapes),
         "map_entries_max": max(s[4] for s in shapes),
@@ -298,6 +342,11 @@ def shape_stats(walks: list[Walk]) -> dict:
         "nodes_rebuilt_per_step_median": q(rebuilt, 0.5), "nodes_rebuilt_per_step_p90": q(rebuilt, 0.9),
         "nodes_rebuilt_per_step_max": max(rebuilt),
         "new_parts_per_step_median": q(new_parts, 0.5), "new_parts_per_step_p90": q(new_parts, 0.9),
+        "refs_per_view_median": q(refs, 0.5), "steps_renumbering_a_ref": sum(1 for r in ref_changes if r),
+        "field_pairs_of_rebuilt": round(sum(pairs) / max(1, sum(rebuilt)), 3),
+        "cluster_fields_changed_per_step_median": q([f[0] for f in fields], 0.5),
+        "cluster_fields_changed_per_step_p90": q([f[0] for f in fields], 0.9),
+        "cluster_fields": max(f[1] for f in fields) if fields else 0,
         "rebuilt_fraction_median": round(statistics.median(r / n for r, n in zip(rebuilt, nodes[1:])), 4)
         if rebuilt else 0,
     }
@@ -393,11 +442,13 @@ def _node_digest(kids: tuple) -> bytes:
 class HashCons:
     keyed = False
 
-    def __init__(self, intern: bool = True):
+    def __init__(self, intern: bool = True, pyhash: bool = False):
         self.intern = intern
-        self.name = "hashcons" if intern else "hashcons-nointern"
+        self.name = ("hashcons" if intern else "hashcons-nointern") + ("+pyhash" if pyhash else "")
         self.table: dict = {}
-        self.digest_exact = True
+        self.digest_exact = not pyhash
+        if pyhash:
+            self.make = self._make_pyhash
 
     def reset(self):
         self.table = {}
@@ -410,6 +461,12 @@ class HashCons:
         if n is None:
             n = self.table[d] = Node(kids, d)
         return n
+
+    def _make_pyhash(self, kids: tuple) -> Node:
+        """The node with Python's 64-bit ``hash`` of its children's hashes as its digest
+        (not exact: ``1``, ``True`` and ``1.0`` hash alike; a collision in 2**32 states is
+        likely): what the digest's hashing costs, by difference."""
+        return Node(kids, hash(tuple([k.digest if type(k) is Node else k for k in kids])))
 
     def build(self, form) -> Node:
         return self.make(tuple([self.build(e) if type(e) is tuple else e for e in form]))
@@ -587,7 +644,7 @@ class MapRepr:
 
 
 def representations(with_maps: bool = True) -> list:
-    reps = [Tuples("hash"), Tuples("blake2b"), HashCons(True), HashCons(False), Attrs()]
+    reps = [Tuples("hash"), Tuples("blake2b"), HashCons(True), HashCons(False), HashCons(False, pyhash=True), Attrs()]
     if with_maps:
         for lib in ("pyrsistent", "immutables"):
             reps += [MapRepr(lib, "hash"), MapRepr(lib, "blake2b")]
@@ -633,12 +690,19 @@ def check(rep, walks: list[Walk]) -> dict:
 
 
 def _cpu(fn, repeat: int) -> float:
+    """The best CPU seconds of ``repeat`` calls of ``fn``, the cyclic garbage collector off (as
+    every search runs)."""
     best = float("inf")
-    for _ in range(repeat):
-        gc.collect()
-        t0 = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t0)
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(repeat):
+            t0 = time.process_time()
+            fn()
+            best = min(best, time.process_time() - t0)
+    finally:
+        if enabled:
+            gc.enable()
     return best
 
 
@@ -674,7 +738,6 @@ def time_rep(rep, walks: list[Walk], repeat: int) -> dict:
 def memory_rep(rep, walks: list[Walk]) -> dict:
     """Bytes allocated per state when every state of the walks is kept (the first state's
     full tree included; interning tables included)."""
-    gc.collect()
     rep.reset()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
@@ -682,7 +745,6 @@ def memory_rep(rep, walks: list[Walk]) -> dict:
     total = tracemalloc.get_traced_memory()[0] - base
     first = 0
     tracemalloc.stop()
-    gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     one = rep.build(walks[0].views[0])
@@ -690,9 +752,46 @@ def memory_rep(rep, walks: list[Walk]) -> dict:
     tracemalloc.stop()
     del one
     states = sum(len(k) for k in kept)
+    distinct = len({encode(v) for w in walks for v in w.views})
     del kept
     rep.reset()
-    return {"bytes_per_state": round(total / states), "bytes_first_state": first}
+    # a walk revisits states; a search stores each distinct state once: with interning a
+    # revisit costs nothing, so its cost per distinct view is what a search's store would pay
+    return {"bytes_per_state": round(total / states), "bytes_per_distinct_view": round(total / distinct),
+            "bytes_first_state": first}
+
+
+def node_costs(walks: list[Walk], repeat: int) -> dict:
+    """Where a hash-consed step's time goes: the nodes it makes, and per step the CPU
+    microseconds of their digests (the children's codes joined and hashed) and of BLAKE2b
+    alone on the same bytes (what a compiled node constructor could not save)."""
+    made: list = []
+
+    class Recording(HashCons):
+        on = False
+
+        def make(self, kids):
+            if self.on:
+                made.append(kids)
+            return HashCons.make(self, kids)
+
+    rep = Recording()
+    for w in walks:
+        rep.on = False
+        v = rep.build(w.views[0])  # a first state is not a step
+        rep.on = True
+        for t in w.tries:
+            v = rep.apply(v, t)
+    steps = sum(len(w.tries) for w in walks)
+    kids_list = made
+    joined = [b"".join([b"#" + k.digest if type(k) is Node else _leaf_code(k) for k in kids]) for kids in kids_list]
+    digest_s = _cpu(lambda: [_node_digest(k) for k in kids_list], repeat)
+    blake_s = _cpu(lambda: [_digest(b) for b in joined], repeat)
+    return {"nodes_made_per_step": round(len(kids_list) / steps, 1),
+            "digest_us_per_step": round(digest_s / steps * 1e6, 2),
+            "blake2b_only_us_per_step": round(blake_s / steps * 1e6, 2),
+            "digest_us_per_node": round(digest_s / max(1, len(kids_list)) * 1e6, 3),
+            "mean_bytes_hashed_per_node": round(sum(map(len, joined)) / max(1, len(joined)), 1)}
 
 
 def reference(walks: list[Walk], repeat: int) -> dict:
@@ -703,7 +802,6 @@ def reference(walks: list[Walk], repeat: int) -> dict:
         c.fingerprint()  # the scenario key and the value caches, as in a search
     copy_s = _cpu(lambda: [c.copy() for c in clusters], repeat)
     fp_s = _cpu(lambda: [c.fingerprint() for c in clusters], repeat)
-    gc.collect()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     kept = [c.copy() for c in clusters]
@@ -719,6 +817,20 @@ def reference(walks: list[Walk], repeat: int) -> dict:
 #: microseconds of an explored state spent copying, and computing the canonical form and hash)
 TODAY_US_PER_STATE = 280.0
 TODAY_COPY_FP_SHARE = 0.14 + 0.25
+
+
+def _weighted(per: dict, by_variant: dict) -> dict:
+    """The per-step CPU figures over all walks, from the per-variant ones (weighted by steps)
+    and the bytes per state (weighted by states)."""
+    steps = {n: sum(len(w.tries) for w in ws) for n, ws in by_variant.items()}
+    states = {n: sum(len(w.views) for w in ws) for n, ws in by_variant.items()}
+    out = {}
+    for k in per[next(iter(by_variant))]:
+        if k.endswith("_us"):
+            out[k] = round(sum(per[n][k] * steps[n] for n in by_variant) / sum(steps.values()), 2)
+        elif k in ("bytes_per_state", "bytes_per_distinct_view"):
+            out[k] = round(sum(per[n][k] * states[n] for n in by_variant) / sum(states.values()))
+    return out
 
 
 def bench_state_repr(quick: bool = False, steps: int | None = None, seed: int = 0, repeat: int | None = None,
@@ -737,23 +849,27 @@ def bench_state_repr(quick: bool = False, steps: int | None = None, seed: int = 
     for name in out["variants"]:
         out["shape"][name] = shape_stats([w for w in walks if w.variant == name])
     out["shape"]["all"] = shape_stats(walks)
-    ref = reference(walks, repeat)
-    out["mutable_graph"] = ref
-    ref_aligned = reference([w for w in walks if w.variant == "aligned-2pc"], repeat)
-    out["mutable_graph_aligned_2pc"] = ref_aligned
+    by_variant = {name: [w for w in walks if w.variant == name] for name in out["variants"]}
+    out["mutable_graph"] = {name: reference(ws, repeat) for name, ws in by_variant.items()}
+    out["mutable_graph"]["all"] = _weighted(out["mutable_graph"], by_variant)
+    out["hashcons_nodes"] = {name: node_costs(ws, repeat) for name, ws in by_variant.items()}
     for rep in representations(with_maps):
-        r = {**check(rep, walks), **time_rep(rep, walks, repeat), **memory_rep(rep, walks)}
-        aligned = [w for w in walks if w.variant == "aligned-2pc"]
-        r["aligned_2pc_step_us"] = time_rep(rep, aligned, repeat)["step_us"]
-        r["step_speedup_vs_mutable_graph"] = round(ref["step_us"] / r["step_us"], 2) if r["step_us"] else None
-        r["memory_ratio_vs_mutable_graph"] = round(ref["bytes_per_state"] / r["bytes_per_state"], 1) \
-            if r["bytes_per_state"] else None
-        # the explorer's state: today's ~280 us with copy + fingerprint scaled by the measured ratio
-        # on aligned-2pc's states (the rest -- step, invariants, enabled actions -- unchanged)
-        rest = TODAY_US_PER_STATE * (1 - TODAY_COPY_FP_SHARE)
-        est = rest + TODAY_US_PER_STATE * TODAY_COPY_FP_SHARE * r["aligned_2pc_step_us"] / ref_aligned["step_us"]
-        r["estimated_explorer_us_per_state"] = round(est, 1)
-        r["estimated_states_per_cpu_s"] = round(1e6 / est)
+        r = check(rep, walks)
+        per = {name: {**time_rep(rep, ws, repeat), **memory_rep(rep, ws)} for name, ws in by_variant.items()}
+        per["all"] = {**_weighted(per, by_variant), **memory_rep(rep, walks)}
+        for name, f in per.items():
+            ref = out["mutable_graph"][name]
+            f["step_speedup_vs_mutable_graph"] = round(ref["step_us"] / f["step_us"], 2)
+            f["memory_ratio_vs_mutable_graph"] = round(ref["bytes_per_state"] / f["bytes_per_state"], 1)
+        r["by_variant"] = per
+        # the explorer on aligned-2pc --small: today's ~280 us per state with its copy +
+        # fingerprint share scaled by the ratio measured here on aligned-2pc's states (the rest
+        # -- step, invariants, enabled actions, the search's own work -- unchanged)
+        if "aligned-2pc" in per:
+            ratio = per["aligned-2pc"]["step_us"] / out["mutable_graph"]["aligned-2pc"]["step_us"]
+            est = TODAY_US_PER_STATE * (1 - TODAY_COPY_FP_SHARE) + TODAY_US_PER_STATE * TODAY_COPY_FP_SHARE * ratio
+            r["estimated_explorer_us_per_state"] = round(est, 1)
+            r["estimated_states_per_cpu_s"] = round(1e6 / est)
         out["representations"][rep.name] = r
     out["estimated_states_per_cpu_s_if_copy_and_fingerprint_were_free"] = round(
         1e6 / (TODAY_US_PER_STATE * (1 - TODAY_COPY_FP_SHARE)))
@@ -763,18 +879,29 @@ def bench_state_repr(quick: bool = False, steps: int | None = None, seed: int = 
 def _table(fig: dict) -> str:
     lines = [f"variants: {', '.join(fig['variants'])}; {fig['steps_per_variant']} steps each; "
              f"repeat {fig['repeat']}; load average {fig['load_average']}"]
-    s = fig["shape"]["all"]
-    lines.append("shape (all walks): " + ", ".join(f"{k} {v}" for k, v in s.items()))
-    m = fig["mutable_graph"]
-    lines.append(f"{'representation':24} {'update':>8} {'fingerpr':>8} {'step us':>8} {'aligned':>8} "
-                 f"{'B/state':>8} {'x speed':>7} {'x mem':>6} {'est st/s':>8} {'views':>6} {'coll':>5}")
-    lines.append(f"{'mutable graph (today)':24} {m['copy_us']:>8} {m['fingerprint_us']:>8} {m['step_us']:>8} "
-                 f"{fig['mutable_graph_aligned_2pc']['step_us']:>8} {m['bytes_per_state']:>8}")
+    for name, sh in fig["shape"].items():
+        lines.append(f"shape {name}: " + ", ".join(f"{k} {v}" for k, v in sh.items()))
+    for name, n in fig["hashcons_nodes"].items():
+        lines.append(f"hashcons nodes {name}: " + ", ".join(f"{k} {v}" for k, v in n.items()))
+    groups = list(fig["mutable_graph"])
+    head = f"{'representation':26} {'group':24} {'update':>8} {'fingerpr':>8} {'step us':>8} {'B/state':>8} " \
+           f"{'x speed':>7} {'x mem':>6} {'B/distinct':>10}"
+    lines.append(head)
+    for g in groups:
+        m = fig["mutable_graph"][g]
+        lines.append(f"{'mutable graph (today)':26} {g:24} {m['copy_us']:>8} {m['fingerprint_us']:>8} "
+                     f"{m['step_us']:>8} {m['bytes_per_state']:>8}")
     for name, r in fig["representations"].items():
-        lines.append(f"{name:24} {r['update_us']:>8} {r['fingerprint_us']:>8} {r['step_us']:>8} "
-                     f"{r['aligned_2pc_step_us']:>8} {r['bytes_per_state']:>8} {r['step_speedup_vs_mutable_graph']:>7} "
-                     f"{r['memory_ratio_vs_mutable_graph']:>6} {r['estimated_states_per_cpu_s']:>8} "
-                     f"{r['distinct_views']:>6} {r['fingerprint_collisions']:>5}")
+        for g in groups:
+            f = r["by_variant"][g]
+            lines.append(f"{name:26} {g:24} {f['update_us']:>8} {f['fingerprint_us']:>8} {f['step_us']:>8} "
+                         f"{f['bytes_per_state']:>8} {f['step_speedup_vs_mutable_graph']:>7} "
+                         f"{f['memory_ratio_vs_mutable_graph']:>6} {f.get('bytes_per_distinct_view', ''):>10}")
+        lines.append(f"{name:26} distinct views {r['distinct_views']}, fingerprint collisions "
+                     f"{r['fingerprint_collisions']}, splits {r['fingerprint_splits']}; explorer estimate "
+                     f"{r.get('estimated_explorer_us_per_state')} us/state = {r.get('estimated_states_per_cpu_s')} states/s")
+    lines.append("explorer with copy + fingerprint free: "
+                 f"{fig['estimated_states_per_cpu_s_if_copy_and_fingerprint_were_free']} states/s")
     return "\n".join(lines)
 
 

@@ -63,6 +63,10 @@ def test_quick_run_gives_every_figure():
     fig = sr.bench_state_repr(quick=True, steps=6, repeat=1)
     assert set(fig["representations"]) == {r.name for r in sr.representations()}
     for r in fig["representations"].values():
-        assert r["step_us"] > 0 and r["bytes_per_state"] > 0 and r["distinct_views"] > 1
-    assert fig["mutable_graph"]["bytes_per_state"] > 0
+        assert set(r["by_variant"]) == {"aligned-2pc", "cp-region-failover", "all"}
+        for f in r["by_variant"].values():
+            assert f["step_us"] > 0 and f["bytes_per_state"] > 0
+        assert r["distinct_views"] > 1 and r["estimated_states_per_cpu_s"] > 0
+    assert fig["mutable_graph"]["all"]["bytes_per_state"] > 0
+    assert fig["hashcons_nodes"]["aligned-2pc"]["nodes_made_per_step"] > 0
     assert fig["shape"]["all"]["steps"] == 12
