@@ -21,7 +21,8 @@ from collections import Counter
 
 from model.oracle import DiffEntry, OutputDiff, diff_outputs
 from model.reference import comparison_mode, reference_output, sink_output_by_operator
-from spec.declarative import event_time_judged, input_disordered
+from spec.declarative import (event_time_judged, input_disordered, inputs_of, operator_outputs, restores_of,
+                              window_starts)
 from spec.invariant import Violation, invariant
 
 
@@ -49,6 +50,28 @@ class Expected:
         #: job the reference is no oracle for a run with an idle source, and no engine offers
         #: ``SourceIdle`` there (``properties.engines.offered_kinds``).
         self.idle_judged = idle_judged(graph)
+        #: on a job the event-time judge covers: per sink, its window operator and each window's
+        #: records (``{(key, maxTimestamp): [values]}``), what a committed result may count
+        self.windows = window_records(graph, job_input) if self.event_time_judged else {}
+
+
+def window_records(graph, job_input) -> dict:
+    """``{sink: (window operator, {(key, maxTimestamp): [values of its records]})}`` for a job
+    whose every sink is fed directly by a tumbling window (``event_time_judged``)."""
+    outs = operator_outputs(graph, job_input)
+    ops = {o.name: o for o in graph.operators}
+    ins = inputs_of(graph)
+    out = {}
+    for o in graph.operators:
+        if o.kind != "sink":
+            continue
+        (w,) = (ops[i] for i in ins[o.name])
+        recs: dict = {}
+        for k, v, ts in (r for i in ins[w.name] for r in outs[i]):
+            for start in window_starts(ts, w.window_size, None, w.window_offset):
+                recs.setdefault((k, start + w.window_size - 1), []).append(v)
+        out[o.name] = (w, recs)
+    return out
 
 
 def idle_judged(graph) -> bool:
@@ -114,6 +137,63 @@ def timing_dependent(run) -> bool:
     return bool(getattr(run, "timing_dependent", False))
 
 
+def _committed_history(run):
+    """What of the run's history ``committed_output_within_reference`` reads: whether the
+    window results depend on timing and, then, how often the run was restored (the number of
+    generations a window's results may come in)."""
+    return (True, restores_of(run)) if timing_dependent(run) else False
+
+
+def _beyond_records(run, start: int) -> Violation | None:
+    """On a run whose window results depend on timing, the reference counts records that
+    idleness made late and the window dropped (justified by ``late_drop_justified``), so it
+    judges no result. What the committed results of a window may count instead: each of its
+    records at most once over its results (a window without allowed lateness fires once per
+    generation -- the watermark is in no snapshot, so a restore may reopen it -- and a
+    two-phase-commit sink commits a generation's result only once its records are behind the
+    checkpoint the job restores from); with allowed lateness each result counts the records
+    that arrived so far, so none exceeds the window's records. Sums are bounded so only when
+    no value is negative. The results that add up exactly are judged once drained
+    (``window_results_exactly_once``)."""
+    committed = run.cluster.external.committed
+    sink_of = run.sink_of_subtask
+    windows = run.expected.windows
+    restores = None
+    for i in range(start, len(committed)):
+        k, v, ts, sub = committed[i]
+        name = sink_of.get(sub)
+        if name not in windows:
+            continue
+        w, recs = windows[name]
+        values = recs.get((k, ts), [])
+        got = [r[1] for r in committed[:i + 1] if r[0] == k and r[2] == ts and sink_of.get(r[3]) == name]
+        total = len(values) if w.aggregate == "count" else sum(values)
+        where = f"sink '{name}' committed (key={k!r}, value={v!r}, ts={ts})"
+        problem = None
+        if not values:
+            problem = f"a result for a window no record belongs to (window ending {ts + 1})"
+        elif w.aggregate == "sum" and any(x < 0 for x in values):
+            continue
+        elif w.allowed_lateness > 0:
+            if v > total:
+                problem = f"a result above its window's {w.aggregate} of all {len(values)} record(s), {total}"
+        else:
+            restores = restores_of(run) if restores is None else restores
+            if len(got) > 1 + restores:
+                problem = (f"a duplicate: {len(got)} results {got} of one window after {restores} restore(s), "
+                           f"which fires once per opening")
+            elif sum(got) > total:
+                problem = (f"a duplicate: the window's results {got} add up to {sum(got)}, more than the "
+                           f"{w.aggregate} of its {len(values)} record(s), {total}")
+        if problem is not None:
+            return Violation(
+                invariant="committed_output_within_reference",
+                expected={"sink": name, "record": [k, v, ts], "window_records": len(values), "total": total},
+                actual={"sink": name, "record": [k, v, ts], "results": got},
+                message=f"{where}, {problem}")
+    return None
+
+
 @invariant(
     "exactly_once",
     kind="eventually",
@@ -141,8 +221,10 @@ def exactly_once(run) -> Violation | None:
     kind="always",
     concept="end-to-end exactly-once while running (what a sink makes visible: a two-phase-commit sink on "
             "notifyCheckpointComplete, an append sink as it writes)",
-    statement="Committed sink output is always part of the reference output, never with more copies of a record.",
-    history=timing_dependent,
+    statement="Committed sink output is always part of the reference output, never with more copies of a record; "
+              "where records made late by idleness were dropped, a window's committed results count each of its "
+              "records at most once.",
+    history=_committed_history,
 )
 def committed_output_within_reference(run) -> Violation | None:
     """Looks at the records the last step committed (``run.committed_before`` on: the engine
@@ -151,8 +233,10 @@ def committed_output_within_reference(run) -> Violation | None:
     cluster = run.cluster
     committed = cluster.external.committed
     start = run.committed_before
-    if start >= len(committed) or timing_dependent(run):
+    if start >= len(committed):
         return None
+    if timing_dependent(run):
+        return _beyond_records(run, start)
     sink_of = run.sink_of_subtask
     modes = run.expected.modes
     counts: dict = {}  # sink -> Counter of its committed records, canonical (built on demand)
