@@ -27,7 +27,9 @@ state and its fingerprint -- and a stored state smallest? Measured, not argued.
    * ``hashcons``: a frozen ``__slots__`` node holding its children and a 16-byte BLAKE2b
      digest computed at construction from its children's digests (a Merkle tree: a step
      hashes only the nodes on its changed paths), interned by digest so equal parts are one
-     object across all states; ``hashcons-nointern`` the same without the intern table;
+     object across all states; ``hashcons-nointern`` the same without the intern table, and
+     ``hashcons-nointern+pyhash`` with Python's 64-bit ``hash`` in place of BLAKE2b (not
+     exact: what the digest's hashing costs, by difference);
    * ``attrs``: a frozen slotted attrs class per (model class, arity) for the model's objects
      and one for containers, updated with ``attrs.evolve``, the same digest cached in a field
      (computed in ``__attrs_post_init__``);
@@ -42,7 +44,12 @@ state and its fingerprint -- and a stored state smallest? Measured, not argued.
    (the step's changes applied, then the fingerprint), split into update and fingerprint;
    bytes per stored state when every state of the walks is kept (``tracemalloc``: the
    memory the representation allocates, structural sharing included; primitives are shared
-   with the recorded views and not counted, for every representation alike); and the
+   with the recorded views and not counted, for every representation alike), also per
+   distinct view (a walk revisits states, a search stores each once; an interning
+   representation pays nothing for a revisit); for the hash-consed nodes, the nodes a step
+   makes and the time of their digests against BLAKE2b alone on the same bytes; the
+   explorer's time per state estimated from today's profile with its copy and fingerprint
+   share scaled by the ratio measured here on aligned-2pc's states; and the
    correctness checks: each representation gives every recorded view back after replaying the
    changes, and its digests are equal exactly for equal views.
 
@@ -735,22 +742,35 @@ def time_rep(rep, walks: list[Walk], repeat: int) -> dict:
             "step_us": round((upd + fps) / steps * 1e6, 2)}
 
 
+def _drain_freelists() -> list:
+    """Objects that take every free tuple, list and dict CPython keeps for reuse: an object
+    taken from such a free list is not a new allocation, so ``tracemalloc`` would not count
+    it (after a timing loop has freed thousands of tuples, most of a representation's tuples
+    would be missed). Keep the result alive while measuring."""
+    return [tuple(range(n)) for n in range(1, 21) for _ in range(2100)] + [[] for _ in range(100)] + \
+        [{} for _ in range(100)]
+
+
 def memory_rep(rep, walks: list[Walk]) -> dict:
     """Bytes allocated per state when every state of the walks is kept (the first state's
     full tree included; interning tables included)."""
     rep.reset()
+    hold = _drain_freelists()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     kept = [replay(rep, w) for w in walks]
     total = tracemalloc.get_traced_memory()[0] - base
     first = 0
     tracemalloc.stop()
+    del hold
+    rep.reset()
+    hold = _drain_freelists()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     one = rep.build(walks[0].views[0])
     first = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
-    del one
+    del one, hold
     states = sum(len(k) for k in kept)
     distinct = len({encode(v) for w in walks for v in w.views})
     del kept
@@ -802,13 +822,14 @@ def reference(walks: list[Walk], repeat: int) -> dict:
         c.fingerprint()  # the scenario key and the value caches, as in a search
     copy_s = _cpu(lambda: [c.copy() for c in clusters], repeat)
     fp_s = _cpu(lambda: [c.fingerprint() for c in clusters], repeat)
+    hold = _drain_freelists()
     tracemalloc.start()
     base = tracemalloc.get_traced_memory()[0]
     kept = [c.copy() for c in clusters]
     total = tracemalloc.get_traced_memory()[0] - base
     tracemalloc.stop()
     n = len(kept)
-    del kept
+    del kept, hold
     return {"copy_us": round(copy_s / n * 1e6, 2), "fingerprint_us": round(fp_s / n * 1e6, 2),
             "step_us": round((copy_s + fp_s) / n * 1e6, 2), "bytes_per_state": round(total / n)}
 
