@@ -194,7 +194,7 @@ def test_explore_job_verifies_the_union_window_job(tmp_path, capsys):
 def test_the_append_twin_with_one_failure_duplicates_under_check_and_every_engine(tmp_path, capsys):
     """The same job with a plain append sink and one failure: a window result written before
     the failure is written again by the restarted job. check finds it (about 12 s), and every
-    engine judges its counterexamples alike; the explorer's own search needs 16 steps, minutes
+    engine judges its counterexamples alike; the explorer's own search needs 15 steps, minutes
     (the test below)."""
     path = union_job(tmp_path, "append", 1)
     out_dir = tmp_path / "cx"
@@ -213,7 +213,7 @@ def test_the_append_twin_with_one_failure_duplicates_under_check_and_every_engin
 
 @pytest.mark.slow
 def test_explore_job_finds_the_append_twins_duplicate(tmp_path, capsys):
-    """A shortest run of 16 steps: 134 thousand states, about 9 minutes on a loaded machine."""
+    """A shortest run of 15 steps: 117 thousand states, about 5 minutes on a loaded machine."""
     code, out, _ = run_cli(capsys, "explore", "--job", union_job(tmp_path, "append", 1), "--no-write", "--json",
                            "--max-seconds", "1500")
     row = json.loads(out)
