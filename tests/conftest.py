@@ -96,6 +96,8 @@ def pytest_runtest_logfinish(nodeid, location):
     if reporter is None or time.monotonic() < _QUIET["next"]:
         return
     _QUIET["next"] = time.monotonic() + PROGRESS_EVERY
-    reporter.ensure_newline()
+    tw = getattr(reporter, "_tw", None)
+    if tw is not None and tw.width_of_current_line:  # after an F or E of this line
+        tw.line()
     reporter.write_line(f"tests: {_QUIET['run']}/{_QUIET['total']} run, {_QUIET['failed']} failed "
                         f"({format_elapsed(time.monotonic() - _QUIET['t0'])})")
