@@ -22,7 +22,8 @@ DESCRIPTION = (
     "Measure how fast flinkspec runs on this machine; each target prints one JSON line of figures "
     "(docs/performance.md explains them). model: steps per second of the reference model on a fixed "
     "trace, against a loop that only moves the same records. explore: states per second of the "
-    "exhaustive search and the cost of copying, stepping and fingerprinting a state. spark: the "
+    "exhaustive search and the cost of copying, stepping and fingerprinting a state. state-repr: what candidate "
+    "immutable representations of the state cost a step and a stored state. spark: the "
     "Spark replay's runs per second with one and two local cores and in a plain 2-process pool, "
     "and whether all three give identical results (exit 1 if not). "
     "`flinkspec bench TARGET --help` lists a target's options."
@@ -36,7 +37,7 @@ def register(subparsers) -> None:
         register_target(sub)
 
     def usage(_args) -> int:
-        targets = ", ".join(f.__name__.removeprefix("register_") for f in TARGETS)
+        targets = ", ".join(f.__name__.removeprefix("register_").replace("_", "-") for f in TARGETS)
         raise InvalidArgument(f"bench needs a TARGET: {targets} (see `flinkspec bench --help`)")
 
     p.set_defaults(func=usage)
@@ -208,4 +209,33 @@ def run_explore(args) -> int:
     return 0
 
 
-TARGETS = (register_spark, register_model, register_explore)
+def register_state_repr(sub) -> None:
+    p = sub.add_parser(
+        "state-repr",
+        help="candidate immutable representations of the model's state: microseconds a step, bytes a state",
+        description=(
+            "Seeded walks of several variants' small scenarios and a generated job record every state's canonical "
+            "form and what each step changes; each candidate representation (plain tuples, hash-consed nodes with "
+            "cached digests, frozen attrs, pyrsistent, immutables) replays the changes, and is measured beside the "
+            "model's own copy and fingerprint: microseconds a step, bytes a kept and a distinct state. Every "
+            "representation is checked to give back every state and to digest equal states alike "
+            "(docs/architecture.md, \"State as a value\"). Prints one JSON line."
+        ),
+    )
+    p.add_argument("--quick", action="store_true", help="short walks (about 12 s)")
+    p.add_argument("--steps", metavar="N", type=int, default=None, help="steps of each walk")
+    p.add_argument("--seed", metavar="S", type=seed, default=0, help="seed of the walks (default 0)")
+    p.set_defaults(func=run_state_repr)
+
+
+def run_state_repr(args) -> int:
+    # lazy: the benchmark and its optional persistent-map libraries are needed by this target only
+    from benchmarks.state_repr import bench_state_repr
+
+    if args.steps is not None and args.steps < 1:
+        raise InvalidArgument("--steps must be >= 1")
+    print(json.dumps(bench_state_repr(quick=args.quick, steps=args.steps, seed=args.seed)))
+    return 0
+
+
+TARGETS = (register_spark, register_model, register_explore, register_state_repr)
