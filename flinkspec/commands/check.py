@@ -371,6 +371,13 @@ def job_suite_lines(label: str, r) -> list[str]:
     lines = [f"{label}: {job_verdict(r)} in {r.seconds:.1f}s"]
     if r.violations and r.first_violation:
         lines.append(f"    {r.first_violation.get('message')}")
+    return lines + _error_and_file_lines(r)
+
+
+def _error_and_file_lines(r) -> list[str]:
+    """A finished search's error, if any, and its counterexample file (relative when inside the
+    working directory)."""
+    lines = []
     if r.error:
         lines.append(f"    error: {r.error}")
     if r.counterexample:
@@ -394,12 +401,7 @@ def suite_lines(label: str, r) -> list[str]:
     lines = [f"{label}: {r.verdict} [{'ok' if r.as_expected else 'UNEXPECTED'}] in {r.seconds:.1f}s{extra}"]
     if not r.as_expected and r.first_violation:
         lines.append(f"    first violation (seed {r.first_seed}): {r.first_violation.get('message')}")
-    if r.error:
-        lines.append(f"    error: {r.error}")
-    if r.counterexample:
-        rel = os.path.relpath(r.counterexample)
-        lines.append(f"    counterexample: {r.counterexample if rel.startswith('..') else rel}")
-    return lines
+    return lines + _error_and_file_lines(r)
 
 
 _SHORTEST: list = []
