@@ -374,11 +374,15 @@ def test_subprocess_closed_pipe_sigterm_and_debug(tmp_path):
 # -- focused counterexamples: what the machine's initialisation takes --------------------------
 
 def _focused_files() -> dict:
+    """A committed focused file per machine: the first with knobs set, else the first."""
     out: dict = {}
+    has_knobs: dict = {}
     for p in CORPUS:
         sc = json.loads(p.read_text().splitlines()[0])["scenario"]
         if sc.get("kind") == "focused":
-            out.setdefault(sc["machine"], p)
+            knobs = bool(sc.get("knobs", {}).get("knobs", sc.get("knobs")))
+            if sc["machine"] not in out or (knobs and not has_knobs[sc["machine"]]):
+                out[sc["machine"]], has_knobs[sc["machine"]] = p, knobs
     return out
 
 
