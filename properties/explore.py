@@ -151,11 +151,14 @@ class Watch:
         self.frontier = frontier
         self.compact = frontier == "traces"
         self._next_memory = 0.0
+        #: the memory limit as the search reports it (a worker's share reports the whole limit)
+        self.memory_limit = None if max_memory is None else f"max_memory={format_bytes(max_memory)}"
 
     def share(self, workers: int) -> "Watch":
         w = Watch(self.deadline, None if self.max_memory is None else self.max_memory // (workers + 1),
                   None, self.max_seconds, self.frontier)
         w.compact = self.compact
+        w.memory_limit = self.memory_limit
         return w
 
     def check(self) -> str | None:
@@ -169,7 +172,7 @@ class Watch:
             self._next_memory = now + MEMORY_EVERY
             rss = resident_bytes()
             if rss > self.max_memory:
-                return f"max_memory={format_bytes(self.max_memory)}"
+                return self.memory_limit
             if rss > self.max_memory // 2 and self.frontier == "auto":
                 self.compact = True
         return None

@@ -192,3 +192,11 @@ def test_sigterm_ends_the_search_with_its_figures_and_exit_130(tmp_path):
     assert "bounded" in out and "stopped by SIGTERM" in out and "--resume" in out
     assert "Traceback" not in err
     assert (tmp_path / "ck" / "unaligned-2pc.checkpoint").exists()
+
+
+def test_worker_processes_end_at_their_share_of_the_memory_limit_and_name_the_whole(monkeypatch):
+    sc = _small("aligned-2pc", failures=0)
+    _memory_reads(monkeypatch, 2 << 30)  # above a third of 4G: each of two workers' share
+    with ProcessLevels(sc, True, 2) as levels:
+        r = explore(sc, Limits(max_memory=4 << 30), levels=levels)
+    assert r.verdict == "bounded" and r.limit == "max_memory=4G"
