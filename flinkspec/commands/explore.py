@@ -120,7 +120,6 @@ def run(args) -> int:
         raise FlinkspecError(f"--checkpoint-every must be a positive number of seconds, not {args.checkpoint_every}")
     if args.checkpoint is not None and args.resume is not None and Path(args.checkpoint) != Path(args.resume):
         raise FlinkspecError("--resume DIR goes on writing into DIR: give --checkpoint DIR only for a new search")
-    checkpoint_dir = _checkpoint_dir(args.checkpoint or args.resume, args)
     if args.max_checkpoints is not None and (args.job is None or args.max_checkpoints < 0):
         raise FlinkspecError("--max-checkpoints N (N >= 0) goes with --job FILE")
     if args.failures is not None and not args.small:
@@ -144,6 +143,7 @@ def run(args) -> int:
         from properties.safe_io import check_output_file  # start-up: as above; refused before any search
 
         report_out = check_output_file(args.report, what="report")
+    checkpoint_dir = _checkpoint_dir(args.checkpoint or args.resume, args)  # (made only for valid arguments)
     rows: list = []
     limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds,
                     max_memory=max_memory, frontier=args.frontier)
