@@ -652,6 +652,8 @@ class ControlPlane:
             if t is rpc.OfferSlots:
                 if p.latch != ha.latch_leader(self.store):
                     c.events.append(("cp_offer_to_deposed", c.now, m.te, p.index))
+                if jm.connected.get(m.te) != m.inc:  # registerTaskManager: its heartbeats are monitored from now
+                    c.events.append(("cp_te_connected", c.now, m.te, jm.token))
                 failed = jm.on_offer(self, m)
                 if failed:  # a slot offered under a new allocation: the pool's older one is gone
                     c.events.append(("cp_slot_replaced", c.now, m.te, tuple(sorted(failed))))
