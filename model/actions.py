@@ -881,6 +881,16 @@ class FinishAsyncSnapshot:
 
 
 @attrs.frozen(slots=True)
+class FailAsyncSnapshot:
+    """The asynchronous phase of subtask ``subtask``'s snapshot ``checkpoint_id`` fails (a state
+    file cannot be written): the task declines the checkpoint with CHECKPOINT_ASYNC_EXCEPTION
+    and runs on; the CheckpointFailureManager decides whether the job fails over."""
+
+    subtask: int
+    checkpoint_id: int
+
+
+@attrs.frozen(slots=True)
 class DiscardFile:
     """A scheduled asynchronous delete of the state file ``path`` runs."""
 
@@ -933,6 +943,50 @@ class FinishAsyncSnapshotKind(ActionKind):
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} finishes the asynchronous phase of snapshot {a.checkpoint_id} and acknowledges"
+
+
+@register
+class FailAsyncSnapshotKind(_FailureKind):
+    """A fault: offered (with ``RuntimeConfig.state_backend``) while the failure budget lasts,
+    for every snapshot of a pending checkpoint whose synchronous phase is done and whose
+    asynchronous phase has not run (the candidates of FinishAsyncSnapshot). A failure of the
+    synchronous phase fails the task (``StreamTask.triggerCheckpointOnBarrier``): that is
+    FailTask. Never switched off by swarm testing, like the other state-backend kinds."""
+
+    action = FailAsyncSnapshot
+    weight = 0.25
+    optional = False
+    shape = "cross"
+    color = "#d00"
+
+    def candidates(self, c):
+        if c.storage is None:
+            return ()
+        return [_interned(FailAsyncSnapshot, t.id, cid) for t in c.tasks for cid in t.backend.ready_ids()]
+
+    def precondition(self, c):
+        if c.storage is None:
+            return "no state backend is modelled (RuntimeConfig.state_backend): a snapshot has no asynchronous phase"
+        return _FailureKind.precondition(self, c)
+
+    def admits(self, c, a):
+        if not _is_id(a.subtask, len(c.tasks)):
+            return f"there is no subtask {a.subtask!r}"
+        t = c.tasks[a.subtask]
+        if t.status != RUNNING:
+            return f"{t.subtask.name} is {t.status}"
+        if a.checkpoint_id not in t.backend.ready_ids():
+            return f"{t.subtask.name} has no snapshot {a.checkpoint_id!r} waiting for its asynchronous phase"
+        if a.checkpoint_id not in c.coordinator.pending:
+            return f"checkpoint {a.checkpoint_id!r} is not pending"
+        return None
+
+    def apply(self, c, a):
+        c.fail_async_snapshot(c.tasks[a.subtask], a.checkpoint_id)
+
+    def describe(self, c, a):
+        return (f"the asynchronous phase of {_name(c, a.subtask)}'s snapshot {a.checkpoint_id} FAILS: "
+                "it declines the checkpoint (CHECKPOINT_ASYNC_EXCEPTION)")
 
 
 @register

@@ -42,12 +42,18 @@ Follows (apache/flink, ``flink-runtime/.../checkpoint/``):
   unless the latest entry is a synchronous savepoint (FLINK-21351).
 * ``SchedulerBase.restoreState`` -- every restart aborts all pending checkpoints with
   ``JOB_FAILOVER_REGION`` before restoring (:meth:`CheckpointCoordinator.abort_pending`).
+* ``CheckpointFailureManager`` (``model.checkpointfailuremanager``, when the coordinator is
+  given one): every abort of a pending checkpoint is reported to it
+  (``abortPendingCheckpoint`` -> ``handleCheckpointException``; the declining subtask, or none
+  for the JobManager's own failures such as an expiry), every completion too
+  (``reportCompletedCheckpoint`` -> ``handleCheckpointSuccess``); its decision to fail the job
+  is one more effect (``FailJob``), after the abort's.
 
 Deliberate differences / left out:
 
 * Time is the lead's logical clock (the step counter). Triggering is atomic: no
   ``isTriggering`` phase, no master hooks, no operator coordinators, no checkpoint
-  storage locations, no CheckpointFailureManager (tolerable failures), no stats. The
+  storage locations, no stats. The
   SharedStateRegistry is not the coordinator's here: it lives in the checkpoint storage
   (``model.checkpointstorage``), which the cluster tells of completions and subsumptions.
 * With ``queue_requests=False`` (the default) there is no request queue: a request that
@@ -535,6 +541,11 @@ class CheckpointCoordinator:
     produces them; the caller delivers notifications to tasks. Subtask ids are ints.
     """
 
+    #: the ``CheckpointFailureManager`` (``model.checkpointfailuremanager``), or None: the
+    #: coordinator tolerates every failure. An instance has the field only when it has one, so a
+    #: state without one fingerprints as before the manager was modelled.
+    failure_manager = None
+
     def __init__(
         self,
         tasks_to_trigger: Iterable[int],
@@ -552,6 +563,7 @@ class CheckpointCoordinator:
         store: CompletedCheckpointStore | None = None,
         restore_pending_checkpoints: bool = False,
         notify_savepoint_complete: bool = False,
+        failure_manager=None,
     ):
         if not isinstance(max_concurrent_checkpoints, int) or max_concurrent_checkpoints < 1:
             raise InvalidArgument(
@@ -576,6 +588,8 @@ class CheckpointCoordinator:
         self.restore_pending_checkpoints = restore_pending_checkpoints
         self.notify_savepoint_complete = notify_savepoint_complete
         self.store = store if store is not None else CompletedCheckpointStore(max_retained)
+        if failure_manager is not None:  # (else the class's None: no field, as before it existed)
+            self.failure_manager = failure_manager
         self.update_tasks(tasks_to_trigger, tasks_to_ack, tasks_to_commit)
 
         #: checkpoint id -> PendingCheckpoint, in trigger (= id) order.
@@ -794,6 +808,8 @@ class CheckpointCoordinator:
             effects.append(CheckpointCompleted(cid, cp.timestamp, props, False, ()))
         del self.pending[cid]
         self.last_completion_time = now
+        if self.failure_manager is not None:
+            self.failure_manager.handle_checkpoint_success(cid)
         if (
             self._newest_incomplete is not None
             and self._newest_incomplete.checkpoint_id <= cid
@@ -841,6 +857,13 @@ class CheckpointCoordinator:
                     cp.checkpoint_id, cp.timestamp, self.store.get_latest_checkpoint_id(), cp.tasks_to_commit
                 )
             )
+        fm = self.failure_manager
+        if fm is not None:
+            decision = fm.handle_checkpoint_exception(
+                cp.checkpoint_id, reason, subtask if subtask is not None and subtask >= 0 else None,
+                savepoint=cp.properties.is_savepoint, synchronous=cp.properties.is_synchronous)
+            if decision is not None:
+                effects.append(decision)
 
     def _remember_incomplete(self, cp: PendingCheckpoint) -> None:
         if not self.restore_pending_checkpoints or not cp.acknowledged:

@@ -54,6 +54,7 @@ from model import actions as A
 from model import seams, sinks, slotsharing
 from model.channels import Channels
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
+from model.checkpointfailuremanager import CheckpointFailureManager, FailJob
 from model.checkpointstorage import CheckpointStorage, flatten
 from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
 from model.statebackend import BACKENDS, make_backend
@@ -136,6 +137,13 @@ class RuntimeConfig:
     max_concurrent_checkpoints: int = 1
     min_pause_between_checkpoints: int = 0
     max_retained_checkpoints: int = 1
+    #: ``execution.checkpointing.tolerable-failed-checkpoints``: how many consecutive checkpoint
+    #: failures of a counted reason the CheckpointFailureManager tolerates before it fails the
+    #: job over globally (``model.checkpointfailuremanager``). Flink's default is 0; the model's is
+    #: None, Flink's UNLIMITED_TOLERABLE_FAILURE_NUMBER (no manager: an expired or declined
+    #: checkpoint never fails the job over), as the model was before the manager was modelled, so
+    #: that a CheckpointTimeout stays no failover in every scenario that does not set it.
+    tolerable_failed_checkpoints: int | None = None
     channel_capacity: int = 4
     checkpoints_after_tasks_finish: bool = True
     #: failures: how many failure actions (FailTask, LoseTaskManager, FailJobManager) a run may
@@ -296,6 +304,10 @@ class RuntimeConfig:
             raise FlinkspecError(f"channel_capacity must be >= 1, not {self.channel_capacity}")
         if self.max_concurrent_checkpoints < 1:
             raise FlinkspecError("max_concurrent_checkpoints must be >= 1")
+        if self.tolerable_failed_checkpoints is not None and (
+                type(self.tolerable_failed_checkpoints) is not int or self.tolerable_failed_checkpoints < 0):
+            raise FlinkspecError(f"tolerable_failed_checkpoints must be an int >= 0 or None (unlimited), "
+                                 f"not {self.tolerable_failed_checkpoints!r}")
         if self.max_checkpoints is not None and self.max_checkpoints < 0:
             raise FlinkspecError(f"max_checkpoints must be >= 0 or None, not {self.max_checkpoints}")
         if self.max_idle_periods is not None and self.max_idle_periods < 0:
@@ -347,7 +359,10 @@ class RuntimeConfig:
             raise FlinkspecError(f"max_checkpoint_rescales must be >= 0, not {self.max_checkpoint_rescales}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
-            raise FlinkspecError(f"unknown bug mechanism(s) {sorted(unknown)}; known: {', '.join(known_bugs())}")
+            raise FlinkspecError(f"unknown seam(s) {sorted(unknown)} in bugs; known: {', '.join(known_bugs())}")
+        clash = seams.conflicts(self.bugs)
+        if clash:
+            raise FlinkspecError(f"bugs={self.bugs!r}: {clash}; a run switches on one change per definition")
 
     @property
     def barrier_mode(self) -> str:
@@ -437,14 +452,19 @@ class Cluster:
     FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
                         "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
-                        "producer_of", "source_tasks", "outbox", "_scenario_key", "_task_cls", "_handler_cls",
-                        "channel_rescales", "completed")
+                        "producer_of", "source_tasks", "outbox", "_scenario_key",
+                        "channel_rescales", "completed", "job_failure")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
         self.eg = execution_graph
         self.job_input = job_input
         self.config = config or RuntimeConfig()
         self.seed = seed
+        self._start(execution_graph)
+
+    @seams.within
+    def _start(self, execution_graph) -> None:
+        """The initial deployment (the seams the configuration switches on act in it too)."""
         self.now = 0
         self.trace: list = []
         self.events: list = []
@@ -459,16 +479,17 @@ class Cluster:
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
         self.outbox: list = []  # the tasks' messages of the current step (empty between steps)
+        #: the CheckpointFailureManager's FailJob of the current step and the attempt it was
+        #: decided in (None between steps): the JobMaster's main thread runs it after the step
+        self.job_failure = None
         #: per RescaleFromCheckpoint: (step, checkpoint id, EdgeReassignment per JobEdge with in-flight data)
         self.channel_rescales: list = []
         self._delta = StepDelta(step=0)
         self._tm_busy = None
-        self._task_cls = seams.variant_class(StreamTask, self.config.bugs)
-        self._handler_cls = seams.variant_class(SingleCheckpointBarrierHandler, self.config.bugs)
         self._scenario_key = None
         #: the DFS and the SharedStateRegistry (model.checkpointstorage); None without a state backend
         self.storage = None if self.config.state_backend is None else CheckpointStorage(
-            seams.variant_class(SharedStateRegistry, self.config.bugs), self.config.discard_shared_by_creator)
+            SharedStateRegistry, self.config.discard_shared_by_creator)
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
@@ -504,6 +525,7 @@ class Cluster:
     generation = property(lambda self: self.job.generation)
 
     # -- the contract ----------------------------------------------------------------------------
+    @seams.within
     def candidate_actions(self) -> list:
         """Every action the registered kinds form over the current state's ids, enabled or not."""
         out = []
@@ -511,6 +533,7 @@ class Cluster:
             out.extend(unit.candidates(self))
         return out
 
+    @seams.within
     def enabled_actions(self) -> list:
         """Exactly the candidate actions whose kind's guard holds."""
         out = []
@@ -518,6 +541,7 @@ class Cluster:
             out.extend(unit.enabled(self))
         return out
 
+    @seams.within
     def why_not_enabled(self, action) -> str | None:
         """None if ``action`` is enabled, else the reason it is not."""
         unit = A.KINDS.get(type(action))
@@ -525,6 +549,7 @@ class Cluster:
             return f"{action!r} is not an action of any registered kind"
         return unit.guard(self, action)
 
+    @seams.within
     def step(self, action) -> None:
         """Apply ``action`` if it is enabled; else raise ActionNotEnabled (the state is untouched)."""
         try:
@@ -537,6 +562,8 @@ class Cluster:
         apply(self, action)
         if self.outbox:
             self.deliver_messages()
+        if self.job_failure is not None:
+            self._fail_job_on_checkpoint_failures()
         if self.cp is not None:
             self.cp.after_step(self)
         self.now += 1
@@ -628,6 +655,8 @@ class Cluster:
             max_retained=cfg.max_retained_checkpoints,
             restore_pending_checkpoints=cfg.restore_pending_checkpoints,
             notify_savepoint_complete=cfg.notify_savepoint_complete,
+            failure_manager=None if cfg.tolerable_failed_checkpoints is None
+            else CheckpointFailureManager(cfg.tolerable_failed_checkpoints),
         )
 
     def _install(self, execution_graph, restored=None, keep_base: bool = True) -> None:
@@ -719,7 +748,7 @@ class Cluster:
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
         output = TaskOutput([self.channels[c] for c in out_channels],
                             [self.channels[c] for c in out_channels if not self.blocking[c]])
-        task = self._task_cls(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels)
+        task = StreamTask(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels)
         if self.storage is not None:
             task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}",
                                         [n for n in op_nodes if isinstance(n, KeyedNode)])
@@ -744,7 +773,7 @@ class Cluster:
         # with unaligned checkpoints enabled Flink always builds the *alternating* handler
         # (InputProcessorUtil.createCheckpointBarrierHandler): unaligned checkpoint barriers take
         # its timeout path at once, savepoints (always aligned) are aligned by it
-        return self._handler_cls(
+        return SingleCheckpointBarrierHandler(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
             snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer,
@@ -762,8 +791,7 @@ class Cluster:
         if spec.kind == "keyed_aggregate":
             return KeyedAggregateOperator(spec.aggregate, key_group_of)
         if spec.window_slide is None or spec.window_slide == spec.window_size:
-            assigner = seams.variant_class(TumblingEventTimeWindows, self.config.bugs)(spec.window_size,
-                                                                                      spec.window_offset)
+            assigner = TumblingEventTimeWindows(spec.window_size, spec.window_offset)
         else:
             assigner = SlidingEventTimeWindows(spec.window_size, spec.window_slide, spec.window_offset)
         lateness = 0 if self.config.window_lateness_ignored else spec.allowed_lateness
@@ -878,6 +906,9 @@ class Cluster:
                     # stop-with-savepoint failed: the job keeps running (as in Flink)
                     job.stopping = None
                     self.events.append(("stop_with_savepoint_failed", self.now, e.checkpoint_id, e.reason))
+            elif isinstance(e, FailJob):
+                if self.job_failure is None:
+                    self.job_failure = (e, job.attempt)
             elif isinstance(e, NotifyCheckpointComplete):
                 if e.checkpoint_id == failed_finalization:
                     continue
@@ -936,6 +967,27 @@ class Cluster:
         write the files, then acknowledge."""
         snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid))
         self.outbox.append(AcknowledgeCheckpoint(task.id, cid, snap))
+
+    def fail_async_snapshot(self, task: StreamTask, cid: int) -> None:
+        """The asynchronous phase of ``task``'s snapshot ``cid`` fails
+        (``AsyncCheckpointRunnable.handleExecutionException``): nothing was uploaded, the task
+        declines with CHECKPOINT_ASYNC_EXCEPTION and runs on."""
+        self.job.failures += 1
+        del task.backend.pending[cid]
+        self.events.append(("snapshot_failed", self.now, task.id, cid))
+        self.outbox.append(DeclineCheckpoint(task.id, cid, "CHECKPOINT_ASYNC_EXCEPTION"))
+
+    def _fail_job_on_checkpoint_failures(self) -> None:
+        """Run the CheckpointFailureManager's FailJob of this step: a global failover
+        (``failGlobal``; for a task's decline ``failGlobalIfExecutionIsStillRunning``: only if
+        the declining attempt still runs)."""
+        (e, attempt), self.job_failure = self.job_failure, None
+        if self.job.status != RUNNING:
+            return
+        if e.subtask is not None and (self.job.attempt != attempt or self.tasks[e.subtask].status != RUNNING):
+            return
+        self.events.append(("checkpoint_failures_exceeded", self.now, e.checkpoint_id, e.reason, e.subtask))
+        self._failover(set(), frozenset(), everything=True)
 
     def _discard_acked(self, cid: int) -> None:
         """Checkpoint ``cid`` was aborted: discard what its acknowledged snapshots uploaded, and
@@ -1174,7 +1226,9 @@ class Cluster:
         self.events.append(("job_manager_failover", self.now))
         self._restart(frozenset(range(len(self.tasks))), checkpoint)
 
-    def _failover(self, failed: set, unavailable: frozenset) -> None:
+    def _failover(self, failed: set, unavailable: frozenset, everything: bool = False) -> None:
+        """Restart what the failover strategy says for ``failed`` (``everything``: a global
+        failover, ``SchedulerBase.handleGlobalFailure``: every task restarts)."""
         job = self.job
         job.restarts += 1
         if not self._can_restart():
@@ -1184,7 +1238,8 @@ class Cluster:
                 if t.status == RUNNING:
                     t.status = "CANCELED"
             return
-        restart = self.strategy.tasks_to_restart(failed, unavailable)
+        restart = frozenset(range(len(self.tasks))) if everything \
+            else self.strategy.tasks_to_restart(failed, unavailable)
         during_alignment = any(self.blocked) or any(t.persisting for t in self.tasks)
         self._write_delta().failover = (frozenset(failed), frozenset(unavailable), frozenset(restart))
         self.events.append(("failover", self.now, tuple(sorted(failed)), tuple(sorted(unavailable)),
@@ -1303,6 +1358,7 @@ class Cluster:
                     node.sink.initialize_state(state)
 
     # -- savepoints and rescaling --------------------------------------------------------------
+    @seams.within
     def stop_with_savepoint(self) -> None:
         job = self.job
         job.checkpoints_triggered += 1
@@ -1347,6 +1403,7 @@ class Cluster:
         job.status = "STOPPED"
         self.events.append(("stopped", self.now, cid))
 
+    @seams.within
     def restart_from_savepoint(self, parallelism: tuple) -> None:
         job = self.job
         old_eg = self.eg
@@ -1387,6 +1444,7 @@ class Cluster:
             return "no completed checkpoint to restore"
         return channel_rescale_refusal(self.eg, _rescaled_eg(self.eg.stream_graph, parallelism), cp.task_states)
 
+    @seams.within
     def rescale_from_checkpoint(self, parallelism: tuple) -> None:
         """Cancel the job and resubmit it from its latest completed checkpoint with new
         parallelisms (``flink run -s <checkpoint>``): keyed and operator state as from a
@@ -1500,14 +1558,14 @@ def _failover_strategy(eg, config: RuntimeConfig):
     shares it -- and computing the pipelined regions on every redeployment of a rescaled
     job would be repeated work, and leave a graph with reference cycles behind)."""
     key = (eg, config.failover_strategy, config.skip_consumer_regions, config.backtrack_every_blocking_input,
-           config.bugs)
+           config.bugs)  # (a seam may change what is built)
     strategy = _STRATEGIES.get(key)
     if strategy is None:
         if len(_STRATEGIES) > 64:
             _STRATEGIES.clear()
         strategy = _STRATEGIES[key] = failover_strategy(
             eg, config.failover_strategy, skip_consumer_regions=config.skip_consumer_regions,
-            backtrack_every_blocking_input=config.backtrack_every_blocking_input, bugs=config.bugs)
+            backtrack_every_blocking_input=config.backtrack_every_blocking_input)
     return strategy
 
 
