@@ -124,20 +124,19 @@ class ControlPlane:
     #: left out of a fingerprint: static structure, the derived signature, and the id counters
     #: (a new id is above every live one whatever the counter says: ids count by rank,
     #: ``model.fingerprint.fresh_id``)
-    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_jm_cls", "_sig", "next_allocation",
+    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_sig", "next_allocation",
                         "next_attempt", "next_sequence", "region_inputs", "idle_timeout", "eager", "slot_sync",
                         "dead_letters_at_once")
 
     __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "next_sequence", "quiet",
                  "storage", "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
-                 "_jm_cls", "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync", "dead_letters_at_once")
+                 "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync", "dead_letters_at_once")
 
     def __init__(self, c):
         cfg = c.config
         self.fencing = cfg.fencing
         self.timeout = cfg.heartbeat_timeout
-        self._dispatcher = seams.variant_class(Dispatcher, cfg.bugs)()
-        self._jm_cls = seams.variant_class(JobMaster, cfg.bugs)
+        self._dispatcher = Dispatcher()
         self.groups = tuple(g.subtasks for g in compute_execution_slot_sharing_groups(c.eg))
         #: per subtask: the producers of the blocking partitions its pipelined region consumes
         self.region_inputs = region_inputs(c.eg)
@@ -484,7 +483,7 @@ class ControlPlane:
         was_terminal = self.terminal
         c.events.append(("cp_job_recovered", c.now, p.token, None if checkpoint is None else checkpoint.checkpoint_id,
                          None if store_latest is None else store_latest.checkpoint_id, commit_in_flight, was_terminal))
-        jm = p.jobmaster = self._jm_cls(p.token, self.groups, [self.new_attempt() for _ in c.tasks])
+        jm = p.jobmaster = JobMaster(p.token, self.groups, [self.new_attempt() for _ in c.tasks])
         self.running = p.index
         c.restart_job_from(checkpoint, next_id, fresh=not self.started)
         self.started = True

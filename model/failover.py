@@ -130,13 +130,11 @@ def _producer_to_backtrack_flink_12068(self, ch, unavailable_channels) -> bool:
     return False
 
 
-def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, backtrack_every_blocking_input: bool = False,
-                      bugs=()):
-    """The FailoverStrategy ``name`` ("full" or "region"); ``bugs`` switches on seams (FLINK-12068)."""
+def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, backtrack_every_blocking_input: bool = False):
+    """The FailoverStrategy ``name`` ("full" or "region")."""
     if name == "full":
         return RestartAllFailoverStrategy(eg)
     if name == "region":
-        cls = seams.variant_class(RestartPipelinedRegionFailoverStrategy, bugs)
-        return cls(eg, skip_consumer_regions=skip_consumer_regions,
+        return RestartPipelinedRegionFailoverStrategy(eg, skip_consumer_regions=skip_consumer_regions,
                    backtrack_every_blocking_input=backtrack_every_blocking_input)
     raise FlinkspecError(f"failover_strategy must be 'full' or 'region', not {name!r}")

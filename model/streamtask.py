@@ -691,4 +691,4 @@ def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> N
         # (``DeliverKind.apply`` runs ``run_deferred`` after it)
         self.deferred = barrier
         return
-    StreamTask.trigger(self, barrier, unaligned)
+    seams.original("FLINK-17568")(self, barrier, unaligned)

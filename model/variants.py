@@ -106,6 +106,9 @@ class Variant:
     #: runs of a safe variant in the quick profile when its walks are long (the control
     #: plane's); None: the profile's number
     quick_safe_runs: int | None = None
+    #: the design file that declared this variant (``flinkspec check --design FILE``), or None
+    #: for the variants of this package
+    origin: str | None = None
 
     @property
     def safe(self) -> bool:
@@ -382,6 +385,12 @@ VARIANTS: dict[str, Variant] = {}
 
 def _add(v: Variant) -> None:
     """Register ``v`` here and in ``model.catalog``."""
+    register(v)
+
+
+def register(v: Variant, command: str | None = None) -> None:
+    """Register ``v`` here and in ``model.catalog`` (``command``: how a user runs it alone;
+    default ``flinkspec check --only NAME``). A ValueError names what is wrong."""
     if v.family not in FAMILIES:
         raise ValueError(f"variant {v.name!r}: unknown job family {v.family!r}")
     for knob in v.switches:
@@ -389,13 +398,22 @@ def _add(v: Variant) -> None:
         value = v.sink_kind if knob == "sink_kind" else getattr(v.config, knob)
         if value == default:
             raise ValueError(f"variant {v.name!r}: switch {knob!r} is at its default {default!r}")
-    if v.name in VARIANTS:
-        raise ValueError(f"variant {v.name!r} is declared twice")
+    if v.name in VARIANTS or v.name in catalog.CATALOG:
+        raise ValueError(f"variant {v.name!r} is declared twice" if v.name in VARIANTS else
+                         f"variant {v.name!r}: the name is taken by {catalog.CATALOG[v.name].family} "
+                         f"{v.name!r} of the catalog")
     VARIANTS[v.name] = v
     catalog.register(catalog.Entry(
         name=v.name, family=v.catalog_family, expected=v.expected,
         description=v.description, flink_key=v.flink_key, seam=lambda: v.seam,  # read when asked: see seam
-        command=f"flinkspec check --only {v.name}"))
+        command=command or f"flinkspec check --only {v.name}"))
+
+
+def unregister(names) -> None:
+    """Forget the variants ``names`` (a design file that failed to load, or reloaded)."""
+    for n in names:
+        VARIANTS.pop(n, None)
+        catalog.CATALOG.pop(n, None)
 
 
 # -- safe configurations ---------------------------------------------------------------------

@@ -36,15 +36,30 @@ from spec.invariant import Violation, invariants
 
 spec.load_all()  # every invariant module registers its invariants before the lists below are taken
 #: what a run checks: every registered invariant of subject "run", by kind (the registry is
-#: the only list; a new invariant is checked by every engine that drives a Run)
-ALWAYS = invariants("run", "always")
-EVENTUALLY = invariants("run", "eventually")
+#: the only list; a new invariant is checked by every engine that drives a Run). Taken again
+#: by :func:`take_invariants` when a design file registers more.
+ALWAYS: tuple = ()
+EVENTUALLY: tuple = ()
 #: the invariants whose verdict depends on the run's history, not only on its state
 #: (``spec.invariant``: their ``history`` summaries are part of ``Run.fingerprint``)
-HISTORY = tuple(i for i in invariants("run") if i.history is not None)
+HISTORY: tuple = ()
 #: of those, the positions of the eventually invariants a history summary can already decide
-DOOMABLE = tuple((k, inv) for k, inv in enumerate(HISTORY) if inv.doomed is not None)
-GOALS = {g.name: g for g in invariants("run", "sometimes")}
+DOOMABLE: tuple = ()
+GOALS: dict = {}
+
+
+def take_invariants() -> None:
+    """(Re)take the lists above from the registry: at import, and after a design file
+    (``flinkspec.design``) registered or removed invariants."""
+    global ALWAYS, EVENTUALLY, HISTORY, DOOMABLE, GOALS
+    ALWAYS = invariants("run", "always")
+    EVENTUALLY = invariants("run", "eventually")
+    HISTORY = tuple(i for i in invariants("run") if i.history is not None)
+    DOOMABLE = tuple((k, inv) for k, inv in enumerate(HISTORY) if inv.doomed is not None)
+    GOALS = {g.name: g for g in invariants("run", "sometimes")}
+
+
+take_invariants()
 
 #: the action kinds, their swarm switches and weights, from the registry (``model.actions``)
 CORE_KINDS = A.CORE_KINDS

@@ -137,6 +137,12 @@ def invariant(name: str, *, kind: str, concept: str, statement: str, subject: st
     return wrap
 
 
+def unregister(names) -> None:
+    """Forget the invariants ``names`` (a design file that failed to load, or reloaded)."""
+    for n in names:
+        REGISTRY.pop(n, None)
+
+
 def invariants(subject: str, kind: str | None = None) -> tuple[Invariant, ...]:
     """The registered invariants of ``subject`` (and ``kind``), in registration order.
 

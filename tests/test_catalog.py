@@ -139,8 +139,8 @@ def test_a_reintroduced_bug_names_the_method_its_seam_overrides(v):
         assert key in seams.SEAMS, f"{v.name}: no seam registered for {key} (model.seams)"
         seam = seams.SEAMS[key]
         cls_name, method = seam.definition.split(".")
-        assert (seam.cls.__name__, seam.method) == (cls_name, method)
-        assert seam.cls.__module__.startswith("model.") and callable(getattr(seam.cls, method))
+        assert (seam.owner.__name__, seam.attribute) == (cls_name, method)
+        assert seam.owner.__module__.startswith("model.") and seam.owner.__dict__[method] is seam.safe
         assert seam.definition in e.seam.split(", ")
     assert "RuntimeConfig.bugs" not in e.seam
 
