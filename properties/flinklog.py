@@ -19,7 +19,9 @@ event                     Flink's log line (logger)
 ``task_failed``           "T (i/p) (attempt id) switched from S to FAILED" (``ExecutionGraph``)
 ``failover``              "K tasks will be restarted to recover the failed task A"
                           (``JobMaster``), the restart set being the subtasks whose next
-                          attempt is created after it (``CREATED to SCHEDULED``, attempt > 0)
+                          attempt is created after it (``CREATED to SCHEDULED``, attempt > 0);
+                          "K tasks will be restarted to recover from a global failure."
+                          (``global``: e.g. the CheckpointFailureManager's threshold exceeded)
 ``restored``              "Restoring job J from Checkpoint N" / "No checkpoint found during
                           restore." after a failover or a new leader's recovery
 ``task_manager_lost``     the recorder's own marker line (logger ``flinkspec.trace``),
@@ -58,6 +60,7 @@ _EXPIRED = re.compile(r"^Checkpoint (\d+) of job [0-9a-f]+ expired before comple
 _DECLINE = re.compile(r"^Decline checkpoint (\d+) by task " + _ATTEMPT)
 _TRIGGER_FAILED = re.compile(r"^Triggering Checkpoint (\d+) for job [0-9a-f]+ failed due to (.*)")
 _RESTARTED = re.compile(r"^(\d+) tasks will be restarted to recover the failed task " + _ATTEMPT)
+_RESTARTED_GLOBAL = re.compile(r"^(\d+) tasks will be restarted to recover from a global failure")
 _RESTORE = re.compile(r"^Restoring job [0-9a-f]+ from (Checkpoint|Savepoint) (\d+) @")
 _NO_RESTORE = "No checkpoint found during restore."
 _MARKER = re.compile(r"^flinkspec: TaskManager (\d+) terminated")
@@ -69,6 +72,9 @@ _TM_STARTED = re.compile(r"^Starting TaskManager with ResourceID: (\S+)")
 _TMS_STARTING = re.compile(r"^Starting (\d+) TaskManager\(s\)")
 _DEPLOYING = re.compile(r"^Deploying .* with attempt id " + _ATTEMPT + r" and vertex id \S+ to (\S+) @")
 _FAILURE_REASON = re.compile(r"Failure reason: ([^.\n]*)")
+#: a decline's cause when the line names no failure reason: the CheckpointException of its stack
+#: trace ("Asynchronous task checkpoint failed.": CHECKPOINT_ASYNC_EXCEPTION's message)
+_DECLINE_CAUSE = re.compile(r"CheckpointException: ([^\n]*?)\.?$", re.M)
 
 #: the loggers that the recorders write their own markers with (the MiniCluster driver; the HA
 #: cluster harness, tools/flink_ha_cluster.py)
@@ -253,7 +259,7 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
                 continue
             m = _DECLINE.match(msg)
             if m:
-                why = _FAILURE_REASON.search(msg)
+                why = _FAILURE_REASON.search(msg) or _DECLINE_CAUSE.search(msg)
                 events.append({"event": "checkpoint_aborted", "checkpoint": int(m.group(1)), "reason": "declined",
                                "task": phase.task(m.group(3), int(m.group(4))),
                                "flink_reason": why.group(1).strip() if why else None})
@@ -280,6 +286,13 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
                 phase.initial_restore_seen = True
                 phase.restart = {"event": "failover", "failed_task": phase.task(m.group(3), int(m.group(4))),
                                  "restart": [], "flink_count": int(m.group(1))}
+                events.append(phase.restart)
+                continue
+            m = _RESTARTED_GLOBAL.match(msg)
+            if m:
+                _end_restart(phase)
+                phase.initial_restore_seen = True
+                phase.restart = {"event": "failover", "global": True, "restart": [], "flink_count": int(m.group(1))}
                 events.append(phase.restart)
             continue
         if name == "JobMasterServiceLeadershipRunner":
