@@ -11,6 +11,7 @@ to its stdin; for each it answers one JSON line on stdout, in order. A request i
               "lose_task_manager": {"after_checkpoints": 1, "task_manager": 0} | null,
               "checkpoint_timeout_ms": null | 200, "delay_ms": 0, "unaligned": false,
               "state_backend": null | "rocksdb", "incremental": false, "num_retained": 1,
+              "decline_checkpoints": null | {"checkpoints": [N, ...], "tolerable": 0},
               "claim_mode": null | "CLAIM" | "NO_CLAIM"}
 
 Each phase runs in its own MiniCluster (``minicluster.number-of-taskmanagers``, several slots
@@ -22,6 +23,16 @@ without it the job waits for slots until ``slot.request.timeout``). The MiniClus
 private field ``miniCluster`` of the ``MiniClusterJobClient`` that ``execute_async`` returns.
 ``delay_ms`` (the conform driver's request key) makes the record-turning map sleep per record, so that records queue up in the
 network buffers (back-pressure: aligned barriers wait behind them, unaligned ones overtake).
+
+With ``decline_checkpoints`` the tasks' snapshots of the listed checkpoints fail in their
+asynchronous phase, for real: once the job is submitted (its id known, long before its first
+checkpoint), ``<checkpoint dir>/<job id>/chk-N`` is made a link to an empty directory this
+process cannot write into. The CheckpointCoordinator takes it as checkpoint N's location
+(``mkdirs`` of an existing directory); each task's ``AsyncCheckpointRunnable`` fails to create
+its state file there and declines N with CHECKPOINT_ASYNC_EXCEPTION; the CheckpointFailureManager
+(``execution.checkpointing.tolerable-failed-checkpoints``: ``tolerable``) decides whether the
+job fails over. ``execution.checkpointing.data-inline-threshold`` is 0 so that every task with
+state writes a file (below the threshold Flink keeps the state in the acknowledgement).
 
 The answer: ``{"id", "ok", "log": [first byte, end byte] of the run in the log file, per phase
 [start, end], "savepoints": [...], "lost_task_manager": {...} | null, "failed": bool,
@@ -144,6 +155,10 @@ def _configuration(job: dict, phase_no: int, folder: str, restore):
         cfg.set_string("execution.checkpointing.tolerable-failed-checkpoints", "1000")
     if tr.get("unaligned"):
         cfg.set_string("execution.checkpointing.unaligned.enabled", "true")
+    if tr.get("decline_checkpoints"):
+        cfg.set_string("execution.checkpointing.data-inline-threshold", "0 b")
+        cfg.set_string("execution.checkpointing.tolerable-failed-checkpoints",
+                       str(int(tr["decline_checkpoints"]["tolerable"])))
     if tr.get("state_backend"):
         cfg.set_string("state.backend.type", tr["state_backend"])
         cfg.set_string("execution.checkpointing.incremental", "true" if tr.get("incremental") else "false")
@@ -151,6 +166,39 @@ def _configuration(job: dict, phase_no: int, folder: str, restore):
     if restore is not None and tr.get("claim_mode"):
         cfg.set_string("execution.state-recovery.claim-mode", tr["claim_mode"])
     return cfg
+
+
+def _unwritable_dir(folder: str) -> str:
+    """An empty directory in which this process cannot create a file: one of its own without
+    write permission, or, where permissions do not stop it (root with CAP_DAC_OVERRIDE), an
+    empty sysfs directory (sysfs refuses new files to everyone)."""
+    own = os.path.join(folder, "unwritable")
+    os.makedirs(own, exist_ok=True)
+    os.chmod(own, 0o555)
+    candidates = [own] + [os.path.join(d, n) for d in ("/sys/class", "/sys/kernel", "/sys/bus")
+                          if os.path.isdir(d) for n in sorted(os.listdir(d))]
+    for d in candidates:
+        try:
+            if not os.path.isdir(d) or os.listdir(d):
+                continue
+            probe = os.path.join(d, "flinkspec-probe")
+            with open(probe, "w"):
+                pass
+            os.unlink(probe)
+        except OSError:
+            return d
+    raise RuntimeError("no empty directory this process cannot write into (tried its own, without write "
+                       "permission, and the empty sysfs directories)")
+
+
+def _fail_snapshots_of(base: str, job_id: str, checkpoints, folder: str) -> None:
+    """Make the tasks' state files of ``checkpoints`` unwritable: ``<base>/<job id>/chk-N`` is a
+    link to an empty directory nobody may write into (the module docstring)."""
+    target = _unwritable_dir(folder)
+    root = os.path.join(base, job_id)
+    os.makedirs(root, exist_ok=True)
+    for n in checkpoints:
+        os.symlink(target, os.path.join(root, f"chk-{int(n)}"))
 
 
 def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
@@ -177,6 +225,9 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
             poller.start()
         client = env.execute_async(f"{job['name']}-phase{phase_no}")
         j_client = client._j_job_client
+        if tr.get("decline_checkpoints") and phase_no == 0:  # (such a run has one phase: its own directory)
+            _fail_snapshots_of(os.path.join(folder, "checkpoints-0"), str(j_client.getJobID().toHexString()),
+                               tr["decline_checkpoints"]["checkpoints"], folder)
         result = j_client.getJobExecutionResult()
         loss = tr.get("lose_task_manager")
         if loss and phase_no == len(job["phases"]) - 1:
