@@ -66,6 +66,8 @@ class FaultKind:
     lose_job_manager: bool = False
     rescale: str | None = None          # None, "up" or "down"
     lose_task_manager: bool = False
+    #: the tasks' asynchronous snapshots of one or two checkpoints fail (TraceRun.decline)
+    decline: bool = False
     trace: dict = attrs.field(factory=dict)
 
 
@@ -83,6 +85,9 @@ FAULT_KINDS = {k.name: k for k in (
               failure=True, trace={"delay_ms": 20, "unaligned": True}),
     FaultKind("rocksdb-incremental", "incremental RocksDB checkpoints, 2 retained, with a task failure",
               failure=True, trace={"state_backend": "rocksdb", "incremental": True, "num_retained": 2}),
+    FaultKind("checkpoint-declined", "the tasks' asynchronous snapshots of checkpoint 1 or 2 (and maybe the next) fail for real (their checkpoint directory is not writable): every task with state declines it "
+              "(CHECKPOINT_ASYNC_EXCEPTION); tolerable-failed-checkpoints 0 or 1 decides whether the job fails over "
+              "globally", decline=True),
     FaultKind("jobmanager-loss", "a standalone cluster with ZooKeeper HA (two JobManagers, two TaskManagers): the "
               "leading JobManager is killed (SIGKILL) after two completed checkpoints; the standby takes over and "
               "recovers the job from the HA store", setup="standalone-ha", lose_job_manager=True,
@@ -116,6 +121,9 @@ class TraceRun:
     kind: str
     job: conform.ConformJob
     lose: dict | None = None
+    #: checkpoint-declined: ``{"checkpoints": [N, ...], "tolerable": t}``, the checkpoints whose
+    #: asynchronous snapshots fail and ``execution.checkpointing.tolerable-failed-checkpoints``
+    decline: dict | None = None
 
 
 def _rescaled(job: conform.ConformJob, direction: str) -> bool:
@@ -150,7 +158,11 @@ def draw_run(seed: int, kind: str) -> TraceRun:
         lose = None
         if fk.lose_task_manager:
             lose = {"after_checkpoints": 1, "task_manager": rng.randrange(TASK_MANAGERS)}
-        return TraceRun(seed=seed, kind=kind, job=job, lose=lose)
+        decline = None
+        if fk.decline:
+            first = rng.randrange(1, 3)
+            decline = {"checkpoints": list(range(first, first + rng.choice((1, 2)))), "tolerable": rng.choice((0, 1))}
+        return TraceRun(seed=seed, kind=kind, job=job, lose=lose, decline=decline)
     raise FlinkspecError(f"no conform job fits fault kind {kind!r} near seed {seed}")
 
 
@@ -163,6 +175,8 @@ def driver_request(run: TraceRun, run_id: int) -> dict:
     req = conform.flink_request(run.job, run_id)
     fk = FAULT_KINDS[run.kind]
     req["trace"] = {"task_managers": TASK_MANAGERS, "slots": SLOTS, "lose_task_manager": run.lose, **fk.trace}
+    if run.decline is not None:
+        req["trace"]["decline_checkpoints"] = run.decline
     if fk.trace.get("delay_ms"):
         req["delay_ms"] = fk.trace["delay_ms"]
     return req
@@ -175,7 +189,8 @@ def runtime_config(run: TraceRun) -> dict:
     """The Flink configuration of the run, as ``model.cluster.RuntimeConfig`` fields (Flink's
     knobs; the validator adds nothing but search bounds)."""
     fk = FAULT_KINDS[run.kind]
-    faults = (1 if run.job.fail is not None else 0) + (1 if run.lose else 0) + (1 if fk.lose_job_manager else 0)
+    faults = (1 if run.job.fail is not None else 0) + (1 if run.lose else 0) + (1 if fk.lose_job_manager else 0) \
+        + (len(run.decline["checkpoints"]) if run.decline else 0)
     cfg = {"checkpointing_mode": "exactly_once", "unaligned": bool(fk.trace.get("unaligned")),
            "max_concurrent_checkpoints": 1, "max_retained_checkpoints": fk.trace.get("num_retained", 1),
            "failover_strategy": "region", "restart_strategy": "fixed-delay", "restart_attempts": 3,
@@ -183,6 +198,10 @@ def runtime_config(run: TraceRun) -> dict:
            "savepoints": run.job.rescale is not None}
     if fk.trace.get("state_backend"):
         cfg.update(state_backend=fk.trace["state_backend"], incremental=bool(fk.trace.get("incremental")))
+    if run.decline is not None:
+        # Flink's default state backend, whose snapshots' asynchronous phase fails here; the
+        # CheckpointFailureManager's threshold as set (other kinds leave the model's unlimited)
+        cfg.update(state_backend="hashmap", tolerable_failed_checkpoints=run.decline["tolerable"])
     return cfg
 
 
