@@ -27,7 +27,8 @@ Flink rule that causes it, checked against what the run recorded:
   there), or ``heartbeat_timeout`` + 1 reports in a row did not (a pending deployment is
   tolerated that long);
 * a TaskExecutor disconnected by heartbeat timeout to more than ``heartbeat_timeout``
-  heartbeat intervals without a report of it reaching that JobMaster;
+  heartbeat intervals since the JobMaster began monitoring it (``registerTaskManager``, on its
+  first offer) or a report of it last reached that JobMaster;
 * an idle slot released to ``slot_idle_timeout`` heartbeat intervals since it became free;
 * a leadership revoked to the process's ZooKeeper session being gone.
 
@@ -41,8 +42,11 @@ definitions of ``model/failover.py`` compute it) -- not merely a sufficient one
 no record follows a ``WatermarkStatus.IDLE`` the source sent until it sent ``ACTIVE`` again
 (a source marks its output active before it emits after being idle: FLINK-5017's contract,
 which ``SourceFunction.SourceContext`` and ``WatermarkAssignerOperator.processElement``
-implement), and no record follows a watermark at or above its timestamp (a record a source
-emits is never late at the source). What the source sent is read off the channel: the
+implement), and no record follows a watermark at or above its timestamp unless its input put it
+that late (a record before it in its split is more than ``watermark_out_of_orderness`` later:
+``BoundedOutOfOrdernessWatermarks`` then passed it before it was read, as in Flink, which emits
+such a record and leaves it to the operators to drop or count as late). What the source sent is
+read off the channel: the
 consumer's StatusWatermarkValve holds the status and watermark of what it consumed, the
 queue what is still in flight.
 """
@@ -197,7 +201,7 @@ def _tm_timeout(c, action, e, evs):
     timeout = c.config.heartbeat_timeout
     since = None
     for x in reversed(c.events):
-        if (x[0] == "cp_deployment_report" and x[2] == te and x[3] == token) or (
+        if (x[0] in ("cp_deployment_report", "cp_te_connected") and x[2] == te and x[3] == token) or (
                 x[0] == "cp_job_recovered" and x[2] == token):
             since = x[1]
             break
@@ -237,20 +241,50 @@ RULES = {"task_failed": _task_failed, "task_manager_lost": _task_manager_lost,
 assert set(RULES) == DISTURBANCES
 
 
+def _jobmasters(c):
+    """(process index, JobMaster) of every JobManager process that holds one."""
+    return [(j, p.jobmaster) for j, p in enumerate(c.cp.jms) if p.jobmaster is not None]
+
+
 def causal_history(run) -> tuple:
-    """What of the history ``disturbance_has_cause`` can still depend on (control plane only):
-    per (TaskExecutor, JobMaster token) the heartbeat intervals since its last report, per
-    submitted subtask the reports of each TaskExecutor without it since, and per free
-    allocation the intervals since it became free -- each capped where the rule stops counting."""
+    """What of the history ``disturbance_has_cause`` can still read (control plane only), in a
+    form that does not tell apart two histories every future judgement treats alike:
+
+    * per (JobManager process, connected TaskExecutor): the heartbeat intervals since the
+      process's JobMaster began monitoring it or its last report reached that JobMaster, only
+      while they are at most ``heartbeat_timeout`` (beyond, a timeout has its cause until the
+      next report: left out);
+    * per subtask the JobMasters expect somewhere (only those can be declared missing; a new
+      expectation comes with a new submission, which starts the count again): per TaskExecutor
+      the reports without it since its submission, while at most ``heartbeat_timeout`` and no
+      report showed it (``"ok"`` after that: the rule no longer counts);
+    * per free allocation of a JobMaster's pool (only those can be released as idle): the
+      intervals since it became free, capped at ``slot_idle_timeout``. An allocation is named by
+      its rank among the free ones of that pool, not by its ``AllocationID``: the state's
+      fingerprint counts fresh identifiers by rank (``model.fingerprint.fresh_id``), so runs
+      whose states differ only in the values of their ids get one summary.
+
+    Every count is capped where its rule stops telling values apart, and no step number or
+    fresh identifier is in it."""
     c = run.cluster
     if c.cp is None:
         return ()
-    cap = max(c.config.heartbeat_timeout, c.config.slot_idle_timeout) + 1
+    hb, idle_timeout = c.config.heartbeat_timeout, c.config.slot_idle_timeout
+    jms = _jobmasters(c)
+    tokens = {jm.token for _, jm in jms}
+    expected = set()
+    for _, jm in jms:
+        for ex in jm.deployed.values():
+            expected.update(e[0] for e in ex)
+    idle = set()
+    for _, jm in jms:
+        idle.update(jm.idle)
     ticks = 0
-    last_report: dict = {}
+    since: dict = {}  # (te, token) -> ticks at its last report; token -> ticks at its recovery
+    recovered: dict = {}
     submitted: dict = {}
     freed: dict = {}
-    at = {}
+    at: dict = {}
     for x in c.events:
         at.setdefault(x[1], []).append(x)
     for step, a in enumerate(c.trace):
@@ -258,22 +292,42 @@ def causal_history(run) -> tuple:
             ticks += 1
         for x in at.get(step, ()):
             k = x[0]
-            if k == "cp_deployment_report":
-                last_report[(x[2], x[3])] = ticks
+            if k == "cp_te_connected":
+                if x[3] in tokens:
+                    since[(x[2], x[3])] = ticks
+            elif k == "cp_deployment_report":
+                if x[3] in tokens:
+                    since[(x[2], x[3])] = ticks
                 for s, per_te in submitted.items():
-                    if per_te.get(x[2]) == -1:
-                        continue  # shown once: the rule no longer counts
-                    if any(ex[0] == s for ex in x[4]):
-                        per_te[x[2]] = -1
+                    n = per_te.get(x[2], 0)
+                    if n == "ok":
+                        continue  # shown once, or past the tolerance: the rule no longer counts
+                    if any(ex[0] == s for ex in x[4]) or n >= hb:
+                        per_te[x[2]] = "ok"
                     else:
-                        per_te[x[2]] = min(per_te.get(x[2], 0) + 1, cap)
+                        per_te[x[2]] = n + 1
             elif k == "cp_submit":
                 submitted[x[2]] = {}
+            elif k == "cp_job_recovered":
+                if x[2] in tokens:
+                    recovered[x[2]] = ticks
             elif k == "cp_slot_freed":
-                freed[x[2]] = ticks
-    return (tuple(sorted((k, min(ticks - v, cap)) for k, v in last_report.items())),
-            tuple(sorted((s, tuple(sorted(per_te.items()))) for s, per_te in submitted.items())),
-            tuple(sorted((k, min(ticks - v, cap)) for k, v in freed.items())))
+                if x[2] in idle:
+                    freed[x[2]] = ticks
+    reports = []
+    for j, jm in jms:
+        for te in sorted(jm.connected):  # only a connected TaskExecutor's heartbeats time out
+            last = max(since.get((te, jm.token), -1), recovered.get(jm.token, -1))
+            if last >= 0 and ticks - last <= hb:
+                reports.append((j, te, ticks - last))
+    free = []
+    for j, jm in jms:
+        for rank, alloc in enumerate(sorted(jm.idle)):
+            got = freed.get(alloc)
+            free.append((j, rank, None if got is None else min(ticks - got, idle_timeout)))
+    return (tuple(reports),
+            tuple((s, tuple(sorted(submitted[s].items()))) for s in sorted(expected) if s in submitted),
+            tuple(free))
 
 
 @invariant(
@@ -363,12 +417,43 @@ def restart_set_exact(run) -> Violation | None:
 
 _SOURCE_ACTIONS = (A.SourceEmit, A.SourceWatermark, A.SourceEnd)
 
+_LATE_IN_INPUT: dict = {}
+
+
+def late_in_input(job_input, source: str, out_of_orderness: int) -> frozenset:
+    """The records of ``source`` that its input puts late: in its split, a record before it has a
+    timestamp more than ``out_of_orderness`` above its own (``ts <= max before - ooo - 1``). Only
+    such a record can be at or behind a watermark its source sent: the source's watermark is the
+    minimum over its unfinished splits of ``BoundedOutOfOrdernessWatermarks``' ``max timestamp -
+    ooo - 1`` (``WatermarkOutputMultiplexer``), the record's split was unfinished when the
+    watermark was sent (the record was still to be read), and a generator restarted after a
+    restore has seen no more of its split than the records before this one."""
+    key = (id(job_input), source, out_of_orderness)
+    got = _LATE_IN_INPUT.get(key)
+    if got is None or got[0] is not job_input:
+        if len(_LATE_IN_INPUT) > 64:
+            _LATE_IN_INPUT.clear()
+        late = set()
+        for split in job_input.splits.get(source, ()):
+            top = None
+            for rec in split:
+                if top is not None and rec[2] <= top - out_of_orderness - 1:
+                    late.add(rec)
+                top = rec[2] if top is None else max(top, rec[2])
+        got = _LATE_IN_INPUT[key] = (job_input, frozenset(late))
+    return got[1]
+
 
 def source_output_problem(cluster, task) -> str | None:
     """Why the output channels of source ``task`` break ``source_output_active_and_on_time``
     (None: they do not): walk each pipelined channel from the status and watermark its consumer
-    holds for it (what it consumed) through what is still in flight."""
+    holds for it (what it consumed) through what is still in flight. A record at or behind a
+    watermark before it is the source's fault unless its input put it that late
+    (``late_in_input``)."""
     net = cluster.net
+    reader = task.source
+    excused = late_in_input(cluster.job_input, reader.name, reader.out_of_orderness) if reader is not None \
+        else frozenset()
     for c in task.output_channels:
         q = net.queues[c]
         if not q:
@@ -390,9 +475,11 @@ def source_output_problem(cluster, task) -> str | None:
                 if idle:
                     return (f"{task.subtask.name} put record {x!r} on channel {c} to {consumer.subtask.name} after "
                             f"telling it IDLE and before telling it ACTIVE again")
-                if wm is not None and x[2] <= wm:
+                if wm is not None and x[2] <= wm and x not in excused:
                     return (f"{task.subtask.name} put record {x!r} on channel {c} to {consumer.subtask.name} after "
-                            f"watermark {wm}: the record is late at the source")
+                            f"watermark {wm}: the record is late at the source, and its input did not put it more "
+                            f"than {reader.out_of_orderness} (watermark_out_of_orderness) behind a record before it "
+                            f"in its split")
             elif t is WatermarkStatus:
                 idle = x.idle
             elif t is Watermark:
@@ -405,8 +492,9 @@ def source_output_problem(cluster, task) -> str | None:
     kind="always",
     concept="WatermarkStatus (IDLE/ACTIVE) at the source (SourceOperator, WatermarkToDataOutput, FLINK-5017)",
     statement="An idle source subtask emits nothing until it is active again: on each of its output channels no "
-    "record follows an IDLE status it sent before it sends ACTIVE; and a record a source emits is never late at the "
-    "source: no record follows a watermark at or above its timestamp.",
+    "record follows an IDLE status it sent before it sends ACTIVE; and a record a source emits is late at the source "
+    "(follows a watermark at or above its timestamp) only when its input put it late: a record before it in its split "
+    "has a timestamp more than the source's watermark_out_of_orderness above its own.",
 )
 def source_output_active_and_on_time(run) -> Violation | None:
     c = run.cluster
