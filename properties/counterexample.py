@@ -7,6 +7,8 @@ three kinds of line are published in ``docs/schemas/``):
    "expected_verdict": [...], "engine": ..., "seed": ..., "invariant": ...,
    "scenario": {"graph": ..., "job_input": ..., "config": ..., "seed": ...}}``
    — the scenario is stored whole, so the file replays without the generator that made it;
+   a variant declared in a design file adds ``"design": {"path": ..., "sha256": ...}``, the
+   file ``show`` and ``replay`` load again first (``flinkspec.design``);
 2. one line per action: ``{"type": "action", "step": i, "action": "Deliver(channel=3)"}``;
 3. the violation: ``{"type": "violation", "invariant": ..., "step": ..., "expected": ...,
    "actual": ..., "message": ...}``.
@@ -31,7 +33,7 @@ from model import MODEL_VERSION
 from model.errors import FlinkspecError
 from model.inputfiles import InputError, check_schema, decode_utf8, parse_json, read_input, short, short_text
 from model.streamgraph import stream_graph_to_dict
-from model.variants import Scenario
+from model.variants import VARIANTS, Scenario
 from properties import scenario_kinds, validation
 from properties.engines import Run
 from properties.safe_io import check_output_dir, write_atomic
@@ -99,11 +101,23 @@ def render(*, variant: str, expected: tuple, engine: str, seed: int, scenario: S
         "scenario": scenario_to_dict(scenario) if isinstance(scenario, Scenario) else
         scenario_kinds.kind_of(scenario).to_dict(scenario),
     }
+    design = design_of(variant)
+    if design is not None:
+        header["design"] = design
     lines = [_dumps(header)]
     for i, a in enumerate(actions):
         lines.append(_dumps({"type": "action", "step": i, "action": repr(a)}))
     lines.append(_dumps({"type": "violation", **violation.to_dict()}))
     return "\n".join(lines) + "\n"
+
+
+def design_of(variant: str) -> dict | None:
+    """``{"path", "sha256"}`` of the design file that declared ``variant`` (``Variant.origin``:
+    ``flinkspec check --design FILE``), or None for a variant of this package."""
+    v = VARIANTS.get(variant)
+    if v is None or v.origin is None:
+        return None
+    return {"path": v.origin, "sha256": hashlib.sha256(Path(v.origin).read_bytes()).hexdigest()}
 
 
 def write_counterexample(directory, *, variant: str, expected: tuple, engine: str, seed: int,

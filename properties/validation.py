@@ -59,6 +59,8 @@ ENGINES = {
     "spark-replay": "a random walk run on Spark (flinkspec spark-replay)",
     "explore": "an exhaustive exploration of the state space",
     "z3": "a z3 counterexample of flinkspec prove, replayed in the model",
+    "trace-validation": "a trace of real Flink the model cannot produce (flinkspec validate; "
+                        "properties/tracecounterexample.py)",
 }
 
 #: Bounds of a counterexample's scenario (the model builds every subtask and channel and
@@ -139,6 +141,10 @@ def counterexample_schemas() -> dict[str, dict]:
                          "required": ["graph", "job_input", "config", "seed"],
                          "properties": {"graph": graph, "job_input": job_input_schema(),
                                         "config": config_schema(), "seed": int_schema()}},
+            # a variant declared in a design file (flinkspec.design): the file show and replay load
+            "design": {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
+                       "properties": {"path": string_schema(4096),
+                                      "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"}}},
         },
     }
     action = {
@@ -163,9 +169,13 @@ def counterexample_schemas() -> dict[str, dict]:
 
 def published_schemas() -> dict[str, dict]:
     """File name -> schema, as published in ``docs/schemas/``."""
+    from properties import tracecounterexample  # lazy: the trace divergence files' schemas import this module
+
     out = {"job-spec.schema.json": job_spec_schema()}
     for kind, schema in counterexample_schemas().items():
         out[f"counterexample-{kind}.schema.json"] = schema
+    out["counterexample-trace-header.schema.json"] = tracecounterexample.header_schema()
+    out["counterexample-observed.schema.json"] = tracecounterexample.observed_schema()
     return out
 
 

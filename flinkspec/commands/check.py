@@ -79,6 +79,9 @@ def register(sub) -> None:
     p.add_argument("--job", metavar="FILE",
                    help="verify this job spec (.toml/.json, with optional [runtime] and [input] tables) instead "
                         "of the built-in variants")
+    p.add_argument("--design", metavar="FILE",
+                   help="verify the variants of this design file (a Python file of seams, invariants and variants: "
+                        "docs/designs.md) instead of the built-in ones; --only picks among them")
     p.set_defaults(func=run)
 
 
@@ -90,8 +93,20 @@ def run(args) -> int:
             raise FlinkspecError(f"--list prints the catalog and runs nothing: drop {', '.join(ignored)}")
         return list_catalog(json_lines=args.json)
     if args.job is not None:
+        if args.design is not None:
+            raise FlinkspecError("--job FILE and --design FILE are two runs: a design's variant names its job (job=)")
         return run_job(args)
     requested = list(args.only or []) + list(args.variant or [])
+    design = None
+    if args.design is not None:
+        from flinkspec.design import load_design  # lazy: heavy, see the note at the top
+
+        design = load_design(args.design)  # one line naming the file and line, before any suite
+        unknown = [n for n in requested if n not in design.variants]
+        if unknown:
+            raise FlinkspecError(f"{', '.join(unknown)}: not a variant of {args.design} "
+                                 f"(its variants: {', '.join(design.variants)})")
+        requested = requested or list(design.variants)
     suites = select_suites(requested)
     report_out = None
     if args.report:
@@ -99,10 +114,14 @@ def run(args) -> int:
 
         report_out = check_output_file(args.report, what="report")
     console = _console()
-    console.print(f"[bold]flinkspec check[/bold] — profile {args.profile}, seed {args.seed}, "
-                  f"{len(suites)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
+    if design is None:
+        console.print(f"[bold]flinkspec check[/bold] — profile {args.profile}, seed {args.seed}, "
+                      f"{len(suites)} suite(s). Safe configurations must pass; known-unsafe ones must be caught.")
+    else:
+        console.print(f"[bold]flinkspec check --design[/bold] {args.design} — profile {args.profile}, seed "
+                      f"{args.seed}, {len(suites)} variant(s): each must end with its expected verdict.")
     t0 = time.perf_counter()
-    out = output_directory(args)
+    out = output_directory(args, command="check" if design is None else f"check-design-{_slug(Path(args.design).stem)}")
     results = run_suites(suites, profile=args.profile, seed=args.seed, corpus=out, workers=args.workers,
                          **_live_output(console))
     verdict = judge(suites, results, selected=bool(requested), seconds=time.perf_counter() - t0)
@@ -112,7 +131,7 @@ def run(args) -> int:
 
         write_report(report_of(verdict, profile=args.profile, seed=args.seed), report_out)
         console.print(f"report: {report_out}")
-    console.print(written_note(out, fresh=args.corpus is None))
+    console.print(written_note(out, fresh=args.corpus is None, job=design is not None))
     return verdict.exit_code
 
 

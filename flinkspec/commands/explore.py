@@ -55,6 +55,8 @@ def register(sub) -> None:
     p.add_argument("--all", action="store_true", help="every whole-cluster variant (catalog kinds "
                    f"{', '.join(RANDOM_WALK_KINDS)})")
     p.add_argument("--job", metavar="FILE", help="a job spec with optional [runtime] and [input] tables")
+    p.add_argument("--design", metavar="FILE", help="the variants of this design file (docs/designs.md); --variant "
+                   "picks among them")
     p.add_argument("--max-checkpoints", type=count, metavar="N", default=None,
                    help="with --job: checkpoints and savepoints a run may trigger (default 1)")
     p.add_argument("--seed", type=seed, default=0, help="the scenario's seed (default 0)")
@@ -124,8 +126,12 @@ def run(args) -> int:
         raise FlinkspecError("--max-checkpoints N (N >= 0) goes with --job FILE")
     if args.failures is not None and not args.small:
         raise FlinkspecError("--failures N goes with --small (it sets the small scenario's failure budget)")
-    if (args.job is not None) + args.all + bool(args.variant) != 1:
-        raise FlinkspecError("name --variant NAME (repeatable), --all or --job FILE")
+    if args.design is not None and (args.job is not None or args.all):
+        raise FlinkspecError("--design FILE explores the design's variants: it goes without --job and --all")
+    if args.design is not None and args.master is not None:
+        raise FlinkspecError("--design FILE runs in this process and its --workers; Spark executors cannot load it")
+    if (args.job is not None) + args.all + bool(args.variant) + (args.design is not None and not args.variant) != 1:
+        raise FlinkspecError("name --variant NAME (repeatable), --all, --job FILE or --design FILE")
     _positive("--workers", args.workers)
     if args.workers is not None and args.master is not None:
         raise FlinkspecError("give --workers K (K local processes) or --master URL (Spark), not both")
@@ -134,7 +140,16 @@ def run(args) -> int:
             raise FlinkspecError("--small shrinks a built-in variant's job; --job FILE explores the file's job as written")
         variants = [_job_variant(args.job, 1 if args.max_checkpoints is None else args.max_checkpoints)]
     else:
-        names = variant_names() if args.all else list(dict.fromkeys(args.variant))
+        names = variant_names() if args.all else list(dict.fromkeys(args.variant or ()))
+        if args.design is not None:
+            from flinkspec.design import load_design  # start-up: as above
+
+            design = load_design(args.design)  # one line naming the file and line, before any search
+            unknown = [n for n in names if n not in design.variants]
+            if unknown:
+                raise FlinkspecError(f"{', '.join(unknown)}: not a variant of {args.design} "
+                                     f"(its variants: {', '.join(design.variants)})")
+            names = names or list(design.variants)
         variants = [variant(n) for n in names]  # an unknown name is one line before any search
         if args.failures is not None:
             variants = [attrs.evolve(v, small=attrs.evolve(v.small, failures=args.failures)) for v in variants]

@@ -17,6 +17,8 @@ from model.inputfiles import short_text
 def register(sub) -> None:
     p = sub.add_parser("replay", help="replay counterexample files and check they reproduce their verdict")
     p.add_argument("files", nargs="+", metavar="FILE", help="a .ndjson counterexample, or a folder of them")
+    p.add_argument("--design", metavar="FILE", help="the design file of the counterexamples' variants, when it is "
+                                                     "not at the path the files record")
     p.set_defaults(func=run)
 
 
@@ -38,7 +40,12 @@ def run(args) -> int:
     # lazy: the model runtime and engines (~0.3 s) are needed by this command only, not at flinkspec start-up
     from properties.counterexample import load_counterexample, replay_counterexample
 
-    loaded = [load_counterexample(path, known_variant=True) for path in _expand(args.files)]  # all valid before any replay
+    from flinkspec.design import load_design_of_counterexample  # lazy, as above
+
+    paths = _expand(args.files)
+    for path in paths:  # a design's variant: its seams and invariants are registered first
+        load_design_of_counterexample(path, args.design)
+    loaded = [load_counterexample(path, known_variant=True) for path in paths]  # all valid before any replay
     failed = 0
     for cx in loaded:
         path = cx.path

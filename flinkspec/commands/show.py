@@ -25,6 +25,8 @@ def register(sub) -> None:
     p.add_argument("--html", metavar="OUT", help="also write an interactive self-contained HTML page "
                                                   "(swimlanes, step cursor, state panel, the violation marked)")
     p.add_argument("--itf", metavar="OUT", help="also write the trace as ITF JSON (Apalache/Quint trace format)")
+    p.add_argument("--design", metavar="FILE", help="the design file of the counterexample's variant, when it is not "
+                                                     "at the path the file records")
     p.set_defaults(func=run)
 
 
@@ -36,6 +38,9 @@ def run(args) -> int:
 
     out = check_output_file(args.html, what="HTML page") if args.html else None  # before any work
     itf_out = check_output_file(args.itf, what="ITF trace") if args.itf else None
+    from flinkspec.design import load_design_of_counterexample  # lazy, as above
+
+    load_design_of_counterexample(args.file, args.design)  # (a design's variant: its seams and invariants first)
     cx = load_counterexample(args.file, known_variant=True)
     check_replay(cx)  # every action enabled at its turn: only a valid file is rendered
     text = explain(cx, all_state=args.all_state)
