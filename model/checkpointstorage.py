@@ -206,6 +206,14 @@ class CheckpointStorage:
             if h is not None:
                 self.schedule_delete(h.uploaded, why)
 
+    def new_job(self) -> None:
+        """The job was cancelled and a new one is submitted: a new JobMaster with an empty
+        SharedStateRegistry, owning none of the old job's checkpoints (retained on cancellation,
+        they are the user's). The files stay; deletes the old job scheduled still run
+        (its ``CheckpointsCleaner`` outlives the cancellation)."""
+        self.registry = type(self.registry)(discard_by_creator=self.registry.discard_by_creator)
+        self.owned = set()
+
     def restore_from(self, checkpoint_id: int, mode: str, shared: bool, step: int) -> None:
         """A new job restores snapshot ``checkpoint_id`` in ``mode`` (``restoreSavepoint``):
         CLAIM makes it the job's (discarded once subsumed). With ``shared`` (a RocksDB native

@@ -1481,6 +1481,51 @@ class Cluster:
         self.restored_from.append((self.now, cid, ("rescale",) + tuple(parallelism)))
         self._install(new_eg, restored)
 
+    def restart_from_retained_checkpoint(self, checkpoint_id: int) -> None:
+        """The user cancels the running job and submits it again, with the same parallelisms,
+        from its retained checkpoint ``checkpoint_id`` (``execution.state-recovery.path``; a
+        cancelled job's checkpoints stay with
+        ``execution.checkpointing.externalized-checkpoint-retention: RETAIN_ON_CANCELLATION``)
+        in ``RuntimeConfig.restore_mode`` (``execution.state-recovery.claim-mode``).
+
+        The new job has a new JobMaster: a fresh CheckpointCoordinator whose store starts with
+        the restored checkpoint and whose id counter goes on after it, and a fresh
+        SharedStateRegistry (``CheckpointCoordinator.restoreSavepoint``). CLAIM gives the
+        checkpoint the job's own checkpoint properties: it is retained, subsumed and discarded
+        like the new job's checkpoints. NO_CLAIM loads it as an unclaimed snapshot
+        (``CheckpointProperties.forUnclaimedSnapshot``) that the new job never discards, and
+        its first checkpoint is full (``forceFullSnapshot``: ``CheckpointType.FULL_CHECKPOINT``
+        until a checkpoint completes). The cancelled job's other retained checkpoints stay in
+        storage, nobody's to discard."""
+        job = self.job
+        if job.status != RUNNING or job.stopping is not None:
+            raise FlinkspecError(f"restart_from_retained_checkpoint: the job is {job.status}, not running")
+        cp = next((c for c in self.coordinator.store.get_all_checkpoints() if c.checkpoint_id == checkpoint_id), None)
+        if cp is None:
+            raise FlinkspecError(f"restart_from_retained_checkpoint: checkpoint {checkpoint_id} is not retained "
+                                 f"(retained: {list(self.coordinator.store.checkpoint_ids())})")
+        mode = self.config.restore_mode
+        for t in self.tasks:
+            if t.status == RUNNING:
+                t.status = "CANCELED"
+        job.notifications.clear()
+        self.acks.clear()
+        self.coordinator = self._new_coordinator(self.eg)
+        restored = self.coordinator.restore_savepoint(
+            CompletedCheckpoint(checkpoint_id, self.now, task_states=dict(cp.task_states)), claim_mode=mode)
+        job.attempt += 1
+        job.generation += 1
+        self._write_delta().redeployed = True
+        self.events.append(("resubmitted_from_checkpoint", self.now, checkpoint_id, mode))
+        self.restored_from.append((self.now, checkpoint_id, ("resubmit", mode)))
+        keep_base = True
+        if self.storage is not None:
+            self.storage.new_job()
+            self.storage.restore_from(checkpoint_id, mode, shared=False, step=self.now)
+            self.events.append(("restored_with_claim_mode", self.now, checkpoint_id, mode))
+            keep_base = mode == "CLAIM" or not self.config.no_claim_full_first_checkpoint
+        self._install(self.eg, restored, keep_base)
+
     # -- whole runs -------------------------------------------------------------------------
     def is_drained(self) -> bool:
         """Every task finished, nothing in flight, and every sink's output committed."""
