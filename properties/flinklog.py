@@ -9,8 +9,11 @@ and only what the model can judge (``docs/conformance.md``, "Trace validation"):
 event                     Flink's log line (logger)
 ========================  =================================================================
 ``job_submitted``         a job's first "switched from state CREATED to RUNNING"
-                          (``ExecutionGraph``), with the savepoint it restored
-                          (``CheckpointCoordinator`` "Restoring job J from Savepoint N")
+                          (``ExecutionGraph``), with the snapshot it was submitted with
+                          (``CheckpointCoordinator`` "Restoring job J from Savepoint N" /
+                          "from Checkpoint N": ``restored_as``, the type the claim mode gave
+                          the snapshot, CLAIM a checkpoint's, NO_CLAIM an unclaimed
+                          snapshot's, which Flink names "Savepoint")
 ``checkpoint_triggered``  "Triggering checkpoint N (type=...)" (``CheckpointCoordinator``)
 ``checkpoint_completed``  "Completed checkpoint N for job J"
 ``checkpoint_aborted``    "Checkpoint N of job J expired before completing." (``expired``);
@@ -32,7 +35,8 @@ event                     Flink's log line (logger)
 ``job_manager_lost``      the HA harness's marker, logged when it killed the leader
 ``leader_granted``        "JobMasterServiceLeadershipRunner for job J was granted leadership"
 ``checkpoint_files``      the recorder's marker: the shared files (RocksDB's incremental
-                          SST files) a completed checkpoint's ``_metadata`` references
+                          SST files) a completed checkpoint's ``_metadata`` references (also
+                          when the poller noticed it after the phase ended)
 ``shared_file_deleted``   the recorder's marker: a shared file gone from checkpoint storage
 ========================  =================================================================
 
@@ -165,16 +169,18 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
                 tasks = sorted(list(t) for t in phase.live if phase.location.get(t) == rid)
                 events.append({"event": "task_manager_lost", "task_manager": i, "tasks": tasks})
                 continue
+            m = _FILES.match(msg)
+            if m and phase is not None:
+                # a completed checkpoint's references, noticed by the poller after its phase
+                # ended (a cancellation right after the completion): still that phase's
+                files = [f for f in m.group(2).split(",") if f]
+                events.append({"event": "checkpoint_files", "checkpoint": int(m.group(1)), "shared": files})
+                continue
             if phase is None or phase.ended:
                 continue
             m = _JM_KILLED.match(msg)
             if m:
                 events.append({"event": "job_manager_lost", "job_manager": int(m.group(1))})
-                continue
-            m = _FILES.match(msg)
-            if m:
-                files = [f for f in m.group(2).split(",") if f]
-                events.append({"event": "checkpoint_files", "checkpoint": int(m.group(1)), "shared": files})
                 continue
             m = _FILE_DELETED.match(msg)
             if m:
@@ -191,8 +197,10 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
             continue
         if name == "CheckpointCoordinator":
             m = _RESTORE.match(msg)
-            if m and m.group(1) == "Savepoint" and (phase is None or phase.ended):
-                pending_restore = int(m.group(2))
+            if m and (phase is None or phase.ended):
+                # a new job's restore of the snapshot it was submitted with: a savepoint, or a
+                # retained checkpoint (Flink names it by the properties the claim mode gave it)
+                pending_restore = (int(m.group(2)), m.group(1))
                 continue
         if name == "ExecutionGraph":
             m = _JOB_SWITCH.match(msg)
@@ -203,10 +211,13 @@ def observations(logs, *, phases: int = 1) -> tuple[list[dict], list[dict]]:
                         if phase is not None:
                             _close(phase, events, shapes)
                         phase = phase_of_job[job_id] = _Phase(len(phase_of_job))
-                        phase.restored_savepoint = pending_restore
+                        phase.restored_savepoint = None if pending_restore is None else pending_restore[0]
+                        submitted = {"event": "job_submitted", "phase": phase.number,
+                                     "savepoint": phase.restored_savepoint}
+                        if pending_restore is not None:
+                            submitted["restored_as"] = pending_restore[1]
                         pending_restore = None
-                        events.append({"event": "job_submitted", "phase": phase.number,
-                                       "savepoint": phase.restored_savepoint})
+                        events.append(submitted)
                     else:  # a new leader's JobMaster recovers the job: a new ExecutionGraph
                         phase = phase_of_job[job_id]
                         phase.live.clear()

@@ -64,12 +64,15 @@ class FaultKind:
     setup: str = "minicluster"
     failure: bool = False
     lose_job_manager: bool = False
-    rescale: str | None = None          # None, "up" or "down"
+    rescale: str | None = None          # None, "up", "down" or "same"
     lose_task_manager: bool = False
     #: the tasks' asynchronous snapshots of one or two checkpoints fail (TraceRun.decline)
     decline: bool = False
     trace: dict = attrs.field(factory=dict)
 
+
+#: the settings of a run restored from a retained checkpoint (tools/flink_trace_driver.py)
+_RETAINED_RESTORE = {"state_backend": "rocksdb", "incremental": True, "num_retained": 2, "cancel_after_checkpoints": 2}
 
 FAULT_KINDS = {k.name: k for k in (
     FaultKind("task-failure", "a user function throws once, after 0 to 3 completed checkpoints", failure=True),
@@ -85,6 +88,13 @@ FAULT_KINDS = {k.name: k for k in (
               failure=True, trace={"delay_ms": 20, "unaligned": True}),
     FaultKind("rocksdb-incremental", "incremental RocksDB checkpoints, 2 retained, with a task failure",
               failure=True, trace={"state_backend": "rocksdb", "incremental": True, "num_retained": 2}),
+    FaultKind("claim-restore", "incremental RocksDB, 2 retained checkpoints kept on cancellation: the job is "
+              "cancelled after two completed checkpoints and submitted again from the latest (CLAIM mode), then "
+              "takes more checkpoints", trace=_RETAINED_RESTORE | {"claim_mode": "CLAIM"}),
+    FaultKind("no-claim-restore", "as claim-restore, the job submitted again from its latest retained checkpoint "
+              "in NO_CLAIM mode", trace=_RETAINED_RESTORE | {"claim_mode": "NO_CLAIM"}),
+    FaultKind("stop-with-savepoint", "stop-with-savepoint, then the job restored from the savepoint with the same "
+              "parallelisms", rescale="same"),
     FaultKind("checkpoint-declined", "the tasks' asynchronous snapshots of checkpoint 1 or 2 (and maybe the next) fail for real (their checkpoint directory is not writable): every task with state declines it "
               "(CHECKPOINT_ASYNC_EXCEPTION); tolerable-failed-checkpoints 0 or 1 decides whether the job fails over "
               "globally", decline=True),
@@ -97,6 +107,10 @@ FAULT_KINDS = {k.name: k for k in (
 #: records per split of a run on the standalone HA cluster: enough (with the slow records) for
 #: the job to outlive the cluster's start, two checkpoints and the takeover
 HA_SPLIT_LEN = 150
+#: a run restored from a retained checkpoint reads this many times its ``cap`` records per split
+#: (each checkpoint lets each source subtask read ``cap`` more): two checkpoints before the
+#: cancellation and several after the restore
+RETAINED_RESTORE_CAPS = 6
 
 
 def fault_kinds(spec: str | None) -> tuple[str, ...]:
@@ -153,8 +167,17 @@ def draw_run(seed: int, kind: str) -> TraceRun:
                 out_of_orderness=job.out_of_orderness, seed=s), s), split_len=HA_SPLIT_LEN)
         if fk.rescale is None and job.rescale is not None:
             continue
-        if fk.rescale is not None and not _rescaled(job, fk.rescale):
+        if fk.rescale == "same":
+            if job.rescale is not None:
+                continue
+            job = attrs.evolve(job, rescale=tuple((o.name, o.parallelism) for o in job.graph.operators))
+        elif fk.rescale is not None and not _rescaled(job, fk.rescale):
             continue
+        if fk.trace.get("cancel_after_checkpoints"):
+            n = RETAINED_RESTORE_CAPS * job.cap
+            job = attrs.evolve(job, input=generate_input(job.graph, InputSpec(
+                records=n, keys=tuple(sorted({k for sp in job.splits for (k, _v, _t) in sp})),
+                out_of_orderness=job.out_of_orderness, seed=s), s), split_len=n)
         lose = None
         if fk.lose_task_manager:
             lose = {"after_checkpoints": 1, "task_manager": rng.randrange(TASK_MANAGERS)}
@@ -171,9 +194,27 @@ def plan(runs: int, seed: int, kinds: tuple[str, ...]) -> list[TraceRun]:
     return [draw_run(seed + i, kinds[i % len(kinds)]) for i in range(runs)]
 
 
+def phases(run: TraceRun) -> list[dict]:
+    """The run's phases (one Flink job each) as the header states them: the parallelisms, and
+    for a phase after the first what it restored (``restore``: a savepoint the previous phase
+    stopped with, or the latest retained checkpoint of the cancelled previous phase, with the
+    claim mode)."""
+    fk = FAULT_KINDS[run.kind]
+    pars = run.job.phase_parallelisms()
+    if fk.trace.get("cancel_after_checkpoints"):
+        return [{"parallelism": pars[0]},
+                {"parallelism": pars[0], "restore": {"snapshot": "retained-checkpoint",
+                                                     "claim_mode": fk.trace["claim_mode"]}}]
+    return [{"parallelism": p} | ({"restore": {"snapshot": "savepoint", "claim_mode": "NO_CLAIM"}} if i else {})
+            for i, p in enumerate(pars)]
+
+
 def driver_request(run: TraceRun, run_id: int) -> dict:
     req = conform.flink_request(run.job, run_id)
     fk = FAULT_KINDS[run.kind]
+    if fk.trace.get("cancel_after_checkpoints"):
+        first = dict(req["phases"][0], stop_with_savepoint=False, fail_at=None)
+        req["phases"] = [first, dict(first)]
     req["trace"] = {"task_managers": TASK_MANAGERS, "slots": SLOTS, "lose_task_manager": run.lose, **fk.trace}
     if run.decline is not None:
         req["trace"]["decline_checkpoints"] = run.decline
@@ -202,6 +243,8 @@ def runtime_config(run: TraceRun) -> dict:
         # Flink's default state backend, whose snapshots' asynchronous phase fails here; the
         # CheckpointFailureManager's threshold as set (other kinds leave the model's unlimited)
         cfg.update(state_backend="hashmap", tolerable_failed_checkpoints=run.decline["tolerable"])
+    if fk.trace.get("claim_mode"):
+        cfg["restore_mode"] = fk.trace["claim_mode"]
     return cfg
 
 
@@ -223,7 +266,7 @@ def header(run: TraceRun, answer: dict, shapes: list[dict]) -> dict:
         "input": {conform.SOURCE: [[list(r) for r in split] for split in job.splits]},
         "key_hash": {k: conform.row_key_hash(k) for s in job.splits for (k, _v, _t) in s},
         "config": runtime_config(run),
-        "phases": [{"parallelism": p} for p in job.phase_parallelisms()],
+        "phases": phases(run),
         "flink_vertices": shapes,
         "lost_task_manager": answer.get("lost_task_manager"),
         "lost_job_manager": answer.get("lost_job_manager"),
@@ -392,7 +435,7 @@ def record(runs: list[TraceRun], out: Path, *, batch: int = 5, timeout: float = 
                     continue
                 text = driver.log_slice(answer["log"])
                 try:
-                    events, shapes = observations(text, phases=len(r.job.phase_parallelisms()))
+                    events, shapes = observations(text, phases=len(phases(r)))
                 except FlinkspecError as e:
                     done.append(Recorded(r, None, f"unreadable log: {e}", answer.get("seconds", 0.0), 0))
                     progress(f"[{i + 1}/{len(runs)}] {r.kind} seed {r.seed}: unreadable log: {e}")

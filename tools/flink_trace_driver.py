@@ -12,7 +12,16 @@ to its stdin; for each it answers one JSON line on stdout, in order. A request i
               "checkpoint_timeout_ms": null | 200, "delay_ms": 0, "unaligned": false,
               "state_backend": null | "rocksdb", "incremental": false, "num_retained": 1,
               "decline_checkpoints": null | {"checkpoints": [N, ...], "tolerable": 0},
-              "claim_mode": null | "CLAIM" | "NO_CLAIM"}
+              "claim_mode": null | "CLAIM" | "NO_CLAIM",
+              "cancel_after_checkpoints": null | 2}
+
+With ``cancel_after_checkpoints`` the first phase is cancelled (``JobClient.cancel``, as a user
+cancels a job) once it completed that many checkpoints, its checkpoints retained on cancellation
+(``execution.checkpointing.externalized-checkpoint-retention: RETAIN_ON_CANCELLATION``), and
+the next phase is submitted from the latest of them (its ``chk-N`` directory as
+``execution.state-recovery.path``, ``execution.state-recovery.claim-mode`` ``claim_mode``),
+with the same parallelisms; every phase then shares one checkpoint directory, so the storage
+poller sees the restored checkpoint's files beside the new job's.
 
 Each phase runs in its own MiniCluster (``minicluster.number-of-taskmanagers``, several slots
 each). A TaskManager is lost for real: once the phase completed ``after_checkpoints``
@@ -35,7 +44,8 @@ job fails over. ``execution.checkpointing.data-inline-threshold`` is 0 so that e
 state writes a file (below the threshold Flink keeps the state in the acknowledgement).
 
 The answer: ``{"id", "ok", "log": [first byte, end byte] of the run in the log file, per phase
-[start, end], "savepoints": [...], "lost_task_manager": {...} | null, "failed": bool,
+[start, end], "savepoints": [...], "restored_checkpoints": [the chk-N directories restored],
+"lost_task_manager": {...} | null, "failed": bool,
 "flink_version", "seconds"}`` or ``{"id", "ok": false, "error"}``. Nothing of the job's output
 is compared here (``flinkspec conform`` does that); the log is the trace.
 """
@@ -94,22 +104,29 @@ class StoragePoller(threading.Thread):
     deleted. Flink does not log either; the marker lines place them among its events (a poll
     later than the change, never earlier)."""
 
-    def __init__(self, base: str, log):
+    def __init__(self, base: str, log, previous: "StoragePoller | None" = None):
         super().__init__(daemon=True)
         self.base, self.log = base, log
         self.done = threading.Event()
-        self.seen_meta: set = set()
-        self.shared: set = set()
-        self.known: set = set()
+        # a later phase's poller over the same directory goes on from the previous one's view
+        # (the restored checkpoint's files are known, its metadata already reported)
+        self.seen_meta: set = set(previous.seen_meta) if previous else set()
+        self.shared: set = set(previous.shared) if previous else set()
+        self.known: set = set(previous.known) if previous else set()
+        #: checkpoint ids whose references were logged
+        self.reported: set = set(previous.reported) if previous else set()
 
     def _poll(self) -> None:
         if not os.path.isdir(self.base):
             return
-        for job in sorted(os.listdir(self.base)):
+        jobs = sorted(os.listdir(self.base))
+        now: set = set()  # the shared files of every job's directory (UUID names: unique)
+        for job in jobs:
+            shared_dir = os.path.join(self.base, job, "shared")
+            now |= set(os.listdir(shared_dir)) if os.path.isdir(shared_dir) else set()
+        self.known |= now
+        for job in jobs:
             root = os.path.join(self.base, job)
-            shared_dir = os.path.join(root, "shared")
-            now = set(os.listdir(shared_dir)) if os.path.isdir(shared_dir) else set()
-            self.known |= now
             for name in sorted(os.listdir(root)) if os.path.isdir(root) else ():
                 meta = os.path.join(root, name, "_metadata")
                 if not name.startswith("chk-") or (job, name) in self.seen_meta or not os.path.isfile(meta):
@@ -125,10 +142,11 @@ class StoragePoller(threading.Thread):
                     continue
                 self.seen_meta.add((job, name))
                 refs = sorted(f for f in self.known if f.encode() in data)
+                self.reported.add(int(name[4:]))
                 self.log.info(f"flinkspec: checkpoint {name[4:]} references shared files [{','.join(refs)}]")
-            for gone in sorted(self.shared - now):
-                self.log.info(f"flinkspec: shared file {gone} deleted")
-            self.shared = now
+        for gone in sorted(self.shared - now):
+            self.log.info(f"flinkspec: shared file {gone} deleted")
+        self.shared = now
 
     def run(self) -> None:
         while not self.done.is_set():
@@ -165,7 +183,47 @@ def _configuration(job: dict, phase_no: int, folder: str, restore):
     cfg.set_string("execution.checkpointing.num-retained", str(tr.get("num_retained", 1)))
     if restore is not None and tr.get("claim_mode"):
         cfg.set_string("execution.state-recovery.claim-mode", tr["claim_mode"])
+    if tr.get("cancel_after_checkpoints"):
+        cfg.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
+        cfg.set_string("execution.checkpointing.dir", "file://" + _checkpoint_dir(job, folder, phase_no))
     return cfg
+
+
+def _checkpoint_dir(job: dict, folder: str, phase_no: int) -> str:
+    """A phase's checkpoint directory: its own, or one for every phase of a run that restores a
+    retained checkpoint (the poller then sees the restored files beside the new job's)."""
+    if job["trace"].get("cancel_after_checkpoints"):
+        return os.path.join(folder, "checkpoints")
+    return os.path.join(folder, f"checkpoints-{phase_no}")
+
+
+def _cancel_after_checkpoints(jvm, client, result, job: dict, folder: str, p0: int, poller, deadline: float,
+                              what: str) -> str:
+    """Cancel the phase once it completed ``cancel_after_checkpoints`` checkpoints whose
+    references the storage poller reported; returns the latest retained checkpoint's directory
+    (the highest ``chk-N`` with a ``_metadata`` file of the job's directory)."""
+    want = job["trace"]["cancel_after_checkpoints"]
+    while _completed_since(p0) < want or (poller is not None and len(poller.reported) < want):
+        if result.isDone() or time.time() > deadline:
+            raise RuntimeError(f"{what} ended before {want} checkpoints completed")
+        time.sleep(0.02)
+    job_id = str(client._j_job_client.getJobID().toHexString())
+    try:
+        client.cancel().result()
+    except Exception as e:  # the job may be gone already; the result below says how it ended
+        _log(f"{what}: cancel: {e}")
+    unit = jvm.java.util.concurrent.TimeUnit.MILLISECONDS
+    try:
+        result.get(max(1, int((deadline - time.time()) * 1000)), unit)
+    except Exception as e:  # a cancelled job's result is an exception; only a cancellation is wanted
+        if "JobCancellationException" not in str(e) and "cancel" not in str(e).lower():
+            raise RuntimeError(f"{what} did not end by cancellation: {conform._java_cause(e)}") from None
+    root = os.path.join(_checkpoint_dir(job, folder, 0), job_id)
+    done = [int(n[4:]) for n in os.listdir(root)
+            if n.startswith("chk-") and os.path.isfile(os.path.join(root, n, "_metadata"))]
+    if not done:
+        raise RuntimeError(f"{what}: no retained checkpoint in {root}")
+    return os.path.join(root, f"chk-{max(done)}")
 
 
 def _unwritable_dir(folder: str) -> str:
@@ -210,18 +268,21 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
     deadline = t0 + timeout
     tr = job["trace"]
     restore = None
-    savepoints, phases = [], []
+    savepoints, phases, restored = [], [], []
     lost = None
+    poller = None
     start = _log_size()
     for phase_no, phase in enumerate(job["phases"]):
         p0 = _log_size()
         env = StreamExecutionEnvironment.get_execution_environment(_configuration(job, phase_no, folder, restore))
         conform.build_phase(env, job, phase_no, folder, jvm)
         what = f"job {job['name']} phase {phase_no}"
-        poller = None
+        previous, poller = poller if phase_no else None, None
         if tr.get("state_backend") == "rocksdb" and tr.get("incremental"):
-            poller = StoragePoller(os.path.join(folder, f"checkpoints-{phase_no}"),
-                                   jvm.org.slf4j.LoggerFactory.getLogger("flinkspec.trace"))
+            same_dir = previous is not None and previous.base == _checkpoint_dir(job, folder, phase_no)
+            poller = StoragePoller(_checkpoint_dir(job, folder, phase_no),
+                                   jvm.org.slf4j.LoggerFactory.getLogger("flinkspec.trace"),
+                                   previous if same_dir else None)
             poller.start()
         client = env.execute_async(f"{job['name']}-phase{phase_no}")
         j_client = client._j_job_client
@@ -249,13 +310,18 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
                                                    deadline)
             savepoints.append(restore)
         try:
-            conform._wait_finished(jvm, result, client, deadline, what)
+            if phase_no == 0 and tr.get("cancel_after_checkpoints") and len(job["phases"]) > 1:
+                restore = _cancel_after_checkpoints(jvm, client, result, job, folder, p0, poller, deadline, what)
+                restored.append(restore)
+            else:
+                conform._wait_finished(jvm, result, client, deadline, what)
         finally:
             if poller is not None:
                 poller.stop()
         phases.append([p0, _log_size()])
     return {"id": job["id"], "ok": True, "log": [start, _log_size()], "phases": phases, "savepoints": savepoints,
-            "lost_task_manager": lost, "failed": os.path.exists(os.path.join(folder, "failed.marker")),
+            "restored_checkpoints": restored, "lost_task_manager": lost,
+            "failed": os.path.exists(os.path.join(folder, "failed.marker")),
             "seconds": round(time.time() - t0, 3)}
 
 
