@@ -143,7 +143,7 @@ _DESCRIBE = {
     "restored": lambda k: "restored from " + ("no checkpoint" if k[1] is None else f"checkpoint {k[1]}"),
     "task_manager_lost": lambda k: "a TaskManager lost",
     "job_manager_lost": lambda k: "the JobManager lost",
-    "job_submitted": lambda k: f"job resubmitted from savepoint {k[1]}",
+    "job_submitted": lambda k: f"job resubmitted from snapshot {k[1]} (restored as a {k[2]})",
     "shared_file_deleted": lambda k: f"shared file {k[1]} deleted",
 }
 
@@ -200,7 +200,9 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
                 continue
             if e["savepoint"] is None:
                 raise FlinkspecError(f"{trace.path}: event {seq}: a later phase must restore a savepoint")
-            expected.append(Expected(("job_submitted", e["savepoint"]), seq))
+            # traces recorded before ``restored_as`` was read restored savepoints only, which
+            # Flink's restore names "Savepoint"
+            expected.append(Expected(("job_submitted", e["savepoint"], e.get("restored_as", "Savepoint")), seq))
         elif kind in ("checkpoint_triggered", "checkpoint_completed", "checkpoint_aborted"):
             if e["checkpoint"] in not_running:
                 omitted.append(Omitted(seq, kind, "trigger-at-a-task-not-running"))
@@ -269,26 +271,81 @@ def _completions_before_failures(events) -> list:
 
 
 def referenced_file_deleted(trace: Trace, retained: int) -> tuple[dict, str] | None:
-    """The first ``shared_file_deleted`` event of a file that a retained checkpoint references
-    (the last ``retained`` completed checkpoints, by the trace's ``checkpoint_files``), with
-    the reason; None if there is none. The model's SharedStateRegistry never does this."""
+    """The first ``shared_file_deleted`` event of a file the model's job keeps, with the
+    reason; None if there is none. The model's SharedStateRegistry never deletes such a file:
+
+    * a file that a retained checkpoint references (the last ``retained`` completed
+      checkpoints, by the trace's ``checkpoint_files``);
+    * after a submission from a retained checkpoint (the header's ``phases[i].restore``) in
+      CLAIM mode, the restored checkpoint is the new job's first retained checkpoint (subsumed
+      like the others); in NO_CLAIM mode a file it references is the user's: the new job
+      never deletes it.
+    After a savepoint restore the new job's checkpoints start the count afresh."""
     completed: list[int] = []
     refs: dict[int, set] = {}
+    users_files: dict[str, int] = {}   # file -> the checkpoint restored in NO_CLAIM mode that references it
     savepoints = {e["checkpoint"] for e in trace.events if e["event"] == "checkpoint_triggered" and e["savepoint"]}
+    phases = trace.header["phases"]
     for e in trace.events:
         kind = e["event"]
         if kind == "job_submitted":
-            completed, refs = [], {}
+            restore = phases[e["phase"]].get("restore") if e["phase"] < len(phases) else None
+            if restore and restore.get("snapshot") == "retained-checkpoint" and e["savepoint"] is not None:
+                cid = e["savepoint"]
+                if restore["claim_mode"] == "CLAIM":
+                    completed = [cid]
+                else:
+                    completed = []
+                    users_files.update((f, cid) for f in refs.get(cid, ()))
+            else:
+                completed, refs = [], {}
         elif kind == "checkpoint_completed" and e["checkpoint"] not in savepoints:
             completed.append(e["checkpoint"])
         elif kind == "checkpoint_files":
             refs[e["checkpoint"]] = set(e["shared"])
         elif kind == "shared_file_deleted":
+            if e["file"] in users_files:
+                return e, (f"shared file {e['file']} of checkpoint {users_files[e['file']]}, which the job was "
+                           "submitted from in NO_CLAIM mode, deleted: the new job never discards the files of a "
+                           "snapshot it did not claim (CheckpointProperties.forUnclaimedSnapshot, "
+                           "SharedStateRegistry.registerAllAfterRestored)")
             users = [c for c in completed[-retained:] if e["file"] in refs.get(c, ())]
             if users:
                 return e, (f"shared file {e['file']} deleted while retained checkpoint(s) {users} reference it "
                            f"(state.checkpoints.num-retained = {retained}): the model's SharedStateRegistry "
                            "discards a shared file only when no retained checkpoint references it")
+    return None
+
+
+def restore_not_retained(trace: Trace, retained: int) -> tuple[dict, str] | None:
+    """The first submission from a retained checkpoint that the model cannot make, with the
+    reason; None if there is none. The model's job is submitted only from a checkpoint its
+    CompletedCheckpointStore retains (the last ``retained`` completed checkpoints of the
+    cancelled job: ``Cluster.restart_from_retained_checkpoint``), and its restore names the
+    snapshot by the type the claim mode gives it (:func:`restored_as`). Decided here from the
+    trace alone (the model's completed checkpoints are the trace's, in order), so that such a
+    trace is ``divergent`` at once rather than after every run of the phase before it."""
+    completed: list[int] = []
+    phases = trace.header["phases"]
+    for e in trace.events:
+        kind = e["event"]
+        if kind == "checkpoint_completed":
+            completed.append(e["checkpoint"])
+        elif kind == "checkpoint_triggered" and e["savepoint"]:
+            completed = [c for c in completed if c != e["checkpoint"]]
+        elif kind == "job_submitted":
+            restore = phases[e["phase"]].get("restore") if e["phase"] < len(phases) else None
+            if restore and restore.get("snapshot") == "retained-checkpoint":
+                keep = completed[-retained:]
+                if e["savepoint"] not in keep:
+                    return e, (f"phase {e['phase']} was submitted from checkpoint {e['savepoint']}, which the "
+                               f"cancelled job did not retain (its last {retained} completed checkpoints: {keep})")
+                want = restored_as(restore["claim_mode"])
+                if e.get("restored_as", "Savepoint") != want:
+                    return e, (f"phase {e['phase']} restored checkpoint {e['savepoint']} in "
+                               f"{restore['claim_mode']} mode as a {e.get('restored_as', 'Savepoint')}: that mode "
+                               f"gives it the type {want}")
+            completed = []
     return None
 
 
@@ -339,6 +396,13 @@ def vertex_parallelisms(eg) -> list[int]:
     return list(seen.values())
 
 
+def restored_as(claim_mode: str) -> str:
+    """The type Flink names a snapshot by when a new job restores it in ``claim_mode``
+    ("Restoring job J from Checkpoint N" / "Savepoint N"): CLAIM gives it the job's checkpoint
+    properties, NO_CLAIM ``CheckpointProperties.forUnclaimedSnapshot`` (a savepoint type)."""
+    return "Checkpoint" if claim_mode == "CLAIM" else "Savepoint"
+
+
 def observe(c: Cluster, new_events) -> list[tuple]:
     """The observations of the events one model step appended (``Cluster.events``)."""
     out = []
@@ -369,7 +433,9 @@ def observe(c: Cluster, new_events) -> list[tuple]:
         elif kind == "job_manager_failover":
             out.append(("job_manager_lost",))
         elif kind == "rescaled":
-            out.append(("job_submitted", e[2]))
+            out.append(("job_submitted", e[2], restored_as(c.config.restore_mode)))
+        elif kind == "resubmitted_from_checkpoint":
+            out.append(("job_submitted", e[2], restored_as(e[3])))
     return out
 
 
@@ -507,6 +573,15 @@ class _Resubmit:
     parallelism: tuple
 
 
+@attrs.frozen(slots=True)
+class _ResubmitFromCheckpoint:
+    """The user's cancellation of the job and its submission from retained checkpoint
+    ``checkpoint_id`` (``Cluster.restart_from_retained_checkpoint``)."""
+
+    phase: int
+    checkpoint_id: int
+
+
 def _priority(c, a, nxt: Expected, task) -> int:
     """Lower first: an action whose sure observation is the next expected event, then the
     preferred kinds (:data:`_PREFERENCE`)."""
@@ -516,6 +591,14 @@ def _priority(c, a, nxt: Expected, task) -> int:
         if need == nxt.key or need == nxt.key[0]:
             return -1
     return _rank(a)
+
+
+def _restores_retained_checkpoint(trace: Trace, phase: int) -> bool:
+    """Whether the trace's phase ``phase`` was submitted from a retained checkpoint of the
+    cancelled phase before it (the header's ``phases[i].restore``)."""
+    ph = trace.header["phases"]
+    restore = ph[phase].get("restore") if phase < len(ph) else None
+    return bool(restore) and restore.get("snapshot") == "retained-checkpoint"
 
 
 def _shape_error(trace: Trace, c: Cluster, phase: int) -> str | None:
@@ -575,13 +658,15 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
     scenario = scenario_of(trace)
     root = Cluster.from_scenario(scenario)
     data_free = data_free_reason(scenario) is None
-    deleted = referenced_file_deleted(trace, scenario.config.max_retained_checkpoints)
+    deleted = restore_not_retained(trace, scenario.config.max_retained_checkpoints) \
+        or referenced_file_deleted(trace, scenario.config.max_retained_checkpoints)
     if deleted is not None:
         e, why = deleted
         before = sum(1 for x in expected if x.seq < e["seq"])
         return Verdict(DIVERGENT, trace.path, before, len(expected), 0, time.perf_counter() - t0,
-                       first_unmatched=Expected(("shared_file_deleted", e["file"]), e["seq"]), reason=why,
-                       omitted=tuple(omitted))
+                       first_unmatched=next((x for x in expected if x.seq == e["seq"]),
+                                            Expected((e["event"], e.get("file")), e["seq"])),
+                       reason=why, omitted=tuple(omitted))
     total = len(expected)
     shape = _shape_error(trace, root, 0)
     if shape:
@@ -604,7 +689,11 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
         else:
             c = parent.copy()
             before = len(c.events)
-            if isinstance(a, _Resubmit):
+            if isinstance(a, _ResubmitFromCheckpoint):
+                c.restart_from_retained_checkpoint(a.checkpoint_id)
+                c.now += 1
+                c.trace.append(a)
+            elif isinstance(a, _Resubmit):
                 from properties.conform import _restart_from_savepoint  # lazy: conform loads the Flink harness
                 _restart_from_savepoint(c, a.parallelism)
                 shape = _shape_error(trace, c, a.phase)
@@ -643,11 +732,17 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
             progress(f"{states} states, {best[0]}/{total} events matched")
         edges = []
         nxt = expected[pos]
-        if nxt.key[0] == "job_submitted" and c.job.status == "STOPPED" and c.job.savepoint is not None:
+        if nxt.key[0] == "job_submitted":
             # the user's resubmission: not the model's choice
             phase = sum(1 for e in expected[:pos + 1] if e.key[0] == "job_submitted")
             if phase < len(phases):
-                edges.append((-1, _Resubmit(phase, phases[phase])))
+                if _restores_retained_checkpoint(trace, phase):
+                    if c.job.status == "RUNNING" and c.job.stopping is None:
+                        # whichever checkpoint the store retains: the trace says which one Flink restored
+                        edges.extend((-1, _ResubmitFromCheckpoint(phase, cid))
+                                     for cid in c.coordinator.store.checkpoint_ids())
+                elif c.job.status == "STOPPED" and c.job.savepoint is not None:
+                    edges.append((-1, _Resubmit(phase, phases[phase])))
         window = expected[pos:pos + _WINDOW]
         window_keys = {e.key for e in window}
         window_kinds = {e.key[0] for e in window}
