@@ -59,6 +59,9 @@ NOT_RUNNING_DECLINES = ("Checkpoint was declined (tasks not ready)", "Checkpoint
 #: what a failed trigger RPC says when its task is gone from the TaskManager
 #: (``TaskExecutor.triggerCheckpoint``)
 NOT_RUNNING_TRIGGER = "TaskManager received a checkpoint request for unknown task"
+#: the message of CHECKPOINT_ASYNC_EXCEPTION, with which a task declines when the asynchronous
+#: phase of its snapshot fails (``AsyncCheckpointRunnable``): the declining task is compared
+ASYNC_SNAPSHOT_DECLINE = "Asynchronous task checkpoint failed"
 
 
 def _not_running(e: dict) -> bool:
@@ -137,9 +140,10 @@ class Omitted:
 _DESCRIBE = {
     "checkpoint_triggered": lambda k: f"{'savepoint' if k[2] else 'checkpoint'} {k[1]} triggered",
     "checkpoint_completed": lambda k: f"checkpoint {k[1]} completed",
-    "checkpoint_aborted": lambda k: f"checkpoint {k[1]} aborted ({k[2]})",
+    "checkpoint_aborted": lambda k: f"checkpoint {k[1]} aborted ({k[2]}"
+                                    + (f" by task {list(k[3])}: its asynchronous snapshot failed)" if len(k) > 3 else ")"),
     "task_failed": lambda k: f"task {list(k[1])} failed",
-    "failover": lambda k: f"failover restarting {sorted(list(t) for t in k[1])}",
+    "failover": lambda k: f"{'global ' if k[2] else ''}failover restarting {sorted(list(t) for t in k[1])}",
     "restored": lambda k: "restored from " + ("no checkpoint" if k[1] is None else f"checkpoint {k[1]}"),
     "task_manager_lost": lambda k: "a TaskManager lost",
     "job_manager_lost": lambda k: "the JobManager lost",
@@ -214,6 +218,8 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
                 expected.append(Expected((kind, e["checkpoint"], e["savepoint"]), seq))
             elif kind == "checkpoint_completed":
                 expected.append(Expected((kind, e["checkpoint"]), seq))
+            elif e["reason"] == "declined" and e.get("flink_reason") == ASYNC_SNAPSHOT_DECLINE and "task" in e:
+                expected.append(Expected((kind, e["checkpoint"], e["reason"], tuple(e["task"])), seq))
             else:
                 expected.append(Expected((kind, e["checkpoint"], e["reason"]), seq))
         elif kind == "task_failed":
@@ -223,7 +229,7 @@ def expected_events(trace: Trace) -> tuple[list[Expected], list[Omitted]]:
             expected.append(Expected((kind, tuple(e["task"])), seq))
         elif kind == "failover":
             in_loss = False
-            expected.append(Expected((kind, frozenset(tuple(t) for t in e["restart"])), seq))
+            expected.append(Expected((kind, frozenset(tuple(t) for t in e["restart"]), bool(e.get("global"))), seq))
         elif kind == "restored":
             expected.append(Expected((kind, e["checkpoint"]), seq))
         elif kind == "task_manager_lost":
@@ -419,13 +425,17 @@ def observe(c: Cluster, new_events) -> list[tuple]:
                 out.append(("checkpoint_aborted", e[2], "expired"))
             elif reason.startswith("CHECKPOINT_DECLINED"):
                 out.append(("checkpoint_aborted", e[2], "declined"))
+            elif reason == "CHECKPOINT_ASYNC_EXCEPTION":
+                task = task or _task_of(c.eg)
+                out.append(("checkpoint_aborted", e[2], "declined", task[e[4]]))
             # aborts at a failover, a subsumption or a suspension: Flink logs none of them at INFO
         elif kind in ("task_failed", "failover"):
             task = task or _task_of(c.eg)
             if kind == "task_failed":
                 out.append(("task_failed", task[e[2]]))
             else:
-                out.append(("failover", frozenset(task[t] for t in e[4])))
+                # a failover with no failed task is global (the CheckpointFailureManager's)
+                out.append(("failover", frozenset(task[t] for t in e[4]), not e[2]))
         elif kind == "restored":
             out.append(("restored", e[2]))
         elif kind == "task_manager_lost":
@@ -531,6 +541,7 @@ class Verdict:
 #: unobservable action kinds in the order the search tries them (barriers and notifications
 #: move the checkpoints the trace talks of; records last: none is observed)
 _PREFERENCE = (A.TriggerCheckpoint, A.StopWithSavepoint, A.FailTask, A.LoseTaskManager, A.CheckpointTimeout,
+               A.FailAsyncSnapshot,
                A.NotifyCheckpointComplete, A.Deliver, A.AlignmentTimeout, A.SourceWatermark, A.SourceEmit)
 
 
@@ -552,6 +563,7 @@ _ALWAYS_OBSERVES = {
     A.TriggerCheckpoint: lambda c, a, task: "checkpoint_triggered",
     A.StopWithSavepoint: lambda c, a, task: "checkpoint_triggered",
     A.CheckpointTimeout: lambda c, a, task: "checkpoint_aborted",
+    A.FailAsyncSnapshot: lambda c, a, task: "checkpoint_aborted",
 }
 #: the most observations one step makes (a failover: the failure, the restart set, aborts, the restore)
 _WINDOW = 8

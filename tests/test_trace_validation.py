@@ -529,13 +529,13 @@ def test_observe_maps_the_model_steps():
     # restore of the latest completed checkpoint (the pending one is aborted, which Flink does not log)
     failed = (0, shape[0] - 1)
     obs = _step(c, A.FailTask(sub(c.eg, first, shape[0] - 1)))
-    assert sorted(obs, key=repr) == sorted([("task_failed", failed), ("failover", region_of(failed)),
+    assert sorted(obs, key=repr) == sorted([("task_failed", failed), ("failover", region_of(failed), False),
                                             ("restored", 1)], key=repr)
     # the last JobVertex in scheduling order, before any checkpoint: restored from none
     c2 = Cluster.from_scenario(scenario_of(tr))
     failed = (len(shape) - 1, shape[-1] - 1)
     obs = _step(c2, A.FailTask(sub(c2.eg, last, shape[-1] - 1)))
-    assert sorted(obs, key=repr) == sorted([("task_failed", failed), ("failover", region_of(failed)),
+    assert sorted(obs, key=repr) == sorted([("task_failed", failed), ("failover", region_of(failed), False),
                                             ("restored", None)], key=repr)
     # an unobservable step observes nothing
     c3 = Cluster.from_scenario(scenario_of(tr))
