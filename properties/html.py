@@ -30,6 +30,13 @@ one per step, also when collapsed); the step list's current row has ``aria-curre
 elements the violation concerns carry ``data-violation``; ``#step=N`` opens step N;
 ArrowRight/ArrowLeft move one step.
 
+A trace divergence (``properties.tracecounterexample``: a run of real Flink the model cannot
+produce) gets the whole-cluster page of the model's run with one more lane, **observed (real
+Flink)**: each event of the trace at the column of the model step that produced it, the first
+event the model cannot produce at the end, and the list of every observed event with its status
+(``#observed li[data-observed="<seq>"]``; the first unmatched one carries
+``data-first-unmatched``).
+
 Focused counterexamples (one mechanism, ``properties.machines``) get the same page without
 lanes or graph: the initialisation, the numbered operations, the violation, and what the
 machine observed after each operation (``properties.machines.focused_states``).
@@ -241,7 +248,28 @@ def _ordered_keys(flats) -> list:
     return out
 
 
-def render_timeline(tl) -> str:
+def _observed_list(observed) -> str:
+    """The observed events of a trace divergence, each with its status (``LaneEvent.to_dict``)."""
+    rows = []
+    for it in observed:
+        attrs = [f'data-observed="{it["seq"]}"', f'data-status="{_e(it["status"])}"']
+        if it["step"] is not None and it["status"] == "matched":
+            attrs.append(f'data-at-step="{it["step"]}"')
+        tag = {"matched": f"produced by model step {it['step']}", "omitted": f"left out by rule {it['rule']}",
+               "divergence": "the first event the model cannot produce", "unmatched": "not reached"}[it["status"]]
+        if it["status"] == "divergence":
+            attrs.append("data-first-unmatched")
+            tag = f'<span class="vtag">{_e(tag)}</span>'
+        else:
+            tag = f'<span class="d">{_e(tag)}</span>'
+        rows.append(f'<li class="obs {_e(it["status"])}" {" ".join(attrs)}><span class="n">#{it["seq"]}</span> '
+                    f'<code>{_e(it["text"])}</code> {tag}</li>')
+    return "".join(rows)
+
+
+def render_timeline(tl, observed=None) -> str:
+    """The page of a timeline; ``observed`` (a trace divergence's lane, dicts of
+    ``properties.tracecounterexample.LaneEvent``) adds the lane of real Flink's events."""
     concerns = set(tl.concerns)
     vstep = tl.violation_step
     v = tl.violation
@@ -252,6 +280,7 @@ def render_timeline(tl) -> str:
         "state": _state_data(tl, {ln["name"]: ln["id"] for ln in tl.lanes}),
         "vstep": vstep, "concerns": sorted(concerns), "end": vstep is not None and vstep == len(tl.steps),
         "col": COL, "lane": LANE, "left": LEFT, "unit": "step", "zero": "at deployment, no step taken",
+        "observed": list(observed) if observed is not None else None,
     }
     h = tl.header
     filt = "".join(f'<label><input type="checkbox" class="lanef" value="{ln["id"]}" checked> {_e(ln["name"])}</label>'
@@ -287,7 +316,14 @@ def render_timeline(tl) -> str:
 <p class="legend"><span style="color:#2a6fdb">●</span> record delivered · <span style="color:#1b9e3e">●</span> source read ·
 <span style="color:#c77c02">▮</span> barrier · <span style="color:#888">▲</span> watermark · <span style="color:#d00">✕</span> failure ·
 <span style="color:#c77c02">■</span> coordinator action · <span style="color:#1b9e3e">★</span> checkpoint completed ·
-<span style="color:#d00">┆</span> the violation · arrows: producer → consumer, RPC sender → receiver</p></section>
+<span style="color:#d00">┆</span> the violation · arrows: producer → consumer, RPC sender → receiver
+{'· lane <i>observed (real Flink)</i>: <span style="color:#1b6e9e">◆</span> an event the model step produced, '
+ '<span style="color:#999">○</span> left out by a mapping rule, <span style="color:#d00">✕</span> the first event the '
+ 'model cannot produce' if observed is not None else ''}</p></section>
+{'<section class="observedbox"><h2>observed (real Flink): ' + str(len(observed)) + ' events</h2>'
+ '<p class="hint">the trace of the real run, in the order Flink logged it; click an event to go to the model step '
+ 'that produced it</p><ol id="observed">' + _observed_list(observed) + '</ol></section>'
+ if observed is not None else ''}
 <div class="cols">
 <section class="stepsbox"><h2>steps</h2><ol id="steps">{_step_list(tl, vstep)}</ol></section>
 <section class="statebox"><h2>state <span id="stn"></span></h2>
@@ -363,8 +399,9 @@ def render_html(cx) -> str:
     """The page of counterexample ``cx`` (validated and replayable: see ``flinkspec show``)."""
     from properties.scenario_kinds import kind_of  # lazy: the registry of scenario kinds imports the machines
 
-    if kind_of(cx.scenario) is not None:
-        return render_focused(cx)
+    kind = kind_of(cx.scenario)
+    if kind is not None:
+        return kind.html(cx) if kind.html is not None else render_focused(cx)
     try:
         tl = build_timeline(cx)
     except FlinkspecError as e:
@@ -426,6 +463,10 @@ table.diff{border-collapse:collapse;font-size:12px;margin-bottom:8px} table.diff
 table.diff tr.missing{background:#ffecec} table.diff tr.extra{background:#eaffea} table.diff td.sign{font-weight:bold}
 table.diff tr[data-violation] td{box-shadow:inset 0 0 0 1px #d00}
 svg text{font-family:system-ui,sans-serif}
+#observed{list-style:none;padding:0;margin:0;max-height:260px;overflow-y:auto;border:1px solid #eee;font-size:12px}
+#observed li{padding:2px 6px;border-bottom:1px solid #f3f3f3} #observed li[data-at-step]{cursor:pointer}
+#observed li .n{display:inline-block;min-width:2.6em;color:#888} #observed li.omitted,#observed li.unmatched{color:#888}
+#observed li[data-first-unmatched]{border-left:4px solid #d00;background:#fff1f0}
 #lanes .col.cur rect.bg{fill:#e3efff} #lanes .col[data-violation] rect.bg{fill:#ffe5e5}
 #lanes .col.cur[data-violation] rect.bg{fill:#ffc9c9} #lanes .col{cursor:pointer}
 """
@@ -481,13 +522,15 @@ JS = r"""
     }
     var endX = x;
     if (D.end) { xs.push(x + COL / 2); widths.push(COL); x += COL; }
-    var width = x + 30, height = top + (lanesShown.length + 1) * LANE;
+    var obsY = D.observed ? top + (lanesShown.length + 1) * LANE : null;  // real Flink's lane, last
+    var width = x + 30, height = top + (lanesShown.length + 1 + (D.observed ? 1 : 0)) * LANE;
     var svg = el("svg", {width: width, height: height, id: "lanesvg", role: "img", "aria-label": "swimlanes"});
     var defs = el("defs", {});
     var mk = el("marker", {id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "5", markerHeight: "5", orient: "auto"});
     mk.appendChild(el("path", {d: "M0,0 L10,5 L0,10 z", fill: "#555"}));
     defs.appendChild(mk); svg.appendChild(defs);
     var names = [["coordinator", coordY]].concat(lanesShown.map(function (l) { return [l.name, y[l.id]]; }));
+    if (D.observed) names.push(["observed (real Flink)", obsY]);
     names.forEach(function (nm) {
       svg.appendChild(el("line", {x1: LEFT, y1: nm[1], x2: width - 20, y2: nm[1], stroke: "#e2e2e2"}));
       svg.appendChild(el("text", {x: 6, y: nm[1] + 4, "font-size": 12}, nm[0]));
@@ -502,6 +545,7 @@ JS = r"""
       else if (j < n) g.appendChild(el("rect", {x: xs[j] - 1, y: top, width: 2, height: height - top - 10, fill: "#e8e8e8"}));
       if (j === n) g.appendChild(el("text", {x: xs[j] - 10, y: coordY + 4, "font-size": 11, fill: "#d00"}, "end"));
       if (D.vstep === j) g.appendChild(el("line", {x1: xs[j], y1: 14, x2: xs[j], y2: height - 4, stroke: "#d00", "stroke-dasharray": "4 3"}));
+      if (D.observed && widths[j] === COL) drawObserved(g, j, xs[j], obsY);
       (function (jj) { g.addEventListener("click", function () { go(jj); }); })(j);
       svg.appendChild(g);
     }
@@ -525,6 +569,23 @@ JS = r"""
     else if (shape === "square") g.appendChild(el("rect", {x: x - 5, y: yy - 5, width: 10, height: 10, fill: color}));
     else g.appendChild(el("circle", {cx: x, cy: yy, r: (shape === "record" || shape === "event") ? 4 : 5, fill: color}));
     if (s.c && s.c.length) g.appendChild(el("text", {x: x - 5, y: coordY + 18, fill: "#1b9e3e", "font-size": 14}, "\u2605"));
+  }
+  // real Flink's events of a trace divergence: at the column of the model step that produced
+  // them (left out by a rule: after the last step before them); the first one the model cannot
+  // produce at the end of the run
+  function drawObserved(g, j, x, yy) {
+    var here = D.observed.filter(function (o) {
+      return o.status === "divergence" ? j === n : (o.step === j && (o.status === "matched" || o.status === "omitted"));
+    });
+    if (!here.length) return;
+    var obs = el("g", {"class": "obsmark", "data-observed": here.map(function (o) { return o.seq; }).join(" ")});
+    obs.appendChild(el("title", {}, here.map(function (o) { return "#" + o.seq + " " + o.text + " (" + o.status + ")"; }).join("\n")));
+    var div = here.some(function (o) { return o.status === "divergence"; });
+    var matched = here.some(function (o) { return o.status === "matched"; });
+    if (div) { obs.setAttribute("data-first-unmatched", ""); obs.appendChild(el("text", {x: x - 6, y: yy + 6, fill: "#d00", "font-size": 18, "font-weight": "bold"}, "\u2715")); }
+    else if (matched) obs.appendChild(el("polygon", {points: x + "," + (yy - 6) + " " + (x + 6) + "," + yy + " " + x + "," + (yy + 6) + " " + (x - 6) + "," + yy, fill: "#1b6e9e"}));
+    else obs.appendChild(el("circle", {cx: x, cy: yy, r: 4, fill: "none", stroke: "#999"}));
+    g.appendChild(obs);
   }
   function markLaneCursor() {
     var cols = document.querySelectorAll("#lanes .col");
@@ -715,6 +776,13 @@ JS = r"""
   for (var q = 0; q < lf.length; q++) {
     lf[q].addEventListener("change", function (ev) { hidden[ev.target.value] = !ev.target.checked; go(cur); });
   }
+  var olist = document.getElementById("observed");
+  if (olist) olist.addEventListener("click", function (ev) {
+    var li = ev.target.closest ? ev.target.closest("li[data-observed]") : null;
+    if (!li) return;
+    if (li.hasAttribute("data-at-step")) go(+li.getAttribute("data-at-step"));
+    else if (li.hasAttribute("data-first-unmatched")) go(last);
+  });
   if (list) list.addEventListener("click", function (ev) {
     var b = ev.target.closest ? ev.target.closest("button.foldbtn") : null;
     if (b) { opened[b.getAttribute("data-fold")] = true; go(cur); return; }

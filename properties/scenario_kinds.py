@@ -9,6 +9,9 @@ by the :class:`ScenarioKind` registered under that name here:
 * ``focused`` -- one mechanism driven by a focused machine or checked once (valve, window
   assigner, barrier handler, CheckpointCoordinator, state assignment on rescaling); actions
   are operation texts ``name(key=value, ...)``; registered by ``properties.machines``.
+* ``trace`` -- a recorded run of real Flink that the model cannot produce (``flinkspec
+  validate``): the trace's header and events, and the model's run of the longest matched
+  prefix; registered by ``properties.tracecounterexample``.
 
 :func:`kind_named` imports the modules that register kinds on first use
 (:data:`KIND_MODULES`), so reading a file never depends on what the caller imported.
@@ -22,7 +25,7 @@ from typing import Any, Callable
 import attrs
 
 #: the modules that register scenario kinds (imported on the first lookup)
-KIND_MODULES = ("properties.machines",)
+KIND_MODULES = ("properties.machines", "properties.tracecounterexample")
 
 
 @attrs.frozen
@@ -40,6 +43,9 @@ class ScenarioKind:
     replay: Callable[[Any, tuple], Any]
     #: (counterexample, all_state) -> the text ``flinkspec show`` prints
     explain: Callable[[Any, bool], str]
+    #: counterexample -> the page ``flinkspec show --html`` writes (None: the focused page,
+    #: ``properties.html.render_focused``)
+    html: Callable[[Any], str] | None = None
 
 
 KINDS: dict[str, ScenarioKind] = {}

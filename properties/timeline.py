@@ -457,9 +457,12 @@ def _lanes_of(mark: dict) -> tuple:
     return () if mark.get("lane") is None else (mark["lane"],)
 
 
-def build_timeline(cx, *, alternatives: bool = True) -> Timeline:
+def build_timeline(cx, *, alternatives: bool = True, replay_with=None) -> Timeline:
     """Replay the whole-cluster counterexample ``cx`` (already checked by
-    ``properties.counterexample.check_replay``) and record every step and state."""
+    ``properties.counterexample.check_replay``) and record every step and state.
+    ``replay_with(observe)``, if given, runs the file's steps instead of
+    ``properties.engines.replay`` and returns ``(violation now, run)`` (a trace divergence's
+    run: ``properties.tracecounterexample``)."""
     steps: list = []
     states: list = []
     file_len = len(cx.actions)
@@ -487,7 +490,10 @@ def build_timeline(cx, *, alternatives: bool = True) -> Timeline:
         status, failures = s.pop("status_before"), s.pop("failures_before")
         s["changed_status"] = c.status != status or c.failures != failures
 
-    v_now, run = replay(cx.scenario, cx.actions, finish=True, observe=observe)
+    if replay_with is not None:
+        v_now, run = replay_with(observe)
+    else:
+        v_now, run = replay(cx.scenario, cx.actions, finish=True, observe=observe)
     states.append(snapshot(run))
     if steps:
         _close_previous(run)

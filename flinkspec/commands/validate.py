@@ -6,8 +6,12 @@ events are the trace's in order, with the model's unobservable steps in between 
 deliveries, barriers, records). Per file: consistent; divergent, with the longest matched
 prefix, the first event the model cannot produce there and what the model could do instead;
 or inconclusive, naming the bound hit. The mapping rules that leave an event out are counted
-per file (docs/conformance.md). Exit 0 when every trace is consistent, 1 when one is divergent
-or inconclusive, 2 on a malformed trace or bad arguments.
+per file (docs/conformance.md). Each divergence is also written as a counterexample file
+(the model's run of the matched prefix and the trace's events: `flinkspec replay` reproduces
+it, `flinkspec show` shows the observed events beside the model's steps) into
+`--out DIR/trace_divergence/`, beside the report (default: results/validate-<time>/).
+Exit 0 when every trace is consistent, 1 when one is divergent or inconclusive, 2 on a
+malformed trace or bad arguments.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ def register(sub) -> None:
     p.add_argument("--max-seconds", type=float, default=120.0, metavar="S",
                    help="seconds searched per trace before it is inconclusive (default 120)")
     p.add_argument("--json", action="store_true", help="one JSON object per trace, then a summary line")
-    p.add_argument("--no-write", action="store_true",
-                   help="write no report (by default: results/validate-<time>/report.json, every verdict with the "
-                        "model's actions to the deepest matched point)")
+    p.add_argument("--out", metavar="DIR",
+                   help="the folder of the report (report.json: every verdict with the model's actions to the "
+                        "deepest matched point) and of each divergence's counterexample file "
+                        "(trace_divergence/<hash>.ndjson); default: a new results/validate-<time>/")
+    p.add_argument("--no-write", action="store_true", help="write no report and no counterexample file")
     p.set_defaults(func=run)
 
 
@@ -49,16 +55,33 @@ def _files(args) -> list[Path]:
     return out
 
 
+def _out_dir(args) -> Path:
+    """The folder of the report and the divergence files: ``--out``, or a new run directory."""
+    if args.out is not None:
+        from properties.safe_io import check_output_dir  # lazy: only a run that writes needs it
+
+        return check_output_dir(args.out, what="output folder")
+    from properties.corpus import run_directory  # lazy, as above
+
+    return run_directory("validate", None)
+
+
 def run(args) -> int:
     if not 1 <= args.max_states <= 100_000_000:
         raise FlinkspecError(f"--max-states {args.max_states}: must be between 1 and 100000000")
     if not 0 < args.max_seconds <= 86_400:
         raise FlinkspecError(f"--max-seconds {args.max_seconds}: must be between 0 and 86400")
+    if args.out is not None and args.no_write:
+        raise FlinkspecError("--out and --no-write: give one of them (--no-write writes nothing)")
     from properties.flinktrace import load_trace  # lazy: the model runtime loads only here
-    from properties.tracevalidation import CONSISTENT, validate  # lazy, as above
+    from properties.safe_io import check_output_dir  # lazy, as above
+    from properties.tracevalidation import CONSISTENT, DIVERGENT, validate  # lazy, as above
 
+    if args.out is not None:
+        check_output_dir(args.out, what="output folder", create=False)  # before any search
     files = _files(args)
     traces = [load_trace(f) for f in files]  # every file checked before any search
+    out_dir = None
     t0 = time.perf_counter()
     counts: dict = {}
     per_fault: dict = {}
@@ -73,6 +96,11 @@ def run(args) -> int:
         per_fault.setdefault(fault, {}).setdefault(v.verdict, 0)
         per_fault[fault][v.verdict] += 1
         reports.append(dict(v.to_dict(), fault=fault))
+        if v.verdict == DIVERGENT and not args.no_write:
+            from properties.tracecounterexample import write_divergence  # lazy: only a divergence needs it
+
+            out_dir = out_dir or _out_dir(args)
+            reports[-1]["counterexample"] = str(write_divergence(out_dir, tr, v))
         if args.json:
             d = dict(reports[-1])
             d.pop("model_actions")
@@ -90,14 +118,15 @@ def run(args) -> int:
                     print("    the model could instead: " + "; ".join(v.model_could[:8]))
                 if v.bound:
                     print(f"    bound hit: {v.bound}")
+                if "counterexample" in reports[-1]:
+                    print(f"    counterexample: {reports[-1]['counterexample']} (flinkspec show / replay)")
         sys.stdout.flush()
     summary = {"traces": len(traces), "seconds": round(time.perf_counter() - t0, 1),
                **{k: counts.get(k, 0) for k in ("consistent", "divergent", "inconclusive")}, "per_fault": per_fault}
     if not args.no_write:
-        from properties.corpus import run_directory  # lazy, as above
         from properties.safe_io import write_atomic  # lazy, as above
 
-        out = run_directory("validate", None) / "report.json"
+        out = (out_dir or _out_dir(args)) / "report.json"
         write_atomic(out, json.dumps({"summary": summary, "traces": reports}, indent=1, sort_keys=True,
                                      default=list) + "\n", what="validation report")
         summary["report"] = str(out)
