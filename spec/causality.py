@@ -122,6 +122,8 @@ def _failure_cause(c, action, failed, unavailable, evs):
                 f"subtasks are {sorted(failed)} with lost partitions {sorted(unavailable)}")
     if any(x[0] == "task_manager_lost" or x[0] in CONTROL_PLANE_FAILURES for x in evs):
         return None
+    if not failed and not unavailable and any(x[0] == "checkpoint_failures_exceeded" for x in evs):
+        return None  # the CheckpointFailureManager's global failover (more failed checkpoints than tolerable)
     return "no task failed, no TaskManager was lost and the JobMaster noticed no failure in this step"
 
 
@@ -141,6 +143,9 @@ def _aborted(c, action, e, evs):
         if reason in TASK_DECLINE_REASONS or (reason == "FINALIZE_CHECKPOINT_FAILURE"
                                                and any(x[0] == "finalize_failed" for x in evs)):
             return None
+        if reason == "CHECKPOINT_ASYNC_EXCEPTION" and any(x[0] == "snapshot_failed" and x[2:4] == (subtask, cid)
+                                                         for x in evs):
+            return None  # the injected failure of that task's asynchronous snapshot phase
         return f"subtask {subtask} declined with {reason}, which is no reason a task declines with"
     if reason == "CHECKPOINT_EXPIRED":
         if type(action) is A.CheckpointTimeout and action.checkpoint_id == cid:
@@ -397,7 +402,10 @@ def restart_set_exact(run) -> Violation | None:
     if lf is None:
         return None
     failed, unavailable, restart = lf
-    want = flink_restart_set(c.eg, c.config.failover_strategy, failed, unavailable)
+    if not failed and not unavailable and any(e[0] == "checkpoint_failures_exceeded" for e in _step_events(c)):
+        want = frozenset(range(len(c.tasks)))  # a global failover (SchedulerBase.handleGlobalFailure)
+    else:
+        want = flink_restart_set(c.eg, c.config.failover_strategy, failed, unavailable)
     if restart == want:
         return None
     names = c.eg.subtasks
