@@ -347,9 +347,9 @@ class ControlPlane:
         for m in jm.try_deploy(self, ready):
             if m.allocation in idle:
                 c.events.append(("cp_idle_slot_reused", c.now, m.allocation))
-            for s, _attempt in m.subtasks:
+            for s, attempt in m.subtasks:
                 waiting = tuple(p for p in self.region_inputs[s] if tasks[p].status != "FINISHED")
-                c.events.append(("cp_submit", c.now, s, waiting))
+                c.events.append(("cp_submit", c.now, s, waiting, attempt))
 
     # -- settledness ---------------------------------------------------------------------------
     def _signature(self) -> tuple:

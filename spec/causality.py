@@ -23,9 +23,9 @@ Flink rule that causes it, checked against what the run recorded:
   stop to a stop-with-savepoint or restart; a task's decline to the declining subtask and a
   reason a task gives. An abort without a reason, or with another, has no cause;
 * a deployment reconciled as missing (``DefaultExecutionDeploymentReconciler``) to the
-  TaskExecutor's reports since its submission: a report showed it before (it was lost
-  there), or ``heartbeat_timeout`` + 1 reports in a row did not (a pending deployment is
-  tolerated that long);
+  TaskExecutor's reports since its submission: a report showed that execution (that attempt)
+  before (it was lost there), or ``heartbeat_timeout`` + 1 reports in a row did not (a pending
+  deployment is tolerated that long);
 * a TaskExecutor disconnected by heartbeat timeout to more than ``heartbeat_timeout``
   heartbeat intervals since the JobMaster began monitoring it (``registerTaskManager``, on its
   first offer) or a report of it last reached that JobMaster;
@@ -173,7 +173,8 @@ def _aborted(c, action, e, evs):
 
 def _missing_deployment(c, action, e, evs):
     """``cp_missing_deployment(te, subtasks)``: per subtask, the reports of ``te`` since its
-    last submission."""
+    last submission, and whether one showed the execution submitted (that attempt: a report of
+    an older attempt still running there shows another execution)."""
     te, missing = e[2], e[3]
     timeout = c.config.heartbeat_timeout
     events = c.events
@@ -184,11 +185,12 @@ def _missing_deployment(c, action, e, evs):
         i = end
         while i >= 0 and not (events[i][0] == "cp_submit" and events[i][2] == s):
             i -= 1
+        execution = (s, events[i][4]) if i >= 0 else None
         without = 0
         shown = False
         for x in events[i + 1:end]:
             if x[0] == "cp_deployment_report" and x[2] == te:
-                if any(ex[0] == s for ex in x[4]):
+                if execution in x[4] if execution is not None else any(ex[0] == s for ex in x[4]):
                     shown = True
                 else:
                     without += 1
@@ -262,7 +264,7 @@ def causal_history(run) -> tuple:
     * per subtask the JobMasters expect somewhere (only those can be declared missing; a new
       expectation comes with a new submission, which starts the count again): per TaskExecutor
       the reports without it since its submission, while at most ``heartbeat_timeout`` and no
-      report showed it (``"ok"`` after that: the rule no longer counts);
+      report showed the execution submitted (``"ok"`` after that: the rule no longer counts);
     * per free allocation of a JobMaster's pool (only those can be released as idle): the
       intervals since it became free, capped at ``slot_idle_timeout``. An allocation is named by
       its rank among the free ones of that pool, not by its ``AllocationID``: the state's
@@ -303,16 +305,16 @@ def causal_history(run) -> tuple:
             elif k == "cp_deployment_report":
                 if x[3] in tokens:
                     since[(x[2], x[3])] = ticks
-                for s, per_te in submitted.items():
+                for s, (execution, per_te) in submitted.items():
                     n = per_te.get(x[2], 0)
                     if n == "ok":
                         continue  # shown once, or past the tolerance: the rule no longer counts
-                    if any(ex[0] == s for ex in x[4]) or n >= hb:
+                    if execution in x[4] or n >= hb:
                         per_te[x[2]] = "ok"
                     else:
                         per_te[x[2]] = n + 1
             elif k == "cp_submit":
-                submitted[x[2]] = {}
+                submitted[x[2]] = ((x[2], x[4]), {})
             elif k == "cp_job_recovered":
                 if x[2] in tokens:
                     recovered[x[2]] = ticks
@@ -331,7 +333,7 @@ def causal_history(run) -> tuple:
             got = freed.get(alloc)
             free.append((j, rank, None if got is None else min(ticks - got, idle_timeout)))
     return (tuple(reports),
-            tuple((s, tuple(sorted(submitted[s].items()))) for s in sorted(expected) if s in submitted),
+            tuple((s, tuple(sorted(submitted[s][1].items()))) for s in sorted(expected) if s in submitted),
             tuple(free))
 
 

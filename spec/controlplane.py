@@ -304,7 +304,8 @@ def region_deployed_after_blocking_inputs(run) -> Violation | None:
     c = run.cluster
     if c.cp is None:
         return None
-    for _, _, s, waiting in _step_events(c, "cp_submit"):
+    for e in _step_events(c, "cp_submit"):
+        s, waiting = e[2], e[3]
         if waiting:
             return Violation(invariant="region_deployed_after_blocking_inputs", expected="producers FINISHED",
                              actual={"subtask": s, "unfinished_producers": list(waiting)},
