@@ -21,7 +21,8 @@ cancels a job) once it completed that many checkpoints, its checkpoints retained
 the next phase is submitted from the latest of them (its ``chk-N`` directory as
 ``execution.state-recovery.path``, ``execution.state-recovery.claim-mode`` ``claim_mode``),
 with the same parallelisms; every phase then shares one checkpoint directory, so the storage
-poller sees the restored checkpoint's files beside the new job's.
+poller sees the restored checkpoint's files beside the new job's, and the inline threshold is 0
+so that every SST file is a file whose reuse the poller sees.
 
 Each phase runs in its own MiniCluster (``minicluster.number-of-taskmanagers``, several slots
 each). A TaskManager is lost for real: once the phase completed ``after_checkpoints``
@@ -186,6 +187,9 @@ def _configuration(job: dict, phase_no: int, folder: str, restore):
     if tr.get("cancel_after_checkpoints"):
         cfg.set_string("execution.checkpointing.externalized-checkpoint-retention", "RETAIN_ON_CANCELLATION")
         cfg.set_string("execution.checkpointing.dir", "file://" + _checkpoint_dir(job, folder, phase_no))
+        # every SST file a file in storage (below the threshold Flink keeps it inline in the
+        # metadata, where the poller cannot tell its reuse by a later checkpoint)
+        cfg.set_string("execution.checkpointing.data-inline-threshold", "0 b")
     return cfg
 
 
