@@ -21,7 +21,8 @@ unobservable steps (deliveries, barriers, records, watermarks, notifications) in
   (:func:`data_free_reason`). Verdicts: ``consistent`` (a model run produces the whole trace),
   ``divergent`` (the search exhausted the model's runs: the longest matched prefix, the first
   event the model cannot produce there, and what it could do instead; or a shared file deleted
-  while a retained checkpoint references it, :func:`referenced_file_deleted`),
+  while a retained checkpoint references it, or a file of a snapshot restored in NO_CLAIM mode
+  deleted or reused, :func:`referenced_file_deleted`),
   ``inconclusive`` (a bound hit first, named).
 
 Checkpoint ids are compared through a bijection that keeps their order: a Flink id is bound to
@@ -149,6 +150,7 @@ _DESCRIBE = {
     "job_manager_lost": lambda k: "the JobManager lost",
     "job_submitted": lambda k: f"job resubmitted from snapshot {k[1]} (restored as a {k[2]})",
     "shared_file_deleted": lambda k: f"shared file {k[1]} deleted",
+    "checkpoint_files": lambda k: f"checkpoint {k[1]}'s shared files",
 }
 
 
@@ -285,7 +287,8 @@ def referenced_file_deleted(trace: Trace, retained: int) -> tuple[dict, str] | N
     * after a submission from a retained checkpoint (the header's ``phases[i].restore``) in
       CLAIM mode, the restored checkpoint is the new job's first retained checkpoint (subsumed
       like the others); in NO_CLAIM mode a file it references is the user's: the new job
-      never deletes it.
+      never deletes it, and none of its checkpoints references it (returned too: the
+      ``checkpoint_files`` event that does).
     After a savepoint restore the new job's checkpoints start the count afresh."""
     completed: list[int] = []
     refs: dict[int, set] = {}
@@ -309,6 +312,12 @@ def referenced_file_deleted(trace: Trace, retained: int) -> tuple[dict, str] | N
             completed.append(e["checkpoint"])
         elif kind == "checkpoint_files":
             refs[e["checkpoint"]] = set(e["shared"])
+            reused = sorted(set(e["shared"]) & set(users_files))
+            if reused:
+                return e, (f"checkpoint {e['checkpoint']} of the job submitted in NO_CLAIM mode references shared "
+                           f"file(s) {reused} of the restored checkpoint {users_files[reused[0]]}: the model's first "
+                           "checkpoint after a NO_CLAIM restore is full (forceFullSnapshot, "
+                           "CheckpointType.FULL_CHECKPOINT) and later ones build on it, never on the user's files")
         elif kind == "shared_file_deleted":
             if e["file"] in users_files:
                 return e, (f"shared file {e['file']} of checkpoint {users_files[e['file']]}, which the job was "
@@ -677,7 +686,7 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
         before = sum(1 for x in expected if x.seq < e["seq"])
         return Verdict(DIVERGENT, trace.path, before, len(expected), 0, time.perf_counter() - t0,
                        first_unmatched=next((x for x in expected if x.seq == e["seq"]),
-                                            Expected((e["event"], e.get("file")), e["seq"])),
+                                            Expected((e["event"], e.get("file", e.get("checkpoint"))), e["seq"])),
                        reason=why, omitted=tuple(omitted))
     total = len(expected)
     shape = _shape_error(trace, root, 0)
