@@ -859,8 +859,10 @@ class CheckpointCoordinator:
             )
         fm = self.failure_manager
         if fm is not None:
+            # a failed finalization is the coordinator's own (Flink reports it without an attempt)
+            task_level = subtask is not None and subtask >= 0 and reason != "FINALIZE_CHECKPOINT_FAILURE"
             decision = fm.handle_checkpoint_exception(
-                cp.checkpoint_id, reason, subtask if subtask is not None and subtask >= 0 else None,
+                cp.checkpoint_id, reason, subtask if task_level else None,
                 savepoint=cp.properties.is_savepoint, synchronous=cp.properties.is_synchronous)
             if decision is not None:
                 effects.append(decision)
@@ -934,6 +936,8 @@ class CheckpointCoordinator:
         for cp in list(self.pending.values()):
             self._abort(cp, "JOB_FAILOVER_REGION", None, effects, notify=False)
         self.last_completion_time = None
+        if self.failure_manager is not None:
+            self.failure_manager.reset()  # the new JobMaster's ExecutionGraph has a new one
         return effects
 
     # -- restore ------------------------------------------------------------------------

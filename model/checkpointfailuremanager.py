@@ -47,14 +47,24 @@ Left out: the statistics (``PendingCheckpointStats``, ``CheckpointStatsTracker``
 main-thread executor (the model applies the failover at the end of the step that exceeded the
 count, as that executor runs it after the current message); trigger failures with an unknown
 checkpoint id (``IO_EXCEPTION`` while initialising a location: the model has no checkpoint
-storage locations). ``tolerable=None`` is ``UNLIMITED_TOLERABLE_FAILURE_NUMBER`` (nothing is
-counted), which is also the model's default: see ``RuntimeConfig.tolerable_failed_checkpoints``.
+storage locations); with the control plane, a completion the HA store refuses after the
+coordinator completed it (``Cluster._persist_completed``) is not reported to the manager.
+``tolerable=None`` is ``UNLIMITED_TOLERABLE_FAILURE_NUMBER`` (nothing is counted), which is also
+the model's default: see ``RuntimeConfig.tolerable_failed_checkpoints``. A new JobMaster (a
+JobManager failover, a resubmitted job) has a new manager (Flink builds one per ExecutionGraph).
+
+Known-unsafe (a seam, its expected verdict ``checkpoint_failures_tolerated``): ``FLINK-20675``,
+Flink's mechanism from FLINK-12364 until FLINK-20675 (1.10 to 1.12.1): ``CHECKPOINT_ASYNC_EXCEPTION``
+was among the ignored reasons, so however many checkpoints in a row the tasks' asynchronous
+snapshots failed, the job never failed over, and a job whose state could not be written ran on
+without a checkpoint.
 """
 
 from __future__ import annotations
 
 import attrs
 
+from model import seams
 from model.errors import InvalidArgument
 
 #: ``CheckpointFailureReason``s that go against the counter (Flink 2.3.0's switch in
@@ -184,3 +194,17 @@ class CheckpointFailureManager:
     def _clear(self) -> None:
         self.counter = 0
         self.counted = frozenset()
+
+    def reset(self) -> None:
+        """A new JobMaster's manager: nothing counted, no checkpoint succeeded yet."""
+        self._clear()
+        self.last_succeeded = None
+
+
+@seams.override("FLINK-20675", CheckpointFailureManager, "_check_failure_counter",
+                "a failure of a task's asynchronous snapshot (CHECKPOINT_ASYNC_EXCEPTION) is not counted: "
+                "however many checkpoints fail so in a row, the job never fails over")
+def _check_failure_counter_flink_20675(self, checkpoint_id, reason) -> None:
+    if reason == "CHECKPOINT_ASYNC_EXCEPTION":
+        return
+    seams.original("FLINK-20675")(self, checkpoint_id, reason)

@@ -12,6 +12,7 @@ a record counted on both (or consumed past the barrier) is duplicated.
 from __future__ import annotations
 
 from model.actions import CheckpointTimeout, kind_of
+from model.checkpointfailuremanager import COUNTED_REASONS
 from spec.invariant import Violation, invariant
 
 
@@ -280,3 +281,92 @@ def checkpoints_keep_completing(run) -> Violation | None:
                      f"checkpoint had completed: with no further faults a triggered checkpoint must complete"),
         )
     return None
+
+
+# -- the CheckpointFailureManager ------------------------------------------------------------------
+
+#: events after which the job has a new JobMaster, and so a new CheckpointFailureManager
+_NEW_JOB_MASTER = ("job_manager_failover", "rescaled", "rescaled_from_checkpoint", "resubmitted_from_checkpoint")
+
+
+def failure_count(run) -> tuple:
+    """Flink's count of consecutive failed checkpoints, from the run's events alone:
+    ``(count, counted ids, newest completed id, breach)``. A checkpoint (not a savepoint)
+    aborted for a counted reason (``model.checkpointfailuremanager.COUNTED_REASONS``) counts once,
+    if it is newer than the newest completed checkpoint; a newer completion, a failover of the
+    manager's and a new JobMaster clear the count. ``breach`` is the first disagreement with
+    the threshold: ``("missed", cid, count)`` (the count passed it and the job was not failed
+    over in that step) or ``("early", cid, count)`` (failed over with the count within it)."""
+    tolerable = run.cluster.config.tolerable_failed_checkpoints
+    events = run.cluster.events
+    savepoints = {e[2] for e in events if e[0] == "triggered" and e[3]}
+    count, counted, newest, due = 0, frozenset(), None, None
+    for e in events:
+        kind = e[0]
+        if due is not None and e[1] != due[0]:
+            return count, counted, newest, ("missed", due[1], due[2])  # the step ended without the failover
+        if kind in _NEW_JOB_MASTER:
+            count, counted, newest = 0, frozenset(), None
+        elif kind == "completed":
+            if newest is None or e[2] > newest:
+                count, counted, newest = 0, frozenset(), e[2]
+        elif kind == "aborted":
+            cid, reason = e[2], e[3]
+            if cid in savepoints or reason not in COUNTED_REASONS or cid in counted \
+                    or (newest is not None and cid <= newest):
+                continue
+            count, counted = count + 1, counted | {cid}
+            if count > tolerable:
+                due = (e[1], cid, count)
+        elif kind == "checkpoint_failures_exceeded" and e[2] not in savepoints:
+            if due is None:
+                return count, counted, newest, ("early", e[2], count)
+            count, counted, due = 0, frozenset(), None
+    if due is not None and due[0] != run.cluster.now:
+        return count, counted, newest, ("missed", due[1], due[2])
+    return count, counted, newest, None
+
+
+def _failure_history(run):
+    cfg = run.cluster.config
+    if cfg.tolerable_failed_checkpoints is None or run.cluster.cp is not None:
+        return None
+    return failure_count(run)
+
+
+@invariant(
+    "checkpoint_failures_tolerated",
+    kind="always",
+    scope="trace",
+    concept="CheckpointFailureManager (execution.checkpointing.tolerable-failed-checkpoints)",
+    statement="With a threshold N of tolerable failed checkpoints, the job is failed over for its checkpoints' "
+    "failures exactly when more than N checkpoints in a row, each newer than the newest completed one, failed "
+    "for a reason Flink counts (an expiry, a task's failed asynchronous snapshot, a declined or unfinalizable "
+    "checkpoint), in the step of the failure that passed N; never earlier.",
+    history=_failure_history,
+)
+def checkpoint_failures_tolerated(run) -> Violation | None:
+    """Not judged without a threshold (the model's default: unlimited) nor with the control plane
+    (a completion the HA store refuses is not reported to the manager, see
+    ``model.checkpointfailuremanager``). A stop-with-savepoint's decline, which always fails the
+    job, and a savepoint's failures are not counted."""
+    summary = _failure_history(run)
+    if summary is None or summary[3] is None:
+        return None
+    what, cid, count = summary[3]
+    n = run.cluster.config.tolerable_failed_checkpoints
+    if what == "missed":
+        return Violation(
+            invariant="checkpoint_failures_tolerated",
+            expected={"failover": "global", "after_checkpoint": cid, "consecutive_failures": count},
+            actual={"failover": None},
+            message=(f"checkpoint {cid} was the {count}th failed checkpoint in a row, more than the {n} tolerated "
+                     f"(execution.checkpointing.tolerable-failed-checkpoints), and the job was not failed over"),
+        )
+    return Violation(
+        invariant="checkpoint_failures_tolerated",
+        expected={"failover": None, "consecutive_failures": f"> {n}"},
+        actual={"failover": "global", "after_checkpoint": cid, "consecutive_failures": count},
+        message=(f"the job was failed over for its checkpoints' failures after checkpoint {cid}, with {count} "
+                 f"failed in a row, within the {n} tolerated"),
+    )

@@ -14,6 +14,7 @@ from model.cluster import ActionNotEnabled, JobInput, RuntimeConfig, drain
 from model.stateassignment import StateAssignmentError
 from model.streamgraph import StreamGraphBuilder
 from scenario_util import chan, deliver_until_empty, enabled, fresh, kinds, oracle_diffs, records, sub
+from spec.checkpoint import checkpoint_failures_tolerated
 from spec.recovery import inflight_on_key_group_owner, inflight_preserved_on_rescale
 
 
@@ -790,3 +791,34 @@ def test_rescale_from_checkpoint_refuses_inflight_data_on_a_rescaled_pointwise_e
     opt = [o for o in c.rescale_choices()[1:] if dict(o)["m"] == 1][0]
     why = c.why_not_enabled(A.RescaleFromCheckpoint(opt))
     assert why is not None and "Cannot rescale the given pointwise partitioner" in why
+
+
+def test_variant_flink_20675_a_failed_asynchronous_snapshot_is_not_counted():
+    """FLINK-20675 (the CheckpointFailureManager ignores CHECKPOINT_ASYNC_EXCEPTION)::
+
+        [src → out (two-phase commit)] (p=1), heap state backend, tolerable-failed-checkpoints 0
+
+    1. checkpoint 1: the source's synchronous phase. 2. its asynchronous phase fails: it
+    declines checkpoint 1. Safe: one failed checkpoint is more than the 0 tolerated, the job
+    fails over globally. FLINK-20675: the decline is not counted, the job runs on, and
+    ``checkpoint_failures_tolerated`` names the missed failover."""
+    b = StreamGraphBuilder("cfm")
+    b.source("src", parallelism=1)
+    b.sink("out", "src", sink_kind="two_phase_commit", parallelism=1)
+    g = b.build()
+    inp = JobInput({"src": (((0, 1, 0),),)})
+    base = dict(state_backend="hashmap", tolerable_failed_checkpoints=0, max_failures=1)
+
+    def script(c):
+        c.step(A.TriggerCheckpoint())
+        c.step(A.FailAsyncSnapshot(sub(c.eg, "src", 0), 1))
+
+    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base), RuntimeConfig(**base, bugs=("FLINK-20675",)), script)
+    for c, failed_over in ((safe, True), (unsafe, False)):
+        kinds_of = [e[0] for e in c.events]
+        assert ("aborted", 1, 1, "CHECKPOINT_ASYNC_EXCEPTION", 0) in c.events
+        assert ("checkpoint_failures_exceeded" in kinds_of) is failed_over
+        assert ("failover" in kinds_of) is failed_over
+        verdict = checkpoint_failures_tolerated(type("R", (), {"cluster": c})())
+        assert (verdict is None) is failed_over, verdict
+    assert "not failed over" in checkpoint_failures_tolerated(type("R", (), {"cluster": unsafe})()).message
