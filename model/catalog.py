@@ -23,7 +23,7 @@ Entry format (:class:`Entry`):
   ``("counterexample",)``);
 * ``flink_key`` — the FLINK issue the entry is about, or None;
 * ``seam`` — what the entry switches: the overridden ``Class.method`` of a re-introduced
-  bug, the unsafe knob (``RuntimeConfig.skip_consumer_regions=True``), the knobs a focused
+  bug or unsafe change, the unsafe knob (``RuntimeConfig.checkpointing_mode='at_least_once'``), the knobs a focused
   suite passes to its machine; None when there is nothing to name. May be registered as a
   zero-argument callable, resolved when read (a seam may be registered after the entry);
 * ``description``; ``runner`` (the command that runs it) and ``command`` (a command line

@@ -115,6 +115,39 @@ DEAD_LETTERS = ("on_delivery", "at_once")
 SCHEDULINGS = ("region", "eager")
 
 
+#: ``RuntimeConfig`` fields that were unsafe switches and are seams now: field -> (the unsafe
+#: value it had, the seam that value stands for). A configuration that still names one (a
+#: counterexample file written before) is refused with the seam to switch on instead;
+#: :func:`migrate_config` rewrites it (``tools/migrate_knobs.py``).
+RETIRED_KNOBS = {
+    "skip_consumer_regions": (True, "skip-consumer-regions"),
+    "backtrack_every_blocking_input": (True, "backtrack-every-blocking-input"),
+}
+
+
+def migrate_config(cfg: dict) -> dict:
+    """``cfg`` (a ``RuntimeConfig`` as a dict) with every retired knob removed: at its unsafe
+    value it becomes its seam in ``bugs``; at its safe value it is dropped."""
+    out = {k: v for k, v in cfg.items() if k not in RETIRED_KNOBS}
+    seams_on = [RETIRED_KNOBS[k][1] for k, v in cfg.items() if k in RETIRED_KNOBS and v == RETIRED_KNOBS[k][0]]
+    if seams_on:
+        out["bugs"] = list(cfg.get("bugs") or ()) + [n for n in seams_on if n not in (cfg.get("bugs") or ())]
+    return out
+
+
+def retired_knob_problem(cfg) -> str | None:
+    """Why the configuration dict ``cfg`` cannot be read as it is (it names a retired knob), or None."""
+    if not isinstance(cfg, dict):
+        return None
+    for k, v in cfg.items():
+        if k in RETIRED_KNOBS:
+            unsafe, seam = RETIRED_KNOBS[k]
+            what = f"switch on the seam {seam!r} (bugs)" if v == unsafe else "drop it"
+            return (f"{k} was an unsafe switch and is the seam {seam!r} now: {what}; "
+                    f"`python tools/migrate_knobs.py FILE...` rewrites such files")
+    return None
+
+
 def known_bugs() -> tuple[str, ...]:
     """Historical bug mechanisms the model can re-introduce (``RuntimeConfig.bugs``): the
     registered seams (``model.seams``)."""
@@ -172,13 +205,10 @@ class RuntimeConfig:
     #: whether TriggerCheckpoint(savepoint=True) (a savepoint while running) is offered.
     trigger_savepoints: bool = False
     # -- known-unsafe variants (see model.variants) --
-    #: historical bug mechanisms to re-introduce, by FLINK key: each switches on the seam that
-    #: overrides one definition (``model.seams``).
+    #: the seams a run switches on, by name (``model.seams``): each overrides one definition of
+    #: the model -- a re-introduced Flink bug (its FLINK key), a known-unsafe change, or a
+    #: user's design (``flinkspec.design``).
     bugs: tuple = ()
-    skip_consumer_regions: bool = False
-    #: known unsafe: a region failover also restarts the producers of the blocking partitions a
-    #: restarted region consumes that are still available (Flink backtracks to lost ones only)
-    backtrack_every_blocking_input: bool = False
     restore_pending_checkpoints: bool = False
     keygroup_assignment: str = "range"
     notify_savepoint_complete: bool = False
@@ -1319,7 +1349,7 @@ class Cluster:
                 # the restored producer's partition is complete again up to its snapshot
                 self.channels[c].extend(psnap.partition.get(c, ()))
             if cons not in restart:
-                continue  # (only with the unsafe skip_consumer_regions: it reads on at read_pos)
+                continue  # (only with the unsafe seam skip-consumer-regions: it reads on at read_pos)
             csnap = states.get(cons)
             received = csnap.received.get(c, 0) if csnap is not None else 0
             self.received[c] = received
@@ -1602,15 +1632,12 @@ def _failover_strategy(eg, config: RuntimeConfig):
     """The configured FailoverStrategy of ``eg`` (cached: it is static -- a copy of a state
     shares it -- and computing the pipelined regions on every redeployment of a rescaled
     job would be repeated work, and leave a graph with reference cycles behind)."""
-    key = (eg, config.failover_strategy, config.skip_consumer_regions, config.backtrack_every_blocking_input,
-           config.bugs)  # (a seam may change what is built)
+    key = (eg, config.failover_strategy, config.bugs)  # (a seam may change what is built)
     strategy = _STRATEGIES.get(key)
     if strategy is None:
         if len(_STRATEGIES) > 64:
             _STRATEGIES.clear()
-        strategy = _STRATEGIES[key] = failover_strategy(
-            eg, config.failover_strategy, skip_consumer_regions=config.skip_consumer_regions,
-            backtrack_every_blocking_input=config.backtrack_every_blocking_input)
+        strategy = _STRATEGIES[key] = failover_strategy(eg, config.failover_strategy)
     return strategy
 
 

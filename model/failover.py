@@ -11,12 +11,14 @@ regions as ``SchedulingPipelinedRegionComputeUtil`` builds them:
 connected components over must-be-pipelined channels, then strongly connected components
 of the region graph over blocking channels merged into one region (FLINK-17330).
 
-Known-unsafe variants: ``skip_consumer_regions=True``, the pre-FLINK-13222 reasoning that
-consumers of a deterministic producer need no restart (with a rebalance edge, a
-non-deterministic partitioner, it loses or duplicates data); ``backtrack_every_blocking_input=True``,
-which also restarts the producers of blocking partitions that are still available (more than
-Flink restarts: the job recovers, only the restart set's exactness tells); the seam FLINK-12068
-(``producer_to_backtrack`` answers no): the producers of lost blocking partitions are not restarted, so a restarted
+Known-unsafe variants, each a seam (``model.seams``) beside the definition it overrides:
+``skip-consumer-regions`` (``consumer_regions`` answers none), the pre-FLINK-13222 reasoning
+that consumers of a deterministic producer need no restart (with a rebalance edge, a
+non-deterministic partitioner, it loses or duplicates data); ``backtrack-every-blocking-input``
+(``producer_to_backtrack`` answers yes for every blocking input), which also restarts the
+producers of blocking partitions that are still available (more than Flink restarts: the job
+recovers, only the restart set's exactness tells); FLINK-12068 (``producer_to_backtrack``
+answers no): the producers of lost blocking partitions are not restarted, so a restarted
 consumer waits for data nobody produces.
 
 Leaves out: ``PartitionException`` parsing (a lost TaskManager marks every blocking
@@ -83,10 +85,8 @@ class RestartPipelinedRegionFailoverStrategy:
 
     name = "region"
 
-    def __init__(self, eg, *, skip_consumer_regions: bool = False, backtrack_every_blocking_input: bool = False):
+    def __init__(self, eg):
         self.eg = eg
-        self.skip_consumer_regions = skip_consumer_regions
-        self.backtrack_every_blocking_input = backtrack_every_blocking_input
         self.regions = pipelined_regions(eg)
         self.region_of = {}
         for i, r in enumerate(self.regions):
@@ -113,15 +113,31 @@ class RestartPipelinedRegionFailoverStrategy:
             for ch in self.inputs_of[r]:
                 if self.producer_to_backtrack(ch, unavailable_channels):
                     todo.append(self.region_of[ch.producer])
-            if not self.skip_consumer_regions:
-                todo.extend(self.consumed_by[r])
+            todo.extend(self.consumer_regions(r))
         return frozenset().union(*(self.regions[r] for r in involved)) if involved else frozenset()
+
+    def consumer_regions(self, r: int):
+        """The regions consuming a result partition of region ``r``: each restarts with it
+        (``getConsumerRegions`` of the regions to visit)."""
+        return self.consumed_by[r]
 
     def producer_to_backtrack(self, ch, unavailable_channels) -> bool:
         """Whether the region producing input channel ``ch`` of a restarting region must restart
-        too: its blocking partition is lost, so a restarted consumer could not read it (with the
-        known-unsafe ``backtrack_every_blocking_input``: any blocking input, lost or not)."""
-        return ch.id in unavailable_channels or (self.backtrack_every_blocking_input and channel_is_blocking(self.eg, ch))
+        too: its blocking partition is lost, so a restarted consumer could not read it."""
+        return ch.id in unavailable_channels
+
+
+@seams.override("skip-consumer-regions", RestartPipelinedRegionFailoverStrategy, "consumer_regions",
+                "region failover does not restart the regions consuming a restarted region's output (the "
+                "reasoning that a deterministic producer replays the same records: wrong behind a rebalance)")
+def _consumer_regions_skipped(self, r: int):
+    return ()
+
+
+@seams.override("backtrack-every-blocking-input", RestartPipelinedRegionFailoverStrategy, "producer_to_backtrack",
+                "region failover also restarts the producers of blocking partitions that are still available")
+def _producer_to_backtrack_always(self, ch, unavailable_channels) -> bool:
+    return ch.id in unavailable_channels or channel_is_blocking(self.eg, ch)
 
 
 @seams.override("FLINK-12068", RestartPipelinedRegionFailoverStrategy, "producer_to_backtrack",
@@ -130,11 +146,10 @@ def _producer_to_backtrack_flink_12068(self, ch, unavailable_channels) -> bool:
     return False
 
 
-def failover_strategy(eg, name: str, *, skip_consumer_regions: bool = False, backtrack_every_blocking_input: bool = False):
+def failover_strategy(eg, name: str):
     """The FailoverStrategy ``name`` ("full" or "region")."""
     if name == "full":
         return RestartAllFailoverStrategy(eg)
     if name == "region":
-        return RestartPipelinedRegionFailoverStrategy(eg, skip_consumer_regions=skip_consumer_regions,
-                   backtrack_every_blocking_input=backtrack_every_blocking_input)
+        return RestartPipelinedRegionFailoverStrategy(eg)
     raise FlinkspecError(f"failover_strategy must be 'full' or 'region', not {name!r}")

@@ -13,7 +13,7 @@ Expected verdicts are invariant *names* (strings): ``model`` never imports ``spe
 
 Every variant is also an entry of ``model.catalog`` (family ``Variant.catalog_family``), with
 its *seam*: the definition a re-introduced bug overrides (``model.seams``), or the unsafe
-knobs it switches (``switches``), e.g. ``RuntimeConfig.skip_consumer_regions=True``.
+knobs it switches (``switches``), e.g. ``RuntimeConfig.checkpointing_mode='at_least_once'``.
 """
 
 from __future__ import annotations
@@ -473,13 +473,11 @@ _add(Variant(name="append-sink-under-failures", description="a plain append sink
 _add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
              "consumer regions, behind a rebalance edge", family="blocking",
              expected=("restart_set_sufficient", "exactly_once", "committed_output_within_reference"),
-             switches=("skip_consumer_regions",),
-             config=RuntimeConfig(skip_consumer_regions=True, **_F)))
+             config=RuntimeConfig(bugs=("skip-consumer-regions",), **_F)))
 _add(Variant(name="region-failover-backtracks-available-partitions", description="region failover that also "
              "restarts the producers of blocking partitions that are still available: the job recovers with more "
              "restarts than Flink's restart set", family="blocking", expected=("restart_set_exact",),
-             switches=("backtrack_every_blocking_input",),
-             config=RuntimeConfig(backtrack_every_blocking_input=True, **_F)))
+             config=RuntimeConfig(bugs=("backtrack-every-blocking-input",), **_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference",
                                                 "window_results_exactly_once"),

@@ -30,6 +30,7 @@ from pathlib import Path
 import attrs
 
 from model import MODEL_VERSION
+from model.cluster import retired_knob_problem
 from model.errors import FlinkspecError
 from model.inputfiles import InputError, check_schema, decode_utf8, parse_json, read_input, short, short_text
 from model.streamgraph import stream_graph_to_dict
@@ -195,6 +196,10 @@ def _load(p: str, known_variant: bool) -> Counterexample:
     if other is not None:
         scenario, actions, violation = other.load_lines(p, header, objs, known_variant)
         return Counterexample(path=p, header=header, scenario=scenario, actions=actions, violation=violation)
+    scenario_dict = header.get("scenario")
+    retired = retired_knob_problem(scenario_dict.get("config") if isinstance(scenario_dict, dict) else None)
+    if retired:  # (before the schema, which would call the knob only unknown)
+        raise InputError(p, "1: scenario.config", retired)
     check_schema(header, validation.schema("header"), p, "1")
     validation.check_header_names(header, p)
     if known_variant:

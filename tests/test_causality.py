@@ -30,7 +30,7 @@ CASES = [
     pytest.param("idle-source-keeps-emitting", "source_output_active_and_on_time",
                  {"idle_source_keeps_emitting": False}, id="idle-source"),
     pytest.param("region-failover-backtracks-available-partitions", "restart_set_exact",
-                 {"backtrack_every_blocking_input": False}, id="restart-set"),
+                 {"bugs": ()}, id="restart-set"),
     # the control plane's walks are long: 150 of them take ~15 s
     pytest.param("FLINK-18533", "disturbance_has_cause", {"bugs": ()}, id="FLINK-18533", marks=pytest.mark.slow),
 ]

@@ -10,6 +10,7 @@ from types import SimpleNamespace as NS
 
 import networkx as nx
 
+from model import seams
 from model.failover import (RestartAllFailoverStrategy, RestartPipelinedRegionFailoverStrategy, failover_strategy,
                             pipelined_regions)
 from model.jobgraph import BLOCKING
@@ -106,9 +107,13 @@ def test_lost_blocking_partitions_restart_their_producers():
     assert strategy.tasks_to_restart([]) == frozenset()
 
 
-def test_consumer_regions_restart_unless_the_unsafe_knob_skips_them():
-    assert RestartPipelinedRegionFailoverStrategy(DIAMOND).tasks_to_restart([0]) == frozenset({0, 2, 4, 5, 6})
-    skipping = failover_strategy(DIAMOND, "region", skip_consumer_regions=True)
-    assert skipping.tasks_to_restart([0]) == frozenset({0, 2})
+def test_consumer_regions_restart_unless_the_unsafe_seam_skips_them():
+    strategy = RestartPipelinedRegionFailoverStrategy(DIAMOND)
+    assert strategy.tasks_to_restart([0]) == frozenset({0, 2, 4, 5, 6})
+    with seams.active(("skip-consumer-regions",)):
+        assert strategy.tasks_to_restart([0]) == frozenset({0, 2})
+    with seams.active(("backtrack-every-blocking-input",)):  # still-available blocking inputs' producers too
+        assert strategy.tasks_to_restart([4]) > frozenset({4, 5, 6})
+    assert strategy.tasks_to_restart([4]) == frozenset({4, 5, 6})
     assert failover_strategy(DIAMOND, "full").tasks_to_restart([0]) == frozenset(range(9))
     assert isinstance(failover_strategy(DIAMOND, "full"), RestartAllFailoverStrategy)

@@ -629,7 +629,7 @@ def test_variant_skip_consumer_regions_with_rebalance_behind_a_blocking_exchange
 
     cfg = dict(max_failures=1, task_managers=2, failover_strategy="region")
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**cfg),
-                                  RuntimeConfig(skip_consumer_regions=True, **cfg), script)
+                                  RuntimeConfig(bugs=("skip-consumer-regions",), **cfg), script)
     eg = safe.eg
     assert set(safe.restored_from[-1][2]) == set(range(len(eg.subtasks)))
     assert set(unsafe.restored_from[-1][2]) == {sub(eg, "src", 0), sub(eg, "m", 0)}

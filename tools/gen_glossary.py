@@ -43,7 +43,8 @@ def block() -> str:
         inv = REGISTRY[name]
         lines.append(f"| `{name}` | {inv.kind} | {inv.subject} | {_cell(inv.concept)} | {_cell(inv.statement)} |")
     entries = load_catalog()
-    keys = sorted({e.flink_key for e in entries if e.flink_key} | set(seams.known_bugs()),
+    keys = sorted({e.flink_key for e in entries if e.flink_key}
+                  | {s.flink_key for s in seams.SEAMS.values() if s.flink_key},
                   key=lambda k: int(k.split("-")[1]))
     lines += ["", "### Historical Flink bugs (FLINK keys)", "",
               "A key with a seam is re-introduced in the model by `RuntimeConfig.bugs` (`model/seams.py`: the "
@@ -53,6 +54,17 @@ def block() -> str:
         s = seams.SEAMS.get(k)
         names = ", ".join(f"`{e.name}`" for e in entries if e.flink_key == k) or "—"
         lines.append(f"| {k} | {f'`{s.definition}`' if s else '—'} | {_cell(s.description) if s else '—'} | {names} |")
+    from model.variants import VARIANTS  # (after the catalog loaded every variant)
+
+    lines += ["", "### Known-unsafe changes (seams without a FLINK key)", "",
+              "Each overrides one definition of the model (`model/seams.py`), switched on by `RuntimeConfig.bugs`; "
+              "the configurations name the suites that must catch it.", "",
+              "| seam | overridden definition | what it does | configurations |", "|---|---|---|---|"]
+    for name, s in sorted(seams.SEAMS.items()):
+        if s.flink_key or s.origin:
+            continue
+        names = ", ".join(f"`{v}`" for v, var in VARIANTS.items() if name in var.config.bugs) or "—"
+        lines.append(f"| `{name}` | `{s.definition}` | {_cell(s.description)} | {names} |")
     lines += ["", END]
     return "\n".join(lines)
 

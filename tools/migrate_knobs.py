@@ -1,0 +1,52 @@
+"""Rewrite counterexample files whose configuration names a retired unsafe knob.
+
+Unsafe switches of ``RuntimeConfig`` became seams (``model.seams``): a knob at its unsafe
+value is now its seam in ``bugs``, at its safe value it is dropped
+(``model.cluster.RETIRED_KNOBS``, ``migrate_config``). This rewrites each file's header in
+place (atomically), keeping every other byte; the file's name (a hash of the run, not of the
+header) and its replay stay the same. Files that need nothing are left alone.
+
+    python tools/migrate_knobs.py counterexamples/        # every .ndjson below, recursively
+    python tools/migrate_knobs.py FILE.ndjson ...
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from model.cluster import RETIRED_KNOBS, migrate_config  # noqa: E402  (the repository root is on the path now)
+from properties.safe_io import write_atomic  # noqa: E402
+
+
+def migrate_file(path: Path) -> bool:
+    """Rewrite ``path`` if its header's configuration names a retired knob; True if it did."""
+    text = path.read_text(encoding="utf-8")
+    first, sep, rest = text.partition("\n")
+    header = json.loads(first)
+    cfg = (header.get("scenario") or {}).get("config")
+    if not isinstance(cfg, dict) or not any(k in RETIRED_KNOBS for k in cfg):
+        return False
+    header["scenario"]["config"] = migrate_config(cfg)
+    write_atomic(path, json.dumps(header, sort_keys=True, separators=(",", ":")) + sep + rest, what="counterexample")
+    return True
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__.strip().split("\n\n")[-1], file=sys.stderr)
+        return 2
+    files: list[Path] = []
+    for a in argv:
+        p = Path(a)
+        files.extend(sorted(p.rglob("*.ndjson")) if p.is_dir() else [p])
+    changed = sum(migrate_file(f) for f in files)
+    print(f"{changed} of {len(files)} file(s) rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
