@@ -39,7 +39,13 @@ Compared, per run (each difference is one line of :attr:`RunResult.differences`)
   source subtask holds, with their offsets (Flink: the records each subtask reads;
   model: ``RoundRobinOperatorStateRepartitioner`` as ``model.stateassignment`` does it) -- the
   source reader's split state is Flink's operator list state (SPLIT_DISTRIBUTE);
-* the final keyed state (value and subtask) of each key of a rolling aggregate.
+* the final keyed state (value and subtask) of each key of a rolling aggregate;
+* after the injected failure, which checkpoint the restart restored: Flink's (its
+  ``CheckpointCoordinator`` logs each completed checkpoint and the checkpoint a restart restores,
+  read from the driver JVM's log by :func:`flink_restores`) must be the latest completed before
+  the restore, and its place among the checkpoints completed in that phase the same as the
+  model's ``restored_from`` (ids are not compared: Flink's counter also counts checkpoints
+  declined before every task ran, which the model's run never triggers).
 
 Keys: PyFlink's ``keyBy`` keys by ``Row(key)`` (``KeyByKeySelector``), whose ``hashCode()`` is
 ``62 + key.hashCode()`` (``RowUtils.deepHashCodeRow``: RowKind INSERT, one field). The model
@@ -56,6 +62,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -299,7 +306,9 @@ class ModelSide:
     state each new subtask restored (a window's: key -> subtask); ``restored_splits``: after the
     rescale, per new source subtask the splits it holds as ``(split, offset)`` in reading order;
     ``final_keyed``: a rolling aggregate's key -> (subtask, value) at the end; ``failed``: the
-    failure happened; ``restored_from``: the checkpoint the failure restored (None: none)."""
+    failure happened; ``restored_from``: the checkpoint the failure restored (None: none);
+    ``restored_ordinal``: its place among the checkpoints completed in the failing phase
+    (1: the phase's first; 0: none of them -- the savepoint the phase started from, or nothing)."""
 
     reference: tuple
     output: tuple
@@ -308,6 +317,7 @@ class ModelSide:
     final_keyed: dict | None
     failed: bool
     restored_from: int | None
+    restored_ordinal: int = 0
 
 
 def _settle(c: Cluster) -> None:
@@ -397,6 +407,7 @@ def model_side(job: ConformJob, split_order: tuple | None = None) -> ModelSide:
     model_split = {order[i]: i for i in range(len(order))}  # Flink split -> model split id
     fail_at = None if job.fail is None else (model_split[job.fail[0]], job.fail[1])
     restored_keyed = restored_splits = None
+    phase_start = 0  # the failing phase's first entry of c.completed_ids
     if job.rescale is not None:
         for t in [t.id for t in c.source_tasks]:
             _emit(c, t, job.cap, None)
@@ -409,7 +420,9 @@ def model_side(job: ConformJob, split_order: tuple | None = None) -> ModelSide:
         state = _keyed_state(c, job.keyed.name)
         restored_keyed = {back[k]: v for k, v in state.items()}
         restored_splits = tuple(tuple((order[sid], off) for sid, off in sub) for sub in _source_splits(c))
+        phase_start = len(c.completed_ids)
     failed = False
+    restored_ordinal = 0
     restored_from = None
     if fail_at is not None:
         while not failed:
@@ -424,6 +437,8 @@ def model_side(job: ConformJob, split_order: tuple | None = None) -> ModelSide:
             _settle(c)
         if failed:
             restored_from = c.restored_from[-1][1]
+            if restored_from in c.completed_ids[phase_start:]:
+                restored_ordinal = c.completed_ids[phase_start:].index(restored_from) + 1
     drain(c)
     final = None
     if job.keyed.kind == "keyed_aggregate":
@@ -431,7 +446,8 @@ def model_side(job: ConformJob, split_order: tuple | None = None) -> ModelSide:
     output = sink_output_by_operator(c)[SINK]
     relabel = lambda recs: tuple((back[k], v, ts) for (k, v, ts) in recs)  # noqa: E731
     return ModelSide(reference=relabel(reference), output=relabel(output), restored_keyed=restored_keyed,
-                     restored_splits=restored_splits, final_keyed=final, failed=failed, restored_from=restored_from)
+                     restored_splits=restored_splits, final_keyed=final, failed=failed, restored_from=restored_from,
+                     restored_ordinal=restored_ordinal)
 
 
 # -- comparing -----------------------------------------------------------------------------------
@@ -519,6 +535,8 @@ def compare(job: ConformJob, model: ModelSide, flink: dict) -> list[str]:
                              f"held by subtask {sub} of {pars[phase][keyed]} in Flink, by subtask {want} in the model")
     if job.rescale is not None:
         diffs += _compare_restore(job, model, obs)
+    if job.fail is not None and flink.get("failed") and model.failed:
+        diffs += _compare_restored_checkpoint(job, model, flink)
     if model.final_keyed is not None:
         last = len(pars) - 1
         finals = {}
@@ -531,6 +549,96 @@ def compare(job: ConformJob, model: ModelSide, flink: dict) -> list[str]:
             diffs.append(f"final keyed state (key -> (subtask, value)): Flink {dict(sorted(got.items()))}, "
                          f"the model {dict(sorted(model.final_keyed.items()))}")
     return diffs
+
+
+#: Flink's CheckpointCoordinator at INFO: a completed checkpoint, and the checkpoint or savepoint a
+#: (re)start restores, with its location (``CheckpointCoordinator.restoreLatestCheckpointedStateInternal``)
+_R_COMPLETED = re.compile(r"CheckpointCoordinator\s+\[[^\]]*\] - Completed checkpoint (\d+) for job ([0-9a-f]{32})")
+_R_RESTORING = re.compile(r"CheckpointCoordinator\s+\[[^\]]*\] - Restoring job ([0-9a-f]{32}) from "
+                          r"(Checkpoint|Savepoint) (\d+) @ \d+ for [0-9a-f]{32} located at (\S+)")
+
+
+def flink_restores(log_text: str, request_id: int) -> list[dict]:
+    """The restores of Flink's restarts in the conform job of ``request_id`` (its work folder
+    ``job-<id>``), in the order of the log: ``{"phase", "checkpoint", "savepoint",
+    "completed_before"}``, the last the ids of the checkpoints that Flink job (that phase)
+    completed before the restore. A phase's start from the previous phase's savepoint (the
+    harness's choice) is not listed; a restart that restores that savepoint again is."""
+    completed: dict[str, list[int]] = {}
+    started: set = set()  # the Flink jobs (phases) that started from a savepoint
+    out = []
+    for line in log_text.splitlines():
+        m = _R_COMPLETED.search(line)
+        if m:
+            completed.setdefault(m.group(2), []).append(int(m.group(1)))
+            continue
+        m = _R_RESTORING.search(line)
+        if not m:
+            continue
+        job, savepoint = m.group(1), m.group(2) == "Savepoint"
+        where = re.search(rf"/job-{request_id}/(checkpoints|savepoint)-(\d+)/", m.group(4))
+        if where is None:
+            continue
+        phase = int(where.group(2)) + (1 if where.group(1) == "savepoint" else 0)
+        if savepoint and job not in started:
+            started.add(job)
+            continue
+        out.append({"phase": phase, "checkpoint": int(m.group(3)), "savepoint": savepoint,
+                    "completed_before": list(completed.get(job, ()))})
+    return out
+
+
+def _log_text(work: Path) -> str:
+    """The driver JVM's log (``FLINK_LOG_DIR`` is the work folder)."""
+    parts = []
+    for f in sorted(work.glob("*.log")):
+        try:
+            parts.append(f.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return "\n".join(parts)
+
+
+def _nth(n: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(n, f"{n}th")
+
+
+def _compare_restored_checkpoint(job: ConformJob, model: ModelSide, flink: dict) -> list[str]:
+    """Which checkpoint the restart after the injected failure restored: in Flink the latest
+    completed before the restore, and in both the same place among the failing phase's
+    completed checkpoints (``ModelSide.restored_ordinal``)."""
+    phase = len(job.phase_parallelisms()) - 1  # the failure comes in the last phase
+    if "restores" not in flink:
+        return ["Flink's restores were not read from its log (the answer has no 'restores')"]
+    if model.restored_ordinal:
+        mine = f"the {_nth(model.restored_ordinal)} checkpoint completed in phase {phase} (checkpoint {model.restored_from})"
+    else:
+        mine = "no checkpoint" if model.restored_from is None else \
+            f"the savepoint phase {phase} started from (checkpoint {model.restored_from})"
+    restores = [r for r in flink["restores"] if r["phase"] == phase]
+    if not restores:
+        if model.restored_from is not None:
+            return [f"after the injected failure Flink restored no checkpoint (its log names none in phase {phase}), "
+                    f"the model {mine}"]
+        return []
+    r = restores[0]
+    done = r["completed_before"]
+    if r.get("savepoint"):
+        if done:
+            return [f"after the injected failure Flink restored the savepoint phase {phase} started from, not the "
+                    f"latest checkpoint it completed before the restore (completed: {done})"]
+        if model.restored_ordinal or model.restored_from is None:
+            return [f"after the injected failure Flink restored the savepoint phase {phase} started from, the model "
+                    f"{mine}"]
+        return []
+    if r["checkpoint"] not in done or r["checkpoint"] != max(done):
+        return [f"after the injected failure Flink restored checkpoint {r['checkpoint']}, not the latest it completed "
+                f"before the restore (completed: {done})"]
+    ordinal = done.index(r["checkpoint"]) + 1
+    if ordinal != model.restored_ordinal:
+        return [f"after the injected failure Flink restored the {_nth(ordinal)} checkpoint completed in phase {phase} "
+                f"(checkpoint {r['checkpoint']}), the model {mine}"]
+    return []
 
 
 def _compare_restore(job: ConformJob, model: ModelSide, obs: list) -> list[str]:
@@ -584,6 +692,7 @@ class RunResult:
     flink_failed: bool
     restored_from: int | None
     flink: dict = attrs.field(factory=dict, eq=False)
+    restored_ordinal: int = 0
 
     @property
     def agree(self) -> bool:
@@ -594,6 +703,7 @@ class RunResult:
                 "differences": list(self.differences), "flink_seconds": self.seconds,
                 "with_failure": self.job.fail is not None, "rescaled": self.job.rescale is not None,
                 "model_restored_from_checkpoint": self.restored_from,
+                "model_restored_ordinal": self.restored_ordinal,
                 "flink": {k: v for k, v in self.flink.items() if k != "id"}}
 
 
@@ -611,7 +721,7 @@ def judge(job: ConformJob, flink: dict) -> RunResult:
     model = model_side(job, order)
     diffs += compare(job, model, flink)
     return RunResult(job.seed, job, tuple(diffs), float(flink.get("seconds", 0.0)), bool(flink.get("failed")),
-                     model.restored_from, flink)
+                     model.restored_from, flink, model.restored_ordinal)
 
 
 def flink_env_missing() -> bool:
@@ -727,6 +837,8 @@ def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0
             try:
                 answers = driver.run([flink_request(j, start + n) for n, j in enumerate(chunk)])
                 for j, answer in zip(chunk, answers):
+                    if answer.get("ok"):  # the job is over: its log lines are written
+                        answer = dict(answer, restores=flink_restores(_log_text(work), answer["id"]))
                     r = judge(j, answer)
                     results.append(r)
                     kinds = [k for k, on in (("failure", j.fail is not None), ("rescale", j.rescale is not None)) if on]

@@ -222,10 +222,18 @@ def _flink_like(job, m):
     for k, (sub, v) in (m.final_keyed or {}).items():
         obs.append(["final", len(pars) - 1, 1, sub, k, v])
     keys = sorted({r[0] for s in job.splits for r in s})
+    restores = []
+    if job.fail is not None and m.restored_ordinal:
+        # Flink's ids are its own (here shifted by 3: checkpoints declined before every task ran)
+        done = [3 + i for i in range(1, m.restored_ordinal + 1)]
+        restores.append({"phase": len(pars) - 1, "checkpoint": done[-1], "savepoint": False,
+                         "completed_before": done})
+    elif job.fail is not None and m.restored_from is not None:  # the savepoint the phase started from, again
+        restores.append({"phase": len(pars) - 1, "checkpoint": 1, "savepoint": True, "completed_before": []})
     return {"ok": True, "output": [list(r) for r in m.reference], "observations": obs,
             "failed": job.fail is not None, "key_hash": {k: row_key_hash(k) for k in keys},
             "key_group": {k: assign_to_key_group(row_key_hash(k), job.max_parallelism) for k in keys},
-            "seconds": 1.0}
+            "seconds": 1.0, "restores": restores}
 
 
 def _rescaled_aggregate_seed():
@@ -284,6 +292,115 @@ def test_every_planted_disagreement_is_reported():
             o[4] = 0
     assert observed_split_order(job, bad["observations"]) is None
     assert any("one split per source subtask" in d for d in judge(job, bad).differences)
+
+
+# a real Flink 2.3.0 log (the conform driver's JVM, two jobs interleaved with their phases): job-0
+# fails after checkpoint 1 and restores it; job-2 is restored from its savepoint, then fails in its
+# second phase and restores checkpoint 2, the first that phase completed
+_LOG = """\
+2026-11-28 17:56:26,843 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Triggering checkpoint 1 (type=CheckpointType{name='Checkpoint', sharingFilesStrategy=FORWARD_BACKWARD}) @ 1795888586835 for job 0294118b737b8aadec9347fb6d0126e8.
+2026-11-28 17:56:26,967 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Completed checkpoint 1 for job 0294118b737b8aadec9347fb6d0126e8 (7291 bytes, checkpointDuration=124 ms, finalizationTime=8 ms).
+2026-11-28 17:56:27,066 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Decline checkpoint 2 by task 1f6cb3f5a3cecf2ad5cbc72c6db6af4c_e5a72f353fc1e6bbf3bd96a41384998c_0_0 of job 0294118b737b8aadec9347fb6d0126e8 at 636d8025-1048-4169-a0c2-2333bef63ce1 @ localhost (dataPort=-1).
+2026-11-28 17:56:27,229 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Restoring job 0294118b737b8aadec9347fb6d0126e8 from Checkpoint 1 @ 1795888586835 for 0294118b737b8aadec9347fb6d0126e8 located at file:/tmp/conform-h36/flinkspec-conform-d2s5v941/job-0/checkpoints-0/0294118b737b8aadec9347fb6d0126e8/chk-1.
+2026-11-28 17:56:27,528 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Completed checkpoint 4 for job 0294118b737b8aadec9347fb6d0126e8 (8209 bytes, checkpointDuration=39 ms, finalizationTime=10 ms).
+2026-11-28 17:56:33,157 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Restoring job 0dbec7c170d207aa2198c7231150f72d from Savepoint 1 @ 0 for 0dbec7c170d207aa2198c7231150f72d located at file:/tmp/conform-h36/flinkspec-conform-d2s5v941/job-2/savepoint-0/savepoint-64ba38-8935b6e19a94.
+2026-11-28 17:56:33,370 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Completed checkpoint 2 for job 0dbec7c170d207aa2198c7231150f72d (7150 bytes, checkpointDuration=22 ms, finalizationTime=1 ms).
+2026-11-28 17:56:33,501 INFO  org.apache.flink.runtime.checkpoint.CheckpointCoordinator    [] - Restoring job 0dbec7c170d207aa2198c7231150f72d from Checkpoint 2 @ 1795888593347 for 0dbec7c170d207aa2198c7231150f72d located at file:/tmp/conform-h36/flinkspec-conform-d2s5v941/job-2/checkpoints-1/0dbec7c170d207aa2198c7231150f72d/chk-2.
+"""
+
+
+def test_flinks_restores_are_read_from_its_log():
+    assert conform.flink_restores(_LOG, 0) == [{"phase": 0, "checkpoint": 1, "savepoint": False,
+                                                "completed_before": [1]}]
+    # the savepoint a rescaled phase starts from is the harness's choice, not listed
+    assert conform.flink_restores(_LOG, 2) == [{"phase": 1, "checkpoint": 2, "savepoint": False,
+                                                "completed_before": [2]}]
+    # a restart that restores that savepoint again is
+    again = _LOG.splitlines()[5].replace("17:56:33,157", "17:56:33,600")
+    assert conform.flink_restores(_LOG + again + "\n", 2)[-1] == {"phase": 1, "checkpoint": 1, "savepoint": True,
+                                                                   "completed_before": [2]}
+    assert conform.flink_restores(_LOG, 1) == []
+    assert conform.flink_restores(_LOG, 20) == []  # job-2's path does not name job-20
+
+
+def _failing_seed(after: int, rescaled: bool):
+    return next(s for s in SEEDS if generate_job(s).fail is not None and (generate_job(s).rescale is not None) == rescaled
+                and model_side(generate_job(s)).restored_ordinal >= after)
+
+
+@pytest.mark.parametrize("rescaled", [False, True], ids=["phase-0", "after-a-rescale"])
+def test_the_restored_checkpoint_is_compared(rescaled):
+    """Flink's restore must be the latest checkpoint completed before it, at the model's
+    place among the failing phase's completed checkpoints: a restore of another one is reported."""
+    job = generate_job(_failing_seed(2 if not rescaled else 1, rescaled))
+    m = model_side(job)
+    assert m.failed and m.restored_from is not None and m.restored_ordinal >= 1
+    good = _flink_like(job, m)
+    assert compare(job, m, good) == []
+    phase = len(job.phase_parallelisms()) - 1
+
+    def diffs(plant):
+        f = copy.deepcopy(good)
+        plant(f)
+        return "\n".join(compare(job, m, f))
+
+    def earlier(f):  # one checkpoint fewer had completed when Flink restored
+        r = f["restores"][0]
+        r["completed_before"].pop()
+        if r["completed_before"]:
+            r["checkpoint"] = r["completed_before"][-1]
+    said = diffs(earlier)
+    if m.restored_ordinal > 1:
+        assert (f"Flink restored the {conform._nth(m.restored_ordinal - 1)} checkpoint completed in phase {phase}"
+                in said and f"the model the {conform._nth(m.restored_ordinal)} checkpoint" in said), said
+    else:  # the restored checkpoint is not among those completed
+        assert "not the latest it completed" in said, said
+
+    def later(f):  # one more had completed
+        r = f["restores"][0]
+        r["completed_before"].append(r["checkpoint"] + 1)
+        r["checkpoint"] += 1
+    assert f"Flink restored the {conform._nth(m.restored_ordinal + 1)} checkpoint completed in phase {phase}" \
+        in diffs(later)
+    # a restore of a checkpoint that is not the latest completed one
+    assert "not the latest it completed" in diffs(lambda f: f["restores"][0]["completed_before"].append(99))
+    # no restore at all, or the log not read
+    assert "Flink restored no checkpoint" in diffs(lambda f: f.__setitem__("restores", []))
+    assert "were not read from its log" in diffs(lambda f: f.pop("restores"))
+    # a restore in another phase is not this failure's
+    assert "Flink restored no checkpoint" in diffs(lambda f: f["restores"][0].__setitem__("phase", phase + 1))
+    # the ids themselves are not compared: Flink's counter counts declined checkpoints too
+    assert good["restores"][0]["checkpoint"] != m.restored_from
+    r = judge(job, copy.deepcopy(good))
+    assert r.agree and r.to_dict()["model_restored_ordinal"] == m.restored_ordinal
+
+
+def test_a_failure_before_any_checkpoint_restores_none_in_both():
+    job = next(generate_job(s) for s in SEEDS if generate_job(s).fail is not None
+               and model_side(generate_job(s)).restored_from is None)
+    m = model_side(job)
+    assert m.failed and m.restored_from is None
+    good = _flink_like(job, m)
+    assert good["restores"] == [] and compare(job, m, good) == []
+    bad = copy.deepcopy(good)
+    bad["restores"] = [{"phase": len(job.phase_parallelisms()) - 1, "checkpoint": 1, "savepoint": False,
+                        "completed_before": [1]}]
+    assert any("the model no checkpoint" in d for d in compare(job, m, bad))
+
+
+def test_a_failure_before_a_rescaled_phases_first_checkpoint_restores_its_savepoint():
+    job = next(generate_job(s) for s in SEEDS if generate_job(s).fail is not None and generate_job(s).rescale
+               is not None and model_side(generate_job(s)).restored_ordinal == 0)
+    m = model_side(job)
+    assert m.failed and m.restored_from is not None  # the savepoint
+    good = _flink_like(job, m)
+    assert good["restores"][0]["savepoint"] and compare(job, m, good) == []
+    bad = copy.deepcopy(good)
+    bad["restores"][0]["completed_before"] = [2]
+    assert any("not the latest checkpoint" in d for d in compare(job, m, bad))
+    bad = copy.deepcopy(good)
+    bad["restores"][0].update(savepoint=False, checkpoint=2, completed_before=[2])
+    assert any("the model the savepoint phase 1 started from" in d for d in compare(job, m, bad))
 
 
 def test_a_job_flink_could_not_run_is_a_disagreement():
