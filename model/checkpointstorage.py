@@ -100,11 +100,11 @@ class CheckpointStorage:
     #: the step-stamped notes for the invariants are history, not state
     FINGERPRINT_SKIP = ("last_deleted", "last_restore", "last_change")
 
-    def __init__(self, registry_cls=SharedStateRegistry, discard_by_creator: bool = False):
+    def __init__(self):
         self.files: dict[str, tuple] = {}
         self.deleted: dict[str, str] = {}
         self.scheduled: dict[str, str] = {}
-        self.registry = registry_cls(discard_by_creator=discard_by_creator)
+        self.registry = SharedStateRegistry()
         self.handles: dict[int, dict] = {}
         self.owned: set[int] = set()
         self.savepoints: set[int] = set()
@@ -211,7 +211,7 @@ class CheckpointStorage:
         SharedStateRegistry, owning none of the old job's checkpoints (retained on cancellation,
         they are the user's). The files stay; deletes the old job scheduled still run
         (its ``CheckpointsCleaner`` outlives the cancellation)."""
-        self.registry = type(self.registry)(discard_by_creator=self.registry.discard_by_creator)
+        self.registry = SharedStateRegistry()
         self.owned = set()
 
     def restore_from(self, checkpoint_id: int, mode: str, shared: bool, step: int) -> None:

@@ -56,8 +56,8 @@ from model.channels import Channels
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
 from model.checkpointfailuremanager import CheckpointFailureManager, FailJob
 from model.checkpointstorage import CheckpointStorage, flatten
-from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
-from model.statebackend import BACKENDS, make_backend
+from model.sharedstateregistry import RESTORE_MODES
+from model.statebackend import BACKENDS, make_backend, restored_files_are_the_base
 from model.controlplane import ControlPlane
 from model.checkpointcoordinator import (
     CheckpointAborted,
@@ -122,6 +122,10 @@ SCHEDULINGS = ("region", "eager")
 RETIRED_KNOBS = {
     "skip_consumer_regions": (True, "skip-consumer-regions"),
     "backtrack_every_blocking_input": (True, "backtrack-every-blocking-input"),
+    "copy_on_write": (False, "heap-snapshot-without-copy-on-write"),
+    "discard_shared_by_creator": (True, "shared-state-discarded-with-creator"),
+    "no_claim_full_first_checkpoint": (False, "no-claim-first-checkpoint-incremental"),
+    "reuse_unconfirmed_uploads": (True, "incremental-reuses-unconfirmed-files"),
 }
 
 
@@ -248,14 +252,6 @@ class RuntimeConfig:
     incremental: bool = False
     #: ``execution.state-recovery.claim-mode`` of a restart from a savepoint: CLAIM or NO_CLAIM.
     restore_mode: str = "NO_CLAIM"
-    #: known-unsafe when false: the heap snapshot reads the live state in its asynchronous phase.
-    copy_on_write: bool = True
-    #: known-unsafe: shared files are discarded once the checkpoint that created them is subsumed.
-    discard_shared_by_creator: bool = False
-    #: known-unsafe when false: the first checkpoint after a NO_CLAIM restore is incremental.
-    no_claim_full_first_checkpoint: bool = True
-    #: known-unsafe: an incremental snapshot reuses files of the last snapshot taken, confirmed or not.
-    reuse_unconfirmed_uploads: bool = False
     # -- the control plane (model/controlplane.py) --
     #: whether the FLIP-6 control plane is modelled: JobManager processes under leader
     #: election, ResourceManager/SlotManager, JobMaster/SlotPool, TaskExecutors, RPCs over an
@@ -518,8 +514,7 @@ class Cluster:
         self._tm_busy = None
         self._scenario_key = None
         #: the DFS and the SharedStateRegistry (model.checkpointstorage); None without a state backend
-        self.storage = None if self.config.state_backend is None else CheckpointStorage(
-            SharedStateRegistry, self.config.discard_shared_by_creator)
+        self.storage = None if self.config.state_backend is None else CheckpointStorage()
         self.coordinator = self._new_coordinator(execution_graph)
         self._check_input()
         self._install(execution_graph)
@@ -1462,7 +1457,7 @@ class Cluster:
             self.storage.restore_from(sp, self.config.restore_mode, shared=self.config.state_backend == "rocksdb",
                                       step=self.now)
             self.events.append(("restored_with_claim_mode", self.now, sp, self.config.restore_mode))
-            keep_base = self.config.restore_mode == "CLAIM" or not self.config.no_claim_full_first_checkpoint
+            keep_base = restored_files_are_the_base(self.config.restore_mode)
         self._install(new_eg, restored, keep_base)
 
     def checkpoint_rescale_refusal(self, parallelism: tuple) -> str | None:
@@ -1553,7 +1548,7 @@ class Cluster:
             self.storage.new_job()
             self.storage.restore_from(checkpoint_id, mode, shared=False, step=self.now)
             self.events.append(("restored_with_claim_mode", self.now, checkpoint_id, mode))
-            keep_base = mode == "CLAIM" or not self.config.no_claim_full_first_checkpoint
+            keep_base = restored_files_are_the_base(mode)
         self._install(self.eg, restored, keep_base)
 
     # -- whole runs -------------------------------------------------------------------------

@@ -26,11 +26,11 @@ registrations cannot happen. ``preventDiscardingCreatedCheckpoint`` (changelog a
 savepoints in CLAIM mode) is left out: the model never keeps a checkpoint's private files
 for the sake of its shared ones.
 
-Known-unsafe variants: ``discard_by_creator=True`` discards an entry once the checkpoint
-that *created* it is older than the lowest retained one, although a later retained
-checkpoint still references the file (expected: ``retained_checkpoints_restorable``); the
-FLINK-26985 seam ignores ``highestNotClaimedCheckpointID`` (expected:
-``no_claim_restore_keeps_snapshot``).
+Known-unsafe variants, each a seam (``model.seams``): ``shared-state-discarded-with-creator``
+(``last_use`` answers the checkpoint that *created* an entry) discards an entry once that
+checkpoint is older than the lowest retained one, although a later retained checkpoint still
+references the file (expected: ``retained_checkpoints_restorable``); FLINK-26985 ignores
+``highestNotClaimedCheckpointID`` (expected: ``no_claim_restore_keeps_snapshot``).
 """
 
 from __future__ import annotations
@@ -58,12 +58,11 @@ class SharedStateEntry:
 class SharedStateRegistry:
     """The JobManager's registry of shared files (key: the file's path)."""
 
-    __slots__ = ("entries", "highest_not_claimed", "discard_by_creator")
+    __slots__ = ("entries", "highest_not_claimed")
 
-    def __init__(self, discard_by_creator: bool = False):
+    def __init__(self):
         self.entries: dict[str, SharedStateEntry] = {}
         self.highest_not_claimed = -1
-        self.discard_by_creator = discard_by_creator
 
     def register_reference(self, path: str, checkpoint_id: int) -> None:
         """``registerReference``: a new entry, or one more checkpoint using the file."""
@@ -88,14 +87,17 @@ class SharedStateRegistry:
             if e.last_used == checkpoint_id:
                 e.confirmed = True
 
+    def last_use(self, e: "SharedStateEntry") -> int:
+        """The newest checkpoint that references ``e`` (``SharedStateEntry.lastUsedCheckpointID``)."""
+        return e.last_used
+
     def unregister_unused_state(self, lowest_checkpoint_id: int) -> list[str]:
         """``unregisterUnusedState``: remove the entries no retained checkpoint uses; returns
         the files to delete (asynchronously), in path order."""
         out = []
         for path in sorted(self.entries):
             e = self.entries[path]
-            used = e.created_by if self.discard_by_creator else e.last_used
-            if used < lowest_checkpoint_id:
+            if self.last_use(e) < lowest_checkpoint_id:
                 if self._may_discard(e):
                     out.append(path)
                 del self.entries[path]
@@ -106,6 +108,13 @@ class SharedStateRegistry:
 
     def __repr__(self) -> str:
         return f"SharedStateRegistry({self.entries!r}, highest_not_claimed={self.highest_not_claimed})"
+
+
+@seams.override("shared-state-discarded-with-creator", SharedStateRegistry, "last_use",
+                "a shared file's last use is taken to be the checkpoint that created it: it is discarded once that "
+                "checkpoint is subsumed, although a later retained checkpoint still references it")
+def _last_use_is_the_creator(self, e: SharedStateEntry) -> int:
+    return e.created_by
 
 
 @seams.override("FLINK-26985", SharedStateRegistry, "_may_discard",

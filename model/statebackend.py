@@ -35,16 +35,22 @@ one value), RocksDB's levels (one compaction policy: merge everything), local re
 the changelog backend, rescaling of SST files (a rescaled restore re-inserts the state into
 one new SST, as a canonical savepoint restore does).
 
-Known-unsafe variants: ``copy_on_write=False`` (heap: the asynchronous phase reads the live
-state, so writes after the barrier leak into the snapshot); ``reuse_unconfirmed_uploads=True``
-(RocksDB: the base is the last snapshot *taken*, confirmed or not, so a checkpoint may
-reference files of an aborted one that the JobManager discards).
+Known-unsafe variants, each a seam (``model.seams``): ``heap-snapshot-without-copy-on-write``
+(``HashMapStateBackend.state_to_write`` answers the live state: the asynchronous phase reads
+it, so writes after the barrier leak into the snapshot); ``incremental-reuses-unconfirmed-files``
+(``RocksDBStateBackend.base``: the base is the last snapshot *taken*, confirmed or not, so a
+checkpoint may reference files of an aborted one that the JobManager discards);
+``no-claim-first-checkpoint-incremental`` (``restored_files_are_the_base`` answers yes after a
+NO_CLAIM restore too: the first checkpoint references the user's snapshot).
 """
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 
+from model import seams
 from model.checkpointstorage import KeyedStateHandle, flatten, fold, nest
 
 BACKENDS = ("hashmap", "rocksdb")
@@ -111,18 +117,19 @@ class KeyedStateBackend:
 class HashMapStateBackend(KeyedStateBackend):
     """Heap state; a snapshot is one full file per task."""
 
-    __slots__ = ("copy_on_write",)
-
-    def __init__(self, uid, nodes, copy_on_write: bool = True):
-        super().__init__(uid, nodes)
-        self.copy_on_write = copy_on_write
+    __slots__ = ()
 
     def _resources(self, snap):
         # the copy-on-write snapshot: the per-key-group values of the barrier moment (immutable)
-        return snap.keyed if self.copy_on_write else None
+        return snap.keyed
+
+    def state_to_write(self, res) -> dict:
+        """What the asynchronous phase writes: the copy-on-write snapshot of the synchronous
+        phase (``HeapSnapshotStrategy``: ``CopyOnWriteStateTableSnapshot``)."""
+        return res
 
     def _write(self, checkpoint_id, res, storage, savepoint):
-        keyed = res if self.copy_on_write else self.live_keyed()  # without copy-on-write: the live maps
+        keyed = self.state_to_write(res)
         path = f"{'sp' if savepoint else 'chk'}-{checkpoint_id}/{self.uid}"
         storage.write(path, tuple(sorted(flatten(keyed).items(), key=lambda kv: kv[0])))
         return KeyedStateHandle(checkpoint_id, ((self.uid, path),), (path,), False)
@@ -136,13 +143,12 @@ class HashMapStateBackend(KeyedStateBackend):
 class RocksDBStateBackend(KeyedStateBackend):
     """State as immutable SST files (``EmbeddedRocksDBStateBackend``)."""
 
-    __slots__ = ("incremental", "reuse_unconfirmed", "ssts", "live", "view", "next_sst", "uploads", "confirmed")
+    __slots__ = ("incremental", "ssts", "live", "view", "next_sst", "uploads", "confirmed")
     checkpoint_listener = True
 
-    def __init__(self, uid, nodes, incremental: bool, reuse_unconfirmed: bool = False):
+    def __init__(self, uid, nodes, incremental: bool):
         super().__init__(uid, nodes)
         self.incremental = incremental
-        self.reuse_unconfirmed = reuse_unconfirmed
         self.ssts: dict[str, tuple] = {}      # live SST name -> content
         self.live: list[str] = []             # live SSTs, oldest first
         self.view: dict = {}                  # what the live SSTs read to: (op, kg) -> state
@@ -177,15 +183,17 @@ class RocksDBStateBackend(KeyedStateBackend):
         self._flush(flatten(snap.keyed))
         return tuple((n, self.ssts[n]) for n in self.live)  # the native checkpoint (hard links)
 
-    def _base(self) -> dict:
+    def base(self) -> tuple[dict, bool]:
+        """The files an incremental snapshot may reference instead of uploading -- those of the
+        last *confirmed* checkpoint (``uploadedSstFiles.get(lastCompletedCheckpointId)``) -- and
+        whether it sends them as placeholders (``PlaceholderStreamStateHandle``: the JobManager
+        checks that its SharedStateRegistry still holds each)."""
         if not self.incremental or not self.uploads:
-            return {}
-        if self.reuse_unconfirmed:
-            return self.uploads[max(self.uploads)]  # the unsafe variant: confirmed or not
-        return self.uploads.get(self.confirmed, {}) if self.confirmed is not None else {}
+            return {}, True
+        return (self.uploads.get(self.confirmed, {}) if self.confirmed is not None else {}), True
 
     def _write(self, checkpoint_id, res, storage, savepoint):
-        base = {} if savepoint else self._base()
+        base, as_placeholders = ({}, True) if savepoint else self.base()
         files, uploaded, sent, reused = [], [], {}, []
         for name, content in res:
             path = base.get(name)
@@ -204,8 +212,7 @@ class RocksDBStateBackend(KeyedStateBackend):
             sent[name] = path
         if not savepoint:
             self.uploads[checkpoint_id] = sent
-        # the unsafe variant sends reused files as if they were new (no placeholder to check)
-        placeholders = () if self.reuse_unconfirmed else tuple(reused)
+        placeholders = tuple(reused) if as_placeholders else ()
         return KeyedStateHandle(checkpoint_id, tuple(files), tuple(uploaded), self.incremental and not savepoint,
                                 placeholders)
 
@@ -240,5 +247,34 @@ def _with_handle(snap, handle):
 def make_backend(config, uid: str, nodes) -> KeyedStateBackend:
     """The backend ``config.state_backend`` names, for a task's keyed operator ``nodes``."""
     if config.state_backend == "hashmap":
-        return HashMapStateBackend(uid, nodes, copy_on_write=config.copy_on_write)
-    return RocksDBStateBackend(uid, nodes, config.incremental, reuse_unconfirmed=config.reuse_unconfirmed_uploads)
+        return HashMapStateBackend(uid, nodes)
+    return RocksDBStateBackend(uid, nodes, config.incremental)
+
+
+def restored_files_are_the_base(claim_mode: str) -> bool:
+    """Whether the files a job restored are the base of its next incremental checkpoint: in
+    CLAIM mode (``RocksIncrementalRestoreOperation``); after a NO_CLAIM restore the first
+    checkpoint is full (FLIP-193: the restored snapshot stays the user's)."""
+    return claim_mode == "CLAIM"
+
+
+@seams.override("heap-snapshot-without-copy-on-write", HashMapStateBackend, "state_to_write",
+                "heap snapshots without copy-on-write: the asynchronous phase writes the live state, so writes after "
+                "the barrier leak into the snapshot")
+def _live_state_written(self, res) -> dict:
+    return self.live_keyed()
+
+
+@seams.override("incremental-reuses-unconfirmed-files", RocksDBStateBackend, "base",
+                "an incremental snapshot reuses the files of the last snapshot taken, although its checkpoint never "
+                "completed, and sends them as if they were new (no placeholder for the JobManager to check)")
+def _base_of_the_last_snapshot_taken(self) -> tuple[dict, bool]:
+    if not self.incremental or not self.uploads:
+        return {}, True
+    return self.uploads[max(self.uploads)], False
+
+
+@seams.override("no-claim-first-checkpoint-incremental", sys.modules[__name__], "restored_files_are_the_base",
+                "after a NO_CLAIM restore the first checkpoint is incremental: it references the user's snapshot")
+def _restored_files_always_the_base(claim_mode: str) -> bool:
+    return True

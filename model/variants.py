@@ -709,27 +709,27 @@ _add(Variant(name="heap-snapshot-without-copy-on-write", description="heap snaps
              "asynchronous phase reads the live state, so writes after the barrier leak into the snapshot",
              family="state_backend", expected=("snapshot_reflects_synchronous_phase", "incremental_restore_equals_full",
                                                "exactly_once", "committed_output_within_reference"),
-             switches=("copy_on_write",), config=RuntimeConfig(state_backend="hashmap", copy_on_write=False, **_SB),
+             config=RuntimeConfig(state_backend="hashmap", bugs=("heap-snapshot-without-copy-on-write",), **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="shared-state-discarded-with-creator", description="incremental checkpoints whose shared files "
              "are discarded when the checkpoint that created them is subsumed, not the last that used them",
              family="state_backend", expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced"),
-             switches=("discard_shared_by_creator",),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, discard_shared_by_creator=True, **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("shared-state-discarded-with-creator",),
+                                  **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="no-claim-first-checkpoint-incremental", description="after a NO_CLAIM restore the first "
              "checkpoint is incremental: it references the user's snapshot, which the user may delete",
              family="state_backend", expected=("retained_checkpoints_restorable",),
-             switches=("no_claim_full_first_checkpoint",),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, no_claim_full_first_checkpoint=False, **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("no-claim-first-checkpoint-incremental",),
+                                  **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="incremental-reuses-unconfirmed-files", description="an incremental snapshot reuses the files "
              "of the last snapshot taken although its checkpoint never completed; the JobManager discards what an "
              "aborted checkpoint uploaded", family="state_backend",
              expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced",
                        "snapshot_reflects_synchronous_phase"),
-             switches=("reuse_unconfirmed_uploads",),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, reuse_unconfirmed_uploads=True, **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("incremental-reuses-unconfirmed-files",),
+                                  **_SB),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the SharedStateRegistry discards the shared "
              "files of a snapshot restored without claim once no checkpoint uses them", family="state_backend",

@@ -44,10 +44,14 @@ def test_registry_discards_a_file_once_the_last_checkpoint_using_it_is_below_the
 
 
 def test_registry_by_creator_discards_a_file_a_retained_checkpoint_still_uses():
-    reg = SharedStateRegistry(discard_by_creator=True)
+    reg = SharedStateRegistry()
     reg.register_all(["a"], 1)
     reg.register_all(["a"], 2)
-    assert reg.unregister_unused_state(2) == ["a"]  # created by 1, although 2 uses it
+    with seams.active(("shared-state-discarded-with-creator",)):
+        assert reg.unregister_unused_state(2) == ["a"]  # created by 1, although 2 uses it
+    reg.register_all(["b"], 3)
+    reg.register_all(["b"], 4)
+    assert reg.unregister_unused_state(4) == []  # Flink's rule: 4 still uses it
 
 
 def test_registry_never_discards_files_of_a_snapshot_restored_without_claim():
@@ -91,12 +95,13 @@ def _snap(cid, keyed):
 def test_heap_snapshot_keeps_the_state_of_its_synchronous_phase_only_with_copy_on_write():
     for cow, expected in ((True, {("agg", 1): "v1"}), (False, {("agg", 1): "v2"})):
         node = _Node("agg", {1: "v1"})
-        b = HashMapStateBackend("t", [node], copy_on_write=cow)
+        b = HashMapStateBackend("t", [node])
         storage = CheckpointStorage()
         b.sync_phase(_snap(1, {"agg": {1: "v1"}}))
         node.op.state[1] = "v2"  # a record processed between the phases
         b.ready(_snap(1, {"agg": {1: "v1"}}))
-        snap = b.async_phase(1, storage, savepoint=False)
+        with seams.active(() if cow else ("heap-snapshot-without-copy-on-write",)):
+            snap = b.async_phase(1, storage, savepoint=False)
         assert dict(storage.files[snap.state_handle.paths[0]]) == expected, cow
 
 
@@ -189,7 +194,7 @@ def test_a_record_after_the_barrier_never_reaches_the_heap_snapshot_but_does_wit
     barrier. 3. source emits r1. 4. agg takes the barrier (synchronous phase), then r1.
     5. both asynchronous phases run: the checkpoint completes."""
     for cow in (True, False):
-        sc = _sc("heap-two-phase-snapshots", copy_on_write=cow)
+        sc = _sc("heap-two-phase-snapshots", bugs=() if cow else ("heap-snapshot-without-copy-on-write",))
         src, agg, steps = _barrier_then_record(sc)
         steps += [FinishAsyncSnapshot(agg, 1), FinishAsyncSnapshot(src, 1)]
         vio, run = replay(sc, steps, finish=False)
@@ -237,7 +242,7 @@ def _complete_checkpoint(c):
 
 @pytest.mark.parametrize("full_first, broken", [(True, False), (False, True)])
 def test_no_claim_restore_takes_a_full_first_checkpoint_so_the_user_may_delete_the_snapshot(full_first, broken):
-    sc = _sc("rocksdb-incremental-no-claim", no_claim_full_first_checkpoint=full_first)
+    sc = _sc("rocksdb-incremental-no-claim", bugs=() if full_first else ("no-claim-first-checkpoint-incremental",))
     c, src, ch = _stop_and_restart(sc)
     sp = c.storage.restored[0]
     assert c.storage.restored == (sp, "NO_CLAIM")
