@@ -28,6 +28,7 @@ from model.channelstaterescaling import (
     inflight_data_rescaling_descriptor,
     old_subtasks,
 )
+from model.checkpointfailuremanager import CheckpointFailureManager, FailJob
 from model.checkpointcoordinator import (
     CheckpointAborted,
     CheckpointCompleted,
@@ -481,7 +482,7 @@ def run_pipelined_regions(case: dict) -> list[str]:
 _CHECKS = ("pending", "retained", "pending_ids", "retained_ids", "timestamp", "acked", "not_acked", "disposed",
            "fully_acked", "can_be_subsumed", "triggered", "triggered_count", "notified_complete",
            "notified_aborted", "notify_calls", "abort_calls", "completed", "queued", "pending_props",
-           "trigger_failures")
+           "trigger_failures", "fail_job_calls")
 
 
 def run_coordinator(case: dict) -> list[str]:
@@ -496,12 +497,15 @@ def run_coordinator(case: dict) -> list[str]:
         unaligned_checkpoints_enabled=cfg.get("unaligned", False),
         queue_requests=cfg.get("queue_requests", False),
         max_queued_requests=cfg.get("max_queued", 1000),
+        # ``tolerable``: a CheckpointFailureManager with that threshold (Flink's tests give one
+        # whose FailJobCallback throws or counts: its calls are logged as ``fail_job_calls``)
+        failure_manager=CheckpointFailureManager(cfg["tolerable"]) if "tolerable" in cfg else None,
     )
     tasks = sorted(set(cfg["trigger"]) | set(cfg["ack"]) | set(cfg.get("commit") or ()))
     seen: dict = {}  # checkpoint id -> PendingCheckpoint (kept after it leaves ``pending``)
     log = {"triggered": {t: [] for t in tasks}, "complete": {t: [] for t in tasks},
            "aborted": {t: [] for t in tasks}, "notify_calls": [], "abort_calls": [], "completed": [],
-           "trigger_failures": []}
+           "trigger_failures": [], "fail_job_calls": []}
 
     def effects(effs):
         for e in effs:
@@ -520,6 +524,8 @@ def run_coordinator(case: dict) -> list[str]:
                 log["completed"].append(e.checkpoint_id)
             elif isinstance(e, CheckpointTriggerFailed):
                 log["trigger_failures"].append(e.reason)
+            elif isinstance(e, FailJob):  # [checkpoint, failing subtask (None: failJob)]
+                log["fail_job_calls"].append([e.checkpoint_id, e.subtask])
         seen.update(coord.pending)
 
     now = 999
@@ -544,6 +550,8 @@ def run_coordinator(case: dict) -> list[str]:
             effects(coord.receive_decline(cid, task, reason, now=now))
         elif "expire" in step:
             effects(coord.expire_overdue(step["expire"]))
+        elif "abort_pending" in step:  # abortPendingCheckpoints(new CheckpointException(reason))
+            effects(coord.abort_pending(step["abort_pending"], now=now))
         elif "stop_scheduler" in step:
             effects(coord.stop_checkpoint_scheduler())
         elif "reset" in step:
@@ -578,7 +586,7 @@ def _check_coordinator(out, where, coord, seen, log, check: dict) -> None:
         elif key == "triggered_count":
             for t, n in want.items():
                 _expect(out, f"{what}[{t}]", len(log["triggered"].get(int(t), [])), n)
-        elif key in ("notify_calls", "abort_calls", "completed", "trigger_failures"):
+        elif key in ("notify_calls", "abort_calls", "completed", "trigger_failures", "fail_job_calls"):
             _expect(out, what, log[key], want)
         else:  # per pending checkpoint
             for cid, v in want.items():
