@@ -126,6 +126,9 @@ RETIRED_KNOBS = {
     "discard_shared_by_creator": (True, "shared-state-discarded-with-creator"),
     "no_claim_full_first_checkpoint": (False, "no-claim-first-checkpoint-incremental"),
     "reuse_unconfirmed_uploads": (True, "incremental-reuses-unconfirmed-files"),
+    "operator_state_by_index": (True, "operator-state-by-index"),
+    "window_lateness_ignored": (True, "window-lateness-ignored"),
+    "idle_source_keeps_emitting": (True, "idle-source-keeps-emitting"),
 }
 
 
@@ -230,18 +233,6 @@ class RuntimeConfig:
     #: ``SingleCheckpointBarrierHandler.processCancellationBarrier`` ignores markers of older
     #: checkpoints)
     unchecked_cancellation_id: bool = False
-    #: known unsafe: a rescaled restore hands new subtask i old subtask i's operator state
-    #: (source split offsets) instead of redistributing it round-robin; with fewer subtasks
-    #: the splits of the others are lost
-    operator_state_by_index: bool = False
-    #: known unsafe: window operators ignore ``allowed_lateness`` (a record that arrives after
-    #: its window fired is dropped although the window still accepts it)
-    window_lateness_ignored: bool = False
-    #: known unsafe: a source that marks itself IDLE tells its downstream tasks so but reads
-    #: on, marking itself ACTIVE only before its next watermark (Flink's sources mark the
-    #: output ACTIVE before a record or a watermark follows an IDLE status): its records in
-    #: between travel on channels the consumers ignore for event time
-    idle_source_keeps_emitting: bool = False
     # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) --
     #: ``state.backend.type``: "hashmap" or "rocksdb" switch on two-phase snapshots (the
     #: asynchronous phase is the FinishAsyncSnapshot action), state files in a DFS, the
@@ -783,8 +774,7 @@ class Cluster:
             ooo = head_spec.watermark_out_of_orderness
             mine = [[j, tuple(s), 0, BoundedOutOfOrdernessWatermarks(ooo)]
                     for j, s in enumerate(splits) if j % st.parallelism == st.subtask_index]
-            out_cls = _IdleSourceReadingOn if self.config.idle_source_keeps_emitting else WatermarkToDataOutput
-            task.source = SourceReader(head_spec.name, mine, ooo, out_cls(DataOutput(task)))
+            task.source = SourceReader(head_spec.name, mine, ooo, self._source_output(task))
         else:
             task.valve = StatusWatermarkValve(len(input_channels), DataOutput(task))
             task.handler = self._barrier_handler(task, len(task.barrier_channels))
@@ -819,8 +809,12 @@ class Cluster:
             assigner = TumblingEventTimeWindows(spec.window_size, spec.window_offset)
         else:
             assigner = SlidingEventTimeWindows(spec.window_size, spec.window_slide, spec.window_offset)
-        lateness = 0 if self.config.window_lateness_ignored else spec.allowed_lateness
-        return WindowOperator(assigner, spec.aggregate, lateness, key_group_of)
+        return WindowOperator(assigner, spec.aggregate, spec.allowed_lateness, key_group_of)
+
+    def _source_output(self, task) -> "WatermarkToDataOutput":
+        """The output of a source subtask's reader (``SourceOperator``'s ``WatermarkToDataOutput``:
+        once it marked itself idle the source emits nothing until it is active again)."""
+        return WatermarkToDataOutput(DataOutput(task))
 
     def _sink(self, spec, st):
         """The sink writer of subtask ``st``. Its owner id (transaction owner and the subtask
@@ -1434,8 +1428,7 @@ class Cluster:
         old_eg = self.eg
         snaps = self.completed[job.savepoint]
         new_eg = _rescaled_eg(old_eg.stream_graph, tuple(parallelism))
-        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment,
-                                  by_index=self.config.operator_state_by_index)
+        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment)
         sp = job.savepoint
         job.notifications.clear()
         self.acks.clear()
@@ -1597,7 +1590,7 @@ _STRATEGIES: dict = {}
 
 
 class _IdleSourceReadingOn(WatermarkToDataOutput):
-    """Known unsafe (``RuntimeConfig.idle_source_keeps_emitting``): ``markIdle`` sends IDLE
+    """Known unsafe (the seam ``idle-source-keeps-emitting``): ``markIdle`` sends IDLE
     downstream but the source does not consider itself idle: it reads on, and sends ACTIVE
     only before its next watermark (``told_idle``: IDLE was sent and ACTIVE not yet)."""
 
@@ -1696,3 +1689,10 @@ def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
             raise FlinkspecError(f"the run cannot drain after {cluster.now} steps (status {cluster.job.status})")
         cluster.step(act)
     raise FlinkspecError(f"the run did not drain within {max_steps} steps")
+
+
+@seams.override("idle-source-keeps-emitting", Cluster, "_source_output",
+                "a source that marked itself idle sends IDLE downstream but reads on: its records follow the IDLE "
+                "status, and it sends ACTIVE only before its next watermark")
+def _source_output_reading_on(self, task) -> _IdleSourceReadingOn:
+    return _IdleSourceReadingOn(DataOutput(task))

@@ -23,8 +23,11 @@ Savepoints are aligned, so a rescale from a savepoint has no channel state.
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 
+from model import seams
 from model.channelstaterescaling import (
     ChannelStateRescalingError,
     assign_channel_state,
@@ -73,8 +76,23 @@ def rescale_graph(graph, parallelism: dict):
     return new
 
 
-def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: str = "range", *,
-                   by_index: bool = False) -> RestoredState:
+def repartition_list_state(old: list, new_parallelism: int) -> list:
+    """An operator's list state (old subtask i's entries at ``old[i]``) for ``new_parallelism``
+    subtasks: ``StateAssignmentOperation`` repartitions each operator on its own; its
+    ``RoundRobinOperatorStateRepartitioner`` starts at new subtask 0 for every operator (the
+    start index carries over only between the state names of one operator)."""
+    parts, _ = repartition_operator_state(old, new_parallelism, "split_distribute", 0)
+    return parts
+
+
+@seams.override("operator-state-by-index", sys.modules[__name__], "repartition_list_state",
+                "list state is not repartitioned: new subtask i takes old subtask i's entries, so on a scale-down "
+                "the entries of the removed subtasks (a source's split offsets) are lost")
+def _list_state_by_index(old: list, new_parallelism: int) -> list:
+    return [list(old[i]) if i < len(old) else [] for i in range(new_parallelism)]
+
+
+def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: str = "range") -> RestoredState:
     """Redistribute the savepoint ``snaps`` (old subtask id -> TaskSnapshot) of ``old_eg``
     onto the subtasks of ``new_eg``."""
     old_ops = {o.name: o for o in old_eg.stream_graph.operators}
@@ -110,13 +128,7 @@ def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: 
             per_new[sid].keyed[name] = assigned[i]
     for name in sorted(list_old):
         new_op = new_ops[name]
-        if by_index:  # known unsafe (RuntimeConfig.operator_state_by_index): old subtask i's state to new i
-            parts = [list(list_old[name][i]) if i < len(list_old[name]) else [] for i in range(new_op.parallelism)]
-        else:
-            # StateAssignmentOperation repartitions each operator on its own: its
-            # RoundRobinOperatorStateRepartitioner starts at new subtask 0 for every operator
-            # (the start index carries over only between the state names of one operator)
-            parts, _ = repartition_operator_state(list_old[name], new_op.parallelism, "split_distribute", 0)
+        parts = repartition_list_state(list_old[name], new_op.parallelism)
         subs = new_eg.subtasks_of(vertex_of[name])
         for i, sid in enumerate(subs):
             per_new[sid].operator[name] = parts[i]

@@ -636,8 +636,7 @@ _add(Variant(name="rescale-source-state-by-index", description="a rescaled resto
              "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
              family="rescale_source", expected=("exactly_once", "window_results_exactly_once",
                                                "committed_output_within_reference"),
-             switches=("operator_state_by_index",),
-             config=RuntimeConfig(savepoints=True, max_failures=1, operator_state_by_index=True), max_steps=500,
+             config=RuntimeConfig(savepoints=True, max_failures=1, bugs=("operator-state-by-index",)), max_steps=500,
              small=_RESCALE_SOURCE_SMALL))
 
 
@@ -650,15 +649,14 @@ _IDLE_SMALL = Small(sources=2, window=(4, 4), timestamps=((1,), (5, 6)), idle_pe
 _add(Variant(name="window-lateness-ignored", description="window operators that ignore the allowed lateness: "
              "a record arriving after its window fired (an idle source let the watermark pass it) is dropped "
              "although the window still accepts it", expected=("late_drop_justified",),
-             family="late_window", switches=("window_lateness_ignored",),
-             config=RuntimeConfig(window_lateness_ignored=True, **_F), small=_IDLE_SMALL))
+             family="late_window",
+             config=RuntimeConfig(bugs=("window-lateness-ignored",), **_F), small=_IDLE_SMALL))
 _add(Variant(name="idle-source-keeps-emitting", description="a source that goes IDLE tells its downstream tasks "
              "so but reads on, marking itself ACTIVE only before its next watermark: its records in between travel "
              "on a channel the window operator ignores for event time, so the source itself makes them late, and "
              "their drops look justified",
              expected=("source_output_active_and_on_time",), family="late_window",
-             switches=("idle_source_keeps_emitting",),
-             config=RuntimeConfig(idle_source_keeps_emitting=True, **_F), small=_IDLE_SMALL))
+             config=RuntimeConfig(bugs=("idle-source-keeps-emitting",), **_F), small=_IDLE_SMALL))
 _add(Variant(name="late-window-2pc", description="a tumbling window with allowed lateness behind two sources that go "
              "idle: late records judged by the event-time judge, without the failure-free reference",
              family="late_window", config=RuntimeConfig(**_F), small=_IDLE_SMALL))

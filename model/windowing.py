@@ -607,3 +607,10 @@ class KeyedAggregateOperator:
 
     def __repr__(self) -> str:
         return f"KeyedAggregateOperator({self.aggregate!r}, ...)"
+
+
+@seams.override("window-lateness-ignored", WindowOperator, "__init__",
+                "the window operator ignores allowed lateness: a record behind the watermark by less than the "
+                "allowed lateness is dropped as late, and a window fires once only")
+def _window_operator_without_lateness(self, assigner, aggregate: str, allowed_lateness: int, key_group_of) -> None:
+    seams.original("window-lateness-ignored")(self, assigner, aggregate, 0, key_group_of)

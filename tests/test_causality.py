@@ -28,7 +28,7 @@ SEEDS = range(50)
 #: each new invariant, the unsafe variant only it catches, and how the safe twin differs
 CASES = [
     pytest.param("idle-source-keeps-emitting", "source_output_active_and_on_time",
-                 {"idle_source_keeps_emitting": False}, id="idle-source"),
+                 {"bugs": ()}, id="idle-source"),
     pytest.param("region-failover-backtracks-available-partitions", "restart_set_exact",
                  {"bugs": ()}, id="restart-set"),
     # the control plane's walks are long: 150 of them take ~15 s
@@ -181,7 +181,8 @@ def test_the_idle_variant_sends_records_on_an_idle_channel_the_safe_source_does_
     the IDLE status on its channel (the safe source cannot emit before it is ACTIVE again)."""
     for knob, emits in ((True, True), (False, False)):
         v = variant("idle-source-keeps-emitting")
-        scenario = attrs.evolve(generate(v, 0), config=attrs.evolve(v.config, idle_source_keeps_emitting=knob))
+        scenario = attrs.evolve(generate(v, 0), config=attrs.evolve(v.config,
+                                                                    bugs=("idle-source-keeps-emitting",) if knob else ()))
         run = Run(scenario)
         src = run.cluster.source_tasks[0]
         run.step(A.SourceIdle(src.id))

@@ -89,7 +89,7 @@ def test_variant_window_lateness_ignored_is_caught_and_the_safe_twin_survives_th
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and "its window still accepts it" in v.message
     assert any(type(a).__name__ == "SourceIdle" for a in actions)
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, window_lateness_ignored=False))
+    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
     v_safe, run = replay_lenient(safe, actions)
     assert v_safe is None and run.timing_dependent
 
