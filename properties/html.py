@@ -140,7 +140,11 @@ def _fold_runs(eventful: list) -> list:
     return runs
 
 
-def _step_list(tl, vstep) -> str:
+#: the step list's last row when the violation is judged at the end of the run
+END_TEXT = "every action taken; the end-of-run invariants are judged here"
+
+
+def _step_list(tl, vstep, end_text: str = END_TEXT) -> str:
     rows = []
     runs = {s: e for s, e in _fold_runs([s.eventful for s in tl.steps])}
     fold_of = {}
@@ -175,8 +179,8 @@ def _step_list(tl, vstep) -> str:
                     f'<code>{_e(st.action)}</code> <span class="d">{_e(st.description)}</span>{extra}</li>')
     if vstep is not None and vstep == len(tl.steps):
         rows.append(f'<li class="step end" data-step="{vstep}" data-end data-violation tabindex="-1">'
-                    f'<span class="n">{vstep}</span> <b>end of the run</b> <span class="d">every action taken; '
-                    f'the end-of-run invariants are judged here</span> <span class="vtag">VIOLATION</span></li>')
+                    f'<span class="n">{vstep}</span> <b>end of the run</b> <span class="d">{_e(end_text)}</span> '
+                    f'<span class="vtag">VIOLATION</span></li>')
     return "".join(rows)
 
 
@@ -281,6 +285,8 @@ def render_timeline(tl, observed=None) -> str:
         "vstep": vstep, "concerns": sorted(concerns), "end": vstep is not None and vstep == len(tl.steps),
         "col": COL, "lane": LANE, "left": LEFT, "unit": "step", "zero": "at deployment, no step taken",
         "observed": list(observed) if observed is not None else None,
+        "endText": "end of the model's run: the next observed event is one the model cannot produce"
+                   if observed is not None else None,
     }
     h = tl.header
     filt = "".join(f'<label><input type="checkbox" class="lanef" value="{ln["id"]}" checked> {_e(ln["name"])}</label>'
@@ -325,7 +331,7 @@ def render_timeline(tl, observed=None) -> str:
  'that produced it</p><ol id="observed">' + _observed_list(observed) + '</ol></section>'
  if observed is not None else ''}
 <div class="cols">
-<section class="stepsbox"><h2>steps</h2><ol id="steps">{_step_list(tl, vstep)}</ol></section>
+<section class="stepsbox"><h2>steps</h2><ol id="steps">{_step_list(tl, vstep, data["endText"] or END_TEXT)}</ol></section>
 <section class="statebox"><h2>state <span id="stn"></span></h2>
 <p class="hint">highlighted: changed by this step · struck out: removed by it · red outline: what the violation concerns
  · <label><input type="checkbox" id="onlychanged"> only what changed</label></p>
@@ -700,7 +706,7 @@ JS = r"""
         if (s.dr) box.appendChild(h("div", "drn", "chosen by the drain policy (after the file's actions)"));
         if (s.c.length) box.appendChild(h("div", "done", "\u2605 checkpoint " + s.c.join(", ") + " completed"));
       } else {
-        box.appendChild(h("b", "", "end of the run: the end-of-run invariants are judged"));
+        box.appendChild(h("b", "", D.endText || "end of the run: the end-of-run invariants are judged"));
       }
       if (D.vstep === cur) box.appendChild(h("div", "vtag", "the violation is found here"));
     }
