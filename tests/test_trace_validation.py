@@ -36,6 +36,9 @@ TRACES = ROOT / "tests" / "data" / "traces"
 LOG = ROOT / "tests" / "data" / "flink-2.3.0-recorded-runs.log.gz"
 TRACE_FILES = sorted(TRACES.glob("*.ndjson"))
 
+#: fault kinds whose committed trace was recorded apart, with a log excerpt of its own run
+OWN_EXCERPTS = {"checkpoint-declined": ROOT / "tests" / "data" / "flink-2.3.0-declined-snapshots.log.gz"}
+
 #: search budgets of the mutation tests: each verdict below comes in a few seconds
 BUDGET = {"max_states": 50_000, "max_seconds": 30.0}
 
@@ -255,6 +258,9 @@ def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
     checked = 0
     for path in TRACE_FILES:
         tr = load_trace(path)
+        if tr.header["fault"] in OWN_EXCERPTS:
+            checked += 1  # its run has an excerpt of its own (test_a_trace_with_its_own_excerpt_is_its_parse)
+            continue
         if tr.header.get("setup", "minicluster") != "minicluster":
             continue  # a standalone cluster's logs are not in the excerpt
         idx = runs.get(tr.header["job_seed"])
@@ -267,6 +273,19 @@ def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
                 got.append(dict(e, phase=k) if e["event"] == "job_submitted" else e)
         assert got == [{k: v for k, v in e.items() if k != "seq"} for e in tr.events], path.name
     assert checked == sum(1 for p in TRACE_FILES if "jobmanager-loss" not in p.name) > 0
+
+
+@pytest.mark.parametrize("kind", sorted(OWN_EXCERPTS))
+def test_a_trace_with_its_own_excerpt_is_its_parse(kind):
+    """A committed trace recorded apart is the parser's events of its own run's log excerpt (the
+    run's MiniCluster, its JobManager's and the recorder's lines), with the header's shapes."""
+    tr = load_trace(_trace_file(kind))
+    with gzip.open(OWN_EXCERPTS[kind], "rt", encoding="utf-8") as f:
+        text = f.read()
+    assert f"conform-{tr.header['job_seed']}-phase0" in text
+    events, shapes = observations(text, phases=len(tr.header["phases"]))
+    assert shapes == tr.header["flink_vertices"]
+    assert events == [{k: v for k, v in e.items() if k != "seq"} for e in tr.events]
 
 
 def test_continuation_lines_belong_to_their_entry():
@@ -379,7 +398,7 @@ def test_validation_fails_on_a_restore_of_a_checkpoint_that_never_completed(tmp_
     assert [e.seq for e in expected_events(tr)[0]][v.matched] <= at
 
 
-@pytest.mark.parametrize("kind", ["rocksdb-incremental", "taskmanager-loss"])
+@pytest.mark.parametrize("kind", ["rocksdb-incremental", "taskmanager-loss", "checkpoint-declined"])
 def test_validation_fails_on_a_restart_set_one_task_short(tmp_path, kind):
     def change(events):
         i = _first(events, "failover")
@@ -392,6 +411,50 @@ def test_validation_fails_on_a_restart_set_one_task_short(tmp_path, kind):
     _assert_divergent_at(v, at)
     assert v.first_unmatched.key[0] == "failover"
     assert [e.seq for e in expected_events(tr)[0]][v.matched] <= at
+
+
+def test_a_declined_checkpoint_is_compared_with_its_task_and_its_global_failover():
+    """The real checkpoint-declined trace: the first task whose asynchronous snapshot failed
+    declines, and the CheckpointFailureManager (tolerable-failed-checkpoints 0) fails the job
+    over globally; the model does the same by FailAsyncSnapshot of that task."""
+    tr = load_trace(_trace_file("checkpoint-declined"))
+    assert tr.header["config"]["tolerable_failed_checkpoints"] == 0
+    keys = [e.key for e in expected_events(tr)[0]]
+    decline = next(k for k in keys if k[0] == "checkpoint_aborted")
+    assert len(decline) == 4 and decline[2] == "declined"  # the declining task is compared
+    failover = next(k for k in keys if k[0] == "failover")
+    assert failover[2] is True and len(failover[1]) == sum(tr.header["flink_vertices"][0]["parallelism"])
+    v = validate(tr, **BUDGET)
+    assert v.verdict == CONSISTENT, v.to_dict()
+    assert any(a.startswith("FailAsyncSnapshot(") for a in map(repr, v.actions))
+
+
+def test_validation_fails_on_a_global_failover_the_threshold_tolerates(tmp_path):
+    """The same trace under tolerable-failed-checkpoints 1 (the header changed): the model's
+    CheckpointFailureManager tolerates one declined checkpoint, so Flink's global failover is
+    an event it cannot produce there."""
+    tr = load_trace(_trace_file("checkpoint-declined"))
+    head = json.loads(json.dumps(tr.header))
+    head["config"]["tolerable_failed_checkpoints"] = 1
+    v = validate(load_trace(_write(tmp_path, head, list(tr.events))), **BUDGET)
+    _assert_divergent_at(v, _first(tr.events, "failover"))
+    assert v.first_unmatched.key[0] == "failover" and v.first_unmatched.key[2] is True
+
+
+def test_validation_fails_on_a_declined_checkpoint_followed_by_a_region_failover(tmp_path):
+    """The global failover read as a region failover of the declining task: the model's
+    manager fails the job over globally, never by region."""
+    def change(events):
+        i = _first(events, "failover")
+        decline = next(e for e in events if e["event"] == "checkpoint_aborted")
+        del events[i]["global"]
+        events[i]["failed_task"] = decline["task"]
+        return i
+
+    tr, at = _mutated(tmp_path, "checkpoint-declined", change)
+    v = validate(tr, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert v.first_unmatched.key[0] == "failover" and v.first_unmatched.key[2] is False
 
 
 @pytest.mark.parametrize("kind", ["task-failure", "unaligned", "checkpoint-expired"])
