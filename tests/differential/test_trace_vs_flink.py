@@ -39,6 +39,7 @@ SHOWS = {
     "unaligned": {"task_failed", "failover", "restored"},
     "rocksdb-incremental": {"task_failed", "failover", "restored"},
     "jobmanager-loss": {"job_manager_lost", "restored"},
+    "checkpoint-declined": {"checkpoint_aborted"},
 }
 
 
@@ -60,6 +61,9 @@ def test_every_fault_kind_recorded_and_consistent(tmp_path):
         assert SHOWS[tr.header["fault"]] <= kinds, (f.name, sorted(kinds))
         if tr.header["fault"] == "rescale-up":
             assert any(e["event"] == "job_submitted" and e["savepoint"] for e in tr.events)
+        if tr.header["fault"] == "checkpoint-declined":  # a task's asynchronous snapshot failed for real
+            assert any(e["event"] == "checkpoint_aborted"
+                       and e.get("flink_reason") == "Asynchronous task checkpoint failed" for e in tr.events)
     val = subprocess.run(FLINKSPEC + ["validate", str(out), "--json"], capture_output=True, text=True, cwd=REPO,
                          timeout=1200)
     lines = [json.loads(x) for x in val.stdout.strip().splitlines()]
