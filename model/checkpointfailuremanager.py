@@ -136,8 +136,8 @@ class CheckpointFailureManager:
 
     def __init__(self, tolerable: int | None):
         if tolerable is not None and (type(tolerable) is not int or tolerable < 0):
-            raise InvalidArgument(f"tolerable failed checkpoints {tolerable!r}: must be None (unlimited) or an int >= 0 "
-                                  "(CheckpointFailureManager: 'it must be greater than or equal to 0')")
+            raise InvalidArgument(f"tolerable failed checkpoints {tolerable!r}: must be None (unlimited) or an int "
+                                  ">= 0 (CheckpointFailureManager: 'it must be greater than or equal to 0')")
         self.tolerable = tolerable
         #: ``continuousFailureCounter``
         self.counter = 0

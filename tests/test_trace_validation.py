@@ -19,6 +19,7 @@ import json
 import re
 from pathlib import Path
 
+import attrs
 import pytest
 
 from flinkspec import cli
@@ -66,6 +67,11 @@ _R_REASON = re.compile(r"Failure reason: (.*?)\.?$")
 #: an earlier recording whose log holds declines by tasks that were not ready (the reason on the
 #: stack trace's first line) and the loss of a TaskManager running tasks
 DECLINES_LOG = Path(__file__).resolve().parent / "data" / "flink-2.3.0-runs-with-declines.log.gz"
+#: the excerpt of the recording that holds the committed traces of the runs restored from a
+#: retained checkpoint (CLAIM, NO_CLAIM) and of a stop-with-savepoint with the same parallelisms
+#: (the same loggers kept as in LOG), and its number of job phases
+RESTORES_LOG = Path(__file__).resolve().parent / "data" / "flink-2.3.0-retained-restores.log.gz"
+RESTORES_PHASES = 6
 
 
 def _raw_text() -> str:
@@ -236,25 +242,35 @@ def test_a_lost_taskmanagers_tasks_are_those_deployed_to_it(raw, parsed):
     assert all(wants)  # losses of TaskManagers running tasks
 
 
-def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
-    """A committed trace recorded in the run the log excerpt holds (its job's name,
-    ``conform-<job_seed>-phase<k>``, is in the log) is the parser's events of that run's phases,
-    with the header's JobVertex shapes; and every phase of the log belongs to one conform run."""
+def _logged_runs(text: str, parsed) -> dict[int, list[tuple]]:
+    """job seed -> per phase of its run, (JobVertex shapes, the parser's events of the phase):
+    every phase of the log belongs to one conform run (``conform-<job_seed>-phase<k>``)."""
     events, shapes = parsed
-    names = [ph["name"] for ph in _raw_phases(raw)]
+    names = [ph["name"] for ph in _raw_phases(text)]
     runs: dict[int, list[int]] = {}
     for i, n in enumerate(names):
         m = re.fullmatch(r"conform-(\d+)-phase(\d+)", n)
         assert m, n
         runs.setdefault(int(m.group(1)), []).append(i)
         assert int(m.group(2)) == len(runs[int(m.group(1))]) - 1, names
-    assert sum(map(len, runs.values())) == 9
+    assert sum(map(len, runs.values())) == len(shapes)
     per_phase: list[list] = [[] for _ in names]
     phase = -1
     for e in events:
         if e["event"] == "job_submitted":
             phase = e["phase"]
         per_phase[phase].append(e)
+    return {seed: [(shapes[i], per_phase[i]) for i in idx] for seed, idx in runs.items()}
+
+
+def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
+    """A committed trace recorded in the run a log excerpt holds (its job's name,
+    ``conform-<job_seed>-phase<k>``, is in the log) is the parser's events of that run's phases,
+    with the header's JobVertex shapes; and every phase of a log belongs to one conform run."""
+    with gzip.open(RESTORES_LOG, "rt", encoding="utf-8") as f:
+        restores = f.read()
+    logs = [_logged_runs(raw, parsed), _logged_runs(restores, observations(restores, phases=RESTORES_PHASES))]
+    assert sum(map(len, logs[0].values())) == 9
     checked = 0
     for path in TRACE_FILES:
         tr = load_trace(path)
@@ -262,15 +278,14 @@ def test_committed_traces_of_the_logged_runs_are_their_parse(raw, parsed):
             checked += 1  # its run has an excerpt of its own (test_a_trace_with_its_own_excerpt_is_its_parse)
             continue
         if tr.header.get("setup", "minicluster") != "minicluster":
-            continue  # a standalone cluster's logs are not in the excerpt
-        idx = runs.get(tr.header["job_seed"])
-        assert idx is not None, f"{path.name}: its run is not in the log excerpt (record them together)"
+            continue  # a standalone cluster's logs are not in the excerpts
+        found = [runs[tr.header["job_seed"]] for runs in logs if tr.header["job_seed"] in runs]
+        assert len(found) == 1, f"{path.name}: its run is not in one log excerpt (record them together)"
         checked += 1
-        assert [shapes[i] for i in idx] == tr.header["flink_vertices"], path.name
+        assert [shape for shape, _ in found[0]] == tr.header["flink_vertices"], path.name
         got = []
-        for k, i in enumerate(idx):
-            for e in per_phase[i]:
-                got.append(dict(e, phase=k) if e["event"] == "job_submitted" else e)
+        for k, (_shape, events) in enumerate(found[0]):
+            got += [dict(e, phase=k) if e["event"] == "job_submitted" else e for e in events]
         assert got == [{k: v for k, v in e.items() if k != "seq"} for e in tr.events], path.name
     assert checked == sum(1 for p in TRACE_FILES if "jobmanager-loss" not in p.name) > 0
 
@@ -822,27 +837,29 @@ def test_a_checkpoint_completing_during_the_failover_is_expected_before_the_fail
 
 def test_shared_file_markers_are_parsed_from_the_log(raw, parsed):
     """The recorder's storage markers (every completed incremental checkpoint's shared files, each
-    shared file deleted) become events, in the log's order, with the files the lines name, up to
-    the phase's end (its first task or job FINISHED)."""
-    want = []
-    ended = False
-    for line in raw.splitlines():
-        if re.search(r"ExecutionGraph \[.*\] - Job .* switched from state CREATED to RUNNING", line):
-            ended = False
-        elif re.search(r"ExecutionGraph \[.*\] - .* (switched from \w+ to FINISHED|switched from state \w+ to "
-                       r"(FINISHED|FAILED|CANCELED))", line):
-            ended = True
-        if ended:
-            continue
-        m = re.search(r"\] - flinkspec: checkpoint (\d+) references shared files \[([^\]]*)\]", line)
-        if m:
-            want.append(("checkpoint_files", int(m.group(1)), [f for f in m.group(2).split(",") if f]))
-        m = re.search(r"\] - flinkspec: shared file (\S+) deleted", line)
-        if m:
-            want.append(("shared_file_deleted", m.group(1)))
-    got = [(e["event"], e["checkpoint"], e["shared"]) if e["event"] == "checkpoint_files" else (e["event"], e["file"])
-           for e in parsed[0] if e["event"] in ("checkpoint_files", "shared_file_deleted")]
-    assert want and got == want
+    shared file deleted) become events, in the log's order, with the files the lines name: a
+    deletion up to the phase's end (its first task or job FINISHED, or the job CANCELED), a
+    checkpoint's files also after it (the poller noticed them late) until the next phase starts."""
+    with gzip.open(RESTORES_LOG, "rt", encoding="utf-8") as f:
+        restores = f.read()
+    for text, events in ((raw, parsed[0]), (restores, observations(restores, phases=RESTORES_PHASES)[0])):
+        want = []
+        ended = False
+        for line in text.splitlines():
+            if re.search(r"ExecutionGraph \[.*\] - Job .* switched from state CREATED to RUNNING", line):
+                ended = False
+            elif re.search(r"ExecutionGraph \[.*\] - .* (switched from \w+ to FINISHED|switched from state \w+ to "
+                           r"(FINISHED|FAILED|CANCELED))", line):
+                ended = True
+            m = re.search(r"\] - flinkspec: checkpoint (\d+) references shared files \[([^\]]*)\]", line)
+            if m:
+                want.append(("checkpoint_files", int(m.group(1)), [f for f in m.group(2).split(",") if f]))
+            m = re.search(r"\] - flinkspec: shared file (\S+) deleted", line)
+            if m and not ended:
+                want.append(("shared_file_deleted", m.group(1)))
+        got = [(e["event"], e["checkpoint"], e["shared"]) if e["event"] == "checkpoint_files"
+               else (e["event"], e["file"]) for e in events if e["event"] in ("checkpoint_files", "shared_file_deleted")]
+        assert want and got == want
 
 
 def test_validation_fails_on_a_shared_file_deleted_while_referenced(tmp_path):
@@ -876,3 +893,132 @@ def test_validation_fails_on_a_shared_file_deleted_while_referenced(tmp_path):
         assert end.verdict == CONSISTENT, end.to_dict()
     else:
         assert end.verdict == DIVERGENT
+
+
+# -- restores from a retained checkpoint (CLAIM, NO_CLAIM) ------------------------------------------
+
+
+def _submission(events) -> int:
+    """The index of the second phase's submission (from the retained checkpoint)."""
+    return next(i for i, e in enumerate(events) if e["event"] == "job_submitted" and e["phase"] == 1)
+
+
+@pytest.mark.parametrize("kind", ["claim-restore", "no-claim-restore"])
+def test_a_retained_checkpoint_restore_is_recorded_with_its_claim_mode(kind):
+    """The real run was cancelled after two completed checkpoints and submitted again from the
+    latest; Flink names the restored snapshot by the type the claim mode gave it, and the new
+    job's checkpoint ids go on after it."""
+    tr = load_trace(_trace_file(kind))
+    mode = FAULT_KINDS[kind].trace["claim_mode"]
+    assert tr.header["phases"][1]["restore"] == {"snapshot": "retained-checkpoint", "claim_mode": mode}
+    events = tr.events
+    i = _submission(events)
+    before = [e["checkpoint"] for e in events[:i] if e["event"] == "checkpoint_completed"]
+    sub_ = events[i]
+    assert len(before) >= 2 and sub_["savepoint"] == before[-1]
+    assert sub_["restored_as"] == ("Checkpoint" if mode == "CLAIM" else "Savepoint")
+    after = [e["checkpoint"] for e in events[i:] if e["event"] == "checkpoint_triggered"]
+    assert after and after[0] == sub_["savepoint"] + 1
+    assert [e for e in events[i:] if e["event"] == "checkpoint_completed"]  # more checkpoints after it
+
+
+def test_validation_fails_on_a_submission_from_a_checkpoint_that_never_completed(tmp_path):
+    """The second phase submitted from a checkpoint the cancelled job never completed (the one it
+    triggered last, or one it never had): the model submits only from a retained checkpoint."""
+    tr = load_trace(_trace_file("claim-restore"))
+    i = _submission(tr.events)
+    completed = {e["checkpoint"] for e in tr.events[:i] if e["event"] == "checkpoint_completed"}
+    triggered = [e["checkpoint"] for e in tr.events[:i] if e["event"] == "checkpoint_triggered"]
+    for bad in {max(triggered) + 5} | ({triggered[-1]} - completed):
+        def change(events, bad=bad):
+            events[i]["savepoint"] = bad
+            return i
+
+        mutated, at = _mutated(tmp_path, "claim-restore", change)
+        v = validate(mutated, **BUDGET)
+        _assert_divergent_at(v, at)
+        assert v.first_unmatched.key == ("job_submitted", bad, "Checkpoint")
+        assert f"checkpoint {bad}, which the cancelled job did not retain" in v.reason
+
+
+def test_validation_fails_on_a_restore_named_by_the_other_claim_modes_type(tmp_path):
+    for kind, other in (("claim-restore", "Savepoint"), ("no-claim-restore", "Checkpoint")):
+        def change(events, other=other):
+            i = _submission(events)
+            events[i]["restored_as"] = other
+            return i
+
+        mutated, at = _mutated(tmp_path, kind, change)
+        v = validate(mutated, **BUDGET)
+        _assert_divergent_at(v, at)
+        assert "gives it the type" in v.reason
+
+
+def test_validation_fails_on_a_no_claim_restored_file_deleted(tmp_path):
+    """NO_CLAIM: a shared file of the restored checkpoint deleted after the new job started is
+    divergent at that deletion, even at the end of the trace (the new job never discards the
+    user's snapshot); the real trace deletes none of them."""
+    tr = load_trace(_trace_file("no-claim-restore"))
+    i = _submission(tr.events)
+    restored = tr.events[i]["savepoint"]
+    files = next(e["shared"] for e in tr.events if e["event"] == "checkpoint_files" and e["checkpoint"] == restored)
+    assert files
+    deleted = {e["file"] for e in tr.events[i:] if e["event"] == "shared_file_deleted"}
+    assert deleted and not deleted & set(files)  # the new job deleted files, never the restored ones
+    for where in ("next", "end"):
+        def change(events, where=where):
+            at = i + 1 if where == "next" else len(events)
+            events.insert(at, {"event": "shared_file_deleted", "file": files[0]})
+            return at
+
+        mutated, at = _mutated(tmp_path, "no-claim-restore", change)
+        v = validate(mutated, **BUDGET)
+        _assert_divergent_at(v, at) if where == "next" else None
+        assert v.verdict == DIVERGENT and v.first_unmatched.seq == at, v.to_dict()
+        assert "NO_CLAIM" in v.reason and files[0] in v.reason
+
+
+def test_claim_the_restored_checkpoint_is_subsumed_like_the_new_jobs(tmp_path):
+    """CLAIM: the real new job deleted the restored checkpoint's own files once two of its
+    checkpoints completed (the restored one subsumed, SharedStateRegistry); a deletion of one of
+    them right after the submission, while the restored checkpoint is retained, is divergent."""
+    tr = load_trace(_trace_file("claim-restore"))
+    i = _submission(tr.events)
+    restored = tr.events[i]["savepoint"]
+    files = next(e["shared"] for e in tr.events if e["event"] == "checkpoint_files" and e["checkpoint"] == restored)
+    gone = [k for k, e in enumerate(tr.events) if k > i and e["event"] == "shared_file_deleted" and e["file"] in files]
+    assert gone, "the new job discarded the claimed checkpoint's files"
+    completions = [e["checkpoint"] for e in tr.events[i:gone[0]] if e["event"] == "checkpoint_completed"]
+    assert len(completions) >= 2
+
+    def change(events):
+        events.insert(i + 1, {"event": "shared_file_deleted", "file": files[0]})
+        return i + 1
+
+    mutated, at = _mutated(tmp_path, "claim-restore", change)
+    v = validate(mutated, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert f"retained checkpoint(s) [{restored}]" in v.reason
+
+
+@pytest.mark.parametrize("mode", ["CLAIM", "NO_CLAIM"])
+def test_observe_a_submission_from_a_retained_checkpoint(mode):
+    """``Cluster.restart_from_retained_checkpoint`` on the claim-restore trace's job: a new
+    coordinator whose store holds the restored checkpoint (CLAIM: owned, subsumed later; NO_CLAIM:
+    kept for the user), ids going on after it; observed as the submission Flink logs."""
+    tr = load_trace(_trace_file("claim-restore"))
+    scenario = scenario_of(tr)
+    c = Cluster.from_scenario(attrs.evolve(scenario, config=attrs.evolve(scenario.config, restore_mode=mode)))
+    for _ in range(2):
+        _step(c, A.TriggerCheckpoint())
+        _complete_checkpoint(c)
+    assert c.coordinator.store.checkpoint_ids() == (1, 2)
+    with pytest.raises(FlinkspecError, match="not retained"):
+        c.copy().restart_from_retained_checkpoint(3)
+    before = len(c.events)
+    c.restart_from_retained_checkpoint(2)
+    assert observe(c, c.events[before:]) == [("job_submitted", 2, "Checkpoint" if mode == "CLAIM" else "Savepoint")]
+    assert c.coordinator.store.checkpoint_ids() == (2,) and c.coordinator.next_checkpoint_id == 3
+    kept = c.storage.kept(c.coordinator.store.checkpoint_ids())
+    assert 2 in kept and (2 in c.storage.owned) == (mode == "CLAIM")
+    assert all(t.status == "RUNNING" for t in c.tasks)

@@ -5,8 +5,8 @@ the MiniCluster kinds on a MiniCluster with two TaskManagers in one JVM, ``jobma
 a standalone cluster with ZooKeeper HA that the recorder starts and stops; ``flinkspec
 validate`` must find every trace consistent with the model. Asserted besides: each fault really
 happened in the trace (a failure, a TaskManager's loss, an expired checkpoint, a savepoint and a
-resubmission, a JobManager's loss and a restore by the new leader), and no process of the
-recording is left behind.
+resubmission, a submission from a retained checkpoint in CLAIM and NO_CLAIM mode, a JobManager's
+loss and a restore by the new leader), and no process of the recording is left behind.
 
 Needs ``.venv-flink`` (``make flink-env``), Java and Debian's ``zookeeper`` package (``bash
 tools/ensure-zookeeper.sh``); without them it FAILS with that instruction (no skip). About 3
@@ -40,6 +40,9 @@ SHOWS = {
     "rocksdb-incremental": {"task_failed", "failover", "restored"},
     "jobmanager-loss": {"job_manager_lost", "restored"},
     "checkpoint-declined": {"checkpoint_aborted"},
+    "claim-restore": {"job_submitted", "checkpoint_completed", "checkpoint_files", "shared_file_deleted"},
+    "no-claim-restore": {"job_submitted", "checkpoint_completed", "checkpoint_files"},
+    "stop-with-savepoint": {"job_submitted", "checkpoint_completed"},
 }
 
 
@@ -64,6 +67,12 @@ def test_every_fault_kind_recorded_and_consistent(tmp_path):
         if tr.header["fault"] == "checkpoint-declined":  # a task's asynchronous snapshot failed for real
             assert any(e["event"] == "checkpoint_aborted"
                        and e.get("flink_reason") == "Asynchronous task checkpoint failed" for e in tr.events)
+        if tr.header["fault"] in ("claim-restore", "no-claim-restore"):
+            # submitted from the cancelled job's latest retained checkpoint, named by the claim mode's type
+            (sub,) = [e for e in tr.events if e["event"] == "job_submitted" and e["phase"] == 1]
+            done = [e["checkpoint"] for e in tr.events[:sub["seq"]] if e["event"] == "checkpoint_completed"]
+            assert len(done) >= 2 and sub["savepoint"] == done[-1]
+            assert sub["restored_as"] == ("Checkpoint" if tr.header["fault"] == "claim-restore" else "Savepoint")
     val = subprocess.run(FLINKSPEC + ["validate", str(out), "--json"], capture_output=True, text=True, cwd=REPO,
                          timeout=1200)
     lines = [json.loads(x) for x in val.stdout.strip().splitlines()]
