@@ -1,12 +1,9 @@
 """``flinkspec trace --runs N [--seed S] [--faults KIND,...] --out DIR``: record real Flink runs under faults.
 
-Runs N random jobs on a real Flink 2.3.0 MiniCluster with two TaskManagers of two slots each
-(PyFlink in .venv-flink, created on first use), each with one kind of fault, the kinds in
-turn: task-failure (a user function throws), taskmanager-loss (a TaskManager terminated for
-real, a replacement started), checkpoint-expired (a short checkpoint timeout behind slow
-records), rescale-up and rescale-down (stop-with-savepoint, then a restore with other
-parallelisms), unaligned (unaligned checkpoints under back-pressure, a failure) and
-rocksdb-incremental (incremental RocksDB checkpoints, two retained, a failure). Each run's
+Runs N random jobs on real Flink 2.3.0 (a MiniCluster with two TaskManagers of two slots each,
+or a standalone cluster with ZooKeeper HA; PyFlink in .venv-flink, created on first use), each
+with one kind of fault, the kinds in turn (`flinkspec trace --faults list` names every kind
+and what it injects). Each run's
 events, read from Flink's own log (checkpoints triggered, completed and aborted, task
 failures, restart sets, restores), go to one trace file in DIR (written atomically, named by
 content). Check them with `flinkspec validate DIR/*.ndjson`. Progress goes to stderr. Exit 0
