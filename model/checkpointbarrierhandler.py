@@ -38,6 +38,8 @@ is never reached and is not modeled. Channels are addressed by the task's flat i
 
 from __future__ import annotations
 
+import sys
+
 from model import seams
 from model.events import CheckpointBarrier
 
@@ -51,6 +53,14 @@ ALT_COLLECTING_UNALIGNED = "AlternatingCollectingBarriersUnaligned"
 DECLINED_SUBSUMED = "CHECKPOINT_DECLINED_SUBSUMED"
 DECLINED_ON_CANCELLATION_BARRIER = "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER"
 DECLINED_INPUT_END_OF_STREAM = "CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"
+
+
+def snapshots_obsolete_barriers() -> bool:
+    """Whether a barrier of a checkpoint older than one a task already took is snapshotted: no.
+    ``SingleCheckpointBarrierHandler`` only resumes its channel, and
+    ``SubtaskCheckpointCoordinatorImpl`` declines such a trigger ("Out of order checkpoint
+    barrier (aborted previously?)")."""
+    return False
 
 
 class SingleCheckpointBarrierHandler:
@@ -69,22 +79,10 @@ class SingleCheckpointBarrierHandler:
         "state",
         "barrier",
         "checkpoints_after_tasks_finish",
-        "snapshot_obsolete_barriers",
-        "alignment_timer",
-        "cancel_current_on_stale_marker",
     )
 
     def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
-                 checkpoints_after_tasks_finish: bool = True, snapshot_obsolete_barriers: bool = False,
-                 alignment_timer: str = "deadline", cancel_current_on_stale_marker: bool = False):
-        #: known unsafe (``RuntimeConfig.unchecked_cancellation_id``): a CancelCheckpointMarker of
-        #: an older checkpoint aborts the checkpoint being aligned
-        self.cancel_current_on_stale_marker = cancel_current_on_stale_marker
-        #: "deadline" (Flink), or known unsafe "immediate" / "never" (``RuntimeConfig.alignment_timer``)
-        self.alignment_timer = alignment_timer
-        #: known unsafe (``RuntimeConfig.unchecked_barrier_order``): a late barrier of an older
-        #: checkpoint triggers a snapshot
-        self.snapshot_obsolete_barriers = snapshot_obsolete_barriers
+                 checkpoints_after_tasks_finish: bool = True):
         self.ctx = ctx
         self.mode = mode
         self.timeout = timeout
@@ -122,8 +120,14 @@ class SingleCheckpointBarrierHandler:
         blocked its channel upstream when it was sent, so the channel is resumed."""
         if not b.unaligned:
             self.ctx.resume(ch)
-        if self.snapshot_obsolete_barriers and b.id < self.current_id:
-            self.ctx.trigger(b, b.unaligned)  # the unsafe knob: the older checkpoint is snapshotted now
+        if b.id < self.current_id and snapshots_obsolete_barriers():
+            self.ctx.trigger(b, b.unaligned)  # (only with the unsafe seam: the older checkpoint is snapshotted now)
+
+    def alignment_deadline(self, b: CheckpointBarrier) -> int | None:
+        """When the aligned checkpoint of timeoutable barrier ``b`` turns unaligned: its
+        timestamp + ``execution.checkpointing.aligned-checkpoint-timeout``
+        (``registerAlignmentTimer``)."""
+        return b.timestamp + self.timeout
 
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         ctx = self.ctx
@@ -137,9 +141,10 @@ class SingleCheckpointBarrierHandler:
             self.aligned.clear()
             self.target = self.num_open_channels
             self.barrier = b
-            if self.mode == "alternating" and b.timeoutable and self.timeout is not None \
-                    and self.alignment_timer != "never":
-                ctx.register_timer(b.id, b.timestamp + (0 if self.alignment_timer == "immediate" else self.timeout))
+            if self.mode == "alternating" and b.timeoutable and self.timeout is not None:
+                deadline = self.alignment_deadline(b)
+                if deadline is not None:
+                    ctx.register_timer(b.id, deadline)
             if not b.unaligned:
                 # the abort above resumed the channels blocked *before*; this barrier's channel is
                 # blocked upstream by credit since it was sent (barrierReceived blocks it again)
@@ -213,8 +218,13 @@ class SingleCheckpointBarrierHandler:
     def process_cancellation(self, checkpoint_id: int) -> None:
         if checkpoint_id > self.current_id or (checkpoint_id == self.current_id and self.aligned):
             self._abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
-        elif self.cancel_current_on_stale_marker and self.pending:
-            self._abort(self.current_id, DECLINED_ON_CANCELLATION_BARRIER)  # the unsafe knob
+        else:
+            self.on_obsolete_cancellation(checkpoint_id)
+
+    def on_obsolete_cancellation(self, checkpoint_id: int) -> None:
+        """A CancelCheckpointMarker of a checkpoint older than the one being aligned is ignored
+        (``processCancellationBarrier`` compares its id with the current one)."""
+        return None
 
     def _abort(self, checkpoint_id: int, reason: str) -> None:
         self.current_id = max(checkpoint_id, self.current_id)
@@ -378,3 +388,32 @@ def _on_obsolete_barrier_flink_20645(self, b: CheckpointBarrier, ch: int) -> Non
     # the bug: the channel's persister is switched off, so in-flight data of the current
     # unaligned checkpoint behind this late barrier is not persisted
     self.ctx.stop_persisting(ch)
+
+
+@seams.override("unchecked-barrier-order", sys.modules[__name__], "snapshots_obsolete_barriers",
+                "barriers are taken without comparing their checkpoint id to the newest one seen: a late barrier "
+                "of an older checkpoint triggers a snapshot after a newer one")
+def _obsolete_barriers_snapshotted() -> bool:
+    return True
+
+
+@seams.override("unchecked-cancellation-id", SingleCheckpointBarrierHandler, "on_obsolete_cancellation",
+                "CancelCheckpointMarkers are taken without comparing their checkpoint id to the one being "
+                "aligned: a late marker of an older checkpoint aborts the current one")
+def _obsolete_cancellation_aborts_current(self, checkpoint_id: int) -> None:
+    if self.pending:
+        self._abort(self.current_id, DECLINED_ON_CANCELLATION_BARRIER)
+
+
+@seams.override("alignment-timer-immediate", SingleCheckpointBarrierHandler, "alignment_deadline",
+                "the aligned-checkpoint timeout's timer is due at once: an aligned checkpoint turns unaligned "
+                "before its timeout")
+def _alignment_deadline_now(self, b: CheckpointBarrier) -> int | None:
+    return b.timestamp
+
+
+@seams.override("alignment-timer-never", SingleCheckpointBarrierHandler, "alignment_deadline",
+                "no alignment timer is registered: an aligned checkpoint whose alignment stalls never turns "
+                "unaligned")
+def _alignment_deadline_never(self, b: CheckpointBarrier) -> int | None:
+    return None

@@ -109,14 +109,13 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
            "drain_choice", "enabled_actions", "step"]
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
-ALIGNMENT_TIMERS = ("deadline", "immediate", "never")
 RPC_ORDERS = ("any", "connection")
 DEAD_LETTERS = ("on_delivery", "at_once")
 SCHEDULINGS = ("region", "eager")
 
 
 #: ``RuntimeConfig`` fields that were unsafe switches and are seams now: field -> (the unsafe
-#: value it had, the seam that value stands for). A configuration that still names one (a
+#: value it had, the seam that value stands for), or ({unsafe value: seam}, None). A configuration that still names one (a
 #: counterexample file written before) is refused with the seam to switch on instead;
 #: :func:`migrate_config` rewrites it (``tools/migrate_knobs.py``).
 RETIRED_KNOBS = {
@@ -129,6 +128,9 @@ RETIRED_KNOBS = {
     "operator_state_by_index": (True, "operator-state-by-index"),
     "window_lateness_ignored": (True, "window-lateness-ignored"),
     "idle_source_keeps_emitting": (True, "idle-source-keeps-emitting"),
+    "unchecked_barrier_order": (True, "unchecked-barrier-order"),
+    "unchecked_cancellation_id": (True, "unchecked-cancellation-id"),
+    "alignment_timer": ({"immediate": "alignment-timer-immediate", "never": "alignment-timer-never"}, None),
 }
 
 
@@ -136,7 +138,7 @@ def migrate_config(cfg: dict) -> dict:
     """``cfg`` (a ``RuntimeConfig`` as a dict) with every retired knob removed: at its unsafe
     value it becomes its seam in ``bugs``; at its safe value it is dropped."""
     out = {k: v for k, v in cfg.items() if k not in RETIRED_KNOBS}
-    seams_on = [RETIRED_KNOBS[k][1] for k, v in cfg.items() if k in RETIRED_KNOBS and v == RETIRED_KNOBS[k][0]]
+    seams_on = [n for k, v in cfg.items() if k in RETIRED_KNOBS for n in [_retired_seam(k, v)] if n]
     if seams_on:
         out["bugs"] = list(cfg.get("bugs") or ()) + [n for n in seams_on if n not in (cfg.get("bugs") or ())]
     return out
@@ -148,11 +150,19 @@ def retired_knob_problem(cfg) -> str | None:
         return None
     for k, v in cfg.items():
         if k in RETIRED_KNOBS:
-            unsafe, seam = RETIRED_KNOBS[k]
-            what = f"switch on the seam {seam!r} (bugs)" if v == unsafe else "drop it"
-            return (f"{k} was an unsafe switch and is the seam {seam!r} now: {what}; "
+            seam = _retired_seam(k, v)
+            what = f"is the seam {seam!r} now: switch it on (bugs)" if seam else "is gone: drop it"
+            return (f"{k}={v!r} was an unsafe switch and {what}; "
                     f"`python tools/migrate_knobs.py FILE...` rewrites such files")
     return None
+
+
+def _retired_seam(knob: str, value) -> str | None:
+    """The seam the retired ``knob`` at ``value`` stands for (None: its safe value)."""
+    unsafe, seam = RETIRED_KNOBS[knob]
+    if isinstance(unsafe, dict):  # a knob with several unsafe values: value -> seam
+        return unsafe.get(value) if isinstance(value, str) else None
+    return seam if value == unsafe else None
 
 
 def known_bugs() -> tuple[str, ...]:
@@ -219,20 +229,6 @@ class RuntimeConfig:
     restore_pending_checkpoints: bool = False
     keygroup_assignment: str = "range"
     notify_savepoint_complete: bool = False
-    #: barriers are taken without comparing their checkpoint id to the newest one seen: the
-    #: barrier handler snapshots on a late barrier of an older checkpoint and the task does not
-    #: decline it (Flink: ``SubtaskCheckpointCoordinatorImpl`` declines "out of order" barriers)
-    unchecked_barrier_order: bool = False
-    #: the aligned-checkpoint timeout's timer: ``"deadline"`` (due at the barrier's timestamp +
-    #: ``aligned_checkpoint_timeout``, as Flink's ``registerAlignmentTimer``); known unsafe:
-    #: ``"immediate"`` (due at once: the checkpoint turns unaligned before its timeout) and
-    #: ``"never"`` (no timer: an alignment that never completes never turns unaligned)
-    alignment_timer: str = "deadline"
-    #: a CancelCheckpointMarker is taken without comparing its checkpoint id to the one being
-    #: aligned: a late marker of an older checkpoint aborts the current one (Flink's
-    #: ``SingleCheckpointBarrierHandler.processCancellationBarrier`` ignores markers of older
-    #: checkpoints)
-    unchecked_cancellation_id: bool = False
     # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) --
     #: ``state.backend.type``: "hashmap" or "rocksdb" switch on two-phase snapshots (the
     #: asynchronous phase is the FinishAsyncSnapshot action), state files in a DFS, the
@@ -340,8 +336,6 @@ class RuntimeConfig:
             raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
             raise FlinkspecError("task_managers must be >= 1")
-        if self.alignment_timer not in ALIGNMENT_TIMERS:
-            raise FlinkspecError(f"alignment_timer must be one of {ALIGNMENT_TIMERS}, not {self.alignment_timer!r}")
         if self.state_backend not in (None,) + BACKENDS:
             raise FlinkspecError(f"state_backend must be one of {BACKENDS} or None, not {self.state_backend!r}")
         if self.incremental and self.state_backend != "rocksdb":
@@ -790,9 +784,7 @@ class Cluster:
         # its timeout path at once, savepoints (always aligned) are aligned by it
         return SingleCheckpointBarrierHandler(
             task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
-            checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish,
-            snapshot_obsolete_barriers=cfg.unchecked_barrier_order, alignment_timer=cfg.alignment_timer,
-            cancel_current_on_stale_marker=cfg.unchecked_cancellation_id)
+            checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
 
     def _keyed_operator(self, spec, max_parallelism):
         cache: dict = {}

@@ -27,7 +27,8 @@ from collections import deque
 import attrs
 
 from model import seams
-from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
+from model.checkpointbarrierhandler import (CheckpointBarrierTracker, SingleCheckpointBarrierHandler,
+                                            snapshots_obsolete_barriers)
 from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
 from model.statecopy import clear_slots
 from model.events import (
@@ -553,7 +554,7 @@ class StreamTask:
 
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
-        if barrier.id <= self.last_triggered and not self.config.unchecked_barrier_order:
+        if barrier.id <= self.last_triggered and not snapshots_obsolete_barriers():
             # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
             # previously?)": an older checkpoint than one already taken is declined
             self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")

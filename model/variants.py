@@ -603,9 +603,9 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              "unaligned checkpoint) is snapshotted after the newer one", family="two_stage",
              # the late snapshot of the older checkpoint misses what it should hold: when that
              # checkpoint completes, its cut is inconsistent too
-             expected=("snapshots_in_checkpoint_order", "consistent_cut"), switches=("unchecked_barrier_order",),
+             expected=("snapshots_in_checkpoint_order", "consistent_cut"),
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, unchecked_barrier_order=True, **_F),
+                                  channel_capacity=3, bugs=("unchecked-barrier-order",), **_F),
              small=Small(checkpoints=2, records=2)))
 
 
@@ -614,14 +614,12 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
 _ALIGNMENT_SMALL = Small(sources=2)
 _add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
              "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
-             switches=("alignment_timer",),
              config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
-                                  alignment_timer="immediate", **_F), small=_ALIGNMENT_SMALL))
+                                  bugs=("alignment-timer-immediate",), **_F), small=_ALIGNMENT_SMALL))
 _add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
              "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
-             switches=("alignment_timer",),
              config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
-                                  alignment_timer="never", **_F), small=_ALIGNMENT_SMALL))
+                                  bugs=("alignment-timer-never",), **_F), small=_ALIGNMENT_SMALL))
 
 
 #: two sources of one record each, rescaled together with the keyed operator by a stop-with-savepoint;
@@ -748,9 +746,9 @@ _add(Variant(name="unchecked-cancellation-id", description="cancellation markers
              "checkpoint id to the one being aligned: a late CancelCheckpointMarker of a subsumed checkpoint aborts "
              "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
              "that overtook its barrier), although nothing failed", family="two_stage",
-             expected=("checkpoints_keep_completing",), switches=("unchecked_cancellation_id",),
+             expected=("checkpoints_keep_completing",),
              config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, unchecked_cancellation_id=True, **_F),
+                                  channel_capacity=3, bugs=("unchecked-cancellation-id",), **_F),
              # the savepoint's alignment needs a map with two input channels (two sources), the stale
              # marker a keyed task with two (two maps); no record and no failure are needed. The
              # abort for no cause decides the invariant (``Invariant.doomed``): found at depth 6

@@ -167,7 +167,7 @@ def test_safe_variants_switch_nothing():
 def test_a_switch_at_its_default_is_refused():
     with pytest.raises(ValueError, match="at its default"):
         _add(Variant(name="test-bogus", description="x", expected=("exactly_once",),
-                     switches=("unchecked_cancellation_id",)))
+                     switches=("checkpointing_mode",)))
     assert "test-bogus" not in VARIANTS and "test-bogus" not in catalog.CATALOG
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from model import seams
 from model.checkpointbarrierhandler import (
     DECLINED_INPUT_END_OF_STREAM,
     DECLINED_ON_CANCELLATION_BARRIER,
@@ -132,36 +133,40 @@ def test_a_cancel_marker_aborts_the_alignment_and_a_stale_one_is_ignored():
 
 
 def test_known_unsafe_stale_cancel_marker_aborts_the_current_checkpoint():
-    """``cancel_current_on_stale_marker``: a CancelCheckpointMarker of an older checkpoint
-    aborts the one being aligned (the unchecked cancellation id)."""
-    task = RecordingTask(3)
-    h = SingleCheckpointBarrierHandler(task, 3, "aligned", cancel_current_on_stale_marker=True)
-    h.process_barrier(aligned(2), 0, 1)
-    task.take()
-    h.process_cancellation(1)
-    assert task.take() == [("resume_all",), ("abort", 2, DECLINED_ON_CANCELLATION_BARRIER)]
+    """The seam ``unchecked-cancellation-id``: a CancelCheckpointMarker of an older checkpoint
+    aborts the one being aligned; Flink's handler ignores it."""
+    for seam, expected in ((None, []), ("unchecked-cancellation-id",
+                                        [("resume_all",), ("abort", 2, DECLINED_ON_CANCELLATION_BARRIER)])):
+        task = RecordingTask(3)
+        h = SingleCheckpointBarrierHandler(task, 3, "aligned")
+        h.process_barrier(aligned(2), 0, 1)
+        task.take()
+        with seams.active((seam,) if seam else ()):
+            h.process_cancellation(1)
+        assert task.take() == expected, seam
 
 
 @pytest.mark.parametrize("snapshot_obsolete", [False, True])
 def test_a_late_barrier_of_an_older_checkpoint_only_resumes_its_channel(snapshot_obsolete):
     """The late barrier's channel was blocked upstream when it was sent, so it is resumed. With
-    the known-unsafe ``snapshot_obsolete_barriers`` the older checkpoint is snapshotted too; a
+    the known-unsafe seam ``unchecked-barrier-order`` the older checkpoint is snapshotted too; a
     late barrier of the *current* checkpoint after it was aborted is ignored either way."""
-    task = RecordingTask(2)
-    h = SingleCheckpointBarrierHandler(task, 2, "aligned", snapshot_obsolete_barriers=snapshot_obsolete)
-    h.process_barrier(aligned(2), 0, 1)
-    task.take()
-    old = aligned(1)
-    h.process_barrier(old, 1, 2)
-    assert task.take() == [("resume", 1)] + ([("trigger", old, False)] if snapshot_obsolete else [])
+    with seams.active(("unchecked-barrier-order",) if snapshot_obsolete else ()):
+        task = RecordingTask(2)
+        h = SingleCheckpointBarrierHandler(task, 2, "aligned")
+        h.process_barrier(aligned(2), 0, 1)
+        task.take()
+        old = aligned(1)
+        h.process_barrier(old, 1, 2)
+        assert task.take() == [("resume", 1)] + ([("trigger", old, False)] if snapshot_obsolete else [])
 
-    task = RecordingTask(2)
-    h = SingleCheckpointBarrierHandler(task, 2, "aligned", snapshot_obsolete_barriers=snapshot_obsolete)
-    h.process_barrier(aligned(1), 0, 1)
-    h.process_cancellation(1)
-    task.take()
-    h.process_barrier(aligned(1), 1, 2)
-    assert task.take() == [("resume", 1)]
+        task = RecordingTask(2)
+        h = SingleCheckpointBarrierHandler(task, 2, "aligned")
+        h.process_barrier(aligned(1), 0, 1)
+        h.process_cancellation(1)
+        task.take()
+        h.process_barrier(aligned(1), 1, 2)
+        assert task.take() == [("resume", 1)]
 
 
 # -- alternating: aligned with a timeout ---------------------------------------------------------
@@ -171,10 +176,11 @@ def test_a_late_barrier_of_an_older_checkpoint_only_resumes_its_channel(snapshot
                                              ("never", [])])
 def test_the_first_timeoutable_barrier_registers_the_alignment_timer(timer, expected):
     """Flink registers the timer for ``barrier.timestamp + alignedCheckpointTimeout``; the
-    known-unsafe ``alignment_timer`` knobs fire it at once or never."""
+    known-unsafe seams ``alignment-timer-immediate`` / ``-never`` fire it at once or never."""
     task = RecordingTask(2)
-    h = SingleCheckpointBarrierHandler(task, 2, "alternating", timeout=10, alignment_timer=timer)
-    h.process_barrier(aligned(1, ts=7, timeoutable=True), 0, 8)
+    h = SingleCheckpointBarrierHandler(task, 2, "alternating", timeout=10)
+    with seams.active(() if timer == "deadline" else (f"alignment-timer-{timer}",)):
+        h.process_barrier(aligned(1, ts=7, timeoutable=True), 0, 8)
     assert task.take() == expected + [("block", 0)]
 
 

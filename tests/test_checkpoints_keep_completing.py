@@ -31,7 +31,7 @@ def test_variant_unchecked_cancellation_id_is_caught_and_the_safe_twin_survives_
     v, _ = replay(scenario, actions, finish=True)
     assert v is not None and v.invariant == "checkpoints_keep_completing"
     assert "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER" in v.message
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, unchecked_cancellation_id=False))
+    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
     # the safe twin takes the same actions (the deliveries of the markers and declines only the
     # knob produced are not enabled there and are skipped) and every checkpoint completes
     run, skipped = Run(safe), 0

@@ -133,8 +133,8 @@ def test_a_file_naming_a_retired_knob_is_refused_with_its_seam_and_the_tool_rewr
     header["scenario"]["config"]["bugs"] = []
     header["scenario"]["config"]["skip_consumer_regions"] = True  # as written before the knob was retired
     f.write_text("\n".join([json.dumps(header, sort_keys=True, separators=(",", ":"))] + lines[1:]) + "\n")
-    with pytest.raises(CounterexampleError, match="skip_consumer_regions was an unsafe switch and is the seam "
-                                                  "'skip-consumer-regions' now: switch on the seam"):
+    with pytest.raises(CounterexampleError, match="skip_consumer_regions=True was an unsafe switch and is the seam "
+                                                  "'skip-consumer-regions' now: switch it on"):
         load_counterexample(f, known_variant=True)
     out = subprocess.run([sys.executable, str(root / "tools" / "migrate_knobs.py"), str(tmp_path)],
                          capture_output=True, text=True, check=True).stdout

@@ -27,7 +27,7 @@ def test_variant_unchecked_barrier_order_is_caught_and_the_safe_twin_survives_th
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and v.invariant == "snapshots_in_checkpoint_order"
     assert "took a snapshot of checkpoint" in v.message
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, unchecked_barrier_order=False))
+    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
     run = Run(safe)
     for a in actions:
         assert run.cluster.why_not_enabled(a) is None, a

@@ -34,7 +34,7 @@ def test_variant_alignment_timer_is_caught_and_the_safe_timer_survives_the_same_
     actions = shrink(scenario, list(r.actions), INV)
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and v.invariant == INV and words in v.message
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, alignment_timer="deadline"))
+    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
     run = Run(safe)
     for a in actions:
         assert run.cluster.why_not_enabled(a) is None, a
@@ -68,6 +68,8 @@ def test_safe_alternating_runs_honour_the_timeout():
         assert random_walk("alternating-2pc", seed).verdict == "pass", seed
 
 
-def test_the_alignment_timer_knob_is_checked():
-    with pytest.raises(FlinkspecError, match="alignment_timer must be one of"):
-        RuntimeConfig(alignment_timer="sometimes")
+def test_the_alignment_timer_is_a_seam_not_a_knob():
+    with pytest.raises(TypeError):
+        RuntimeConfig(alignment_timer="immediate")  # the unsafe timers are the seams alignment-timer-*
+    with pytest.raises(FlinkspecError, match="both override SingleCheckpointBarrierHandler.alignment_deadline"):
+        RuntimeConfig(bugs=("alignment-timer-immediate", "alignment-timer-never"))
