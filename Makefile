@@ -44,7 +44,7 @@ flink-env: $(FLINK_VENV)/.flink-installed
 
 ## Record a small batch of real Flink runs under every fault kind and validate them against the
 ## model (docs/conformance.md, "Trace validation"); the traces go to a new folder under results/.
-TRACE_RUNS ?= 8
+TRACE_RUNS ?= 12
 trace-check: $(STAMP) $(FLINK_VENV)/.flink-installed
 	@bash tools/ensure-zookeeper.sh
 	@out=results/trace-check-$$(date -u +%Y%m%dT%H%M%SZ); \

@@ -105,7 +105,7 @@ DECLARED = {
     ".venv/bin/flinkspec conform --runs 50 --json": ("parse", 0, None),
     # real Flink under every fault kind: tests/differential/test_trace_vs_flink.py (slow, flink) records and
     # validates such a batch
-    ".venv/bin/flinkspec trace --runs 8 --out results/traces": ("parse", 0, None),
+    ".venv/bin/flinkspec trace --runs 12 --out results/traces": ("parse", 0, None),
     ".venv/bin/flinkspec validate results/traces": ("parse", 0, None),
     ".venv/bin/flinkspec validate tests/data/traces": ("run", 0, None),
     ".venv/bin/flinkspec check --design examples/designs/failover-skips-consumer-regions.py --corpus /tmp/design-cx":
