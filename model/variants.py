@@ -735,6 +735,11 @@ _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the Share
              max_steps=_SB_STEPS, small=_SB_SMALL))
 #: one checkpoint, one failure: the asynchronous phase of a snapshot fails once
 _CFM_SMALL = Small(checkpoints=1, records=1, failures=1)
+_add(Variant(name="checkpoint-failure-manager", description="HashMapStateBackend under Flink's default "
+             "tolerable-failed-checkpoints 0: a task's failed asynchronous snapshot or an expired checkpoint fails the "
+             "job over globally (CheckpointFailureManager)", family="state_backend",
+             config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, **_SB),
+             max_steps=_SB_STEPS, small=_CFM_SMALL))
 _add(Variant(name="FLINK-20675", flink_key="FLINK-20675", description="the CheckpointFailureManager does not count a "
              "task's failed asynchronous snapshot (CHECKPOINT_ASYNC_EXCEPTION): with tolerable-failed-checkpoints 0 "
              "the job is not failed over when a checkpoint is declined so", family="state_backend",
