@@ -44,7 +44,7 @@ back from the pool within the delay, long before ``slot.idle.timeout``).
 
 from __future__ import annotations
 
-from model import rpc
+from model import rpc, seams
 
 
 class JobMaster:
@@ -281,3 +281,16 @@ class JobMaster:
         self.group_slot.clear()
         self.deployed.clear()
         self.idle.clear()
+
+
+@seams.override("idle-time-restarted-by-heartbeat", JobMaster, "release_idle_slots",
+                "a free slot's idle time restarts whenever its TaskExecutor's heartbeat answer reached the "
+                "JobMaster in the interval just ended (the answer's slot report is taken for use of the slot): "
+                "while heartbeats flow, a slot the job no longer needs is never released, only once its "
+                "TaskExecutor falls silent")
+def _release_idle_slots_restarted_by_heartbeat(self, cp, timeout: int) -> list:
+    for alloc in self.idle:
+        # JobMaster.tick counted this interval: 1 means an answer reset the count in it
+        if alloc in self.pool and self.missed.get(self.pool[alloc][0]) == 1:
+            self.idle[alloc] = -1
+    return seams.original("idle-time-restarted-by-heartbeat")(self, cp, timeout)

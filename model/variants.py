@@ -583,6 +583,13 @@ _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecu
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",), switches=("allocated_slot_report_sync",),
              config=RuntimeConfig(allocated_slot_report_sync=False, **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
+_add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's idle time restarts whenever its "
+             "TaskExecutor's heartbeat answer reached the JobMaster: while heartbeats flow, a slot the job no longer "
+             "needs is never released (a blocking exchange: a finished producer's slot goes idle while the job runs "
+             "on); the output and every view of the slots stay consistent, only the release never comes in time",
+             family="blocking", expected=("idle_slot_released_in_time",),
+             config=RuntimeConfig(bugs=("idle-time-restarted-by-heartbeat",), **_CP), max_steps=350,
+             small=_CP_BLOCKING_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),

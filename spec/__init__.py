@@ -9,7 +9,7 @@ Invariants are pure named functions (``spec.invariant``), each tagged *always*,
 INVARIANT_MODULES = ("spec.checkpoint", "spec.exactly_once", "spec.recovery", "spec.coverage",
                      "spec.placement", "spec.watermarks", "spec.focused",
                      "spec.declarative",
-                     "spec.statebackend", "spec.controlplane", "spec.causality")
+                     "spec.statebackend", "spec.controlplane", "spec.causality", "spec.timeliness")
 
 
 def load_all():

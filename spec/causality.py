@@ -253,6 +253,45 @@ def _jobmasters(c):
     return [(j, p.jobmaster) for j, p in enumerate(c.cp.jms) if p.jobmaster is not None]
 
 
+def free_slot_ages(c) -> list:
+    """``(process index, JobMaster, allocation, intervals)`` of every free allocation of a
+    JobMaster's pool, in order of process and allocation: the heartbeat intervals (``Tick``
+    steps) since it last became free (``cp_slot_freed``), None if no event says it did."""
+    jms = _jobmasters(c)
+    idle = set()
+    for _, jm in jms:
+        idle.update(jm.idle)
+    if not idle:
+        return []
+    last: dict = {}
+    for x in c.events:
+        if x[0] == "cp_slot_freed" and x[2] in idle:
+            last[x[2]] = x[1]
+    out = []
+    for j, jm in jms:
+        for alloc in sorted(jm.idle):
+            at = last.get(alloc)
+            out.append((j, jm, alloc, None if at is None else _ticks_after(c, at)))
+    return out
+
+
+def free_slot_summary(run) -> tuple:
+    """What of the history the idle-slot rules can still read: per free allocation (named by
+    its process and its rank among the free ones of that pool, not by its ``AllocationID``:
+    the state's fingerprint counts fresh identifiers by rank, ``model.fingerprint.fresh_id``)
+    the intervals since it became free, capped at ``slot_idle_timeout``."""
+    c = run.cluster
+    if c.cp is None:
+        return ()
+    timeout = c.config.slot_idle_timeout
+    ranks: dict = {}
+    out = []
+    for j, _jm, _alloc, age in free_slot_ages(c):
+        rank = ranks[j] = ranks.get(j, -1) + 1
+        out.append((j, rank, None if age is None else min(age, timeout)))
+    return tuple(out)
+
+
 def causal_history(run) -> tuple:
     """What of the history ``disturbance_has_cause`` can still read (control plane only), in a
     form that does not tell apart two histories every future judgement treats alike:
@@ -276,21 +315,17 @@ def causal_history(run) -> tuple:
     c = run.cluster
     if c.cp is None:
         return ()
-    hb, idle_timeout = c.config.heartbeat_timeout, c.config.slot_idle_timeout
+    hb = c.config.heartbeat_timeout
     jms = _jobmasters(c)
     tokens = {jm.token for _, jm in jms}
     expected = set()
     for _, jm in jms:
         for ex in jm.deployed.values():
             expected.update(e[0] for e in ex)
-    idle = set()
-    for _, jm in jms:
-        idle.update(jm.idle)
     ticks = 0
     since: dict = {}  # (te, token) -> ticks at its last report; token -> ticks at its recovery
     recovered: dict = {}
     submitted: dict = {}
-    freed: dict = {}
     at: dict = {}
     for x in c.events:
         at.setdefault(x[1], []).append(x)
@@ -318,23 +353,15 @@ def causal_history(run) -> tuple:
             elif k == "cp_job_recovered":
                 if x[2] in tokens:
                     recovered[x[2]] = ticks
-            elif k == "cp_slot_freed":
-                if x[2] in idle:
-                    freed[x[2]] = ticks
     reports = []
     for j, jm in jms:
         for te in sorted(jm.connected):  # only a connected TaskExecutor's heartbeats time out
             last = max(since.get((te, jm.token), -1), recovered.get(jm.token, -1))
             if last >= 0 and ticks - last <= hb:
                 reports.append((j, te, ticks - last))
-    free = []
-    for j, jm in jms:
-        for rank, alloc in enumerate(sorted(jm.idle)):
-            got = freed.get(alloc)
-            free.append((j, rank, None if got is None else min(ticks - got, idle_timeout)))
     return (tuple(reports),
             tuple((s, tuple(sorted(submitted[s][1].items()))) for s in sorted(expected) if s in submitted),
-            tuple(free))
+            free_slot_summary(run))
 
 
 @invariant(
