@@ -36,10 +36,11 @@ reads ``d``, filtered by the partitioner when ``d`` is ambiguous, into the new c
 new upstream subtask that inherits ``u`` (the upstream mapping); input channel state first,
 then the producer's output state of that channel, both ahead of anything sent after the restore.
 
-Known-unsafe variant (``inflight_assignment="old_index"``): the in-flight data of a rescaled
-exchange is handed to the subtask with the *old* index (no mapping, no filter), as if nothing
-had been rescaled: records of an old subtask index that no longer exists are lost, and keyed
-records reach a subtask that does not own their key group.
+Known-unsafe variant, the seam ``inflight-by-old-index`` (``in_flight_data_stays_in_place``
+answers yes): the in-flight data of a rescaled exchange is handed to the subtask with the
+*old* index (no mapping, no filter), as if nothing had been rescaled: records of an old
+subtask index that no longer exists are lost, and keyed records reach a subtask that does not
+own their key group.
 
 Differs from Flink / leaves out: pointwise (forward, rescale) edges. Flink forces them aligned
 (FLINK-21945: their in-flight data cannot be rescaled), so their channel state is empty; the
@@ -52,6 +53,9 @@ recover output buffers on the downstream task are not modelled; buffers are reco
 
 from __future__ import annotations
 
+import sys
+
+from model import seams
 from model.errors import FlinkspecError
 from model.keygroups import (
     UPPER_BOUND_MAX_PARALLELISM,
@@ -76,8 +80,17 @@ PARTITIONER_MAPPERS = {
     "rescale": ("UNSUPPORTED", "UNSUPPORTED"),
 }
 
-#: ``inflight_assignment`` values: Flink's rule and the known-unsafe variant.
-INFLIGHT_ASSIGNMENTS = ("mapped", "old_index")
+def in_flight_data_stays_in_place(up_old_p: int, up_new_p: int, down_old_p: int, down_new_p: int) -> bool:
+    """Whether an edge's in-flight data goes back to the channels it was persisted for, unmapped:
+    only when neither end was rescaled (``StateAssignmentOperation`` maps it otherwise)."""
+    return up_old_p == up_new_p and down_old_p == down_new_p
+
+
+@seams.override("inflight-by-old-index", sys.modules[__name__], "in_flight_data_stays_in_place",
+                "the in-flight data of a rescaled exchange goes to the subtask with the old index: no mapping, no "
+                "filter, as if nothing had been rescaled")
+def _in_flight_data_always_in_place(up_old_p: int, up_new_p: int, down_old_p: int, down_new_p: int) -> bool:
+    return True
 
 #: the message of ``SubtaskStateMapper.UNSUPPORTED``
 UNSUPPORTED_MESSAGE = ("Cannot rescale the given pointwise partitioner. Did you change the partitioner to forward "
@@ -195,18 +208,16 @@ def keeps(partitioner: str, record, new_consumer: int, max_parallelism: int, new
 
 
 def assign_channel_state(records: dict, partitioner: str, up_old_p: int, up_new_p: int, down_old_p: int,
-                         down_new_p: int, max_parallelism: int, assignment: str = "mapped") -> dict:
+                         down_new_p: int, max_parallelism: int) -> dict:
     """Reassign one edge's in-flight records. ``records``: (old upstream, old downstream) ->
     records (input channel state first, then output channel state). Returns (new upstream, new
     downstream) -> records, in old-channel order. ``max_parallelism``: the downstream's, for
-    the filter of a hash exchange. ``assignment="old_index"`` is the known-unsafe variant."""
-    if assignment not in INFLIGHT_ASSIGNMENTS:
-        raise FlinkspecError(f"inflight_assignment must be one of {INFLIGHT_ASSIGNMENTS}, not {assignment!r}")
+    the filter of a hash exchange."""
     out: dict = {}
     if not any(records.values()):
         return out
     up_mapper, down_mapper = edge_mappers(partitioner)
-    if assignment == "old_index" or (up_old_p == up_new_p and down_old_p == down_new_p):
+    if in_flight_data_stays_in_place(up_old_p, up_new_p, down_old_p, down_new_p):
         for (u, d), recs in sorted(records.items()):
             if recs and u < up_new_p and d < down_new_p:
                 out.setdefault((u, d), []).extend(recs)

@@ -76,7 +76,6 @@ from model.functions import filter_function, map_function
 from model.jobgraph import BLOCKING
 from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
 from model.keygroups import assign_key_to_parallel_operator, assign_to_key_group
-from model.channelstaterescaling import INFLIGHT_ASSIGNMENTS
 from model.rescaling import channel_rescale_refusal, rescale_channel_states, rescale_graph, rescale_states
 from model.statecopy import deep_copy
 from model.streamtask import (
@@ -131,6 +130,7 @@ RETIRED_KNOBS = {
     "unchecked_barrier_order": (True, "unchecked-barrier-order"),
     "unchecked_cancellation_id": (True, "unchecked-cancellation-id"),
     "alignment_timer": ({"immediate": "alignment-timer-immediate", "never": "alignment-timer-never"}, None),
+    "inflight_assignment": ({"old_index": "inflight-by-old-index"}, None),
 }
 
 
@@ -300,9 +300,6 @@ class RuntimeConfig:
     #: parallelisms of ``rescale_options``; at most ``max_checkpoint_rescales`` times per run.
     rescale_from_checkpoints: bool = False
     max_checkpoint_rescales: int = 1
-    #: how such a rescale reassigns in-flight data: "mapped" (Flink's SubtaskStateMapper rules,
-    #: model/channelstaterescaling.py) or "old_index" (known unsafe: to the subtask with the old index)
-    inflight_assignment: str = "mapped"
     #: how many times a run's sources may go IDLE (``SourceIdle``); None = unbounded. Not a
     #: Flink knob: each IDLE/ACTIVE toggle puts a WatermarkStatus into the channels, so without
     #: a bound the toggles multiply the interleavings an exhaustive search has to take.
@@ -363,9 +360,6 @@ class RuntimeConfig:
             raise FlinkspecError(f"rpc_capacity must be >= 1 or None, not {self.rpc_capacity}")
 
 
-        if self.inflight_assignment not in INFLIGHT_ASSIGNMENTS:
-            raise FlinkspecError(f"inflight_assignment must be one of {INFLIGHT_ASSIGNMENTS}, "
-                                 f"not {self.inflight_assignment!r}")
         if self.max_checkpoint_rescales < 0:
             raise FlinkspecError(f"max_checkpoint_rescales must be >= 0, not {self.max_checkpoint_rescales}")
         unknown = set(self.bugs) - set(known_bugs())
@@ -1467,7 +1461,7 @@ class Cluster:
         snaps = cp.task_states
         new_eg = _rescaled_eg(old_eg.stream_graph, parallelism)
         restored = rescale_states(old_eg, new_eg, snaps, cid, self.config.keygroup_assignment)
-        placed, report = rescale_channel_states(old_eg, new_eg, snaps, self.config.inflight_assignment)
+        placed, report = rescale_channel_states(old_eg, new_eg, snaps)
         for c, recs in placed.items():
             restored.task_states[new_eg.channels[c].consumer].input_channel_state[c] = tuple(recs)
         for t in self.tasks:

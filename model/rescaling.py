@@ -183,7 +183,7 @@ def channel_rescale_refusal(old_eg, new_eg, snaps: dict) -> str | None:
     return None
 
 
-def rescale_channel_states(old_eg, new_eg, snaps: dict, assignment: str = "mapped") -> tuple[dict, tuple]:
+def rescale_channel_states(old_eg, new_eg, snaps: dict) -> tuple[dict, tuple]:
     """The in-flight records of the checkpoint ``snaps`` placed in ``new_eg``'s channels:
     (new channel id -> records, per JobEdge an :class:`EdgeReassignment`). Raises
     ChannelStateRescalingError for a restore Flink refuses."""
@@ -197,7 +197,7 @@ def rescale_channel_states(old_eg, new_eg, snaps: dict, assignment: str = "mappe
         old_p = _parallelisms(old_eg, edge)
         new_p = _parallelisms(new_eg, new_eg.job_graph.edges[e])
         max_p = new_eg.job_graph.vertices[edge.target_vertex].max_parallelism
-        out = assign_channel_state(recs, edge.partitioner, old_p[0], new_p[0], old_p[1], new_p[1], max_p, assignment)
+        out = assign_channel_state(recs, edge.partitioner, old_p[0], new_p[0], old_p[1], new_p[1], max_p)
         after = []
         for (u, k), rs in sorted(out.items()):
             cid = new_channel.get((e, u, k))

@@ -490,8 +490,7 @@ _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assign
 _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an unaligned checkpoint that hands "
              "the in-flight data of the rescaled hash exchange to the subtask with the old index",
              family="rescale", expected=("inflight_on_key_group_owner", "inflight_preserved_on_rescale"),
-             switches=("inflight_assignment",),
-             config=RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, inflight_assignment="old_index",
+             config=RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, bugs=("inflight-by-old-index",),
                                   channel_capacity=3),
              max_steps=500, small=_RESCALE_SMALL))
 # -- historical bug mechanisms ---------------------------------------------------------------

@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+from model import seams
 from model.channelstaterescaling import (
     UNSUPPORTED_MESSAGE,
     ChannelStateRescalingError,
@@ -109,7 +110,8 @@ def test_old_index_variant_loses_or_misroutes_records():
     rng = random.Random(7)
     max_p = 128
     recs = _inflight(rng, 2, 3, max_p)
-    out = assign_channel_state(recs, "hash", 2, 2, 3, 2, max_p, assignment="old_index")
+    with seams.active(("inflight-by-old-index",)):
+        out = assign_channel_state(recs, "hash", 2, 2, 3, 2, max_p)
     kept = Counter(r for rs in out.values() for r in rs)
     lost = Counter(r for rs in recs.values() for r in rs) - kept
     misrouted = [r for (u, k), rs in out.items() for r in rs if assign_key_to_parallel_operator(r[0], max_p, 2) != k]
@@ -122,11 +124,6 @@ def test_pointwise_edge_with_in_flight_data_is_refused_when_rescaled():
         assign_channel_state(recs, "forward", 2, 3, 2, 3, 128)
     # not rescaled: kept in place
     assert assign_channel_state(recs, "forward", 2, 2, 2, 2, 128) == {(0, 0): [("a", 1, 0)]}
-
-
-def test_bad_assignment_name():
-    with pytest.raises(FlinkspecError, match="inflight_assignment must be one of"):
-        assign_channel_state({}, "hash", 1, 1, 1, 1, 128, assignment="nope")
 
 
 # -- regression: BROADCAST operator state of old subtasks that reported none -------------------

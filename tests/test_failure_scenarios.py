@@ -759,7 +759,7 @@ def test_variant_inflight_to_old_subtask_index_loses_and_misroutes_records():
 
     base = dict(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10, rescale_options=opts)
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base),
-                                  RuntimeConfig(inflight_assignment="old_index", **base), script)
+                                  RuntimeConfig(bugs=("inflight-by-old-index",), **base), script)
     assert oracle_diffs(g, inp, safe) == {}
     (_, _, report), = unsafe.channel_rescales
     before = sorted(r for e in report for r in e.before)
