@@ -35,7 +35,10 @@ phase's vertex parallelisms and the model's graph must have the same.
 
 What a user does is not searched: the restart of a stopped job from its savepoint with the
 next phase's parallelisms is applied when the trace's next event is that phase's submission
-(``Cluster.restart_from_savepoint``, as ``flinkspec conform`` does it).
+(``Cluster.restart_from_savepoint``, as ``flinkspec conform`` does it); so is the cancellation
+of a running job and its submission from a retained checkpoint in the header's claim mode
+(``Cluster.restart_from_retained_checkpoint``), for each checkpoint the model's store retains
+(the trace says which one Flink restored).
 """
 
 from __future__ import annotations

@@ -1022,3 +1022,28 @@ def test_observe_a_submission_from_a_retained_checkpoint(mode):
     kept = c.storage.kept(c.coordinator.store.checkpoint_ids())
     assert 2 in kept and (2 in c.storage.owned) == (mode == "CLAIM")
     assert all(t.status == "RUNNING" for t in c.tasks)
+
+
+def test_validation_fails_on_a_no_claim_restored_file_reused(tmp_path):
+    """NO_CLAIM: the new job's first checkpoint is full and later ones build on it, so a
+    checkpoint of the new job that references a file of the restored checkpoint is divergent at
+    that event; in CLAIM mode the real trace's checkpoints do reference them."""
+    tr = load_trace(_trace_file("no-claim-restore"))
+    i = _submission(tr.events)
+    restored = tr.events[i]["savepoint"]
+    files = next(e["shared"] for e in tr.events if e["event"] == "checkpoint_files" and e["checkpoint"] == restored)
+
+    def change(events):
+        at = next(k for k in range(i, len(events)) if events[k]["event"] == "checkpoint_files")
+        events[at]["shared"] = sorted(set(events[at]["shared"]) | {files[0]})
+        return at
+
+    mutated, at = _mutated(tmp_path, "no-claim-restore", change)
+    v = validate(mutated, **BUDGET)
+    _assert_divergent_at(v, at)
+    assert "NO_CLAIM" in v.reason and files[0] in v.reason
+    claim = load_trace(_trace_file("claim-restore"))
+    j = _submission(claim.events)
+    kept = set(next(e["shared"] for e in claim.events
+                    if e["event"] == "checkpoint_files" and e["checkpoint"] == claim.events[j]["savepoint"]))
+    assert any(set(e["shared"]) & kept for e in claim.events[j:] if e["event"] == "checkpoint_files")
