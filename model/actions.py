@@ -155,6 +155,15 @@ class RescaleFromCheckpoint:
     parallelism: tuple = ()
 
 
+@attrs.frozen(slots=True)
+class RestartFromRetainedCheckpoint:
+    """The user cancels the running job and submits it again, with the same parallelisms,
+    from its retained checkpoint ``checkpoint_id`` in ``RuntimeConfig.restore_mode``
+    (``Cluster.restart_from_retained_checkpoint``)."""
+
+    checkpoint_id: int = 0
+
+
 # -- the registry ------------------------------------------------------------------------------
 
 class ActionKind:
@@ -1592,6 +1601,42 @@ class RescaleFromCheckpointKind(ActionKind):
         cp = c.coordinator.store.get_latest_checkpoint()
         return (f"the job is resubmitted from checkpoint {cp.checkpoint_id if cp else '?'} with parallelism "
                 + ", ".join(f"{n}={p}" for n, p in a.parallelism))
+
+
+@register
+class RestartFromRetainedCheckpointKind(ActionKind):
+    """A user's action that no engine is offered (no candidates): ``flinkspec validate`` takes
+    it where a recorded run was cancelled and submitted from a retained checkpoint, and a
+    replay of its counterexample checks the guard. Not optional, so swarm testing's draws stay
+    unchanged."""
+
+    disturbs = True
+
+    action = RestartFromRetainedCheckpoint
+    optional = False
+    shape = "square"
+    color = "#c77c02"
+
+    def candidates(self, c):
+        return ()
+
+    def precondition(self, c):
+        if c.job.status != RUNNING or c.job.stopping is not None:
+            return "the job is not running (or is stopping with a savepoint)"
+        return None
+
+    def admits(self, c, a):
+        retained = c.coordinator.store.checkpoint_ids()
+        if a.checkpoint_id not in retained:
+            return f"checkpoint {a.checkpoint_id!r} is not retained (retained: {list(retained)})"
+        return None
+
+    def apply(self, c, a):
+        c.restart_from_retained_checkpoint(a.checkpoint_id)
+
+    def describe(self, c, a):
+        return (f"the user cancels the job and submits it from retained checkpoint {a.checkpoint_id} "
+                f"({c.config.restore_mode})")
 
 
 # -- views generated from the registry ------------------------------------------------------

@@ -597,15 +597,6 @@ class _Resubmit:
     parallelism: tuple
 
 
-@attrs.frozen(slots=True)
-class _ResubmitFromCheckpoint:
-    """The user's cancellation of the job and its submission from retained checkpoint
-    ``checkpoint_id`` (``Cluster.restart_from_retained_checkpoint``)."""
-
-    phase: int
-    checkpoint_id: int
-
-
 def _priority(c, a, nxt: Expected, task) -> int:
     """Lower first: an action whose sure observation is the next expected event, then the
     preferred kinds (:data:`_PREFERENCE`)."""
@@ -713,11 +704,7 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
         else:
             c = parent.copy()
             before = len(c.events)
-            if isinstance(a, _ResubmitFromCheckpoint):
-                c.restart_from_retained_checkpoint(a.checkpoint_id)
-                c.now += 1
-                c.trace.append(a)
-            elif isinstance(a, _Resubmit):
+            if isinstance(a, _Resubmit):
                 from properties.conform import _restart_from_savepoint  # lazy: conform loads the Flink harness
                 _restart_from_savepoint(c, a.parallelism)
                 shape = _shape_error(trace, c, a.phase)
@@ -762,8 +749,9 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
             if phase < len(phases):
                 if _restores_retained_checkpoint(trace, phase):
                     if c.job.status == "RUNNING" and c.job.stopping is None:
-                        # whichever checkpoint the store retains: the trace says which one Flink restored
-                        edges.extend((-1, _ResubmitFromCheckpoint(phase, cid))
+                        # whichever checkpoint the store retains: the trace says which one Flink
+                        # restored (a user's action no engine is offered, so not among enabled_actions)
+                        edges.extend((-1, A.RestartFromRetainedCheckpoint(cid))
                                      for cid in c.coordinator.store.checkpoint_ids())
                 elif c.job.status == "STOPPED" and c.job.savepoint is not None:
                     edges.append((-1, _Resubmit(phase, phases[phase])))
