@@ -54,7 +54,7 @@ the model's default: see ``RuntimeConfig.tolerable_failed_checkpoints``. A new J
 JobManager failover, a resubmitted job) has a new manager (Flink builds one per ExecutionGraph).
 
 Known-unsafe (a seam, its expected verdict ``checkpoint_failures_tolerated``): ``FLINK-20675``,
-Flink's mechanism from FLINK-12364 until FLINK-20675 (1.10 to 1.12.1): ``CHECKPOINT_ASYNC_EXCEPTION``
+Flink's mechanism from FLINK-12364 (1.9) until FLINK-20675 was fixed: ``CHECKPOINT_ASYNC_EXCEPTION``
 was among the ignored reasons, so however many checkpoints in a row the tasks' asynchronous
 snapshots failed, the job never failed over, and a job whose state could not be written ran on
 without a checkpoint.
