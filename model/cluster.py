@@ -110,7 +110,6 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
 RPC_ORDERS = ("any", "connection")
 DEAD_LETTERS = ("on_delivery", "at_once")
-SCHEDULINGS = ("region", "eager")
 
 
 #: ``RuntimeConfig`` fields that were unsafe switches and are seams now: field -> (the unsafe
@@ -131,6 +130,12 @@ RETIRED_KNOBS = {
     "unchecked_cancellation_id": (True, "unchecked-cancellation-id"),
     "alignment_timer": ({"immediate": "alignment-timer-immediate", "never": "alignment-timer-never"}, None),
     "inflight_assignment": ({"old_index": "inflight-by-old-index"}, None),
+    "fencing": (False, "no-fencing"),
+    "checkpoint_id_counter_ha": (False, "checkpoint-counter-in-memory"),
+    "restore_from_ha_store": (False, "restore-from-memory"),
+    "slot_report_reconciliation": (False, "no-slot-report-reconciliation"),
+    "allocated_slot_report_sync": (False, "no-allocated-slot-report-sync"),
+    "scheduling": ({"eager": "eager-scheduling"}, None),
 }
 
 
@@ -248,17 +253,6 @@ class RuntimeConfig:
     job_managers: int = 2
     #: heartbeat intervals (Tick actions) without an answer after which a peer is lost.
     heartbeat_timeout: int = 2
-    #: known-unsafe when False: no fencing tokens (a deposed leader's RPCs and HA writes are
-    #: accepted).
-    fencing: bool = True
-    #: known-unsafe when False: the checkpoint ID counter lives in the JobManager's memory
-    #: (StandaloneCheckpointIDCounter) instead of the HA store.
-    checkpoint_id_counter_ha: bool = True
-    #: known-unsafe when False: the SlotManager ignores the slot reports of heartbeats.
-    slot_report_reconciliation: bool = True
-    #: known-unsafe when False: a new leader restores the latest checkpoint it has in memory
-    #: instead of the HA store's.
-    restore_from_ha_store: bool = True
     #: the control-plane fault kinds a run may inject (names of action kinds: RpcLose,
     #: RpcDuplicate, CrashJobManager, ExpireSession of a living process, CrashTaskExecutor);
     #: None = all of them. Every fault counts against ``max_failures``.
@@ -284,15 +278,6 @@ class RuntimeConfig:
     #: intervals; here as many intervals as ``heartbeat_timeout``'s default): a free slot of the
     #: SlotPool idle this long, and not needed, is released to its TaskExecutor.
     slot_idle_timeout: int = 2
-    #: known-unsafe when False: the TaskExecutor ignores the JobMaster's AllocatedSlotReport
-    #: (``syncSlotsWithSnapshotFromJobMaster``), so a slot whose ``freeSlot`` was lost stays
-    #: allocated for the job for ever.
-    allocated_slot_report_sync: bool = True
-    #: how the JobMaster schedules (control plane only): "region" (Flink's
-    #: PipelinedRegionSchedulingStrategy: a region consuming blocking partitions is deployed
-    #: once their producers finished, every other at once) or, known-unsafe for blocking
-    #: exchanges, "eager" (every region at once, the consumers of blocking partitions too).
-    scheduling: str = "region"
 
 
     #: whether RescaleFromCheckpoint is offered: the job is cancelled and resubmitted from its
@@ -354,8 +339,6 @@ class RuntimeConfig:
             raise FlinkspecError(f"dead_letters must be one of {DEAD_LETTERS}, not {self.dead_letters!r}")
         if self.slot_idle_timeout < 1:
             raise FlinkspecError(f"slot_idle_timeout must be >= 1, not {self.slot_idle_timeout}")
-        if self.scheduling not in SCHEDULINGS:
-            raise FlinkspecError(f"scheduling must be one of {SCHEDULINGS}, not {self.scheduling!r}")
         if self.rpc_capacity is not None and self.rpc_capacity < 1:
             raise FlinkspecError(f"rpc_capacity must be >= 1 or None, not {self.rpc_capacity}")
 

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from model import highavailability as ha
 from model import rpc, seams
+from model.rpc import checks_fencing_tokens
 from model.failover import channel_is_blocking, pipelined_regions
 from model.jobmaster import JobMaster
 from model.resourcemanager import PENDING, ResourceManager
@@ -124,25 +125,22 @@ class ControlPlane:
     #: left out of a fingerprint: static structure, the derived signature, and the id counters
     #: (a new id is above every live one whatever the counter says: ids count by rank,
     #: ``model.fingerprint.fresh_id``)
-    FINGERPRINT_SKIP = ("groups", "fencing", "timeout", "_dispatcher", "_sig", "next_allocation",
-                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout", "eager", "slot_sync",
+    FINGERPRINT_SKIP = ("groups", "timeout", "_dispatcher", "_sig", "next_allocation",
+                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout",
                         "dead_letters_at_once")
 
     __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "next_sequence", "quiet",
-                 "storage", "started", "max_checkpoint_id", "terminal", "groups", "fencing", "timeout", "_dispatcher",
-                 "_sig", "region_inputs", "idle_timeout", "eager", "slot_sync", "dead_letters_at_once")
+                 "storage", "started", "max_checkpoint_id", "terminal", "groups", "timeout", "_dispatcher",
+                 "_sig", "region_inputs", "idle_timeout", "dead_letters_at_once")
 
     def __init__(self, c):
         cfg = c.config
-        self.fencing = cfg.fencing
         self.timeout = cfg.heartbeat_timeout
         self._dispatcher = Dispatcher()
         self.groups = tuple(g.subtasks for g in compute_execution_slot_sharing_groups(c.eg))
         #: per subtask: the producers of the blocking partitions its pipelined region consumes
         self.region_inputs = region_inputs(c.eg)
         self.idle_timeout = cfg.slot_idle_timeout
-        self.eager = cfg.scheduling == "eager"
-        self.slot_sync = cfg.allocated_slot_report_sync
         self.dead_letters_at_once = cfg.dead_letters == "at_once"
         self.store = ha.ZooKeeperStore()
         self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
@@ -211,10 +209,10 @@ class ControlPlane:
 
     # -- HA writes ---------------------------------------------------------------------------
     def ha_write(self, c, p: JobManagerProcess, path: str, data, delete: bool = False) -> bool:
-        """A leader's write to the store, fenced (``fencing``) by a check that its latch node
+        """A leader's write to the store, fenced (``rpc.checks_fencing_tokens``) by a check that its latch node
         leads. Records the effect; returns whether it was accepted."""
         leader = self.leader_token()
-        accepted = not self.fencing or (p.latch is not None and ha.latch_leader(self.store) == p.latch
+        accepted = not checks_fencing_tokens() or (p.latch is not None and ha.latch_leader(self.store) == p.latch
                                         and p.session in self.store.sessions)
         c.events.append(("cp_effect", c.now, "store", path, p.token, leader, accepted))
         if not accepted:
@@ -247,7 +245,7 @@ class ControlPlane:
         c.events.append(("cp_checkpoint_id", c.now, cid, self.max_checkpoint_id))
         self.max_checkpoint_id = max(self.max_checkpoint_id, cid)
         p.counter = cid + 1
-        if c.config.checkpoint_id_counter_ha:
+        if ha.checkpoint_id_counter_in_store():
             # ZooKeeperCheckpointIDCounter: versioned compare-and-set on the shared count
             _, version = self.store.get(ha.CHECKPOINT_COUNTER)
             self.store.set_data(ha.CHECKPOINT_COUNTER, cid + 1, version)
@@ -321,10 +319,7 @@ class ControlPlane:
     # -- scheduling (PipelinedRegionSchedulingStrategy) and idle slots --------------------------
     def schedulable(self, c) -> frozenset:
         """The subtasks that may be deployed: every one of a streaming job; one whose pipelined
-        region consumes blocking partitions only once their producers finished (with
-        ``RuntimeConfig.scheduling="eager"``: every one at once)."""
-        if self.eager:
-            return frozenset(range(len(c.tasks)))
+        region consumes blocking partitions only once their producers finished."""
         tasks = c.tasks
         return frozenset(s for s, producers in enumerate(self.region_inputs)
                          if all(tasks[p].status == "FINISHED" for p in producers))
@@ -468,17 +463,18 @@ class ControlPlane:
         self.running = None
         c.job_manager_lost()
 
+    def checkpoint_to_recover(self, p: JobManagerProcess, store_latest):
+        """The checkpoint a new leader restores: the latest the HA store holds
+        (``DefaultCompletedCheckpointStoreUtils.retrieveCompletedCheckpoints``)."""
+        return store_latest
+
     def recover_job(self, c, p: JobManagerProcess) -> None:
         """The new leader's JobMaster: recover the job graph, the checkpoint ID counter and the
         latest completed checkpoint, restart the whole job from it, ask for slots."""
-        cfg = c.config
         store_ids = self.store.get(ha.CHECKPOINTS)[0]
         store_latest = self.storage[max(store_ids)] if store_ids else None
-        if cfg.restore_from_ha_store:
-            checkpoint = store_latest
-        else:
-            checkpoint = p.memory
-        next_id = self.store.get(ha.CHECKPOINT_COUNTER)[0] if cfg.checkpoint_id_counter_ha else p.counter
+        checkpoint = self.checkpoint_to_recover(p, store_latest)
+        next_id = self.store.get(ha.CHECKPOINT_COUNTER)[0] if ha.checkpoint_id_counter_in_store() else p.counter
         commit_in_flight = bool(c.job.notifications)
         was_terminal = self.terminal
         c.events.append(("cp_job_recovered", c.now, p.token, None if checkpoint is None else checkpoint.checkpoint_id,
@@ -637,7 +633,7 @@ class ControlPlane:
             elif t is rpc.SlotRequestAnswer:
                 rm.on_answer(self, m)
             else:
-                for slot in rm.on_heartbeat(self, m, c.config.slot_report_reconciliation):
+                for slot in rm.on_heartbeat(self, m):
                     c.events.append(("cp_pending_slot_reconciled", c.now, slot))
             return
         if route is not None:
@@ -692,7 +688,7 @@ class ControlPlane:
             te.on_request_slot(self, m)
         elif t is rpc.OfferSlotsAnswer:
             c.events.append(("cp_effect", c.now, f"te{m.te}", "offerSlots", m.job_token, te.job_token,
-                             not self.fencing or m.job_token == te.job_token))
+                             not checks_fencing_tokens() or m.job_token == te.job_token))
             te.on_offer_answer(self, m)
         elif t is rpc.SubmitTask:
             why = te.submit_allowed(self, m)
@@ -720,7 +716,7 @@ class ControlPlane:
                     self.net.send(rpc.HeartbeatResponse("rm", m.token, te.index, te.inc, te.slot_report()))
             elif m.token == te.job_token:
                 te.missed_jm = 0
-                died, failed_slots, freed = te.on_allocated_slot_report(m.token, m.payload, self.slot_sync)
+                died, failed_slots, freed = te.on_allocated_slot_report(m.token, m.payload)
                 for alloc in freed:
                     c.events.append(("cp_unreported_slot_freed", c.now, m.te, alloc))
                 self.executions_died(c, died)
@@ -791,3 +787,17 @@ def region_inputs(eg) -> tuple:
 
 def pending_slots(rm: ResourceManager) -> int:
     return sum(1 for st, _, _ in rm.slots.values() if st == PENDING)
+
+
+@seams.override("restore-from-memory", ControlPlane, "checkpoint_to_recover",
+                "a new leader restores the latest checkpoint it has in memory (none, for a fresh process) instead of "
+                "the HA store's")
+def _checkpoint_in_memory(self, p, store_latest):
+    return p.memory
+
+
+@seams.override("eager-scheduling", ControlPlane, "schedulable",
+                "every pipelined region is deployed at once: the consumers of blocking partitions before their "
+                "producers finished (eager scheduling of a batch exchange)")
+def _every_region_at_once(self, c) -> frozenset:
+    return frozenset(range(len(c.tasks)))

@@ -42,7 +42,11 @@ living on a file system in Flink (here it is a node of the same store).
 
 from __future__ import annotations
 
+import sys
+
 import attrs
+
+from model import seams
 
 ROOT = "/"
 LATCH = "/leader/latch"
@@ -210,3 +214,16 @@ def latch_leader(store: ZooKeeperStore) -> str | None:
 def token_of(latch_path: str) -> int:
     """The leader session id (fencing token) of a latch node: its sequence number + 1."""
     return int(latch_path[-10:]) + 1
+
+
+def checkpoint_id_counter_in_store() -> bool:
+    """Whether the checkpoint ID counter lives in the HA store (``ZooKeeperCheckpointIDCounter``:
+    a new leader continues the count): yes."""
+    return True
+
+
+@seams.override("checkpoint-counter-in-memory", sys.modules[__name__], "checkpoint_id_counter_in_store",
+                "the checkpoint ID counter is kept in the JobManager's memory (StandaloneCheckpointIDCounter): a new "
+                "leader hands out ids again")
+def _checkpoint_id_counter_in_memory() -> bool:
+    return False

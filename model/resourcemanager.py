@@ -29,7 +29,7 @@ by reconciliation), redundant TaskManagers, and blocklists.
 
 from __future__ import annotations
 
-from model import rpc
+from model import rpc, seams
 
 FREE = "FREE"
 PENDING = "PENDING"
@@ -87,14 +87,19 @@ class ResourceManager:
         if not m.ok:
             self.check_requirements(cp)
 
-    def on_heartbeat(self, cp, m: rpc.HeartbeatResponse, reconcile: bool) -> list:
-        """A TaskExecutor's answer: reset its timeout and (``reconcile``) take its
-        ``SlotReport``. Returns the slots whose PENDING state the report resolved."""
+    def takes_slot_reports(self) -> bool:
+        """Whether the SlotManager reconciles its slot table with a heartbeat's ``SlotReport``
+        (``reportSlotStatus``): yes."""
+        return True
+
+    def on_heartbeat(self, cp, m: rpc.HeartbeatResponse) -> list:
+        """A TaskExecutor's answer: reset its timeout and take its ``SlotReport``. Returns the
+        slots whose PENDING state the report resolved."""
         if self.registered.get(m.te) != m.inc:
             return []
         self.missed[m.te] = 0
         resolved = []
-        if reconcile:
+        if self.takes_slot_reports():
             for slot, alloc, owner in m.payload:
                 cur = self.slots.get((m.te, slot))
                 new = (FREE, None, None) if alloc is None else (ALLOCATED, alloc, owner)
@@ -137,3 +142,10 @@ class ResourceManager:
                 te, slot = key
                 cp.net.send(rpc.RequestSlot(te, self.token, slot, alloc, job))
                 have += 1
+
+
+@seams.override("no-slot-report-reconciliation", ResourceManager, "takes_slot_reports",
+                "the SlotManager ignores the slot reports of heartbeats: a lost slot-request answer leaves the slot "
+                "tables disagreeing for ever")
+def _slot_reports_ignored(self) -> bool:
+    return False

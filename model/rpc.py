@@ -27,8 +27,11 @@ and finishes reach the JobMaster through the data plane's own messages), partiti
 
 from __future__ import annotations
 
+import sys
+
 import attrs
 
+from model import seams
 from model.events import value
 from model.fingerprint import fresh_id
 
@@ -294,3 +297,17 @@ class ConnectionOrderedNetwork(RpcNetwork):
 
     def deliverable(self, i: int) -> bool:
         return i == 0 or connection(self.in_flight[i - 1]) != connection(self.in_flight[i])
+
+
+def checks_fencing_tokens() -> bool:
+    """Whether a fenced RPC is accepted only with its receiver's expected fencing token, and an
+    HA write only from the leader whose latch node leads (``FencedRpcEndpoint``; the leader
+    election's session check): yes."""
+    return True
+
+
+@seams.override("no-fencing", sys.modules[__name__], "checks_fencing_tokens",
+                "no fencing tokens: a deposed leader's slot answers, deployments, slot releases and HA writes are "
+                "accepted")
+def _fencing_tokens_unchecked() -> bool:
+    return False

@@ -38,7 +38,8 @@ Leaves out: resource profiles (every slot fits every request), local state, part
 
 from __future__ import annotations
 
-from model import rpc
+from model import rpc, seams
+from model.rpc import checks_fencing_tokens
 
 FREE = None
 
@@ -179,7 +180,7 @@ class TaskExecutor:
 
     # -- RPCs --------------------------------------------------------------------------------
     def on_request_slot(self, cp, m: rpc.RequestSlot) -> str:
-        if cp.fencing and m.token != self.rm_token:
+        if checks_fencing_tokens() and m.token != self.rm_token:
             return "rejected: ResourceManagerId does not match"
         cur = self.slots[m.slot] if 0 <= m.slot < len(self.slots) else "missing"
         if cur == "missing":
@@ -194,7 +195,7 @@ class TaskExecutor:
         return "allocated"
 
     def on_offer_answer(self, cp, m: rpc.OfferSlotsAnswer) -> str:
-        if cp.fencing and m.job_token != self.job_token:
+        if checks_fencing_tokens() and m.job_token != self.job_token:
             return "rejected: not the job leader's answer"
         for alloc in m.accepted:
             i = self.slot_of(alloc)
@@ -212,7 +213,7 @@ class TaskExecutor:
         i = self.slot_of(m.allocation)
         if i is None:
             return "no slot holds the allocation"
-        if cp.fencing:
+        if checks_fencing_tokens():
             if m.job_token != self.job_token:
                 return "the JobMasterId is not the job leader's"
             alloc, owner, active = self.slots[i]
@@ -233,13 +234,13 @@ class TaskExecutor:
         i = self.slot_of(m.allocation)
         if i is None:
             return None
-        if cp.fencing and self.slots[i][1] != m.job_token:
+        if checks_fencing_tokens() and self.slots[i][1] != m.job_token:
             return None
         self.slots[i] = FREE
         return set(self.deployed.pop(i, ()))
 
     def on_cancel(self, cp, m: rpc.CancelTask) -> set | None:
-        if cp.fencing and m.job_token != self.job_token:
+        if checks_fencing_tokens() and m.job_token != self.job_token:
             return None
         gone = set()
         for i in list(self.deployed):
@@ -255,15 +256,20 @@ class TaskExecutor:
                 del self.deployed[i]
         return gone
 
-    def on_allocated_slot_report(self, job_token: int, allocations: tuple, sync: bool = True) -> tuple:
+    def syncs_with_allocated_slot_report(self) -> bool:
+        """Whether an ``AllocatedSlotReport`` frees the active slots it does not name
+        (``syncSlotsWithSnapshotFromJobMaster``): yes."""
+        return True
+
+    def on_allocated_slot_report(self, job_token: int, allocations: tuple) -> tuple:
         """The JobMaster's ``AllocatedSlotReport`` (``syncSlotsWithSnapshotFromJobMaster``):
         an active slot of that JobMaster missing from two reports in a row is freed (one
-        report may have been sent before the JobMaster accepted the slot; ``sync=False``, the
-        known-unsafe variant, never frees one); an allocation the report names that this
+        report may have been sent before the JobMaster accepted the slot); an allocation the report names that this
         TaskExecutor does not hold for the JobMaster is answered as failed (``failSlot``).
         Returns (executions that died, failed allocations, allocations freed)."""
         gone: set = set()
         freed = []
+        sync = self.syncs_with_allocated_slot_report()
         for i, s in enumerate(self.slots):
             if sync and s is not None and s[1] == job_token and s[2] and s[0] not in allocations:
                 if s[0] in self.unreported:
@@ -277,3 +283,10 @@ class TaskExecutor:
                 self.unreported.discard(s[0])
         held = {s[0] for s in self.slots if s is not None and s[1] == job_token}
         return gone, tuple(a for a in allocations if a not in held), freed
+
+
+@seams.override("no-allocated-slot-report-sync", TaskExecutor, "syncs_with_allocated_slot_report",
+                "the TaskExecutor ignores the JobMaster's AllocatedSlotReport: a lost freeSlot of an idle slot leaves "
+                "the slot allocated for the job for ever")
+def _allocated_slot_report_ignored(self) -> bool:
+    return False

@@ -543,22 +543,21 @@ _add(Variant(name="cp-two-stage", description="the control plane with a two-stag
              small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
-                                                          "deployments_agree"), switches=("fencing",),
-             config=RuntimeConfig(fencing=False, **_CP), max_steps=350, small=_CP_SMALL))
+                                                          "deployments_agree"),
+             config=RuntimeConfig(bugs=("no-fencing",), **_CP), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
              "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
-             "ids again", expected=("checkpoint_ids_increase",), switches=("checkpoint_id_counter_ha",),
-             config=RuntimeConfig(checkpoint_id_counter_ha=False, **_CP), max_steps=350,
+             "ids again", expected=("checkpoint_ids_increase",),
+             config=RuntimeConfig(bugs=("checkpoint-counter-in-memory",), **_CP), max_steps=350,
              small=attrs.evolve(_CP_SMALL, checkpoints=2)))
 _add(Variant(name="cp-no-slot-reconciliation", description="the SlotManager ignores the slot reports of "
              "heartbeats: a lost slot-request answer leaves the slot tables disagreeing forever",
-             expected=("slot_views_agree",), switches=("slot_report_reconciliation",),
-             config=RuntimeConfig(slot_report_reconciliation=False, **_CP), max_steps=350, small=_CP_LOSS_SMALL))
+             expected=("slot_views_agree",),
+             config=RuntimeConfig(bugs=("no-slot-report-reconciliation",), **_CP), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="cp-restore-from-memory", description="a new leader restores the latest checkpoint it has in "
              "memory (none, for a fresh process) instead of the HA store's",
              expected=("restore_uses_latest_checkpoint", "exactly_once", "committed_output_within_reference"),
-             switches=("restore_from_ha_store",),
-             config=RuntimeConfig(restore_from_ha_store=False, **_CP), max_steps=350,
+             config=RuntimeConfig(bugs=("restore-from-memory",), **_CP), max_steps=350,
              small=attrs.evolve(_CP_SMALL, records=1)))
 _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deployment reconciliation: the "
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "

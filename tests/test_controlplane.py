@@ -149,8 +149,8 @@ def test_a_new_leader_restores_the_latest_checkpoint_and_the_counter_from_the_st
 
 
 def test_unsafe_in_memory_counter_and_restore_break_on_the_same_failover():
-    for cfg, invariant in ((dict(checkpoint_id_counter_ha=False), "checkpoint_ids_increase"),
-                           (dict(restore_from_ha_store=False), "restore_uses_latest_checkpoint")):
+    for cfg, invariant in ((dict(bugs=("checkpoint-counter-in-memory",)), "checkpoint_ids_increase"),
+                           (dict(bugs=("restore-from-memory",)), "restore_uses_latest_checkpoint")):
         run = run_of(**cfg)
         step_until(run, all_running)
         complete_a_checkpoint(run)
@@ -164,7 +164,7 @@ def test_unsafe_in_memory_counter_and_restore_break_on_the_same_failover():
 
 def test_a_deposed_leader_cannot_write_the_store_and_without_fencing_it_can():
     for fencing in (True, False):
-        run = run_of(fencing=fencing)
+        run = run_of(bugs=() if fencing else ("no-fencing",))
         c = run.cluster
         step_until(run, all_running)
         assert do(run, A.ExpireSession(0)) is None  # jm0 still believes it leads
@@ -222,7 +222,7 @@ def test_a_lost_deployment_is_found_by_deployment_reconciliation(bugs):
 
 @pytest.mark.parametrize("reconcile", [True, False])
 def test_a_lost_slot_request_answer_is_repaired_by_slot_reports(reconcile):
-    run = run_of(slot_report_reconciliation=reconcile)
+    run = run_of(bugs=() if reconcile else ("no-slot-report-reconciliation",))
     c = run.cluster
     step_until(run, lambda c: any(type(m) is rpc.SlotRequestAnswer for m in c.cp.net.in_flight))
     assert do(run, A.RpcLose(index_of(c, rpc.SlotRequestAnswer))) is None
