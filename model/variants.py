@@ -574,13 +574,13 @@ _add(Variant(name="cp-blocking-regions", description="the control plane with a b
              config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=30, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-eager-blocking-regions", description="every pipelined region deployed at once, the consumers "
              "of blocking partitions before their producers finished (eager scheduling of a batch exchange)",
-             family="blocking", expected=("region_deployed_after_blocking_inputs",), switches=("scheduling",),
-             config=RuntimeConfig(scheduling="eager", **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
+             family="blocking", expected=("region_deployed_after_blocking_inputs",),
+             config=RuntimeConfig(bugs=("eager-scheduling",), **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
              "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
-             expected=("idle_slots_returned",), switches=("allocated_slot_report_sync",),
-             config=RuntimeConfig(allocated_slot_report_sync=False, **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
+             expected=("idle_slots_returned",),
+             config=RuntimeConfig(bugs=("no-allocated-slot-report-sync",), **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's idle time restarts whenever its "
              "TaskExecutor's heartbeat answer reached the JobMaster: while heartbeats flow, a slot the job no longer "
              "needs is never released (a blocking exchange: a finished producer's slot goes idle while the job runs "
