@@ -1015,9 +1015,11 @@ def test_observe_a_submission_from_a_retained_checkpoint(mode):
     assert c.coordinator.store.checkpoint_ids() == (1, 2)
     with pytest.raises(FlinkspecError, match="not retained"):
         c.copy().restart_from_retained_checkpoint(3)
-    before = len(c.events)
-    c.restart_from_retained_checkpoint(2)
-    assert observe(c, c.events[before:]) == [("job_submitted", 2, "Checkpoint" if mode == "CLAIM" else "Savepoint")]
+    assert "not retained" in c.why_not_enabled(A.RestartFromRetainedCheckpoint(3))
+    # a user's action: no engine is offered it
+    assert not any(isinstance(a, A.RestartFromRetainedCheckpoint) for a in c.enabled_actions())
+    assert _step(c, A.RestartFromRetainedCheckpoint(2)) == [
+        ("job_submitted", 2, "Checkpoint" if mode == "CLAIM" else "Savepoint")]
     assert c.coordinator.store.checkpoint_ids() == (2,) and c.coordinator.next_checkpoint_id == 3
     kept = c.storage.kept(c.coordinator.store.checkpoint_ids())
     assert 2 in kept and (2 in c.storage.owned) == (mode == "CLAIM")
@@ -1047,3 +1049,31 @@ def test_validation_fails_on_a_no_claim_restored_file_reused(tmp_path):
     kept = set(next(e["shared"] for e in claim.events
                     if e["event"] == "checkpoint_files" and e["checkpoint"] == claim.events[j]["savepoint"]))
     assert any(set(e["shared"]) & kept for e in claim.events[j:] if e["event"] == "checkpoint_files")
+
+
+@pytest.mark.slow
+def test_a_divergence_after_a_submission_from_a_retained_checkpoint_replays(tmp_path, monkeypatch, capsys):
+    """A failure of a task the job does not have, right after the NO_CLAIM submission: divergent
+    (every model run of the trace's prefix searched, about 10 s); the counterexample holds
+    the user's RestartFromRetainedCheckpoint and replay reproduces it."""
+    monkeypatch.chdir(tmp_path)
+
+    def change(events):
+        i = _submission(events) + 1
+        events.insert(i, {"event": "task_failed", "task": [9, 0], "attempt": 0})
+        return i
+
+    mutated, at = _mutated(tmp_path, "no-claim-restore", change)
+    out = tmp_path / "out"
+    assert cli.main(["validate", mutated.path, "--out", str(out), "--json", "--max-seconds", "120"]) == 1
+    first = json.loads(capsys.readouterr().out.splitlines()[0])
+    # divergent at the failure or later (rule completion-during-the-failover expects the completion
+    # Flink logged after it before it), after the submission was matched
+    assert first["verdict"] == DIVERGENT and first["first_unmatched"]["seq"] >= at, first
+    submission = next(k for k, x in enumerate(expected_events(mutated)[0]) if x.key[0] == "job_submitted")
+    assert first["matched"] > submission
+    cx = Path(first["counterexample"])
+    restored = load_trace(_trace_file("no-claim-restore")).events[_submission(load_trace(mutated.path).events)]
+    assert f"RestartFromRetainedCheckpoint(checkpoint_id={restored['savepoint']})" in cx.read_text(encoding="utf-8")
+    assert cli.main(["replay", str(cx)]) == 0
+    assert "reproduced" in capsys.readouterr().out
