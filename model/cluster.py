@@ -461,6 +461,9 @@ class Cluster:
         self.completed_ids: list[int] = []
         self.external = sinks.ExternalSystem()
         self.late: list = []
+        #: the windows a sliding window skipped as late for an element another window took
+        #: (``KeyedNode.skip_window``): what ``window_results_exactly_once`` excuses
+        self.window_skips: list = []
         self.job = JobState()
         self.acks: dict[int, dict] = {}
         self.completed: dict[int, dict] = {}
@@ -718,7 +721,8 @@ class Cluster:
             elif kind == "filter":
                 node = FilterNode(name, filter_function(spec.function, f"operator '{name}'"))
             elif kind in ("keyed_aggregate", "window"):
-                node = KeyedNode(name, self._keyed_operator(spec, vertex.max_parallelism), late, kind == "window")
+                node = KeyedNode(name, self._keyed_operator(spec, vertex.max_parallelism), late, kind == "window",
+                                 self.window_skips)
             elif kind == "sink":
                 node = SinkNode(name, self._sink(spec, st))
             else:  # pragma: no cover - validate() rejects unknown kinds

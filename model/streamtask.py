@@ -154,13 +154,16 @@ class KeyedNode(ChainNode):
     """Wraps a keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``) whose state
     is kept per key group; late records go to the task's side output list."""
 
-    __slots__ = ("op", "late", "is_window", "collect")
+    __slots__ = ("op", "late", "skips", "is_window", "collect")
     FINGERPRINT_SKIP = ("collect",)
 
-    def __init__(self, name, op, late: list, is_window: bool):
+    def __init__(self, name, op, late: list, is_window: bool, skips: list | None = None):
         self.name = name
         self.op = op
         self.late = late
+        #: the windows a sliding window operator skipped as late for an element that another of
+        #: its windows took: (operator, key, value, timestamp, watermark, window max timestamp)
+        self.skips = [] if skips is None else skips
         self.is_window = is_window
 
     def process(self, k, v, ts):
@@ -174,6 +177,9 @@ class KeyedNode(ChainNode):
     def collect_late(self, k, v, ts):
         # the watermark the operator had when the record arrived: what justifies the drop
         self.late.append((self.name, k, v, ts, self.op.current_watermark))
+
+    def skip_window(self, k, v, ts, max_ts):
+        self.skips.append((self.name, k, v, ts, self.op.current_watermark, max_ts))
 
     def watermark(self, ts):
         if self.is_window:

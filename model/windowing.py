@@ -251,6 +251,11 @@ class WindowOutput(Protocol):
 
     def collect_late(self, key: object, value: object, timestamp: int) -> None: ...
 
+    def skip_window(self, key: object, value: object, timestamp: int, max_timestamp: int) -> None:
+        """An element another of whose windows took it skipped the window ending at
+        ``max_timestamp`` as late (``isWindowLate``; sliding windows only). Flink records
+        nothing; an output may note it, for a judge that must tell a skip from a loss."""
+
 
 class RecordingWindowOutput:
     """Collects ``(key, value, timestamp)`` triples in ``records`` and ``late``."""
@@ -401,6 +406,7 @@ class WindowOperator:
         lateness = self.allowed_lateness
         size_m1 = self._size - 1
         skipped = True
+        late_windows = None
         contents = None
         timers = None
         for start in starts:
@@ -411,6 +417,7 @@ class WindowOperator:
             if cleanup > LONG_MAX:
                 cleanup = LONG_MAX
             if cleanup <= wm:  # isWindowLate
+                late_windows = (late_windows or []) + [max_ts]
                 continue
             skipped = False
             if contents is None:
@@ -443,6 +450,9 @@ class WindowOperator:
                 out.collect_late(key, value, timestamp)
             else:
                 self.num_late_records_dropped += 1
+        elif late_windows:
+            for max_ts in late_windows:
+                out.skip_window(key, value, timestamp, max_ts)
 
     def advance_watermark(self, watermark: int, out: WindowOutput) -> None:
         """``InternalTimerServiceImpl.advanceWatermark``: fire all timers with ``ts <= watermark``."""

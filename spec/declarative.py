@@ -261,11 +261,14 @@ def reference_matches_declarative_spec(run) -> Violation | None:
 # timing, and the failure-free reference is no oracle. The judge below needs none: a record
 # is dropped only if it was late when it arrived (``late_drop_justified``), and every window
 # result counts every other record of its window exactly once
-# (``window_results_exactly_once``). It covers jobs whose every sink is fed directly by a
-# tumbling event-time window (one window per record, so a record skipped by its window is a
-# record dropped, which the model logs with the operator's watermark at arrival), with
-# append or two-phase-commit sinks (each sink with that one input), and whose windows read
-# the sources through maps, filters and unions only.
+# (``window_results_exactly_once``). It covers jobs whose every sink is fed directly by an
+# event-time window, tumbling or sliding, with append or two-phase-commit sinks (each sink
+# with that one input), and whose windows read the sources through maps, filters and unions
+# only. A record all of whose windows are late is dropped, and the model logs it with the
+# operator's watermark at arrival (``Cluster.late``); a sliding window can skip some windows
+# of a record and take it in others (``isWindowLate`` per window, which Flink records
+# nowhere): the model logs each such skip with the watermark and the window
+# (``Cluster.window_skips``), and the judge excuses the record's absence from that window only.
 
 
 def _window_inputs_timing_free(graph, name: str, ops: dict, ins: dict) -> bool:
@@ -294,7 +297,7 @@ def event_time_judged(graph) -> bool:
         if len(ins.get(s.name, ())) != 1:
             return False
         w = ops[ins[s.name][0]]
-        if w.kind != "window" or w.window_slide not in (None, w.window_size):
+        if w.kind != "window":
             return False
         if not _window_inputs_timing_free(graph, w.name, ops, ins):
             return False
@@ -326,13 +329,27 @@ def _window_ops(graph) -> dict:
     kind="always",
     concept="WindowOperator.isElementLate / isWindowLate (allowed lateness)",
     statement="A window operator drops a record as late only if its timestamp + allowed lateness is at or "
-    "below the watermark the operator had when the record arrived.",
+    "below the watermark the operator had when the record arrived, and leaves a record out of one of its "
+    "sliding windows only if that window's maxTimestamp + allowed lateness is.",
 )
 def late_drop_justified(run) -> Violation | None:
     late = run.cluster.late
-    if not late:
+    skips = run.cluster.window_skips
+    if not late and not skips:
         return None
     windows = _window_ops(run.scenario.graph)
+    for name, k, v, ts, w, max_ts in skips:
+        op = windows.get(name)
+        if op is not None and not max_ts + op.allowed_lateness <= w:
+            return Violation(
+                invariant="late_drop_justified",
+                expected={"operator": name, "record": [k, v, ts], "window_max_timestamp": max_ts,
+                          "late_if": f"{max_ts} + {op.allowed_lateness} <= watermark"},
+                actual={"operator": name, "record": [k, v, ts], "watermark": w},
+                message=(f"window operator '{name}' left record (key={k!r}, value={v!r}, ts={ts}) out of its window "
+                         f"ending {max_ts + 1} at watermark {w}, but with an allowed lateness of "
+                         f"{op.allowed_lateness} that window was not late ({max_ts} + {op.allowed_lateness} > {w})"),
+            )
     for name, k, v, ts, w in late:
         op = windows.get(name)
         if op is not None and not ts + op.allowed_lateness <= w:
@@ -355,9 +372,12 @@ def _sums(values: list) -> set:
     return out
 
 
-def window_result_problems(graph, job_input, committed: dict, late: list, restores: int = 0) -> list[str]:
+def window_result_problems(graph, job_input, committed: dict, late: list, restores: int = 0,
+                           skips: list = ()) -> list[str]:
     """What is wrong with the window results ``committed`` (sink -> records in commit order)
-    given the records dropped as late (``late``: operator, key, value, ts, watermark) and the
+    given the records dropped as late (``late``: operator, key, value, ts, watermark), the
+    windows a sliding window skipped as late for a record another of its windows took
+    (``skips``: operator, key, value, ts, watermark, window max timestamp) and the
     number of restores of the run. The watermark is not part of a checkpoint, so after a
     restore a record that was late before may open its window again: a window's results then
     come in generations, one per (re)opening. Without allowed lateness each generation fires
@@ -374,11 +394,13 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
     for sink in sorted(o.name for o in graph.operators if o.kind == "sink"):
         (w,) = (ops[i] for i in ins[sink])
         size, offset = w.window_size, w.window_offset
+        slide = None if w.window_slide in (None, size) else w.window_slide
         elements: dict = {}
         for k, v, ts in (r for i in ins[w.name] for r in outs[i]):
-            for start in window_starts(ts, size, None, offset):
+            for start in window_starts(ts, size, slide, offset):
                 elements.setdefault((k, start + size - 1), []).append((v, ts))
         dropped = Counter((k, v, ts) for name, k, v, ts, _w in late if name == w.name)
+        skipped = Counter((k, v, ts, max_ts) for name, k, v, ts, _w, max_ts in skips if name == w.name)
         results: dict = {}
         for k, v, ts in committed.get(sink, ()):
             results.setdefault((k, ts), []).append(v)
@@ -387,7 +409,7 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
             recs = elements.get(key, [])
             may_drop = Counter()
             for v, ts in recs:
-                if may_drop[(v, ts)] < dropped[(k, v, ts)]:
+                if may_drop[(v, ts)] < dropped[(k, v, ts)] + skipped[(k, v, ts, max_ts)]:
                     may_drop[(v, ts)] += 1
             optional = list(may_drop.elements())
             got = results.get(key)
@@ -447,7 +469,8 @@ def window_results_exactly_once(run) -> Violation | None:
         return None
     restores = restores_of(run)
     problems = window_result_problems(run.scenario.graph, run.scenario.job_input,
-                                      sink_output_by_operator(run.cluster), run.cluster.late, restores)
+                                      sink_output_by_operator(run.cluster), run.cluster.late, restores,
+                                      run.cluster.window_skips)
     if not problems:
         return None
     return Violation(invariant="window_results_exactly_once", expected="every record of a window counted once",

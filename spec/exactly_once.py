@@ -57,7 +57,7 @@ class Expected:
 
 def window_records(graph, job_input) -> dict:
     """``{sink: (window operator, {(key, maxTimestamp): [values of its records]})}`` for a job
-    whose every sink is fed directly by a tumbling window (``event_time_judged``)."""
+    whose every sink is fed directly by an event-time window (``event_time_judged``)."""
     outs = operator_outputs(graph, job_input)
     ops = {o.name: o for o in graph.operators}
     ins = inputs_of(graph)
@@ -68,7 +68,8 @@ def window_records(graph, job_input) -> dict:
         (w,) = (ops[i] for i in ins[o.name])
         recs: dict = {}
         for k, v, ts in (r for i in ins[w.name] for r in outs[i]):
-            for start in window_starts(ts, w.window_size, None, w.window_offset):
+            slide = None if w.window_slide in (None, w.window_size) else w.window_slide
+            for start in window_starts(ts, w.window_size, slide, w.window_offset):
                 recs.setdefault((k, start + w.window_size - 1), []).append(v)
         out[o.name] = (w, recs)
     return out
