@@ -268,6 +268,16 @@ def unload(path=None) -> None:
             _forget(d)
 
 
+def variants_to_run(path, requested) -> list[str]:
+    """Load the design file ``path`` and return the variants a command runs: ``requested``
+    (each must be one of the design's, else one line naming them) or all of the design's."""
+    d = load_design(path)
+    unknown = [n for n in requested if n not in d.variants]
+    if unknown:
+        raise DesignError(f"{', '.join(unknown)}: not a variant of {path} (its variants: {', '.join(d.variants)})")
+    return list(requested) or list(d.variants)
+
+
 def design_of_variant(name: str) -> Design | None:
     """The loaded design that declared variant ``name``, if any."""
     return next((d for d in _LOADED.values() if name in d.variants), None)

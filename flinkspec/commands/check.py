@@ -97,16 +97,11 @@ def run(args) -> int:
             raise FlinkspecError("--job FILE and --design FILE are two runs: a design's variant names its job (job=)")
         return run_job(args)
     requested = list(args.only or []) + list(args.variant or [])
-    design = None
-    if args.design is not None:
-        from flinkspec.design import load_design  # lazy: heavy, see the note at the top
+    design = args.design
+    if design is not None:
+        from flinkspec.design import variants_to_run  # lazy: heavy, see the note at the top
 
-        design = load_design(args.design)  # one line naming the file and line, before any suite
-        unknown = [n for n in requested if n not in design.variants]
-        if unknown:
-            raise FlinkspecError(f"{', '.join(unknown)}: not a variant of {args.design} "
-                                 f"(its variants: {', '.join(design.variants)})")
-        requested = requested or list(design.variants)
+        requested = variants_to_run(design, requested)  # a bad file or name: one line, before any suite
     suites = select_suites(requested)
     report_out = None
     if args.report:

@@ -142,14 +142,9 @@ def run(args) -> int:
     else:
         names = variant_names() if args.all else list(dict.fromkeys(args.variant or ()))
         if args.design is not None:
-            from flinkspec.design import load_design  # start-up: as above
+            from flinkspec.design import variants_to_run  # start-up: as above
 
-            design = load_design(args.design)  # one line naming the file and line, before any search
-            unknown = [n for n in names if n not in design.variants]
-            if unknown:
-                raise FlinkspecError(f"{', '.join(unknown)}: not a variant of {args.design} "
-                                     f"(its variants: {', '.join(design.variants)})")
-            names = names or list(design.variants)
+            names = variants_to_run(args.design, names)  # a bad file or name: one line, before any search
         variants = [variant(n) for n in names]  # an unknown name is one line before any search
         if args.failures is not None:
             variants = [attrs.evolve(v, small=attrs.evolve(v.small, failures=args.failures)) for v in variants]
