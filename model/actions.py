@@ -1608,7 +1608,12 @@ class RestartFromRetainedCheckpointKind(ActionKind):
     """A user's action that no engine is offered (no candidates): ``flinkspec validate`` takes
     it where a recorded run was cancelled and submitted from a retained checkpoint, and a
     replay of its counterexample checks the guard. Not optional, so swarm testing's draws stay
-    unchanged."""
+    unchanged. Not offered because two of its outcomes break invariants for reasons outside the
+    model's runtime: a restore of a retained checkpoint older than one whose transactions the
+    sink already committed aborts them again (``transactions_follow_two_phase_commit``: the
+    user re-runs committed output), and with two retained checkpoints the user's deletion of
+    a NO_CLAIM snapshot (``ReleaseRestoredSnapshot``, allowed once a checkpoint of the new job
+    completed) may come while the store still lists it (``retained_checkpoints_restorable``)."""
 
     disturbs = True
 
