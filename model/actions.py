@@ -708,13 +708,17 @@ class AlignmentTimeoutKind(ActionKind):
 
 def failover_outcome(c, failed: set, unavailable: frozenset) -> tuple:
     """The outcome key of a failure that runs a failover (``Cluster._failover``): the
-    failover strategy's restart set and the lost blocking partitions. The restarted tasks are
-    restored from the latest completed checkpoint, and nothing after the step depends on which
-    tasks failed or on what failed them -- a task or its TaskManager: the failed tasks are
-    history (an event, and the step's delta, whose judge ``restart_set_sufficient`` reads the
-    restart set and the lost partitions only), and a lost TaskManager is replaced at once. So
-    a task failure and a TaskManager loss with one key reach one state, judged alike."""
-    return "failover", frozenset(c.strategy.tasks_to_restart(failed, unavailable)), unavailable
+    failover strategy's restart set, the lost blocking partitions and the pipelined regions of
+    the failed tasks. The restarted tasks are restored from the latest completed checkpoint,
+    and nothing after the step depends on which tasks of a region failed or on what failed
+    them -- a task or its TaskManager: the failed tasks are history (an event, and the step's
+    delta, whose judges read the restart set, the lost partitions, and -- to compute the restart
+    set Flink's strategy gives, ``restart_set_exact`` -- the failed tasks' regions), and a lost
+    TaskManager is replaced at once. So a task failure and a TaskManager loss with one key
+    reach one state, judged alike."""
+    region_of = getattr(c.strategy, "region_of", None)
+    regions = frozenset(region_of[s] for s in failed) if region_of is not None else ()
+    return "failover", frozenset(c.strategy.tasks_to_restart(failed, unavailable)), unavailable, regions
 
 
 class _FailureKind(ActionKind):

@@ -540,6 +540,18 @@ class Cluster:
         return unit.guard(self, action)
 
     @seams.within
+    def footprint(self, action):
+        """``ActionKind.footprint`` of the enabled ``action`` (with the configuration's seams:
+        a search's reduction must see what the step will do)."""
+        return A.KINDS[type(action)].footprint(self, action)
+
+    @seams.within
+    def outcome(self, action):
+        """``ActionKind.outcome`` of the enabled ``action`` (with the configuration's seams, as
+        ``footprint``)."""
+        return A.KINDS[type(action)].outcome(self, action)
+
+    @seams.within
     def step(self, action) -> None:
         """Apply ``action`` if it is enabled; else raise ActionNotEnabled (the state is untouched)."""
         try:

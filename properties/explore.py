@@ -272,7 +272,7 @@ def to_take(c: Cluster, acts: list, sleep: frozenset, reduce: bool) -> list:
             continue
         cls = type(a)
         if cls in _OUTCOME_KINDS:
-            key = A.KINDS[cls].outcome(c, a)
+            key = c.outcome(a)
             if key is not None:
                 if key in outcomes:
                     continue
@@ -301,7 +301,7 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     taken = to_take(c, acts, sleep, reduce)
     reduce = reduce and not c.config.time_sensitive
     if reduce:
-        fp = {a: A.KINDS[type(a)].footprint(c, a) for a in acts}
+        fp = {a: c.footprint(a) for a in acts}
     if consume and not taken:
         run.dispose()  # nothing to take: the caller no longer needs it
         return []

@@ -142,3 +142,17 @@ def test_a_file_naming_a_retired_knob_is_refused_with_its_seam_and_the_tool_rewr
     assert f.read_bytes() == src.read_bytes()  # exactly the file the engines write now
     ok, _ = replay_counterexample(load_counterexample(f, known_variant=True))
     assert ok
+
+
+def test_the_explorers_reduction_sees_the_seams_and_what_the_invariants_judge():
+    """The explorer's reduction keys (``Cluster.outcome``, ``Cluster.footprint``) are computed
+    with the run's seams, and a failover's key holds the failed tasks' regions (which
+    ``restart_set_exact`` judges): with and without the reduction, the shortest counterexample
+    of region-failover-backtracks-available-partitions is its first failure."""
+    from properties.explore import Limits, explore
+    from model.variants import small_scenario
+
+    sc = small_scenario(variant("region-failover-backtracks-available-partitions"))
+    for reduce in (True, False):
+        ex = explore(sc, Limits(max_seconds=60), reduce=reduce)
+        assert (ex.verdict, ex.depth, ex.violation.invariant) == ("violation", 1, "restart_set_exact"), reduce
