@@ -294,3 +294,11 @@ def _release_idle_slots_restarted_by_heartbeat(self, cp, timeout: int) -> list:
         if alloc in self.pool and self.missed.get(self.pool[alloc][0]) == 1:
             self.idle[alloc] = -1
     return seams.original("idle-time-restarted-by-heartbeat")(self, cp, timeout)
+
+
+@seams.override("heartbeat-timeout-one-interval-late", JobMaster, "tick",
+                "the JobMaster declares a silent TaskExecutor lost one heartbeat interval late: only after "
+                "heartbeat_timeout + 1 intervals without an answer (a timeout compared with >= instead of >, or "
+                "scheduled one interval after the last answer instead of at it)")
+def _tick_one_interval_late(self, cp, timeout: int) -> list:
+    return seams.original("heartbeat-timeout-one-interval-late")(self, cp, timeout + 1)

@@ -588,6 +588,12 @@ _add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's
              family="blocking", expected=("idle_slot_released_in_time",),
              config=RuntimeConfig(bugs=("idle-time-restarted-by-heartbeat",), **_CP), max_steps=350,
              small=_CP_BLOCKING_SMALL))
+_add(Variant(name="heartbeat-timeout-one-interval-late", description="the JobMaster declares a silent TaskExecutor "
+             "lost one heartbeat interval late (after heartbeat_timeout + 1 intervals without an answer): the job "
+             "recovers all the same, only later than the configuration promises",
+             expected=("silent_task_executor_disconnected_in_time",),
+             config=RuntimeConfig(bugs=("heartbeat-timeout-one-interval-late",), **_CP), max_steps=350,
+             small=_CP_LOSS_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),

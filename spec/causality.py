@@ -292,6 +292,46 @@ def free_slot_summary(run) -> tuple:
     return tuple(out)
 
 
+def heard_intervals(c) -> list:
+    """``(process index, JobMaster, TaskExecutor, intervals)`` of every TaskExecutor connected
+    to a JobMaster: the heartbeat intervals (``Tick`` steps) since that JobMaster began
+    monitoring it (``cp_te_connected``) or a report of it last reached that JobMaster, or since
+    the JobMaster recovered the job; None if no event says when."""
+    jms = [(j, jm) for j, jm in _jobmasters(c) if jm.connected]
+    if not jms:
+        return []
+    tokens = {jm.token for _, jm in jms}
+    last: dict = {}  # (te, token) -> the step of its last report or connection
+    recovered: dict = {}  # token -> the step its JobMaster recovered the job at
+    for x in c.events:
+        k = x[0]
+        if k == "cp_deployment_report" or k == "cp_te_connected":
+            if x[3] in tokens:
+                last[(x[2], x[3])] = x[1]
+        elif k == "cp_job_recovered" and x[2] in tokens:
+            recovered[x[2]] = x[1]
+    ticks = [0]
+    for a in c.trace:
+        ticks.append(ticks[-1] + (type(a) is A.Tick))
+    out = []
+    for j, jm in jms:
+        for te in sorted(jm.connected):
+            at = max(last.get((te, jm.token), -1), recovered.get(jm.token, -1))
+            out.append((j, jm, te, None if at < 0 else ticks[-1] - ticks[min(at + 1, len(ticks) - 1)]))
+    return out
+
+
+def heard_summary(run) -> tuple:
+    """What of the history the heartbeat-timeout rules can still read: per (JobManager process,
+    connected TaskExecutor) the intervals since its JobMaster last heard of it, only while they
+    are at most ``heartbeat_timeout`` (beyond, a timeout has its cause and is due: left out)."""
+    c = run.cluster
+    if c.cp is None:
+        return ()
+    hb = c.config.heartbeat_timeout
+    return tuple((j, te, n) for j, _jm, te, n in heard_intervals(c) if n is not None and n <= hb)
+
+
 def causal_history(run) -> tuple:
     """What of the history ``disturbance_has_cause`` can still read (control plane only), in a
     form that does not tell apart two histories every future judgement treats alike:
@@ -317,49 +357,25 @@ def causal_history(run) -> tuple:
         return ()
     hb = c.config.heartbeat_timeout
     jms = _jobmasters(c)
-    tokens = {jm.token for _, jm in jms}
     expected = set()
     for _, jm in jms:
         for ex in jm.deployed.values():
             expected.update(e[0] for e in ex)
-    ticks = 0
-    since: dict = {}  # (te, token) -> ticks at its last report; token -> ticks at its recovery
-    recovered: dict = {}
     submitted: dict = {}
-    at: dict = {}
     for x in c.events:
-        at.setdefault(x[1], []).append(x)
-    for step, a in enumerate(c.trace):
-        if type(a) is A.Tick:
-            ticks += 1
-        for x in at.get(step, ()):
-            k = x[0]
-            if k == "cp_te_connected":
-                if x[3] in tokens:
-                    since[(x[2], x[3])] = ticks
-            elif k == "cp_deployment_report":
-                if x[3] in tokens:
-                    since[(x[2], x[3])] = ticks
-                for s, (execution, per_te) in submitted.items():
-                    n = per_te.get(x[2], 0)
-                    if n == "ok":
-                        continue  # shown once, or past the tolerance: the rule no longer counts
-                    if execution in x[4] or n >= hb:
-                        per_te[x[2]] = "ok"
-                    else:
-                        per_te[x[2]] = n + 1
-            elif k == "cp_submit":
-                submitted[x[2]] = ((x[2], x[4]), {})
-            elif k == "cp_job_recovered":
-                if x[2] in tokens:
-                    recovered[x[2]] = ticks
-    reports = []
-    for j, jm in jms:
-        for te in sorted(jm.connected):  # only a connected TaskExecutor's heartbeats time out
-            last = max(since.get((te, jm.token), -1), recovered.get(jm.token, -1))
-            if last >= 0 and ticks - last <= hb:
-                reports.append((j, te, ticks - last))
-    return (tuple(reports),
+        k = x[0]
+        if k == "cp_deployment_report":
+            for s, (execution, per_te) in submitted.items():
+                n = per_te.get(x[2], 0)
+                if n == "ok":
+                    continue  # shown once, or past the tolerance: the rule no longer counts
+                if execution in x[4] or n >= hb:
+                    per_te[x[2]] = "ok"
+                else:
+                    per_te[x[2]] = n + 1
+        elif k == "cp_submit":
+            submitted[x[2]] = ((x[2], x[4]), {})
+    return (heard_summary(run),
             tuple((s, tuple(sorted(submitted[s][1].items()))) for s in sorted(expected) if s in submitted),
             free_slot_summary(run))
 

@@ -12,7 +12,12 @@ from model.variants import generate, small_scenario, variant
 from properties.engines import Run, random_walk
 from properties.explore import Limits, explore
 from spec.invariant import REGISTRY
-from spec.timeliness import BOUNDS, idle_slot_release_bound, idle_slot_released_in_time
+from spec.timeliness import (
+    BOUNDS,
+    idle_slot_release_bound,
+    idle_slot_released_in_time,
+    task_executor_timeout_bound,
+)
 
 SEEDS = range(50)
 
@@ -32,36 +37,57 @@ def _safe(v):
     return attrs.evolve(v, config=attrs.evolve(v.config, bugs=()))
 
 
-@pytest.mark.slow  # 150 control-plane walks: about 20 s
-def test_idle_slot_released_in_time_alone_catches_its_unsafe_variant_on_50_seeds_and_the_safe_twin_survives():
-    v = variant("idle-time-restarted-by-heartbeat")
-    assert v.expected == ("idle_slot_released_in_time",)
+#: each timeliness invariant and the unsafe variant only it catches
+CASES = [("idle-time-restarted-by-heartbeat", "idle_slot_released_in_time"),
+         ("heartbeat-timeout-one-interval-late", "silent_task_executor_disconnected_in_time")]
+
+
+@pytest.mark.slow  # 150 control-plane walks each: about 20 s
+@pytest.mark.parametrize("name, invariant", CASES)
+def test_the_invariant_alone_catches_its_unsafe_variant_on_50_seeds_and_the_safe_twin_survives(name, invariant):
+    v = variant(name)
+    assert v.expected == (invariant,)
     found = _walks(v)
     caught = [s for s, inv in found.items() if inv is not None]
-    assert caught, f"idle_slot_released_in_time found on none of {len(SEEDS)} seeds"
-    assert {found[s] for s in caught} == {"idle_slot_released_in_time"}
-    blind = _walks(v, without="idle_slot_released_in_time")
+    assert caught, f"{invariant} found on none of {len(SEEDS)} seeds"
+    assert {found[s] for s in caught} == {invariant}
+    blind = _walks(v, without=invariant)
     assert all(blind[s] is None for s in caught), {s: blind[s] for s in caught if blind[s]}
     assert set(_walks(_safe(v)).values()) == {None}
 
 
-@pytest.mark.slow  # two control-plane searches: about 30 s
-def test_the_search_finds_the_late_release_and_verifies_the_safe_twin():
-    v = variant("idle-time-restarted-by-heartbeat")
+@pytest.mark.slow  # two control-plane searches: about 5 s
+def test_the_search_finds_the_late_disconnection_and_verifies_the_safe_twin():
+    """One lost heartbeat answer is enough (the small scenario's heartbeat timeout is 1): 16
+    actions, about 600 states."""
+    _search_finds("heartbeat-timeout-one-interval-late", "silent_task_executor_disconnected_in_time")
+
+
+def _search_finds(name, invariant):
+    v = variant(name)
     ex = explore(small_scenario(v), Limits(max_seconds=120))
-    assert ex.verdict == "violation" and ex.violation.invariant == "idle_slot_released_in_time"
-    assert f"bound idle_slot_release is {v.config.slot_idle_timeout} interval(s)" in ex.violation.message
+    assert ex.verdict == "violation" and ex.violation.invariant == invariant
+    assert "bound " in ex.violation.message and "interval(s)" in ex.violation.message
     safe = explore(small_scenario(_safe(v)), Limits(max_seconds=120))
     assert safe.verdict == "verified", (safe.verdict, safe.violation)
 
 
-def test_the_bound_is_named_and_derived_from_the_configuration():
-    inv = REGISTRY["idle_slot_released_in_time"]
-    assert inv.kind == "always" and inv.history is not None
-    assert "idle_slot_release" in BOUNDS and "idle_slot_release" in inv.statement
+@pytest.mark.slow  # two control-plane searches: about 30 s
+def test_the_search_finds_the_late_release_and_verifies_the_safe_twin():
+    _search_finds("idle-time-restarted-by-heartbeat", "idle_slot_released_in_time")
+
+
+def test_each_bound_is_named_and_derived_from_the_configuration():
+    for name, bound in (("idle_slot_released_in_time", "idle_slot_release"),
+                        ("silent_task_executor_disconnected_in_time", "task_executor_timeout")):
+        inv = REGISTRY[name]
+        assert inv.kind == "always" and inv.history is not None
+        assert bound in BOUNDS and bound in inv.statement
     c = variant("cp-blocking-regions").config
     assert idle_slot_release_bound(c) == c.slot_idle_timeout
     assert idle_slot_release_bound(attrs.evolve(c, slot_idle_timeout=5)) == 5
+    assert task_executor_timeout_bound(c) == c.heartbeat_timeout + 1
+    assert task_executor_timeout_bound(attrs.evolve(c, heartbeat_timeout=4)) == 5
 
 
 def test_a_free_slot_kept_past_the_bound_is_named_with_the_intervals_elapsed():
