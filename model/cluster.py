@@ -489,6 +489,12 @@ class Cluster:
             self.cp = ControlPlane(self)
             for t in self.tasks:
                 t.status = "CREATED"  # deployed by a JobMaster once it holds slots
+        if self.config.savepoints:
+            # the ExecutionGraphs a restart from a savepoint may deploy, compiled now rather than
+            # inside a step (a compile leaves its own graphs to the cyclic garbage collector,
+            # which the explorer leaves off)
+            for parallelism in self.rescale_choices():
+                _rescaled_eg(execution_graph.stream_graph, parallelism)
         self._delta.step = -1  # what the deployment changed is the "last step" until the first
 
     @classmethod

@@ -33,6 +33,7 @@ import networkx as nx
 from model import seams
 from model.errors import FlinkspecError
 from model.jobgraph import BLOCKING
+from model.streamgraph import discard_graph
 
 
 def channel_is_blocking(eg, channel) -> bool:
@@ -65,6 +66,8 @@ def pipelined_regions(eg) -> tuple[frozenset[int], ...]:
     for scc in nx.strongly_connected_components(rg):
         merged.append(frozenset().union(*(raw[i] for i in scc)))
     merged.sort(key=min)
+    discard_graph(g)
+    discard_graph(rg)
     return tuple(merged)
 
 

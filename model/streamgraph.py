@@ -70,6 +70,13 @@ UPPER_BOUND_MAX_PARALLELISM = 1 << 15
 DEFAULT_SLOT_SHARING_GROUP = "default"
 
 
+def discard_graph(g) -> None:
+    """Empty a temporary networkx graph once used: its cached views (``in_degree``, ``edges``
+    ...) refer back to it, so a dropped graph would wait for the cyclic garbage collector, which
+    the explorer leaves off (``properties.explore``)."""
+    g.__dict__.clear()
+
+
 @attrs.frozen(slots=True, kw_only=True)
 class OperatorSpec:
     """One StreamNode.
@@ -168,7 +175,9 @@ class StreamGraph:
         g = nx.DiGraph()
         g.add_nodes_from(pos)
         g.add_edges_from((e.source, e.target) for e in self.edges)
-        return tuple(nx.lexicographical_topological_sort(g, key=pos.__getitem__))
+        order = tuple(nx.lexicographical_topological_sort(g, key=pos.__getitem__))
+        discard_graph(g)
+        return order
 
     def effective_max_parallelism(self, name: str) -> int:
         return effective_max_parallelism(self.operator(name))
@@ -397,7 +406,10 @@ def _validate(g: StreamGraph) -> None:
     graph = nx.DiGraph()
     graph.add_nodes_from(ops)
     graph.add_edges_from(pairs)
-    if not nx.is_directed_acyclic_graph(graph):
+    acyclic = nx.is_directed_acyclic_graph(graph)
+    if acyclic:
+        discard_graph(graph)
+    else:
         cycle = nx.find_cycle(graph)
         first = cycle[0]
         path = " -> ".join([repr(u) for u, _ in cycle] + [repr(cycle[0][0])])
