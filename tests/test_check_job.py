@@ -120,17 +120,21 @@ SLIDING = TINY.replace('kind = "keyed_aggregate"', 'kind = "window"\nwindow_size
 @pytest.mark.parametrize("command", ["check", "explore"])
 def test_late_input_on_windows_no_judge_covers_is_refused_before_any_search(tmp_path, capsys, command):
     """[input] out_of_orderness above a source's watermark bound makes records late whatever
-    the schedule; on a sliding window no judge tells a justified drop from a lost record."""
-    p = write(tmp_path, SLIDING.format(sink="two_phase_commit") + "[input]\nout_of_orderness = 3\n")
+    the schedule; behind a window into an upsert sink (one value per key, not per window) no
+    judge tells a justified drop from a lost record."""
+    p = write(tmp_path, SLIDING.format(sink="upsert") + "[input]\nout_of_orderness = 3\n")
     code, out, err = run(capsys, command, "--job", p, "--no-write")
     assert code == 2 and out == "" and "Traceback" not in err
     (line,) = err.splitlines()
     assert f"{p}: [input] out_of_orderness: 3 makes records of source(s) 'src' late" in line
-    # within the bound, or on a tumbling window (the event-time judge covers it), the job runs
-    ok = write(tmp_path, SLIDING.format(sink="two_phase_commit") + "[input]\nout_of_orderness = 0\n", "ok.toml")
+    # within the bound, or into a sink the event-time judge covers (tumbling or sliding
+    # windows, a two-phase-commit sink), the job runs
+    ok = write(tmp_path, SLIDING.format(sink="upsert") + "[input]\nout_of_orderness = 0\n", "ok.toml")
+    sliding = write(tmp_path, SLIDING.format(sink="two_phase_commit") + "[input]\nout_of_orderness = 3\n",
+                    "sliding.toml")
     tumbling = write(tmp_path, SLIDING.replace("window_slide = 2", "").format(sink="two_phase_commit")
                      + "[input]\nout_of_orderness = 3\n", "tumbling.toml")
-    for f in (ok, tumbling):
+    for f in (ok, sliding, tumbling):
         check_judgeable(load_job_file(f))
 
 
