@@ -260,17 +260,22 @@ class WindowOutput(Protocol):
 class RecordingWindowOutput:
     """Collects ``(key, value, timestamp)`` triples in ``records`` and ``late``."""
 
-    __slots__ = ("records", "late")
+    __slots__ = ("records", "late", "skipped")
 
     def __init__(self) -> None:
         self.records: list[tuple[object, object, int]] = []
         self.late: list[tuple[object, object, int]] = []
+        #: (key, value, timestamp, window max timestamp) of each window skipped as late
+        self.skipped: list[tuple[object, object, int, int]] = []
 
     def collect(self, key: object, value: object, timestamp: int) -> None:
         self.records.append((key, value, timestamp))
 
     def collect_late(self, key: object, value: object, timestamp: int) -> None:
         self.late.append((key, value, timestamp))
+
+    def skip_window(self, key: object, value: object, timestamp: int, max_timestamp: int) -> None:
+        self.skipped.append((key, value, timestamp, max_timestamp))
 
     def __repr__(self) -> str:
         return f"RecordingWindowOutput()  # records={self.records!r} late={self.late!r}"

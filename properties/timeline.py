@@ -346,6 +346,8 @@ def _refs_of_value(key: str, v, names: dict, out: set) -> None:
                 out.add(f"key:{e['key']!r}")
     elif key == "sink" and isinstance(v, str):
         out.add(f"sink:{v}")
+    elif key == "task_executor" and type(v) is int:
+        out.add(f"te:te{v}")
 
 
 #: a state file's path (``model.checkpointstorage``: ``shared/...``, ``chk-<id>/...``, ``sp-<id>/...``)

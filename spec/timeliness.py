@@ -71,12 +71,14 @@ def idle_slot_released_in_time(run) -> Violation | None:
     for j, jm, alloc, age in free_slot_ages(c):
         if age is None or age < bound or not c.cp.jms[j].alive or len(jm.pool) <= jm.required:
             continue
+        te, _inc, slot = jm.pool[alloc]
         return Violation(
             invariant="idle_slot_released_in_time",
             expected={"bound": "idle_slot_release", "intervals": bound},
-            actual={"jobmanager": j, "allocation": int(alloc), "intervals": age, "pool": len(jm.pool),
-                    "required": jm.required},
-            message=(f"allocation {int(alloc)} has been free in JobManager {j}'s SlotPool for {age} heartbeat "
+            actual={"jobmanager": j, "allocation": int(alloc), "slot": f"te{te}/{slot}", "intervals": age,
+                    "pool": len(jm.pool), "required": jm.required},
+            message=(f"allocation {int(alloc)} (slot te{te}/{slot}) has been free in JobManager {j}'s SlotPool for "
+                     f"{age} heartbeat "
                      f"interval(s) while the pool holds {len(jm.pool)} slot(s) for a requirement of {jm.required}: "
                      f"bound idle_slot_release is {bound} interval(s) ({BOUNDS['idle_slot_release']})"),
         )
