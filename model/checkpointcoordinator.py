@@ -68,18 +68,19 @@ Deliberate differences / left out:
 * Task states are opaque objects handed in by the caller; the coordinator never looks
   inside them.
 
-Known-unsafe variants (kept as knobs, each with its expected verdict):
+Known-unsafe variants (each with its expected verdict):
 
-* ``restore_pending_checkpoints=True`` -- "restoring a checkpoint that never completed":
-  restore takes the newest checkpoint that got at least one acknowledgement, even if it
-  never completed (still pending, or aborted/lost since), when it is newer than the
-  latest completed one. Subtasks that had not acknowledged start empty while the others
-  rewind to the cut. Expected verdict: breaks exactly-once (lost state / missing or
+* the seam ``restore-pending-checkpoints`` (overrides
+  :meth:`CheckpointCoordinator.restores_incomplete_checkpoints`) -- "restoring a checkpoint
+  that never completed": restore takes the newest checkpoint that got at least one
+  acknowledgement, even if it never completed (still pending, or aborted/lost since), when it
+  is newer than the latest completed one. Subtasks that had not acknowledged start empty while
+  the others rewind to the cut. Expected verdict: breaks exactly-once (lost state / missing or
   duplicated output) and "restore = latest completed checkpoint".
-* ``notify_savepoint_complete=True`` -- FLINK-10354 mechanism: a plain savepoint sends
-  notify-complete (so 2PC sinks commit its transactions) while it is still kept out of
-  the store; a failure before the next checkpoint restores an *older* checkpoint whose
-  replay re-commits the same records. Expected verdict: duplicated sink output.
+* the seam ``FLINK-10354`` (overrides :meth:`CheckpointCoordinator.notifies_completion`) --
+  a plain savepoint sends notify-complete (so 2PC sinks commit its transactions) while it is
+  still kept out of the store; a failure before the next checkpoint restores an *older*
+  checkpoint whose replay re-commits the same records. Expected verdict: duplicated sink output.
 * ``CompletedCheckpointStore(keep_latest_non_savepoint=False)`` -- FLINK-21351 mechanism:
   the last non-savepoint may be subsumed by savepoints in the store, so restore depends on
   a user-owned savepoint. Expected verdict: "restore = latest checkpoint" (restores a
@@ -94,6 +95,7 @@ from typing import Any, Iterable
 import attrs
 
 from model.errors import InvalidArgument
+from model import seams
 
 #: ``CheckpointIDCounter.INITIAL_CHECKPOINT_ID``.
 INITIAL_CHECKPOINT_ID = 1
@@ -228,7 +230,7 @@ class CompletedCheckpoint:
     ``task_states`` maps subtask id -> the opaque snapshot object the task acknowledged;
     ``metadata`` is job-level information the caller attached at trigger time (e.g. the
     ExecutionGraph parallelism per JobVertex). ``complete`` is False only for what the
-    unsafe ``restore_pending_checkpoints`` variant returns (a checkpoint that never
+    unsafe ``restore-pending-checkpoints`` seam returns (a checkpoint that never
     completed; tasks missing from ``task_states`` never acknowledged it).
     """
 
@@ -561,8 +563,6 @@ class CheckpointCoordinator:
         max_queued_requests: int = DEFAULT_MAX_QUEUED_REQUESTS,
         job_metadata: Any = None,
         store: CompletedCheckpointStore | None = None,
-        restore_pending_checkpoints: bool = False,
-        notify_savepoint_complete: bool = False,
         failure_manager=None,
     ):
         if not isinstance(max_concurrent_checkpoints, int) or max_concurrent_checkpoints < 1:
@@ -585,8 +585,6 @@ class CheckpointCoordinator:
         self.queue_requests = queue_requests
         self.max_queued_requests = max_queued_requests
         self.job_metadata = job_metadata
-        self.restore_pending_checkpoints = restore_pending_checkpoints
-        self.notify_savepoint_complete = notify_savepoint_complete
         self.store = store if store is not None else CompletedCheckpointStore(max_retained)
         if failure_manager is not None:  # (else the class's None: no field, as before it existed)
             self.failure_manager = failure_manager
@@ -816,13 +814,27 @@ class CheckpointCoordinator:
             and not props.is_savepoint
         ):
             self._newest_incomplete = None
-        if not props.is_savepoint or props.is_synchronous or self.notify_savepoint_complete:
+        if self.notifies_completion(props):
             # dropSubsumedCheckpoints
             for other in [p for p in self.pending.values() if p.checkpoint_id < cid and p.can_be_subsumed]:
                 self._abort(other, "CHECKPOINT_SUBSUMED", None, effects)
             effects.append(NotifyCheckpointComplete(cid, cp.timestamp, last_subsumed, cp.tasks_to_commit))
         if self.queue_requests:
             self._execute_queued(now, effects, {})
+
+    @staticmethod
+    def notifies_completion(props: CheckpointProperties) -> bool:
+        """Whether the completion of a checkpoint with ``props`` is sent to the tasks
+        (``notifyCheckpointComplete``, so that two-phase-commit sinks commit) and subsumes the
+        older pending ones: a checkpoint or a synchronous savepoint (stop-with-savepoint), never a
+        plain savepoint, which stays out of the store (FLINK-25191)."""
+        return not props.is_savepoint or props.is_synchronous
+
+    @staticmethod
+    def restores_incomplete_checkpoints() -> bool:
+        """Whether a restore may take a checkpoint that never completed: never
+        (``CompletedCheckpointStore`` holds completed checkpoints only)."""
+        return False
 
     # -- declines and aborts ------------------------------------------------------------
 
@@ -868,7 +880,7 @@ class CheckpointCoordinator:
                 effects.append(decision)
 
     def _remember_incomplete(self, cp: PendingCheckpoint) -> None:
-        if not self.restore_pending_checkpoints or not cp.acknowledged:
+        if not self.restores_incomplete_checkpoints() or not cp.acknowledged:
             return
         cur = self._newest_incomplete
         if cur is None or cp.checkpoint_id > cur.checkpoint_id:
@@ -944,11 +956,11 @@ class CheckpointCoordinator:
 
     def restore_latest_checkpointed_state(self) -> CompletedCheckpoint | None:
         """``store.getLatestCheckpoint()`` or None (FLINK-20396: start empty; coordinators
-        get NO_CHECKPOINT). With the unsafe ``restore_pending_checkpoints`` variant, the
+        get NO_CHECKPOINT). With the unsafe ``restore-pending-checkpoints`` seam, the
         newest checkpoint with at least one acknowledgement that never completed wins when
         it is newer than the latest completed one."""
         latest = self.store.get_latest_checkpoint()
-        if not self.restore_pending_checkpoints:
+        if not self.restores_incomplete_checkpoints():
             return latest
         cand = self._newest_incomplete
         for cp in self.pending.values():
@@ -996,3 +1008,17 @@ class CheckpointCoordinator:
             f"<CheckpointCoordinator next_id={self.next_checkpoint_id} pending={list(self.pending)} "
             f"store={list(self.store.checkpoint_ids())} queued={len(self._queue)}>"
         )
+
+
+@seams.override("FLINK-10354", CheckpointCoordinator, "notifies_completion",
+                "a plain savepoint's completion is sent to the tasks (two-phase-commit sinks commit its "
+                "transactions) although the savepoint stays out of the store")
+def _notifies_completion_flink_10354(props: CheckpointProperties) -> bool:
+    return True
+
+
+@seams.override("restore-pending-checkpoints", CheckpointCoordinator, "restores_incomplete_checkpoints",
+                "a restore takes the newest checkpoint that got an acknowledgement, even if it never "
+                "completed, when it is newer than the latest completed one")
+def _restores_incomplete_checkpoints() -> bool:
+    return True

@@ -136,6 +136,10 @@ RETIRED_KNOBS = {
     "slot_report_reconciliation": (False, "no-slot-report-reconciliation"),
     "allocated_slot_report_sync": (False, "no-allocated-slot-report-sync"),
     "scheduling": ({"eager": "eager-scheduling"}, None),
+    "unaligned_channel_state": (False, "unaligned-drops-channel-state"),
+    "restore_pending_checkpoints": (True, "restore-pending-checkpoints"),
+    "keygroup_assignment": ({"modulo": "keygroups-by-modulo"}, None),
+    "notify_savepoint_complete": (True, "FLINK-10354"),
 }
 
 
@@ -182,13 +186,11 @@ class RuntimeConfig:
 
     ``unaligned`` with ``aligned_checkpoint_timeout=None`` is pure unaligned; with a timeout
     it is Flink's "alternating" aligned-then-unaligned mode (barriers are timeoutable).
-    ``unaligned_channel_state=False`` is the known-unsafe variant that drops channel state.
     """
 
     checkpointing_mode: str = "exactly_once"
     unaligned: bool = False
     aligned_checkpoint_timeout: int | None = None
-    unaligned_channel_state: bool = True
     max_concurrent_checkpoints: int = 1
     min_pause_between_checkpoints: int = 0
     max_retained_checkpoints: int = 1
@@ -231,9 +233,6 @@ class RuntimeConfig:
     #: the model -- a re-introduced Flink bug (its FLINK key), a known-unsafe change, or a
     #: user's design (``flinkspec.design``).
     bugs: tuple = ()
-    restore_pending_checkpoints: bool = False
-    keygroup_assignment: str = "range"
-    notify_savepoint_complete: bool = False
     # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) --
     #: ``state.backend.type``: "hashmap" or "rocksdb" switch on two-phase snapshots (the
     #: asynchronous phase is the FinishAsyncSnapshot action), state files in a DFS, the
@@ -314,8 +313,6 @@ class RuntimeConfig:
                                  f"not {self.restart_strategy!r}")
         if self.failure_rate_max_failures < 1 or self.failure_rate_interval < 1:
             raise FlinkspecError("failure-rate restart strategy: max failures and interval must be >= 1")
-        if self.keygroup_assignment not in ("range", "modulo"):
-            raise FlinkspecError(f"keygroup_assignment must be 'range' or 'modulo', not {self.keygroup_assignment!r}")
         if self.task_managers < 1:
             raise FlinkspecError("task_managers must be >= 1")
         if self.state_backend not in (None,) + BACKENDS:
@@ -664,8 +661,6 @@ class Cluster:
             max_concurrent_checkpoints=cfg.max_concurrent_checkpoints,
             min_pause_between_checkpoints=cfg.min_pause_between_checkpoints,
             max_retained=cfg.max_retained_checkpoints,
-            restore_pending_checkpoints=cfg.restore_pending_checkpoints,
-            notify_savepoint_complete=cfg.notify_savepoint_complete,
             failure_manager=None if cfg.tolerable_failed_checkpoints is None
             else CheckpointFailureManager(cfg.tolerable_failed_checkpoints),
         )
@@ -1422,7 +1417,7 @@ class Cluster:
         old_eg = self.eg
         snaps = self.completed[job.savepoint]
         new_eg = _rescaled_eg(old_eg.stream_graph, tuple(parallelism))
-        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint, self.config.keygroup_assignment)
+        restored = rescale_states(old_eg, new_eg, snaps, job.savepoint)
         sp = job.savepoint
         job.notifications.clear()
         self.acks.clear()
@@ -1468,7 +1463,7 @@ class Cluster:
         cid = cp.checkpoint_id
         snaps = cp.task_states
         new_eg = _rescaled_eg(old_eg.stream_graph, parallelism)
-        restored = rescale_states(old_eg, new_eg, snaps, cid, self.config.keygroup_assignment)
+        restored = rescale_states(old_eg, new_eg, snaps, cid)
         placed, report = rescale_channel_states(old_eg, new_eg, snaps)
         for c, recs in placed.items():
             restored.task_states[new_eg.channels[c].consumer].input_channel_state[c] = tuple(recs)

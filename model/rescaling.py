@@ -92,7 +92,7 @@ def _list_state_by_index(old: list, new_parallelism: int) -> list:
     return [list(old[i]) if i < len(old) else [] for i in range(new_parallelism)]
 
 
-def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: str = "range") -> RestoredState:
+def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int) -> RestoredState:
     """Redistribute the savepoint ``snaps`` (old subtask id -> TaskSnapshot) of ``old_eg``
     onto the subtasks of ``new_eg``."""
     old_ops = {o.name: o for o in old_eg.stream_graph.operators}
@@ -122,7 +122,7 @@ def rescale_states(old_eg, new_eg, snaps: dict, checkpoint_id: int, assignment: 
         new_op = new_ops[name]
         check_max_parallelism(name, old_max, effective_max_parallelism(new_op), new_op.parallelism,
                               new_op.max_parallelism is not None and old_ops[name].max_parallelism is not None)
-        assigned = assign_keyed_state(states, old_max, new_op.parallelism, assignment)
+        assigned = assign_keyed_state(states, old_max, new_op.parallelism)
         subs = new_eg.subtasks_of(vertex_of[name])
         for i, sid in enumerate(subs):
             per_new[sid].keyed[name] = assigned[i]

@@ -16,9 +16,10 @@ are listed in old-subtask order; Flink merges them per state handle in a ``HashM
 order of entries that came from different old subtasks (e.g. the splits a source subtask reads
 one after the other) follows the handles' hash codes. Which entries a subtask gets is the same.
 
-Known-unsafe variant (``keygroup_assignment="modulo"``): new subtask ``i`` takes the key
-groups ``kg % p' == i`` instead of its range, while records are still routed by range —
-so keyed state ends up on a subtask that never sees its key.
+Known-unsafe variant (the seam ``keygroups-by-modulo``, overriding
+:func:`key_groups_restored_by`): new subtask ``i`` takes the key groups ``kg % p' == i``
+instead of its range, while records are still routed by range — so keyed state ends up on a
+subtask that never sees its key.
 
 Leaves out: channel-state rescaling (savepoints are aligned, so a rescale from a savepoint
 has no channel state), rescaling of incremental state handles (with a state backend,
@@ -27,6 +28,9 @@ has no channel state), rescaling of incremental state handles (with a state back
 
 from __future__ import annotations
 
+import sys
+
+from model import seams
 from model.errors import FlinkspecError
 from model.keygroups import compute_key_group_range_for_operator_index
 
@@ -56,16 +60,19 @@ def check_max_parallelism(operator: str, old_max: int, new_max: int, new_paralle
     return new_max
 
 
-def key_groups_for(max_parallelism: int, parallelism: int, index: int, assignment: str = "range") -> list[int]:
-    """The key groups new subtask ``index`` restores (``assignment="modulo"`` is the unsafe variant)."""
-    if assignment == "modulo":
-        return [kg for kg in range(max_parallelism) if kg % parallelism == index]
+def key_groups_for(max_parallelism: int, parallelism: int, index: int) -> list[int]:
+    """The key groups of subtask ``index``'s ``KeyGroupRange``."""
     r = compute_key_group_range_for_operator_index(max_parallelism, parallelism, index)
     return list(range(r.start, r.end + 1))
 
 
-def assign_keyed_state(old_states: list[dict], max_parallelism: int, new_parallelism: int,
-                       assignment: str = "range") -> list[dict]:
+def key_groups_restored_by(max_parallelism: int, parallelism: int, index: int) -> list[int]:
+    """The key groups new subtask ``index`` restores: its ``KeyGroupRange``
+    (``StateAssignmentOperation.createKeyGroupPartitions``), the groups records are routed to."""
+    return key_groups_for(max_parallelism, parallelism, index)
+
+
+def assign_keyed_state(old_states: list[dict], max_parallelism: int, new_parallelism: int) -> list[dict]:
     """``old_states``: per old subtask, {key group: state}. Returns per new subtask the key
     groups it owns (range intersection)."""
     merged: dict = {}
@@ -77,7 +84,7 @@ def assign_keyed_state(old_states: list[dict], max_parallelism: int, new_paralle
     out = []
     for i in range(new_parallelism):
         mine = {}
-        for kg in key_groups_for(max_parallelism, new_parallelism, i, assignment):
+        for kg in key_groups_restored_by(max_parallelism, new_parallelism, i):
             if kg in merged:
                 mine[kg] = merged[kg]
         out.append(mine)
@@ -146,3 +153,10 @@ def repartition_operator_state(old: list[list], new_parallelism: int, mode: str 
     if mode == "broadcast":
         return repartition_broadcast(old, new_parallelism), start
     raise StateAssignmentError(f"unknown operator state distribution mode {mode!r}")
+
+
+@seams.override("keygroups-by-modulo", sys.modules[__name__], "key_groups_restored_by",
+                "a restore hands new subtask i the key groups kg % p == i instead of its KeyGroupRange, "
+                "while records are still routed by range")
+def _key_groups_by_modulo(max_parallelism: int, parallelism: int, index: int) -> list[int]:
+    return [kg for kg in range(max_parallelism) if kg % parallelism == index]

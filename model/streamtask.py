@@ -22,6 +22,7 @@ coordinator at once (unaligned: once the channel state is complete).
 
 from __future__ import annotations
 
+import sys
 from collections import deque
 
 import attrs
@@ -84,6 +85,13 @@ class TaskSnapshot:
 
 
 _WM_CACHE: dict = {}
+
+
+def persists_channel_state() -> bool:
+    """Whether an unaligned checkpoint writes the in-flight data it overtakes as channel state
+    (``ChannelStateWriter``: the output buffers the barrier overtook and the input a channel
+    receives until its barrier arrives): always."""
+    return True
 
 
 def _watermark(ts: int) -> Watermark:
@@ -568,7 +576,7 @@ class StreamTask:
         self.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
         if unaligned:
-            keep = self.config.unaligned_channel_state
+            keep = persists_channel_state()
             net = self.net
             for c in self.barrier_outputs:
                 ch = net.queues[c]
@@ -619,7 +627,7 @@ class StreamTask:
         self.outbox.append(AcknowledgeCheckpoint(self.id, snap.checkpoint_id, snap))
 
     def start_persisting(self, checkpoint_id: int, channels) -> None:
-        if not self.config.unaligned_channel_state:
+        if not persists_channel_state():
             return
         for ch in channels:
             self.persisting[ch] = checkpoint_id
@@ -699,3 +707,10 @@ def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> N
         self.deferred = barrier
         return
     seams.original("FLINK-17568")(self, barrier, unaligned)
+
+
+@seams.override("unaligned-drops-channel-state", sys.modules[__name__], "persists_channel_state",
+                "unaligned checkpoints write no channel state: the in-flight data a barrier overtakes is "
+                "in no snapshot")
+def _drops_channel_state() -> bool:
+    return False

@@ -464,8 +464,8 @@ _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracki
              switches=("checkpointing_mode",),
              config=RuntimeConfig(checkpointing_mode="at_least_once", **_F), small=Small(sources=2)))
 _add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
-             "in-flight data", expected=("consistent_cut",), switches=("unaligned_channel_state",),
-             config=RuntimeConfig(unaligned=True, unaligned_channel_state=False, channel_capacity=3, **_F)))
+             "in-flight data", expected=("consistent_cut",),
+             config=RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",), channel_capacity=3, **_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
                                                                         "exactly_once", "window_results_exactly_once"),
@@ -481,12 +481,11 @@ _add(Variant(name="region-failover-backtracks-available-partitions", description
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference",
                                                 "window_results_exactly_once"),
-             switches=("restore_pending_checkpoints",),
-             config=RuntimeConfig(restore_pending_checkpoints=True, max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
+             config=RuntimeConfig(bugs=("restore-pending-checkpoints",), max_concurrent_checkpoints=2, **_F),
+             small=Small(checkpoints=2)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
              "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
-             switches=("keygroup_assignment",),
-             config=RuntimeConfig(savepoints=True, keygroup_assignment="modulo"), max_steps=500, small=_RESCALE_SMALL))
+             config=RuntimeConfig(savepoints=True, bugs=("keygroups-by-modulo",)), max_steps=500, small=_RESCALE_SMALL))
 _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an unaligned checkpoint that hands "
              "the in-flight data of the rescaled hash exchange to the subtask with the old index",
              family="rescale", expected=("inflight_on_key_group_owner", "inflight_preserved_on_rescale"),
@@ -512,8 +511,7 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
              "output is written again", expected=("committed_output_within_reference", "exactly_once",
                                                        "window_results_exactly_once",
                                                        "transactions_follow_two_phase_commit"),
-             switches=("notify_savepoint_complete",),
-             config=RuntimeConfig(notify_savepoint_complete=True, trigger_savepoints=True,
+             config=RuntimeConfig(bugs=("FLINK-10354",), trigger_savepoints=True,
                                   max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
 
 # -- the control plane (model/controlplane.py): family "control-plane" ------------------------

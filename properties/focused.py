@@ -192,7 +192,7 @@ def job_hypothesis_suite(v: Variant) -> FocusedSuite:
                         (PASS,), _machine_test("hypothesis-cluster", M.make_cluster_machine, v))
 
 
-def _rescaling_test(assignment) -> Search:
+def _rescaling_test(*bugs) -> Search:
     def make(st, base_seed, counter):
         @hseed(base_seed)
         @st
@@ -200,9 +200,9 @@ def _rescaling_test(assignment) -> Search:
         def test(args):
             counter["n"] += 1
             with _first_violation(counter):
-                M.check_rescaling(args, assignment)
+                M.check_rescaling(args, bugs)
         return test
-    return Search(make, "rescaling", _call(M.check_rescaling, assignment=assignment))
+    return Search(make, "rescaling", _call(M.check_rescaling, **({"bugs": bugs} if bugs else {})))
 
 
 def _barrier_test(*args) -> Search:
@@ -262,12 +262,12 @@ _add(FocusedSuite("checkpoint-coordinator", "CheckpointCoordinator alone: checkp
                   ("pass",), _coordinator_test()))
 _add(FocusedSuite("checkpoint-coordinator-restore-pending", "CheckpointCoordinator that restores a checkpoint "
                   "which got acknowledgements but never completed", ("coordinator_restore_latest_completed",),
-                  _coordinator_test({"restore_pending_checkpoints": True}), scale=3))
+                  _coordinator_test(("restore-pending-checkpoints",)), scale=3))
 _add(FocusedSuite("checkpoint-coordinator-FLINK-10354", "CheckpointCoordinator that notifies the tasks when a "
                   "plain savepoint completes", ("coordinator_no_notify_for_savepoint",),
-                  _coordinator_test({"notify_savepoint_complete": True}), "FLINK-10354", scale=3))
+                  _coordinator_test(("FLINK-10354",)), "FLINK-10354", scale=3))
 _add(FocusedSuite("rescaling-state-assignment", "StateAssignmentOperation and RoundRobinOperatorStateRepartitioner "
                   "for any old/new parallelism and max parallelism: keyed, SPLIT_DISTRIBUTE, UNION, BROADCAST",
-                  ("pass",), _rescaling_test("range")))
+                  ("pass",), _rescaling_test()))
 _add(FocusedSuite("rescaling-keygroups-modulo", "restore that hands new subtask i the key groups kg % p' == i "
-                  "instead of its KeyGroupRange", ("keygroup_assigned_to_range_owner",), _rescaling_test("modulo")))
+                  "instead of its KeyGroupRange", ("keygroup_assigned_to_range_owner",), _rescaling_test("keygroups-by-modulo")))

@@ -43,6 +43,7 @@ from hypothesis import target
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from model import actions as A
+from model import seams
 from model import stateassignment as SA  # module, not names: tests patch its functions
 from model.checkpointbarrierhandler import (
     ALT_WAITING,
@@ -50,6 +51,7 @@ from model.checkpointbarrierhandler import (
     CheckpointBarrierTracker,
     SingleCheckpointBarrierHandler,
 )
+from model.cluster import migrate_config
 from model.checkpointcoordinator import CheckpointCompleted, CheckpointCoordinator, CheckpointTriggered
 from model.events import CheckpointBarrier
 from model.inputfiles import short
@@ -165,9 +167,11 @@ class FocusedMachine(RuleBasedStateMachine):
     and replayed without Hypothesis (:meth:`replay`)."""
 
     SUBJECT = ""
-    #: the key of this machine in FOCUSED_MACHINES; KNOBS: what its factory was given
+    #: the key of this machine in FOCUSED_MACHINES; KNOBS: what its factory was given; BUGS:
+    #: the seams (``model.seams``) that act while each operation runs
     MACHINE = ""
     KNOBS: dict = {}
+    BUGS: tuple = ()
 
     def observed(self):
         """The subject of the invariants, refreshed from the machine; None before ``start``."""
@@ -179,9 +183,10 @@ class FocusedMachine(RuleBasedStateMachine):
         self.ops: list = []
 
     def apply(self, name: str, **values) -> None:
-        """Record the operation, then run it."""
+        """Record the operation, then run it (with the machine's seams acting)."""
         self.ops.append(FocusedOp(name, tuple((k, _plain(v)) for k, v in values.items())))
-        getattr(self, f"do_{name}")(**values)
+        with seams.active(self.BUGS):
+            getattr(self, f"do_{name}")(**values)
 
     def scenario(self) -> FocusedScenario:
         return FocusedScenario(self.MACHINE, dict(self.KNOBS), dict(self.init))
@@ -659,13 +664,13 @@ class CoordinatorSubject:
                 self.acked_at_completion[e.checkpoint_id] = frozenset(self.acked.get(e.checkpoint_id, ()))
 
 
-def make_coordinator_machine(knobs: dict | None = None):
+def make_coordinator_machine(bugs: tuple = ()):
     """A machine driving one CheckpointCoordinator: trigger checkpoints and savepoints, acks and
     declines from tasks, task failures, region failover (abort pending), JobManager failover,
-    time passing (min pause, checkpoint timeout) and restores. ``knobs`` go to the coordinator
-    (e.g. the unsafe ``restore_pending_checkpoints`` / ``notify_savepoint_complete``). Judges
+    time passing (min pause, checkpoint timeout) and restores. ``bugs``: the seams that act on
+    its operations (e.g. the unsafe ``restore-pending-checkpoints`` / ``FLINK-10354``). Judges
     every registered ``coordinator`` invariant."""
-    knobs = dict(knobs or {})
+    bugs = tuple(bugs)
 
     class CoordinatorMachine(FocusedMachine):
         SUBJECT = "coordinator"
@@ -687,7 +692,7 @@ def make_coordinator_machine(knobs: dict | None = None):
             c = CheckpointCoordinator(self.tasks, self.tasks, max_concurrent_checkpoints=max_concurrent,
                                       max_retained=retained, min_pause_between_checkpoints=min_pause,
                                       checkpoint_timeout=timeout, queue_requests=queue,
-                                      unaligned_checkpoints_enabled=unaligned, **knobs)
+                                      unaligned_checkpoints_enabled=unaligned)
             self.c = c
             self.now = 0
             self.s = CoordinatorSubject(c, self.tasks, max_concurrent)
@@ -792,8 +797,9 @@ def make_coordinator_machine(knobs: dict | None = None):
                     if type(e) is CheckpointCompleted and not e.properties.is_savepoint]
             self.s.restores.append((self.c.restore_latest_checkpointed_state(), max(done) if done else None))
 
-    CoordinatorMachine.__name__ = f"CoordinatorMachine{knobs or ''}"
-    CoordinatorMachine.MACHINE, CoordinatorMachine.KNOBS = "coordinator", {"knobs": knobs}
+    CoordinatorMachine.__name__ = f"CoordinatorMachine{list(bugs) or ''}"
+    CoordinatorMachine.MACHINE, CoordinatorMachine.KNOBS = "coordinator", ({"bugs": list(bugs)} if bugs else {})
+    CoordinatorMachine.BUGS = bugs
     return CoordinatorMachine
 
 
@@ -816,11 +822,13 @@ def _rescale_case(draw_maxp):
 rescale_args = _rescale_case(st.one_of(st.integers(1, 24), st.just(128)))
 
 
-def check_rescaling(args, assignment: str = "range"):
+def check_rescaling(args, bugs: tuple = ()):
     """Snapshot keyed state (by old ranges), list, union and broadcast state with ``old p``,
-    restore it with ``new p`` through ``model.stateassignment``; raise ViolationFound on the
-    first registered ``rescaling`` invariant that fails (one restore is a whole run: *always*
-    and *eventually* invariants are both checked)."""
+    restore it with ``new p`` through ``model.stateassignment`` (the seams ``bugs`` acting on
+    the restore, e.g. the unsafe ``keygroups-by-modulo``); raise ViolationFound on the first
+    registered ``rescaling`` invariant that fails (one restore is a whole run: *always* and
+    *eventually* invariants are both checked)."""
+    bugs = tuple(bugs)
     maxp, oldp, newp, kgs, sizes = args
     kgs = set(kgs)
     s = RescaleSubject()
@@ -830,7 +838,8 @@ def check_rescaling(args, assignment: str = "range"):
     for i in range(oldp):
         mine = set(SA.key_groups_for(maxp, oldp, i))
         s.old_keyed.append({kg: ("v", kg) for kg in sorted(kgs & mine)})
-    s.new_keyed = SA.assign_keyed_state(s.old_keyed, maxp, newp, assignment)
+    with seams.active(bugs):
+        s.new_keyed = SA.assign_keyed_state(s.old_keyed, maxp, newp)
     # list state: per state name, old subtask i holds sizes[name][i % len] distinct entries
     s.old_lists, s.new_split = [], []
     start = 0
@@ -846,7 +855,7 @@ def check_rescaling(args, assignment: str = "range"):
     try:
         judge("rescaling", s)
     except ViolationFound as e:
-        sc = FocusedScenario("rescaling", {"assignment": assignment}, {"args": _plain(args)})
+        sc = FocusedScenario("rescaling", {"bugs": list(bugs)} if bugs else {}, {"args": _plain(args)})
         raise ViolationFound(e.violation, (), sc) from None
 
 
@@ -919,7 +928,7 @@ FOCUSED_MACHINES = {
     "coordinator": _stateful(make_coordinator_machine),
     "window": _one_shot(lambda legacy, ts, size, offset, slide: check_window_assignment(ts, size, offset, slide,
                                                                                           legacy)),
-    "rescaling": _one_shot(lambda assignment, args: check_rescaling(tuple(args), assignment)),
+    "rescaling": _one_shot(lambda args, bugs=(): check_rescaling(tuple(args), bugs)),
 }
 
 
@@ -1002,13 +1011,48 @@ def _constructor_knobs(*classes):
     return check
 
 
+def _seam_names(v):
+    """A ``bugs`` knob: registered seams (``model.seams``), no two overriding one definition."""
+    if not isinstance(v, list) or any(type(n) is not str for n in v):
+        return "a list of seam names"
+    unknown = [n for n in v if n not in seams.SEAMS]
+    if unknown:
+        return f"a list of registered seams ({short(unknown[0])} is not one)"
+    clash = seams.conflicts(v)
+    return None if clash is None else f"a list of seams that can act together ({clash})"
+
+
+#: focused knobs that were ``RuntimeConfig`` unsafe switches and are seams now: machine -> knob
+#: -> the ``RuntimeConfig`` fields its value stood for (``model.cluster.RETIRED_KNOBS`` says
+#: which seam each becomes)
+RETIRED_FOCUSED_KNOBS: dict = {
+    "coordinator": {"knobs": lambda v: v if isinstance(v, dict) else {}},
+    "rescaling": {"assignment": lambda v: {"keygroup_assignment": v}},
+}
+
+
+def migrate_focused_knobs(machine: str, knobs: dict) -> dict:
+    """``knobs`` of a focused counterexample with every retired knob replaced by its seams."""
+    retired = RETIRED_FOCUSED_KNOBS.get(machine, {})
+    if not isinstance(knobs, dict) or not any(k in retired for k in knobs):
+        return knobs
+    out = {k: v for k, v in knobs.items() if k not in retired}
+    bugs = list(out.get("bugs") or ())
+    for k, v in knobs.items():
+        if k in retired:
+            bugs += [n for n in migrate_config(retired[k](v)).get("bugs", ()) if n not in bugs]
+    if bugs:
+        out["bugs"] = bugs
+    return out
+
+
 KNOB_FIELDS: dict = {
     "valve": {"knobs": _constructor_knobs(StatusWatermarkValve), "target_below": _flag},
     "barrier_handler": {"mode": _one_of("aligned", "alternating", "at_least_once"),
                         "knobs": _constructor_knobs(SingleCheckpointBarrierHandler, CheckpointBarrierTracker)},
-    "coordinator": {"knobs": _constructor_knobs(CheckpointCoordinator)},
+    "coordinator": {"bugs": _seam_names},
     "window": {"legacy": _flag},
-    "rescaling": {"assignment": _one_of("range", "modulo")},
+    "rescaling": {"bugs": _seam_names},
 }
 
 
@@ -1048,6 +1092,9 @@ def focused_scenario_from_dict(d: dict) -> FocusedScenario:
         raise ValueError(f"unknown focused machine {d.get('machine')!r} (known: {', '.join(FOCUSED_MACHINES)})")
     if not isinstance(d.get("knobs"), dict) or not isinstance(d.get("init"), dict):
         raise ValueError("'knobs' and 'init' must be objects")
+    if migrate_focused_knobs(d["machine"], d["knobs"]) != d["knobs"]:
+        raise ValueError(f"the knobs {d['knobs']} were unsafe switches and are seams now (bugs); "
+                         f"`python tools/migrate_knobs.py FILE...` rewrites such files")
     check_knobs(d["machine"], d["knobs"])
     check_init(d["machine"], d["init"])
     return FocusedScenario(d["machine"], d["knobs"], d["init"])

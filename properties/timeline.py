@@ -547,6 +547,4 @@ def _config_text(cfg) -> str:
         parts.append(f"max failures {cfg.max_failures}")
     if cfg.bugs:
         parts.append("bugs " + ", ".join(cfg.bugs))
-    if not cfg.unaligned_channel_state:
-        parts.append("NO channel state")
     return ", ".join(parts)

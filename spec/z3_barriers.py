@@ -30,7 +30,7 @@ Modes (``model.cluster.RuntimeConfig``):
   that channel's barrier are *input* channel state; the consumer acknowledges once every
   barrier arrived;
 * ``unaligned_no_state`` -- the known-unsafe variant without channel state
-  (``unaligned_channel_state=False``): nothing is persisted, so the consumer acknowledges
+  (the seam ``unaligned-drops-channel-state``): nothing is persisted, so the consumer acknowledges
   at the first barrier.
 
 ``overtake=False`` keeps unaligned barriers in FIFO order (what Flink does with an aligned
@@ -90,12 +90,12 @@ __all__ = [
 
 MODES = ("aligned", "at_least_once", "unaligned", "unaligned_no_state")
 
-#: RuntimeConfig knobs of each mode.
+#: RuntimeConfig of each mode (the unsafe one switches on the seam that drops channel state).
 MODE_CONFIG = {
     "aligned": dict(checkpointing_mode="exactly_once"),
     "at_least_once": dict(checkpointing_mode="at_least_once"),
     "unaligned": dict(checkpointing_mode="exactly_once", unaligned=True),
-    "unaligned_no_state": dict(checkpointing_mode="exactly_once", unaligned=True, unaligned_channel_state=False),
+    "unaligned_no_state": dict(checkpointing_mode="exactly_once", unaligned=True, bugs=("unaligned-drops-channel-state",)),
 }
 
 

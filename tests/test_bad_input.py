@@ -436,12 +436,16 @@ def test_focused_init_fields_must_be_exactly_the_machines(tmp_path, capsys):
 
 def test_focused_knobs_are_typed(tmp_path, capsys):
     """A focused file's knobs are what the machine's factory and the model class it builds take:
-    a flag of the wrong type, an unknown knob, an unknown mode are one line each."""
+    a flag of the wrong type, an unknown knob, an unknown mode or seam, a knob that became a
+    seam are one line each."""
     files = _focused_files()
     cases = [("valve", lambda k: k["knobs"].update({next(iter(k["knobs"])): {"wrong": 1}}), "knobs.knobs"),
              ("valve", lambda k: k["knobs"].update({"no_such_knob": True}), "no_such_knob"),
              ("barrier_handler", lambda k: k.update({"mode": "sideways"}), "knobs.mode"),
-             ("rescaling", lambda k: k.update({"assignment": 3}), "knobs.assignment"),
+             ("rescaling", lambda k: k.update({"bugs": ["no-such-seam"]}), "no-such-seam"),
+             ("rescaling", lambda k: k.update({"assignment": "modulo"}), "migrate_knobs.py"),  # a retired knob
+             ("coordinator", lambda k: k.update({"bugs": "FLINK-10354"}), "knobs.bugs"),
+             ("coordinator", lambda k: k.update({"bugs": ["FLINK-10354", 7]}), "knobs.bugs"),
              ("window", lambda k: k.update({"legacy": "yes"}), "knobs.legacy"),
              ("coordinator", lambda k: k.update({"extra": 1}), "extra")]
     for machine, change, needle in cases:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from model import seams
 from model.checkpointcoordinator import (
     CheckpointAborted,
     CheckpointCompleted,
@@ -437,14 +438,15 @@ def test_restore_pending_variant_returns_incomplete_checkpoint():
     4. the safe coordinator restores cp1; the variant restores cp2 (incomplete, no state
     for subtask 2)."""
     for variant in (False, True):
-        c = coord(restore_pending_checkpoints=variant)
-        c.trigger_checkpoint(now=0)
-        ack_all(c, 1, now=1)
-        c.trigger_checkpoint(now=2)
-        ack_all(c, 2, now=3, tasks=(0, 1))
-        before = c.restore_latest_checkpointed_state()
-        c.abort_pending()
-        after = c.restore_latest_checkpointed_state()
+        with seams.active(("restore-pending-checkpoints",) if variant else ()):
+            c = coord()
+            c.trigger_checkpoint(now=0)
+            ack_all(c, 1, now=1)
+            c.trigger_checkpoint(now=2)
+            ack_all(c, 2, now=3, tasks=(0, 1))
+            before = c.restore_latest_checkpointed_state()
+            c.abort_pending()
+            after = c.restore_latest_checkpointed_state()
         if not variant:
             assert before.checkpoint_id == after.checkpoint_id == 1 and after.complete
         else:
@@ -456,11 +458,12 @@ def test_restore_pending_variant_returns_incomplete_checkpoint():
 def test_notify_savepoint_complete_variant_flink_10354():
     """Variant: a plain savepoint notifies the tasks (commits side effects) but is not in
     the store, so a failure afterwards restores the older checkpoint."""
-    c = coord(notify_savepoint_complete=True)
+    c = coord()
     c.trigger_checkpoint(now=0)
     ack_all(c, 1, now=1)
     c.trigger_checkpoint(now=2, kind="savepoint")
-    effects = ack_all(c, 2, now=3)
+    with seams.active(("FLINK-10354",)):
+        effects = ack_all(c, 2, now=3)
     assert isinstance(effects[-1], NotifyCheckpointComplete) and effects[-1].checkpoint_id == 2
     assert c.restore_latest_checkpointed_state().checkpoint_id == 1
 

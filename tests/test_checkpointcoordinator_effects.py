@@ -2,7 +2,7 @@
 carry (``CheckpointProperties`` factories, ``TaskAcknowledgeResult`` names, the
 ``CheckpointRequestDecider``'s queue and its defaults), every effect compared as a whole
 (reasons, timestamps, properties, tasks), the restore-claim modes, argument checking, and
-the known-unsafe ``restore_pending_checkpoints`` knob's choice of checkpoint.
+the known-unsafe ``restore-pending-checkpoints`` seam's choice of checkpoint.
 
 The job is the one of ``tests/test_checkpointcoordinator.py``: triggered at subtask 0,
 acknowledged by 0, 1 and 2.
@@ -13,6 +13,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from model import seams
 from model.checkpointcoordinator import (
     CheckpointAborted,
     CheckpointCompleted,
@@ -427,16 +428,23 @@ def test_restore_savepoint_rejects_an_unknown_claim_mode(mode):
         coord().restore_savepoint(CompletedCheckpoint(7, 70), mode)
 
 
-def test_unsafe_restore_pending_needs_an_acknowledgement():
-    c = coord(restore_pending_checkpoints=True)
+@pytest.fixture
+def restore_pending():
+    """The seam ``restore-pending-checkpoints`` acts for the test (as during a run that switches it on)."""
+    with seams.active(("restore-pending-checkpoints",)):
+        yield
+
+
+def test_unsafe_restore_pending_needs_an_acknowledgement(restore_pending):
+    c = coord()
     c.trigger_checkpoint(now=0)
     assert c.restore_latest_checkpointed_state() is None  # pending without acks
     c.receive_decline(1, 0)
     assert c.restore_latest_checkpointed_state() is None  # aborted without acks
 
 
-def test_unsafe_restore_pending_prefers_a_newer_incomplete_checkpoint():
-    c = coord(restore_pending_checkpoints=True, max_concurrent_checkpoints=3)
+def test_unsafe_restore_pending_prefers_a_newer_incomplete_checkpoint(restore_pending):
+    c = coord(max_concurrent_checkpoints=3)
     c.trigger_checkpoint(now=0)
     ack_all(c, 1, now=1)
     assert c.restore_latest_checkpointed_state().checkpoint_id == 1  # nothing incomplete
@@ -451,8 +459,8 @@ def test_unsafe_restore_pending_prefers_a_newer_incomplete_checkpoint():
     assert (got.checkpoint_id, got.complete) == (3, False)
 
 
-def test_unsafe_restore_pending_keeps_a_newer_incomplete_over_an_older_completion():
-    c = coord(restore_pending_checkpoints=True, max_concurrent_checkpoints=2)
+def test_unsafe_restore_pending_keeps_a_newer_incomplete_over_an_older_completion(restore_pending):
+    c = coord(max_concurrent_checkpoints=2)
     c.trigger_checkpoint(now=0)  # 1
     c.trigger_checkpoint(now=1)  # 2
     c.receive_acknowledge(2, 0, "a")
@@ -467,8 +475,8 @@ def test_unsafe_restore_pending_keeps_a_newer_incomplete_over_an_older_completio
     assert c.restore_latest_checkpointed_state().checkpoint_id == 4
 
 
-def test_unsafe_restore_pending_is_not_reset_by_a_savepoint():
-    c = coord(restore_pending_checkpoints=True, max_concurrent_checkpoints=2)
+def test_unsafe_restore_pending_is_not_reset_by_a_savepoint(restore_pending):
+    c = coord(max_concurrent_checkpoints=2)
     c.trigger_checkpoint(now=0)  # 1
     c.receive_acknowledge(1, 0, "a")
     c.receive_decline(1, 1)

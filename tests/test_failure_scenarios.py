@@ -543,7 +543,7 @@ def test_variant_unaligned_without_channel_state_loses_records():
 
     safe, unsafe = _same_sequence(
         g, UC_INPUT, RuntimeConfig(unaligned=True, max_failures=1),
-        RuntimeConfig(unaligned=True, unaligned_channel_state=False, max_failures=1), script)
+        RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",), max_failures=1), script)
     assert oracle_diffs(g, UC_INPUT, safe) == {}
     d = oracle_diffs(g, UC_INPUT, unsafe)["out"]
     assert sorted((e.key, e.value) for e in d.missing) == [("a", 101), ("b", 101), ("b", 102)]
@@ -660,7 +660,7 @@ def test_variant_restore_pending_checkpoint_that_never_completed():
         c.step(A.FailTask(sub(eg, "win", 0)))     # 3. the window task fails before its barrier
 
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(max_failures=1),
-                                  RuntimeConfig(restore_pending_checkpoints=True, max_failures=1), script)
+                                  RuntimeConfig(bugs=("restore-pending-checkpoints",), max_failures=1), script)
     assert safe.restored_from[-1][1] is None and unsafe.restored_from[-1][1] == 1
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
@@ -693,7 +693,7 @@ def test_variant_modulo_key_group_assignment_on_rescale():
     opts = (("agg", (2,)),)
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(savepoints=True, rescale_options=opts),
                                   RuntimeConfig(savepoints=True, rescale_options=opts,
-                                                keygroup_assignment="modulo"), script)
+                                                bugs=("keygroups-by-modulo",)), script)
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
     assert d.missing and {e.key for e in d.missing} <= moved

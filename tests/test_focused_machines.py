@@ -122,7 +122,7 @@ def test_a_focused_file_that_no_longer_reproduces_is_reported(tmp_path, capsys, 
     path = tmp_path / "changed.ndjson"  # a changed copy: the run's own file stays for the other tests
     lines = Path(r.counterexample).read_text().splitlines()
     header = json.loads(lines[0])
-    header["scenario"]["knobs"] = {"knobs": {}}  # the safe coordinator
+    header["scenario"]["knobs"] = {}  # the safe coordinator (no seam)
     path.write_text("\n".join([json.dumps(header)] + lines[1:]) + "\n")
     assert main(["replay", str(path)]) == 1
     assert "NOT reproduced" in capsys.readouterr().out

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import pytest
 
+from model import seams
 from model.errors import InvalidArgument
 from model.oracle import diff_outputs
 from model.sinks import (
@@ -260,7 +261,7 @@ def _run_with_failure(restore_pending: bool):
 
     data = recs(10)
     ext = ExternalSystem()
-    c = CheckpointCoordinator([0], [0, 1], restore_pending_checkpoints=restore_pending)
+    c = CheckpointCoordinator([0], [0, 1])
     sink = TwoPhaseCommitSink(ext, 1)
     offset = 0
 
@@ -282,8 +283,9 @@ def _run_with_failure(restore_pending: bool):
     emit(3)
     cid = c.trigger_checkpoint(now=4).checkpoint_id
     c.receive_acknowledge(cid, 0, offset, now=5)
-    # failure
-    restored = c.restore_latest_checkpointed_state()
+    # failure (with the seam restore-pending-checkpoints acting on the restore in the unsafe run)
+    with seams.active(("restore-pending-checkpoints",) if restore_pending else ()):
+        restored = c.restore_latest_checkpointed_state()
     c.abort_pending()
     offset = restored.task_states.get(0, 0)
     sink = TwoPhaseCommitSink(ext, 1, restored.task_states.get(1))
@@ -500,8 +502,7 @@ def test_a_savepoint_that_commits_then_an_older_restore_breaks_the_protocol():
     bug = VARIANTS["FLINK-10354"]
     found = random_walk(bug, 1)
     assert found.violation is not None and found.violation["invariant"] == "transactions_follow_two_phase_commit"
-    safe = attrs.evolve(bug, expected=(PASS,), switches=(),
-                        config=attrs.evolve(bug.config, notify_savepoint_complete=False))
+    safe = attrs.evolve(bug, expected=(PASS,), config=attrs.evolve(bug.config, bugs=()))
     assert random_walk(safe, 1).violation is None
 
 

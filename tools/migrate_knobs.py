@@ -1,4 +1,5 @@
-"""Rewrite counterexample files whose configuration names a retired unsafe knob.
+"""Rewrite counterexample files whose configuration (or focused machine's knobs) names a retired
+unsafe knob.
 
 Unsafe switches of ``RuntimeConfig`` became seams (``model.seams``): a knob at its unsafe
 value is now its seam in ``bugs``, at its safe value it is dropped
@@ -19,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model.cluster import RETIRED_KNOBS, migrate_config  # noqa: E402  (the repository root is on the path now)
+from properties.machines import migrate_focused_knobs  # noqa: E402
 from properties.safe_io import write_atomic  # noqa: E402
 
 
@@ -27,10 +29,15 @@ def migrate_file(path: Path) -> bool:
     text = path.read_text(encoding="utf-8")
     first, sep, rest = text.partition("\n")
     header = json.loads(first)
-    cfg = (header.get("scenario") or {}).get("config")
-    if not isinstance(cfg, dict) or not any(k in RETIRED_KNOBS for k in cfg):
+    sc = header.get("scenario") or {}
+    cfg = sc.get("config")
+    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS for k in cfg):
+        sc["config"] = migrate_config(cfg)
+    elif sc.get("kind") == "focused" and isinstance(sc.get("knobs"), dict) \
+            and migrate_focused_knobs(sc.get("machine"), sc["knobs"]) != sc["knobs"]:
+        sc["knobs"] = migrate_focused_knobs(sc["machine"], sc["knobs"])
+    else:
         return False
-    header["scenario"]["config"] = migrate_config(cfg)
     write_atomic(path, json.dumps(header, sort_keys=True, separators=(",", ":")) + sep + rest, what="counterexample")
     return True
 
