@@ -891,7 +891,7 @@ class Cluster:
         for e in effects or ():
             if isinstance(e, CheckpointCompleted):
                 cid = e.checkpoint_id
-                if self.cp is not None and not self._persist_completed(cid):
+                if self.cp is not None and not self._persist_completed(cid, e.subsumed_from_store):
                     failed_finalization = cid
                     continue
                 self.completed_ids.append(cid)
@@ -1182,16 +1182,20 @@ class Cluster:
         self._restart(frozenset(range(len(self.tasks))), self.coordinator.restore_latest_checkpointed_state())
 
     # -- what the control plane asks of the data plane (model.controlplane) ------------------------
-    def _persist_completed(self, cid: int) -> bool:
+    def _persist_completed(self, cid: int, subsumed: tuple = ()) -> bool:
         """A completed checkpoint goes to the HA store; if the store rejects it (a deposed
-        leader), finalization fails: the coordinator forgets it and nobody is notified."""
+        leader), finalization fails: the coordinator forgets it and nobody is notified, and the
+        checkpoints its addition ``subsumed`` stay in the store
+        (``DefaultCompletedCheckpointStore.addCheckpointAndSubsumeOldestOne`` writes the
+        StateHandleStore before it subsumes: a failed add removes nothing)."""
         store = self.coordinator.store
         checkpoint = next((x for x in store.get_all_checkpoints() if x.checkpoint_id == cid), None)
         if checkpoint is None:  # a savepoint: not kept in the store
             checkpoint = CompletedCheckpoint(cid, self.now, task_states=dict(self.acks.get(cid, {})))
         if self.cp.checkpoint_completed(self, checkpoint):
             return True
-        store._checkpoints = [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
+        kept = [self.cp.storage[s] for s in subsumed if s in self.cp.storage]
+        store._checkpoints = kept + [x for x in store.get_all_checkpoints() if x.checkpoint_id != cid]
         self.acks.pop(cid, None)
         self.events.append(("aborted", self.now, cid, "FINALIZE_CHECKPOINT_FAILURE", None))
         return False

@@ -183,6 +183,22 @@ def test_a_deposed_leader_cannot_write_the_store_and_without_fencing_it_can():
             assert run.violation is not None and run.violation.invariant == "no_split_brain"
 
 
+def test_a_rejected_store_write_keeps_the_checkpoints_it_would_have_subsumed():
+    # DefaultCompletedCheckpointStoreTest#testAddCheckpointFailedShouldNotRemoveOldOnes: the
+    # StateHandleStore is written before the oldest checkpoint is subsumed, so a failed add
+    # leaves the store as it was (the model dropped checkpoint 1 from its store as well)
+    run = run_of()
+    c = run.cluster
+    step_until(run, all_running)
+    cid1 = complete_a_checkpoint(run)
+    assert do(run, A.ExpireSession(0)) is None  # jm0 still believes it leads: its write is refused
+    assert do(run, A.TriggerCheckpoint()) is None
+    cid = c.coordinator.next_checkpoint_id - 1
+    step_until(run, lambda c: any(e[0] == "aborted" and e[2] == cid for e in c.events))
+    assert (cid, "FINALIZE_CHECKPOINT_FAILURE") in {(e[2], e[3]) for e in events(c, "aborted")}
+    assert c.coordinator.store.checkpoint_ids() == (cid1,) == c.cp.store.get(ha.CHECKPOINTS)[0]
+
+
 def _finish_job_then_fail_over(bugs=()):
     run = run_of(bugs=bugs)
     c = run.cluster
