@@ -832,7 +832,8 @@ def run_coordinator_shared_state(case: dict) -> list[str]:
     (as for ``coordinator``); ``ack [id, subtask]`` with ``private`` / ``shared`` file names
     (an ``IncrementalRemoteKeyedStateHandle``'s meta and private files, and its shared
     files; a model handle is either private or shared, so a subtask acknowledges with two);
-    ``decline [id, subtask, reason]``; ``remove_oldest`` (the test store's
+    ``decline [id, subtask, reason]``; ``expire now`` (the checkpoint canceller fires, with
+    ``checkpoint_timeout`` in the config); ``remove_oldest`` (the test store's
     ``removeOldestCheckpoint``: the oldest retained checkpoint is subsumed, then
     ``unregisterUnusedState`` with the lowest remaining non-savepoint id, if any);
     ``restore mode`` (the store shut down and a new registry built from its checkpoints,
@@ -850,7 +851,8 @@ def _run_coordinator_shared_state(cfg: dict, steps: list) -> list[str]:
     out: list[str] = []
     coord = CheckpointCoordinator(
         cfg["trigger"], cfg["ack"], max_concurrent_checkpoints=cfg.get("max_concurrent", 1),
-        max_retained=cfg.get("max_retained", 1), queue_requests=cfg.get("queue_requests", False))
+        max_retained=cfg.get("max_retained", 1), queue_requests=cfg.get("queue_requests", False),
+        checkpoint_timeout=cfg.get("checkpoint_timeout"))
     storage = CheckpointStorage()
     acks: dict = {}  # checkpoint id -> {(subtask, private|shared): snapshot}
     retained: list = []
@@ -898,6 +900,8 @@ def _run_coordinator_shared_state(cfg: dict, steps: list) -> list[str]:
         elif "decline" in step:
             cid, task, reason = step["decline"]
             effects(coord.receive_decline(cid, task, reason, now=now))
+        elif "expire" in step:
+            effects(coord.expire_overdue(step["expire"]))
         elif "remove_oldest" in step:
             storage.subsume(retained.pop(0))
             lowest = [c for c in retained if c not in storage.savepoints]
