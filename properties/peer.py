@@ -47,8 +47,10 @@ from model.errors import FlinkspecError, InvalidArgument
 from model.eventtime import BoundedOutOfOrdernessWatermarks
 from model.failover import RestartPipelinedRegionFailoverStrategy, pipelined_regions
 from model.jobgraph import BLOCKING, PIPELINED_BOUNDED, build_job_graph
+from model import rpc
 from model.keygroups import EMPTY_KEY_GROUP_RANGE, KeyGroupRange, compute_key_group_ranges, \
     compute_operator_index_for_key_group
+from model.resourcemanager import FREE, ResourceManager
 from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
 from model.stateassignment import repartition_operator_state
 from model.streamgraph import stream_graph_from_dict
@@ -931,6 +933,139 @@ def _run_coordinator_shared_state(cfg: dict, steps: list) -> list[str]:
     return out
 
 
+# -- slot manager ---------------------------------------------------------------------------------
+
+
+_SLOT_CHECKS = ("acquired", "slot", "slot_job", "allocated_slots", "registered_task_managers", "registered_slots",
+                "free_slots", "free_slots_of", "requested")
+#: a heartbeat timeout no TaskExecutor reaches unless a step says so
+_NEVER = 10 ** 9
+
+
+def run_slot_manager(case: dict) -> list[str]:
+    """A slot-manager case (``DefaultSlotStatusSyncerTest``, ``FineGrainedSlotManagerTest``)
+    against ``model.resourcemanager.ResourceManager``, the model's SlotManager, with equal slots
+    (a TaskManager is a number of slots; Flink's resource profiles are left out).
+
+    TaskManagers, jobs and allocations are named as in the Flink test. Steps: ``register tm``
+    with ``slots`` (its number of slots) and ``allocated [[slot, allocation, job], ...]`` (its
+    registration's SlotReport; the other slots free); ``report tm`` with ``slots [[slot,
+    allocation | null, job | null], ...]`` (``reportSlotStatus``: a heartbeat's SlotReport; an
+    unregistered ``tm`` is an unknown instance); ``declare job`` with ``slots``
+    (``processResourceRequirements``); ``allocate job`` with ``name`` (the syncer's
+    ``allocateSlot``: the model's allocation rule run for one more slot of ``job`` with no
+    standing requirement, the RequestSlot's allocation named ``name``); ``answer allocation``
+    with ``ok`` (the TaskExecutor's answer to that RequestSlot); ``unregister tm``
+    (``unregisterTaskManager``: the model unregisters a TaskExecutor when its heartbeats time
+    out), with ``unregistered`` (its return value); ``check`` with ``acquired {job: n}``
+    (``ResourceTracker.getAcquiredResources``, 0 = empty), ``slot {allocation: PENDING |
+    ALLOCATED | null}`` (``getAllocatedOrPendingSlot``), ``slot_job {allocation: job}``,
+    ``allocated_slots {tm: n}`` (``TaskManagerInfo.getAllocatedSlots``),
+    ``registered_task_managers``, ``registered_slots`` (``getNumberRegisteredSlots``, the
+    ``taskSlotsTotal`` gauge), ``free_slots`` (``taskSlotsAvailable``), ``free_slots_of {tm: n}``
+    (the TaskManager's available resource, in slots) and ``requested [[tm, job], ...]`` (the
+    RequestSlot RPCs sent since the last check)."""
+    out: list[str] = []
+    sent: list = []
+    counter = iter(range(1, _NEVER))
+    cp = SimpleNamespace(net=SimpleNamespace(send=sent.append), new_allocation=lambda: rpc.AllocationID(next(counter)))
+    rm = ResourceManager(1)
+    tms: dict = {}      # TaskManager name -> TaskExecutor index
+    allocs: dict = {}   # allocation name -> AllocationID
+    seen = 0            # RequestSlot messages reported by a check
+
+    def te(name):
+        return tms.setdefault(name, len(tms))
+
+    def alloc(name):
+        if name is None:
+            return None
+        if name not in allocs:
+            allocs[name] = rpc.AllocationID(_NEVER + len(allocs))
+        return allocs[name]
+
+    def slot_of(name):
+        a = allocs.get(name)
+        return next(((key, v) for key, v in rm.slots.items() if a is not None and v[0] != FREE and v[1] == a),
+                    (None, None))
+
+    def acquired(job):
+        return sum(1 for st, _, owner in rm.slots.values() if st != FREE and owner == job)
+
+    for i, step in enumerate(case["steps"]):
+        where = f"step {i}"
+        if "register" in step:
+            t = te(step["register"])
+            held = {s: (alloc(a), j) for s, a, j in step.get("allocated", ())}
+            report = tuple((s,) + held.get(s, (None, None)) for s in range(step["slots"]))
+            rm.on_register(cp, rpc.RegisterTaskExecutor(t, 0, rm.token, report))
+        elif "report" in step:
+            report = tuple((s, alloc(a), j) for s, a, j in step["slots"])
+            rm.on_heartbeat(cp, rpc.HeartbeatResponse("rm", rm.token, te(step["report"]), 0, report))
+        elif "declare" in step:
+            rm.on_declare(cp, rpc.DeclareResourceRequirements(rm.token, step["declare"], step["slots"]))
+        elif "allocate" in step:
+            job, before, standing = step["allocate"], len(sent), rm.requirements
+            rm.requirements = {**standing, job: acquired(job) + 1}
+            rm.check_requirements(cp)
+            rm.requirements = standing
+            new = [m for m in sent[before:] if isinstance(m, rpc.RequestSlot)]
+            if len(new) != 1:
+                out.append(f"{where}: allocateSlot({job}): Flink sends one RequestSlot, the model sends {len(new)}")
+                continue
+            allocs[step["name"]] = new[0].allocation
+        elif "answer" in step:
+            a = allocs.get(step["answer"])
+            req = next((m for m in sent if isinstance(m, rpc.RequestSlot) and m.allocation == a), None)
+            if req is None:
+                raise PeerSpecError(f"{where}: no RequestSlot of allocation {step['answer']!r} to answer")
+            rm.on_answer(cp, rpc.SlotRequestAnswer(req.te, rm.token, req.slot, a, step["ok"]))
+        elif "unregister" in step:
+            t = te(step["unregister"])
+            known = t in rm.registered
+            if known:
+                rm.missed[t] = _NEVER
+            lost = rm.tick(cp, _NEVER - 1) if known else []
+            if "unregistered" in step:
+                _expect(out, f"{where}: unregisterTaskManager({step['unregister']})", t in lost, step["unregistered"])
+        elif "check" in step:
+            for key, want in step["check"].items():
+                if key not in _SLOT_CHECKS:
+                    raise PeerSpecError(f"{where}: unknown check {key!r} (one of {_SLOT_CHECKS})")
+                what = f"{where}: {key}"
+                if key == "acquired":
+                    for job, n in want.items():
+                        _expect(out, f"{what}[{job}]", acquired(job), n)
+                elif key == "slot":
+                    for a, st in want.items():
+                        _expect(out, f"{what}[{a}]", slot_of(a)[1] and slot_of(a)[1][0], st)
+                elif key == "slot_job":
+                    for a, job in want.items():
+                        _expect(out, f"{what}[{a}]", slot_of(a)[1] and slot_of(a)[1][2], job)
+                elif key == "allocated_slots":
+                    for tm, n in want.items():
+                        _expect(out, f"{what}[{tm}]", sum(1 for (t, _), v in rm.slots.items()
+                                                          if t == tms.get(tm) and v[0] != FREE), n)
+                elif key == "registered_task_managers":
+                    _expect(out, what, len(rm.registered), want)
+                elif key == "registered_slots":
+                    _expect(out, what, len(rm.slots), want)
+                elif key == "free_slots":
+                    _expect(out, what, sum(1 for v in rm.slots.values() if v[0] == FREE), want)
+                elif key == "free_slots_of":
+                    for tm, n in want.items():
+                        _expect(out, f"{what}[{tm}]", sum(1 for (t, _), v in rm.slots.items()
+                                                          if t == tms.get(tm) and v[0] == FREE), n)
+                else:  # requested
+                    by_index = {v: k for k, v in tms.items()}
+                    got = [[by_index[m.te], m.job_token] for m in sent[seen:] if isinstance(m, rpc.RequestSlot)]
+                    _expect(out, what, got, want)
+            seen = len(sent)
+        else:
+            raise PeerSpecError(f"unknown step {step!r}")
+    return out
+
+
 #: kind -> runner (the one registry of peer-suite kinds)
 RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "window_assigner": run_window_assigner,
@@ -951,4 +1086,5 @@ RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "chaining": run_chaining,
     "shared_state_registry": run_shared_state_registry,
     "coordinator_shared_state": run_coordinator_shared_state,
+    "slot_manager": run_slot_manager,
 }

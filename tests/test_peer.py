@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from model import stateassignment
+from model import seams, stateassignment
 from properties import peer
 from properties.peer import PEER_DIR, JavaRandom, PeerSpecError, case_verdict, load_all, load_peer_file, run_case
 
@@ -156,6 +156,12 @@ def _wrong_coordinator_shared_state():
     return d, c
 
 
+def _wrong_slot_manager():
+    d, c = _case("DefaultSlotStatusSyncerTest", "testSlotStatusProcessing")
+    c["steps"][-1]["check"]["slot"]["allocationId3"] = None
+    return d, c
+
+
 def _broken_key_group_partitions(monkeypatch):
     monkeypatch.setattr(peer, "compute_operator_index_for_key_group", lambda m, p, kg: min(p - 1, (kg + 1) * p // m))
     d, c = _case("CheckpointCoordinatorTest", "testCreateKeyGroupPartitions")
@@ -199,6 +205,7 @@ WRONG = {
     "chaining": lambda mp: _wrong_chaining(),
     "shared_state_registry": lambda mp: _wrong_shared_state_registry(),
     "coordinator_shared_state": lambda mp: _wrong_coordinator_shared_state(),
+    "slot_manager": lambda mp: _wrong_slot_manager(),
 }
 
 
@@ -212,6 +219,16 @@ def test_runner_reports_a_disagreement(kind, monkeypatch):
     got = run_case(data, case, quick=True)
     assert got, f"{kind}: a wrong expectation (or a broken model) went unnoticed"
     assert all("Flink" in m or "not in the range" in m or "differ" in m or "Flink expects" in m for m in got), got
+
+
+def test_slot_manager_cases_find_the_unreconciled_slot_table():
+    # the known-unsafe SlotManager that ignores the SlotReports of heartbeats disagrees with
+    # DefaultSlotStatusSyncerTest wherever Flink asserts what a report changes
+    d = next(d for d in DATAS if d["flink_class"] == "DefaultSlotStatusSyncerTest")
+    with seams.active(["no-slot-report-reconciliation"]):
+        got = {c["name"]: run_case(d, c) for c in d["cases"] if c["status"] == "ported"}
+    assert got["testSlotStatusProcessing"] and got["testFreeSlot"] and got["testAllocationUpdatesIgnoredIfSlotFreed"]
+    assert not got["testSlotAllocationSucceeds"]
 
 
 def test_documented_difference_must_show_exactly():
