@@ -329,8 +329,8 @@ def check_judgeable(job) -> None:
         raise InvalidJobSpec(
             f"{job.path}: [input] out_of_orderness",
             f"{lag} makes records of source(s) {', '.join(repr(n) for n in late)} late, and the event-time judge "
-            f"does not cover this job's windows (a sliding window, an upsert sink, a window behind a keyed operator "
-            f"or not directly before its sink: docs/oracles.md), so no run could be judged; use at most the "
+            f"does not cover this job's windows (a window behind a keyed operator or not directly before its "
+            f"sink: docs/oracles.md), so no run could be judged; use at most the "
             f"watermark_out_of_orderness of each source")
 
 

@@ -262,9 +262,9 @@ def reference_matches_declarative_spec(run) -> Violation | None:
 # is dropped only if it was late when it arrived (``late_drop_justified``), and every window
 # result counts every other record of its window exactly once
 # (``window_results_exactly_once``). It covers jobs whose every sink is fed directly by an
-# event-time window, tumbling or sliding, with append or two-phase-commit sinks (each sink
-# with that one input), and whose windows read the sources through maps, filters and unions
-# only. A record all of whose windows are late is dropped, and the model logs it with the
+# event-time window, tumbling or sliding, with append, two-phase-commit or upsert sinks (each
+# sink with that one input; an upsert sink judged through its changelog, every result it
+# wrote), and whose windows read the sources through maps, filters and unions only. A record all of whose windows are late is dropped, and the model logs it with the
 # operator's watermark at arrival (``Cluster.late``); a sliding window can skip some windows
 # of a record and take it in others (``isWindowLate`` per window, which Flink records
 # nowhere): the model logs each such skip with the watermark and the window
@@ -291,7 +291,7 @@ def event_time_judged(graph) -> bool:
     ops = {o.name: o for o in graph.operators}
     ins = inputs_of(graph)
     sinks = [o for o in graph.operators if o.kind == "sink"]
-    if not sinks or any(o.sink_kind == "upsert" for o in sinks):
+    if not sinks:
         return False
     for s in sinks:
         if len(ins.get(s.name, ())) != 1:
@@ -386,13 +386,17 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
     result per generation (1 + restores). With allowed lateness a window fires again with its
     whole contents for each late record, and a restored window fires again when the watermark
     passes it anew: without a restore its last result counts its records once, less records
-    dropped as late; with one, only the bound holds (no count above the window's records)."""
+    dropped as late; with one, only the bound holds (no count above the window's records).
+    An upsert sink's output is its changelog (``ExternalSystem.upsert_log``): every result it
+    wrote stays there, also those of a generation a restore went back before, which may have
+    fired before all of the window's records arrived (``_upsert_window_problems``)."""
     outs = operator_outputs(graph, job_input)
     ops = {o.name: o for o in graph.operators}
     ins = inputs_of(graph)
     problems = []
     for sink in sorted(o.name for o in graph.operators if o.kind == "sink"):
         (w,) = (ops[i] for i in ins[sink])
+        upsert = ops[sink].sink_kind == "upsert"
         size, offset = w.window_size, w.window_offset
         slide = None if w.window_slide in (None, size) else w.window_slide
         elements: dict = {}
@@ -424,6 +428,9 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
                 continue
             total = len(recs) if w.aggregate == "count" else sum(v for v, _ in recs)
             weights = [1 if w.aggregate == "count" else v for v, _ in optional]
+            if upsert:
+                problems += _upsert_window_problems(where, w, got, recs, total, weights, optional, restores)
+                continue
             if w.allowed_lateness > 0:
                 if w.aggregate == "count" and max(got) > len(recs):
                     problems.append(f"{where}: a result of {max(got)}, but the window has {len(recs)} record(s)")
@@ -442,6 +449,32 @@ def window_result_problems(graph, job_input, committed: dict, late: list, restor
                                    if optional else "")
                                 + f" ({w.aggregate} of {len(recs)} record(s), each counted once)")
     return problems
+
+
+def _upsert_window_problems(where: str, w, got: list, recs: list, total, weights: list, optional: list,
+                            restores: int) -> list[str]:
+    """What is wrong with the results ``got`` an upsert sink wrote for one window (in write
+    order). Nothing is rolled back, and the watermark is in no snapshot: a generation a restore
+    went back before may have fired with the records that had arrived (the others were in
+    flight, or held back by an idle source, when the job failed), and one that fired and purged
+    the window before the checkpoint the job restores leaves the window's later records to the
+    next generation, which fires with those only. So a window's results are not held to add up:
+    each counts no more than the window's records, and together they count every record not
+    dropped as late at least once (values that are not negative)."""
+    values = [v for v, _ in recs]
+    if w.aggregate == "count" or all(v >= 0 for v in values):
+        if max(got) > total:
+            return [f"{where}: a result of {max(got)}, more than the {w.aggregate} of the window's "
+                    f"{len(recs)} record(s), {total}"]
+        if sum(got) + sum(weights) < total:
+            return [f"{where}: the results {got} count {sum(got)}, but the window's {len(recs)} record(s) "
+                    f"{w.aggregate} to {total}" + (f" and at most {sum(weights)} of it were dropped as late"
+                                                  if optional else ", none dropped as late")
+                    + ": a record is in none of its results"]
+    if w.allowed_lateness == 0 and len(got) > 1 + restores:
+        return [f"{where}: {len(got)} results {got} after {restores} restore(s): a window without allowed "
+                f"lateness fires once per opening"]
+    return []
 
 
 #: the events of a (re)deployment from a snapshot: a failover's restore, a restart from a
