@@ -43,11 +43,13 @@ from model.checkpointcoordinator import (
     NotifyCheckpointComplete,
 )
 from model.checkpointstorage import CheckpointStorage, KeyedStateHandle
+from model.cluster import RuntimeConfig
 from model.errors import FlinkspecError, InvalidArgument
 from model.eventtime import BoundedOutOfOrdernessWatermarks
 from model.failover import RestartPipelinedRegionFailoverStrategy, pipelined_regions
 from model.jobgraph import BLOCKING, PIPELINED_BOUNDED, build_job_graph
 from model import rpc
+from model.jobmaster import JobMaster
 from model.keygroups import EMPTY_KEY_GROUP_RANGE, KeyGroupRange, compute_key_group_ranges, \
     compute_operator_index_for_key_group
 from model.resourcemanager import FREE, ResourceManager
@@ -1066,6 +1068,42 @@ def run_slot_manager(case: dict) -> list[str]:
     return out
 
 
+def run_deployment_reconciliation(case: dict) -> list[str]:
+    """A ``DefaultExecutionDeploymentReconcilerTest`` case against ``JobMaster.reconcile``:
+    the executions the JobMaster deployed on one TaskExecutor (``DEPLOYED``, or ``PENDING``: no
+    report has shown it yet), the TaskExecutor's ``ExecutionDeploymentReport`` (``reported``,
+    execution names; a name not deployed is an execution the JobMaster does not know), one
+    reconciliation with the model's default heartbeat timeout (``RuntimeConfig.heartbeat_timeout``),
+    then what the handler received: ``missing`` / ``unknown`` each ``"empty"`` or
+    ``{"contains": [names]}`` (Flink's ``isEmpty()`` / ``contains(...)``)."""
+    out: list[str] = []
+    names = list(case["deployed"]) + [n for n in case["reported"] if n not in case["deployed"]]
+    execution = {n: (i, rpc.ExecutionAttemptID(100 + i)) for i, n in enumerate(names)}
+    by_subtask = {i: n for n, (i, _) in execution.items()}
+    jm = JobMaster(1, (), [execution[n][1] for n in names])
+    te, alloc = 0, rpc.AllocationID(1)
+    jm.pool[alloc] = (te, 0, 0)
+    jm.deployed[alloc] = tuple(execution[n] for n in case["deployed"])
+    for n, state in case["deployed"].items():
+        if state not in ("DEPLOYED", "PENDING"):
+            raise PeerSpecError(f"{n}: ExecutionDeploymentState must be DEPLOYED or PENDING, not {state!r}")
+        if state == "PENDING":
+            jm.unconfirmed[execution[n]] = 0
+    report = tuple(sorted(execution[n] for n in case["reported"]))
+    unknown, missing = jm.reconcile(rpc.HeartbeatResponse("jm", jm.token, te, 0, (report, ())),
+                                    RuntimeConfig().heartbeat_timeout)
+    got = {"missing": sorted(by_subtask[s] for s in missing), "unknown": sorted(by_subtask[e[0]] for e in unknown)}
+    for key in ("missing", "unknown"):
+        want = case[key]
+        if want == "empty":
+            _expect(out, f"{key} executions", got[key], [])
+        else:
+            absent = [n for n in want["contains"] if n not in got[key]]
+            if absent:
+                out.append(f"{key} executions: Flink asserts they contain {absent}, the model gives {got[key]}")
+    return out
+
+
 #: kind -> runner (the one registry of peer-suite kinds)
 RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "window_assigner": run_window_assigner,
@@ -1087,4 +1125,5 @@ RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "shared_state_registry": run_shared_state_registry,
     "coordinator_shared_state": run_coordinator_shared_state,
     "slot_manager": run_slot_manager,
+    "deployment_reconciliation": run_deployment_reconciliation,
 }

@@ -162,6 +162,12 @@ def _wrong_slot_manager():
     return d, c
 
 
+def _wrong_deployment_reconciliation():
+    d, c = _case("DefaultExecutionDeploymentReconcilerTest", "testPendingDeployments")
+    c["missing"] = {"contains": ["missingId"]}
+    return d, c
+
+
 def _broken_key_group_partitions(monkeypatch):
     monkeypatch.setattr(peer, "compute_operator_index_for_key_group", lambda m, p, kg: min(p - 1, (kg + 1) * p // m))
     d, c = _case("CheckpointCoordinatorTest", "testCreateKeyGroupPartitions")
@@ -206,6 +212,7 @@ WRONG = {
     "shared_state_registry": lambda mp: _wrong_shared_state_registry(),
     "coordinator_shared_state": lambda mp: _wrong_coordinator_shared_state(),
     "slot_manager": lambda mp: _wrong_slot_manager(),
+    "deployment_reconciliation": lambda mp: _wrong_deployment_reconciliation(),
 }
 
 
@@ -229,6 +236,20 @@ def test_slot_manager_cases_find_the_unreconciled_slot_table():
         got = {c["name"]: run_case(d, c) for c in d["cases"] if c["status"] == "ported"}
     assert got["testSlotStatusProcessing"] and got["testFreeSlot"] and got["testAllocationUpdatesIgnoredIfSlotFreed"]
     assert not got["testSlotAllocationSucceeds"]
+
+
+@pytest.mark.parametrize("bug, caught_by", [
+    ("FLINK-18533", {"testPendingDeployments"}),
+    ("FLINK-17075", {"testMissingDeployments", "testUnknownDeployments", "testMissingAndUnknownDeployments",
+                     "testPendingDeployments"}),
+])
+def test_deployment_reconciler_cases_find_the_known_reconciliation_bugs(bug, caught_by):
+    # the JobMaster that fails a pending deployment at once (FLINK-18533) and the one that ignores
+    # the ExecutionDeploymentReport (FLINK-17075) each disagree with Flink's reconciler tests
+    d = next(d for d in DATAS if d["flink_class"] == "DefaultExecutionDeploymentReconcilerTest")
+    with seams.active([bug]):
+        got = {c["name"] for c in d["cases"] if run_case(d, c)}
+    assert got == caught_by
 
 
 def test_documented_difference_must_show_exactly():
