@@ -294,7 +294,7 @@ def flink_request(job: ConformJob, job_id: int) -> dict:
 
 #: the actions a phase settles with (everything but the source reading on and the control
 #: actions the plan takes itself)
-_SETTLE = (A.Deliver, A.SourceWatermark, A.NotifyCheckpointComplete)
+_SETTLE = (A.Deliver, A.SourceWatermark, A.FinishAsyncSnapshot, A.NotifyCheckpointComplete, A.DiscardFile)
 
 
 @attrs.frozen(slots=True)
@@ -385,11 +385,13 @@ def _source_splits(c: Cluster) -> tuple:
     return tuple(per[i] for i in sorted(per))
 
 
-def model_side(job: ConformJob, split_order: tuple | None = None) -> ModelSide:
+def model_side(job: ConformJob, split_order: tuple | None = None, config: dict | None = None) -> ModelSide:
     """Run ``job`` in the model. ``split_order[i]``: the split source subtask ``i`` read first
     in Flink (Flink's enumerator hands the splits out in the order the readers ask; the model
     reads split ``i`` in subtask ``i``): the model's input is permuted to match, and its split
-    ids are mapped back. None: split ``i`` in subtask ``i``."""
+    ids are mapped back. None: split ``i`` in subtask ``i``. ``config``: RuntimeConfig fields
+    of the run's Flink configuration (``conform --faults``: unaligned checkpoints, a state
+    backend, ...; None: Flink's defaults as conform's driver runs them)."""
     splits = job.splits
     order = tuple(range(len(splits))) if split_order is None else tuple(split_order)
     if sorted(order) != list(range(len(splits))):
@@ -401,8 +403,9 @@ def model_side(job: ConformJob, split_order: tuple | None = None) -> ModelSide:
     model_input = JobInput({SOURCE: tuple(tuple((to_int[k], v, ts) for (k, v, ts) in splits[j]) for j in order)})
     graph = job.graph
     reference = reference_output(graph, model_input)[SINK]
-    cfg = RuntimeConfig(savepoints=job.rescale is not None, max_failures=1 if job.fail is not None else 0,
-                        channel_capacity=1_000_000)
+    fields = {"savepoints": job.rescale is not None, "max_failures": 1 if job.fail is not None else 0,
+              "channel_capacity": 1_000_000}
+    cfg = RuntimeConfig(**(fields | (config or {})))
     c = Cluster(compile_stream_graph(graph), model_input, cfg, seed=job.seed)
     model_split = {order[i]: i for i in range(len(order))}  # Flink split -> model split id
     fail_at = None if job.fail is None else (model_split[job.fail[0]], job.fail[1])
@@ -505,8 +508,12 @@ def observed_split_order(job: ConformJob, observations: list) -> tuple | None:
     return tuple(first[i] for i in range(len(job.splits)))
 
 
-def compare(job: ConformJob, model: ModelSide, flink: dict) -> list[str]:
-    """Every difference between the model's prediction and what Flink did (empty: agree)."""
+def compare(job: ConformJob, model: ModelSide, flink: dict, *, restore: bool = True) -> list[str]:
+    """Every difference between the model's prediction and what Flink did (empty: agree).
+    ``restore``: compare the state restored after the savepoint and the checkpoint the
+    injected failure's restart restored (False: ``conform --faults`` replaying Flink's
+    checkpoints compares each restore itself, and a resubmission from a retained checkpoint,
+    seen as a second phase, has no restored state the model predicts)."""
     diffs: list[str] = []
     diffs += compare_outputs(job, "Flink's committed output vs the oracle", model.reference, flink["output"])
     diffs += compare_outputs(job, "the model's committed output vs the oracle", model.reference, model.output)
@@ -533,9 +540,9 @@ def compare(job: ConformJob, model: ModelSide, flink: dict) -> list[str]:
                 wrong.add((phase, key, sub))
                 diffs.append(f"phase {phase}: key {key!r} (key group {assign_to_key_group(row_key_hash(key), job.max_parallelism)}) "
                              f"held by subtask {sub} of {pars[phase][keyed]} in Flink, by subtask {want} in the model")
-    if job.rescale is not None:
+    if job.rescale is not None and restore:
         diffs += _compare_restore(job, model, obs)
-    if job.fail is not None and flink.get("failed") and model.failed:
+    if job.fail is not None and flink.get("failed") and model.failed and restore:
         diffs += _compare_restored_checkpoint(job, model, flink)
     if model.final_keyed is not None:
         last = len(pars) - 1
@@ -707,8 +714,9 @@ class RunResult:
                 "flink": {k: v for k, v in self.flink.items() if k != "id"}}
 
 
-def judge(job: ConformJob, flink: dict) -> RunResult:
-    """Run the model side of ``job`` and compare it with Flink's answer ``flink``."""
+def judge(job: ConformJob, flink: dict, config: dict | None = None) -> RunResult:
+    """Run the model side of ``job`` (with ``config``, as :func:`model_side`) and compare it with
+    Flink's answer ``flink``."""
     if not flink.get("ok"):
         diffs = (f"Flink did not run the job: {flink.get('error', 'no answer')}",)
         return RunResult(job.seed, job, diffs, float(flink.get("seconds", 0.0)), False, None, flink)
@@ -718,7 +726,7 @@ def judge(job: ConformJob, flink: dict) -> RunResult:
         order = observed_split_order(job, flink.get("observations", []))
         if order is None:
             diffs.append("Flink's first phase did not read exactly one split per source subtask")
-    model = model_side(job, order)
+    model = model_side(job, order, config)
     diffs += compare(job, model, flink)
     return RunResult(job.seed, job, tuple(diffs), float(flink.get("seconds", 0.0)), bool(flink.get("failed")),
                      model.restored_from, flink, model.restored_ordinal)

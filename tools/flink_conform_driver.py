@@ -426,17 +426,23 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
             restore = _stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"), deadline)
             savepoints.append(restore)
         _wait_finished(jvm, result, client, deadline, what)
+    return {"id": job["id"], "ok": True, **end_results(job, folder, jvm), "savepoints": savepoints,
+            "seconds": round(time.time() - t0, 3)}
+
+
+def end_results(job: dict, folder: str, jvm) -> dict:
+    """What a finished job left, as ``flinkspec conform`` compares it: the committed output,
+    the observations, whether the injected failure happened, and each key's Row hash code and
+    key group (the recorder of ``flinkspec trace`` answers them too, so that ``conform
+    --faults`` judges its runs)."""
     keys = sorted({r[0] for r in job["records"]})
     return {
-        "id": job["id"], "ok": True,
         "output": read_committed(os.path.join(folder, "out")),
         "observations": read_observations(os.path.join(folder, "obs")),
         "failed": os.path.exists(os.path.join(folder, "failed.marker")),
-        "savepoints": savepoints,
         "key_hash": {k: _row_key(jvm, k).hashCode() for k in keys},
         "key_group": {k: jvm.org.apache.flink.runtime.state.KeyGroupRangeAssignment.assignToKeyGroup(
             _row_key(jvm, k), job["max_parallelism"]) for k in keys},
-        "seconds": round(time.time() - t0, 3),
     }
 
 

@@ -46,9 +46,11 @@ state writes a file (below the threshold Flink keeps the state in the acknowledg
 
 The answer: ``{"id", "ok", "log": [first byte, end byte] of the run in the log file, per phase
 [start, end], "savepoints": [...], "restored_checkpoints": [the chk-N directories restored],
-"lost_task_manager": {...} | null, "failed": bool,
-"flink_version", "seconds"}`` or ``{"id", "ok": false, "error"}``. Nothing of the job's output
-is compared here (``flinkspec conform`` does that); the log is the trace.
+"lost_task_manager": {...} | null, "failed": bool, "flink_version", "seconds"}`` and the job's
+end results as the conform driver gives them (``end_results``: committed output, observations,
+key hashes and groups) or ``{"id", "ok": false, "error"}``. The log is the trace (``flinkspec
+trace``); ``flinkspec conform --faults`` runs its jobs through this driver and compares the end
+results.
 """
 
 from __future__ import annotations
@@ -324,8 +326,7 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
                 poller.stop()
         phases.append([p0, _log_size()])
     return {"id": job["id"], "ok": True, "log": [start, _log_size()], "phases": phases, "savepoints": savepoints,
-            "restored_checkpoints": restored, "lost_task_manager": lost,
-            "failed": os.path.exists(os.path.join(folder, "failed.marker")),
+            "restored_checkpoints": restored, "lost_task_manager": lost, **conform.end_results(job, folder, jvm),
             "seconds": round(time.time() - t0, 3)}
 
 

@@ -1,4 +1,4 @@
-"""``flinkspec conform --runs N [--seed S] [--json]``: the model against a real Flink 2.3.0 MiniCluster.
+"""``flinkspec conform --runs N [--seed S] [--faults KIND,...|all|list] [--json]``: the model against real Flink 2.3.0.
 
 Draws N random jobs (run i from seed S+i: a source with fixed records, event timestamps and
 watermarks, maybe a map and a filter, keyBy with a rolling aggregate in keyed state or a
@@ -9,7 +9,11 @@ oracle, and after a stop-with-savepoint and a restart with other parallelisms th
 and keyed state each new subtask holds and the source splits (operator list state) each new
 source subtask restored. Most runs inject a failure (an operator throws once at a chosen
 record after a chosen checkpoint); two in five rescale (up or down, small max parallelism).
-Progress goes to stderr; a report (every run, every difference) goes to results/. Exit 0 when
+With --faults the runs take the fault kinds of `flinkspec trace` in turn (`--faults list` names
+them; `all`: every kind conform runs) on a MiniCluster with two TaskManagers, and compare the
+committed output after the fault and the recovery with the oracle, the final keyed state and
+which checkpoint each restore used. Progress goes to stderr; a report (every run, every
+difference) goes to results/. Exit 0 when
 every run agrees, 1 on a disagreement, 2 on bad input or when the real-Flink environment
 cannot be created.
 """
@@ -39,6 +43,10 @@ def register(sub) -> None:
     p.add_argument("--keep-work", metavar="DIR", default=None,
                    help="keep Flink's work folder (committed part files, observations, checkpoints, logs) "
                         "under DIR instead of removing it")
+    p.add_argument("--faults", default=None, metavar="KIND,...",
+                   help="take these fault kinds of `flinkspec trace` in turn (`all`: every kind conform runs; "
+                        "`list` lists them; default: conform's own variations, a failing function and "
+                        "stop-with-savepoint with a rescale)")
     p.add_argument("--json", action="store_true", help="a JSON summary as the last line of stdout")
     p.set_defaults(func=run)
 
@@ -78,8 +86,53 @@ def _reporting(rep, runs: int):
 _RUN_LINE = re.compile(r"\[(\d+)/\d+\]")
 
 
+def _list_faults() -> int:
+    from properties import conformfaults, flinktrace  # lazy: the model runtime loads only here
+
+    for k in flinktrace.FAULT_KINDS.values():
+        left = conformfaults.LEFT_OUT.get(k.name)
+        print(f"{k.name:22} {'(not run by conform: ' + left + ')' if left else k.summary}")
+    return 0
+
+
+def _run_faults(args) -> int:
+    from properties import conformfaults  # lazy: the model runtime loads only here
+    from properties.conform import ensure_flink_env  # lazy, as above
+    from properties.corpus import run_directory  # lazy, as above
+    from properties.safe_io import check_output_dir, write_atomic  # lazy, as above
+
+    kinds = conformfaults.parse_faults(args.faults)
+    if args.seed > 2**40:
+        raise FlinkspecError(f"--seed {args.seed}: with --faults must be an integer between 0 and 2^40")
+    ensure_flink_env(_say)
+    t0 = time.perf_counter()
+    keep = None if args.keep_work is None else check_output_dir(args.keep_work, what="--keep-work folder")
+    with Reporter("conform") as rep:
+        results = conformfaults.run_faults(args.runs, args.seed, kinds, batch=args.batch, timeout=args.timeout,
+                                           progress=_reporting(rep, args.runs), keep=keep)
+    line = conformfaults.summary(results, args.seed, time.perf_counter() - t0)
+    out = run_directory("conform", args.seed)
+    report = out / "report.json"
+    write_atomic(report, json.dumps({"summary": line, "runs": [r.to_dict() for r in results]}, indent=1) + "\n",
+                 what="conform report")
+    for d in line["disagreements"]:
+        print(f"DISAGREES {d['fault']} seed {d['seed']}: {d['job']}")
+        for diff in d["differences"]:
+            print(f"    {diff}")
+    for kind, row in line["kinds"].items():
+        print(f"{kind:22} {row['agree']}/{row['runs']} agree (compared: {', '.join(row['compared']) or 'nothing'})")
+    print(f"{line['agree']}/{line['runs']} runs agree in {line['seconds']:.0f}s; report: {report}")
+    if args.json:
+        print(json.dumps(line, sort_keys=True))
+    return 0 if line["agree"] == line["runs"] else 1
+
+
 def run(args) -> int:
+    if args.faults is not None and args.faults.strip() == "list":
+        return _list_faults()
     _check(args)
+    if args.faults is not None:
+        return _run_faults(args)
     from properties.conform import ensure_flink_env, run_conform, summary  # lazy: the model runtime loads only here
     from properties.corpus import run_directory  # lazy, as above
     from properties.safe_io import check_output_dir, write_atomic  # lazy, as above
