@@ -43,6 +43,19 @@ def channel_is_blocking(eg, channel) -> bool:
 def pipelined_regions(eg) -> tuple[frozenset[int], ...]:
     """The ExecutionGraph's pipelined regions as sets of subtask ids, ordered by their
     smallest subtask id."""
+    return tuple(region for region, _components in _regions(eg))
+
+
+def regions_merged_from_cycles(eg) -> tuple[frozenset[int], ...]:
+    """The pipelined regions that hold more than one component of must-be-pipelined channels:
+    components whose blocking channels form a cycle in the region graph, merged into one region
+    (``SchedulingPipelinedRegionComputeUtil.mergeRegionsOnCycles``, FLINK-17330)."""
+    return tuple(region for region, components in _regions(eg) if components > 1)
+
+
+def _regions(eg) -> list[tuple[frozenset[int], int]]:
+    """``(region, how many pipelined components it merges)`` per region, ordered by its
+    smallest subtask id."""
     g = nx.Graph()
     g.add_nodes_from(s.id for s in eg.subtasks)
     blocking = []
@@ -62,13 +75,11 @@ def pipelined_regions(eg) -> tuple[frozenset[int], ...]:
         a, b = region_of[ch.producer], region_of[ch.consumer]
         if a != b:
             rg.add_edge(a, b)
-    merged = []
-    for scc in nx.strongly_connected_components(rg):
-        merged.append(frozenset().union(*(raw[i] for i in scc)))
-    merged.sort(key=min)
+    merged = [(frozenset().union(*(raw[i] for i in scc)), len(scc)) for scc in nx.strongly_connected_components(rg)]
+    merged.sort(key=lambda m: min(m[0]))
     discard_graph(g)
     discard_graph(rg)
-    return tuple(merged)
+    return merged
 
 
 class RestartAllFailoverStrategy:

@@ -204,7 +204,17 @@ def _blocking_job(rng: random.Random, sink_kind: str) -> StreamGraph:
 
     Two TaskManagers: the sources' slots and the rest can live on different ones, so losing
     a TaskManager can lose a finished producer's blocking partition while its consumers run.
+
+    For a third of the seeds the keyed count also reads the sources directly (a pipelined hash
+    edge) and the map's output goes to it blocking: the sources' pipelined component and the
+    maps' components then form a cycle of blocking channels, which Flink merges into one
+    region (``_cyclic_blocking_job``). The choice is drawn from a copy of ``rng``, so the other
+    seeds' jobs and inputs are what they were without it.
     """
+    probe = random.Random()
+    probe.setstate(rng.getstate())
+    if probe.random() < 1 / 3:
+        return _cyclic_blocking_job(sink_kind)
     ops = (
         OperatorSpec(name="source", kind="source", parallelism=2, slot_sharing_group="sources",
                      watermark_out_of_orderness=2),
@@ -218,6 +228,28 @@ def _blocking_job(rng: random.Random, sink_kind: str) -> StreamGraph:
         EdgeSpec(source="agg", target="sink", partitioner="forward"),
     )
     return StreamGraph(name="blocking-job", operators=ops, edges=edges).validate()
+
+
+def _cyclic_blocking_job(sink_kind: str) -> StreamGraph:
+    """Sources --rebalance, blocking--> map --hash, blocking--> keyBy count -> sink, and sources
+    --hash--> the keyed count: the sources, the count and the sink are one pipelined component,
+    each map subtask one of its own; blocking channels lead from the first to the maps and back,
+    so the region graph has a cycle and the whole job is one pipelined region
+    (``model.failover.regions_merged_from_cycles``)."""
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=2, slot_sharing_group="sources",
+                     watermark_out_of_orderness=2),
+        OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
+        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=2, aggregate="count"),
+        OperatorSpec(name="sink", kind="sink", parallelism=2, sink_kind=sink_kind),
+    )
+    edges = (
+        EdgeSpec(source="source", target="map", partitioner="rebalance", exchange_mode="blocking"),
+        EdgeSpec(source="map", target="agg", partitioner="hash", exchange_mode="blocking"),
+        EdgeSpec(source="source", target="agg", partitioner="hash"),
+        EdgeSpec(source="agg", target="sink", partitioner="forward"),
+    )
+    return StreamGraph(name="cyclic-blocking-job", operators=ops, edges=edges).validate()
 
 
 def _two_stage_job(rng: random.Random, sink_kind: str) -> StreamGraph:

@@ -4,6 +4,10 @@ Each goal is a pure predicate ``goal(run, new_events) -> bool`` evaluated after 
 (``new_events`` are the entries the step appended to ``cluster.events``). A check run
 reports how often each goal was reached; a goal reached 0 times fails the run.
 
+A goal may set a *floor*: the number of runs of a full check (every suite of a profile)
+that must reach it, when one run is too few to show the search reaches the mechanism on
+purpose rather than by accident (:data:`FLOORS`; 1 otherwise).
+
 Each goal also says which scenarios it can apply to (``applies(scenario) -> bool``, kept in
 :data:`APPLIES`): the mechanism it names is switched on in the scenario's ``RuntimeConfig``
 and the job has what it needs (a task with two input channels, a blocking edge, ...). A
@@ -20,15 +24,27 @@ from spec.invariant import invariant
 GOALS: dict = {}
 #: goal name -> ``applies(scenario) -> bool``: whether the goal can be reached on the scenario
 APPLIES: dict[str, Callable] = {}
+#: goal name -> the runs of a full check that must reach it
+FLOORS: dict[str, int] = {}
 
 
-def goal(name: str, concept: str, statement: str, *, applies: Callable):
+def goal(name: str, concept: str, statement: str, *, applies: Callable, floor: int = 1):
+    if not isinstance(floor, int) or floor < 1:
+        raise ValueError(f"goal {name!r}: floor must be an integer >= 1, not {floor!r}")
+
     def wrap(fn):
         inv = invariant(name, kind="sometimes", concept=concept, statement=statement)(fn)
         GOALS[name] = inv
         APPLIES[name] = applies
+        FLOORS[name] = floor
         return inv
     return wrap
+
+
+def below_floor(reached) -> tuple[str, ...]:
+    """The goals a full check's runs reached fewer times than their floor (``reached``: goal
+    name -> runs), in registration order."""
+    return tuple(g for g in GOALS if reached.get(g, 0) < FLOORS[g])
 
 
 def goals_applying_to(scenario) -> tuple[str, ...]:
@@ -163,6 +179,39 @@ def region_failover_restarted_producer_region(run, new_events) -> bool:
             if p in restart and p not in failed:
                 return True
     return False
+
+
+def _has_merged_region(scenario) -> bool:
+    from model.cluster import Cluster  # only when a job's goals are listed (no model at import)
+    from model.failover import regions_merged_from_cycles  # as above
+
+    key = ("merged", repr(scenario.graph))
+    if key not in _INPUTS:
+        _INPUTS[key] = bool(regions_merged_from_cycles(Cluster.from_scenario(scenario).eg))
+    return _INPUTS[key]
+
+
+@goal("failover_in_merged_region", "SchedulingPipelinedRegionComputeUtil (regions merged on cycles)",
+      "A region failover restarted a pipelined region that was merged from several pipelined components whose "
+      "blocking channels form a cycle.",
+      applies=lambda s: fails(s) and s.config.failover_strategy == "region" and _has_merged_region(s), floor=5)
+def failover_in_merged_region(run, new_events) -> bool:
+    if not any(e[0] == "failover" for e in new_events):
+        return False
+    from model.failover import regions_merged_from_cycles  # a failover is rare: the regions only then
+
+    merged = regions_merged_from_cycles(run.cluster.eg)
+    return any(e[0] == "failover" and any(set(e[4]) & r for r in merged) for e in new_events)
+
+
+@goal("record_late_after_source_idle", "WindowOperator lateness under idleness (StatusWatermarkValve)",
+      "A window operator dropped a record as late, or left it out of a late sliding window, in a run where a "
+      "source went idle.",
+      applies=lambda s: s.config.max_idle_periods != 0 and idle_judged(s.graph)
+      and any(o.kind == "window" for o in s.graph.operators) and max_input_channels(s) > 1, floor=5)
+def record_late_after_source_idle(run, new_events) -> bool:
+    c = run.cluster
+    return bool(getattr(run, "idle_seen", False) and (c.late or c.window_skips))
 
 
 def _rescaled_from_checkpoint_with_inflight(new_events, direction: str) -> bool:

@@ -25,7 +25,7 @@ from properties.focused import FOCUSED
 from properties.result import SuiteResult
 from spark.standin import STANDIN_VARIANTS
 from spec import proofs
-from spec.coverage import GOALS
+from spec.coverage import FLOORS, GOALS
 
 ROOT = Path(__file__).resolve().parents[1]
 ENTRIES = load_catalog()
@@ -251,11 +251,17 @@ def _result(name, expected, violations=(), goals=(), error=None):
 
 def test_judge_verdicts_and_coverage():
     suites = check.select_suites(["aligned-2pc", "at-least-once-2pc"])
-    ok = [_result("aligned-2pc", ("pass",), goals=GOALS),
+    at_floor = {g: FLOORS[g] for g in GOALS}
+    ok = [_result("aligned-2pc", ("pass",), goals=at_floor),
           _result("at-least-once-2pc", ("consistent_cut",), violations=["consistent_cut"])]
     j = check.judge(suites, ok, selected=False)
     assert j.ok and j.exit_code == 0 and not j.missing and j.cluster_ran
     assert j.counts == {"safe": 1, "safe_ok": 1, "unsafe": 1, "found": 1, "goals_reached": len(GOALS)}
+    # a goal with a floor above 1, reached by one run fewer than it: missing, exit 1
+    floored = next(g for g in GOALS if FLOORS[g] > 1)
+    short = [_result("aligned-2pc", ("pass",), goals={**at_floor, floored: FLOORS[floored] - 1}), ok[1]]
+    j = check.judge(suites, short, selected=False)
+    assert j.exit_code == 1 and j.missing == (floored,) and j.counts["goals_reached"] == len(GOALS) - 1
     # an unsafe variant not caught, and a goal never reached in a full run: exit 1
     missed = [_result("aligned-2pc", ("pass",)), _result("at-least-once-2pc", ("consistent_cut",))]
     j = check.judge(suites, missed, selected=False)

@@ -115,26 +115,33 @@ def test_a_broken_rule_is_one_line_naming_the_file_the_table_and_the_rule(tmp_pa
 
 
 SLIDING = TINY.replace('kind = "keyed_aggregate"', 'kind = "window"\nwindow_size = 4\nwindow_slide = 2')
+#: the sliding window reaches its sink through a map: the event-time judge reads window results
+#: at the sink, so it does not cover this job
+WINDOW_MAP = SLIDING.replace('[[operators]]\nname = "out"', '[[operators]]\nname = "m"\nkind = "map"\n'
+                             '[[operators]]\nname = "out"').replace(
+    'source = "count"\ntarget = "out"', 'source = "count"\ntarget = "m"\npartitioner = "forward"\n'
+    '[[edges]]\nsource = "m"\ntarget = "out"')
 
 
 @pytest.mark.parametrize("command", ["check", "explore"])
 def test_late_input_on_windows_no_judge_covers_is_refused_before_any_search(tmp_path, capsys, command):
     """[input] out_of_orderness above a source's watermark bound makes records late whatever
-    the schedule; behind a window into an upsert sink (one value per key, not per window) no
-    judge tells a justified drop from a lost record."""
-    p = write(tmp_path, SLIDING.format(sink="upsert") + "[input]\nout_of_orderness = 3\n")
+    the schedule; behind a window that reaches its sink through another operator no judge
+    tells a justified drop from a lost record."""
+    p = write(tmp_path, WINDOW_MAP.format(sink="upsert") + "[input]\nout_of_orderness = 3\n")
     code, out, err = run(capsys, command, "--job", p, "--no-write")
     assert code == 2 and out == "" and "Traceback" not in err
     (line,) = err.splitlines()
     assert f"{p}: [input] out_of_orderness: 3 makes records of source(s) 'src' late" in line
-    # within the bound, or into a sink the event-time judge covers (tumbling or sliding
-    # windows, a two-phase-commit sink), the job runs
-    ok = write(tmp_path, SLIDING.format(sink="upsert") + "[input]\nout_of_orderness = 0\n", "ok.toml")
+    # within the bound, or directly into a sink the event-time judge covers (tumbling or
+    # sliding windows, a two-phase-commit or upsert sink), the job runs
+    ok = write(tmp_path, WINDOW_MAP.format(sink="upsert") + "[input]\nout_of_orderness = 0\n", "ok.toml")
     sliding = write(tmp_path, SLIDING.format(sink="two_phase_commit") + "[input]\nout_of_orderness = 3\n",
                     "sliding.toml")
+    upsert = write(tmp_path, SLIDING.format(sink="upsert") + "[input]\nout_of_orderness = 3\n", "upsert.toml")
     tumbling = write(tmp_path, SLIDING.replace("window_slide = 2", "").format(sink="two_phase_commit")
                      + "[input]\nout_of_orderness = 3\n", "tumbling.toml")
-    for f in (ok, sliding, tumbling):
+    for f in (ok, sliding, upsert, tumbling):
         check_judgeable(load_job_file(f))
 
 
