@@ -76,7 +76,7 @@ TASK_DECLINE_REASONS = frozenset({"CHECKPOINT_DECLINED", "CHECKPOINT_DECLINED_TA
                                   "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER",
                                   "CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"})
 #: the actions that stop or resubmit the job: the coordinator stops with them
-JOB_STOPS = (A.StopWithSavepoint, A.RestartFromSavepoint, A.RescaleFromCheckpoint)
+JOB_STOPS = (A.StopWithSavepoint, A.RestartFromSavepoint, A.RescaleFromCheckpoint, A.RestartFromRetainedCheckpoint)
 
 
 def _step_events(cluster) -> list:

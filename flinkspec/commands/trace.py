@@ -25,7 +25,8 @@ MAX_RUNS = 10_000
 def register(sub) -> None:
     p = sub.add_parser("trace", help="record real Flink 2.3.0 runs under faults as trace files",
                        description=__doc__.split("\n\n")[1])
-    p.add_argument("--runs", type=int, default=7, metavar="N", help="runs to record (default 7: one per fault kind)")
+    p.add_argument("--runs", type=int, default=None, metavar="N",
+                   help="runs to record (default: one per fault kind taken)")
     p.add_argument("--seed", type=int, default=0, metavar="S", help="run i uses seed S+i (default 0)")
     p.add_argument("--faults", default=None, metavar="KIND,...",
                    help="fault kinds to take in turn (default: every kind; `--faults list` lists them)")
@@ -53,6 +54,8 @@ def run(args) -> int:
     kinds = flinktrace.fault_kinds(args.faults)
     if args.out is None:
         raise FlinkspecError("--out DIR is required: the folder the trace files go to")
+    if args.runs is None:
+        args.runs = len(kinds)
     if not 1 <= args.runs <= MAX_RUNS:
         raise FlinkspecError(f"--runs {args.runs}: must be between 1 and {MAX_RUNS}")
     if not 0 <= args.seed <= 2**40:
