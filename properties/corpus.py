@@ -190,6 +190,27 @@ def candidate(path: Path) -> Candidate:
                      reproduces=ok, relname=f"{path.parent.name}/{path.name}")
 
 
+#: why ``corpus update`` leaves out a trace divergence (read from the header, never replayed)
+TRACE_DIVERGENCE = ("a divergence of a real Flink trace from the model (flinkspec validate): it stays with its "
+                    "validate run; the corpus holds the model's own counterexamples")
+
+
+def _trace_divergence(path: Path) -> Change | None:
+    """A skip for ``path`` when its header says it is a trace divergence (scenario kind
+    ``trace``), without loading the model or searching it again; None otherwise."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            header = json.loads(f.readline())
+            steps = sum(1 for line in f if '"type":"action"' in line or '"type": "action"' in line)
+    except (OSError, ValueError):
+        return None  # a malformed file: the load names what is wrong
+    if not isinstance(header, dict) or not isinstance(header.get("scenario"), dict) \
+            or header["scenario"].get("kind") != "trace":
+        return None
+    return Change("skip", f"{path.parent.name}/{path.name}", str(header.get("variant")), str(header.get("invariant")),
+                  steps, source=str(path), reason=TRACE_DIVERGENCE)
+
+
 def stored_lengths(corpus: Path, engines: tuple[str, ...]) -> dict:
     """(variant, invariant) -> the fewest actions of a counterexample file in ``corpus`` written
     by one of ``engines`` (read from the files' header and action lines, without replaying
@@ -328,9 +349,12 @@ def update_corpus(sources: list[Path], corpus: Path, *, dry_run: bool, docs_root
     corpus_res = corpus.resolve()
     files = [f for f in files if f.resolve().parent.parent != corpus_res]  # the corpus is no source of itself
     current = [candidate(f) for f in _files(corpus)] if corpus.is_dir() else []
-    offered = [candidate(f) for f in files]
+    divergences = [d for d in map(_trace_divergence, files) if d is not None]
+    skipped = {d.source for d in divergences}
+    offered = [candidate(f) for f in files if str(f) not in skipped]
     protected = named_by_docs(Path(docs_root) if docs_root is not None else corpus_res.parent)
     changes, unchanged = plan_update(offered, current, known_variants=known_variants, protected=protected)
+    changes = changes + divergences
     if not dry_run:
         for c in changes:
             if c.action in ("add", "replace"):

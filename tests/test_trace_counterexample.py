@@ -209,3 +209,24 @@ def test_validate_out_arguments(main, capsys, tmp_path):
     capsys.readouterr()
     (run,) = (tmp_path / "results").iterdir()
     assert run.name.startswith("validate-") and len(_divergence_files(run)) == 1
+
+
+def test_corpus_update_skips_a_divergence_without_searching_the_model_again(main, capsys, tmp_path, monkeypatch):
+    """A divergence file under results/ is no counterexample of the model's own: ``corpus
+    update`` names it as skipped, with the reason, from its header alone (its replay would
+    search the model again)."""
+    from properties import corpus
+
+    trace, _at, _events = _restored_99(tmp_path)
+    out = tmp_path / "validate-run"
+    assert main(["validate", str(trace), "--out", str(out)]) == 1
+    capsys.readouterr()
+    (cx_path,) = _divergence_files(out)
+    replayed: list = []
+    real = corpus.candidate
+    monkeypatch.setattr(corpus, "candidate", lambda p: replayed.append(p) or real(p))
+    changes = corpus.update_corpus([out], tmp_path / "corpus", dry_run=True)
+    assert replayed == []
+    (skip,) = changes.changes
+    assert (skip.action, skip.source, skip.reason) == ("skip", str(cx_path), corpus.TRACE_DIVERGENCE)
+    assert not (tmp_path / "corpus").exists()
