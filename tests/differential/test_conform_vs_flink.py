@@ -8,6 +8,9 @@ splits each rescaled source subtask restored. A model with the round-robin start
 list state carried over from one operator to the next (the model's behaviour before the fix)
 disagrees with Flink on the source splits of seed 2.
 
+Every fault kind conform runs (``conform --faults all``, the recorder's kinds on MiniClusters with two
+TaskManagers) agrees once each.
+
 Needs ``make flink-env``; without it every test fails with that instruction (no skips, and the
 tests do not install it).
 """
@@ -67,3 +70,26 @@ def test_real_flink_catches_the_old_round_robin_start_of_operator_list_state(mon
     (result,) = run_conform(1, 2)
     assert not result.agree
     assert any("after the rescale source subtask" in d for d in result.differences), result.differences
+
+
+def test_every_fault_kind_conform_runs_agrees_with_real_flink():
+    """``conform --faults all``: one run of every fault kind conform runs (the recorder's
+    ``FAULT_KINDS`` without the standalone HA cluster's), on MiniClusters with two TaskManagers;
+    the committed output after the fault and the recovery, the final keyed state and every
+    restore agree."""
+    _need_flink()
+    from properties import conformfaults  # lazy: only this test runs the recorder's driver
+
+    kinds = conformfaults.conform_kinds()
+    results = conformfaults.run_faults(len(kinds), 3000, kinds, batch=6)
+    line = conformfaults.summary(results, 3000, 0.0)
+    assert sorted(line["kinds"]) == sorted(kinds)
+    assert line["disagreements"] == [], line["disagreements"]
+    for res in results:
+        assert res.result.flink.get("ok"), (res.kind, res.result.flink.get("error"))
+        assert "output" in res.compared, res.kind
+    # the faults happened: a TaskManager lost, a failure injected where the kind injects one
+    by_kind = {res.kind: res for res in results}
+    assert by_kind["taskmanager-loss"].result.flink["lost_task_manager"] is not None
+    for k in ("task-failure", "unaligned", "rocksdb-incremental"):
+        assert by_kind[k].result.flink_failed, k
