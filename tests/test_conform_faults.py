@@ -202,3 +202,20 @@ def test_summary_counts_per_kind():
                                conformfaults.FaultResult("taskmanager-loss", bad, ("restored_from",))], 0, 1.0)
     assert s["kinds"] == {"taskmanager-loss": {"runs": 2, "agree": 1, "compared": ["output", "restored_from"]}}
     assert s["agree"] == 1 and s["disagreements"][0]["fault"] == "taskmanager-loss"
+
+
+def test_checkpoints_without_a_counterpart_follow_trace_validations_rules():
+    ev = [{"event": "job_submitted", "phase": 0},
+          {"event": "checkpoint_triggered", "checkpoint": 1}, {"event": "checkpoint_completed", "checkpoint": 1},
+          {"event": "checkpoint_triggered", "checkpoint": 2},
+          {"event": "checkpoint_aborted", "checkpoint": 2, "reason": "declined",
+           "flink_reason": "Checkpoint was declined (tasks not ready)"},
+          {"event": "checkpoint_triggered", "checkpoint": 3},
+          {"event": "checkpoint_aborted", "checkpoint": 3, "reason": "declined",
+           "flink_reason": "Asynchronous task checkpoint failed"},
+          {"event": "task_failed", "task": [0, 0]},
+          {"event": "checkpoint_triggered", "checkpoint": 4},                 # during the failure, never completed
+          {"event": "checkpoint_triggered", "checkpoint": 5}, {"event": "checkpoint_completed", "checkpoint": 5},
+          {"event": "restored", "checkpoint": 5},
+          {"event": "checkpoint_triggered", "checkpoint": 6}, {"event": "checkpoint_completed", "checkpoint": 6}]
+    assert conformfaults.without_counterpart(ev) == {(0, 2), (0, 4)}
