@@ -185,6 +185,11 @@ class TaskExecutor:
         cur = self.slots[m.slot] if 0 <= m.slot < len(self.slots) else "missing"
         if cur == "missing":
             return "rejected: no such slot"
+        held = self.slot_of(m.allocation)
+        if held is not None and held != m.slot:
+            # TaskSlotTableImpl.allocateSlot refuses an allocation another slot holds (the
+            # ResourceManager draws a fresh AllocationID per request, so runs never send one)
+            return "rejected: the allocation holds another slot"
         if cur is not None and cur[0] != m.allocation:
             cp.net.send(rpc.SlotRequestAnswer(self.index, m.token, m.slot, m.allocation, False, (cur[0], cur[1])))
             return "answered: the slot is not free"

@@ -54,6 +54,7 @@ from model.keygroups import EMPTY_KEY_GROUP_RANGE, KeyGroupRange, compute_key_gr
     compute_operator_index_for_key_group
 from model.resourcemanager import FREE, ResourceManager
 from model.sharedstateregistry import RESTORE_MODES, SharedStateRegistry
+from model.taskexecutor import TaskExecutor
 from model.stateassignment import repartition_operator_state
 from model.streamgraph import stream_graph_from_dict
 from model.watermarkstatus import RecordingValveOutput, StatusWatermarkValve
@@ -1104,6 +1105,112 @@ def run_deployment_reconciliation(case: dict) -> list[str]:
     return out
 
 
+_TABLE_CHECKS = ("allocated", "free", "allocated_slots", "active", "tasks")
+
+
+def run_task_slot_table(case: dict) -> list[str]:
+    """A ``TaskSlotTableImplTest`` case against the slot table of ``model.taskexecutor.TaskExecutor``
+    (static slots: ``slots`` of them), driven through the RPCs that change it, with one job
+    whose JobMaster is the TaskExecutor's job leader.
+
+    Steps: ``allocate [slot, job, allocation]`` with ``result`` (``allocateSlot``: a
+    ``RequestSlot``; true when the TaskExecutor allocated); ``mark_active allocation`` with
+    ``result`` (``markSlotActive`` / ``tryMarkSlotActive``: the job leader accepts the offered
+    slot; true when it is active); ``free allocation`` (``freeSlot``: the owner's ``FreeSlot``),
+    with ``killed`` (the tasks that fail with the slot); ``submit [allocation, task]``
+    (``addTask``: ``submitTask`` of one execution, which must be accepted); ``ticks n`` (the
+    slot timeout's clock: ``n`` heartbeat intervals, the model's slot timeout being
+    ``RuntimeConfig.heartbeat_timeout`` of them; ``"eventually"``: ten slot timeouts' worth); ``check`` with ``allocated [[slot, job,
+    allocation, bool]]`` (``isAllocated``), ``free [slots]`` (``isSlotFree``), ``allocated_slots
+    {job: [slots]}`` (``getAllocatedSlots``), ``active {job: [allocations]}``
+    (``getActiveTaskSlotAllocationIdsPerJob``) and ``tasks {job: [tasks]}`` (``getTasks``)."""
+    out: list[str] = []
+    sent: list = []
+    cp = SimpleNamespace(net=SimpleNamespace(send=sent.append))
+    te = TaskExecutor(0, case["slots"])
+    te.rm_token = 1
+    jobs: dict = {}
+    allocs: dict = {}
+    tasks: dict = {}
+    timeout = RuntimeConfig().heartbeat_timeout
+
+    def job(name):
+        return jobs.setdefault(name, 10 + len(jobs))
+
+    def alloc(name):
+        return allocs.setdefault(name, rpc.AllocationID(1000 + len(allocs)))
+
+    def task(name):
+        return tasks.setdefault(name, (len(tasks), rpc.ExecutionAttemptID(100 + len(tasks))))
+
+    names = {}
+    for i, step in enumerate(case["steps"]):
+        where = f"step {i}"
+        if "allocate" in step:
+            slot, j, a = step["allocate"]
+            te.job_token = job(j)
+            names[alloc(a)] = a
+            got = te.on_request_slot(cp, rpc.RequestSlot(0, 1, slot, alloc(a), job(j))) == "allocated"
+            if "result" in step:
+                _expect(out, f"{where}: allocateSlot({slot}, {j}, {a})", got, step["result"])
+        elif "mark_active" in step:
+            a = alloc(step["mark_active"])
+            te.on_offer_answer(cp, rpc.OfferSlotsAnswer(0, te.job_token, (a,), ()))
+            k = te.slot_of(a)
+            _expect(out, f"{where}: markSlotActive({step['mark_active']})",
+                    k is not None and te.slots[k][2], step["result"])
+        elif "free" in step:
+            a = alloc(step["free"])
+            k = te.slot_of(a)
+            owner = te.slots[k][1] if k is not None else te.job_token
+            killed = te.on_free_slot(cp, rpc.FreeSlot(0, owner, a))
+            if "killed" in step:
+                by_execution = {v: n for n, v in tasks.items()}
+                _expect(out, f"{where}: tasks failed by freeSlot({step['free']})",
+                        sorted(by_execution[e] for e in (killed or ())), sorted(step["killed"]))
+        elif "submit" in step:
+            a, t = step["submit"]
+            m = rpc.SubmitTask(0, te.job_token, alloc(a), (task(t),))
+            why = te.submit_allowed(cp, m)
+            if why is not None:
+                out.append(f"{where}: addTask({t}): Flink adds the task, the model refuses it ({why})")
+                continue
+            te.on_submit(m)
+        elif "ticks" in step:
+            n = step["ticks"]
+            if n == "eventually":  # Flink waits for the timer ("eventuallySucceeds"): ten timeouts' worth
+                n = 10 * (timeout + 1)
+            for _ in range(n):
+                te.timeout_inactive(timeout)
+        elif "check" in step:
+            for key, want in step["check"].items():
+                if key not in _TABLE_CHECKS:
+                    raise PeerSpecError(f"{where}: unknown check {key!r} (one of {_TABLE_CHECKS})")
+                what = f"{where}: {key}"
+                if key == "allocated":
+                    for slot, j, a, w in want:
+                        s = te.slots[slot] if 0 <= slot < len(te.slots) else None
+                        got = s is not None and s[0] == alloc(a) and s[1] == job(j)
+                        _expect(out, f"{what}({slot}, {j}, {a})", got, w)
+                elif key == "free":
+                    _expect(out, what, [k for k in want if te.slots[k] is None], want)
+                elif key == "allocated_slots":
+                    for j, w in want.items():
+                        _expect(out, f"{what}[{j}]", [k for k, s in enumerate(te.slots) if s is not None and s[1] == job(j)], w)
+                elif key == "active":
+                    for j, w in want.items():
+                        got = sorted(names[s[0]] for s in te.slots if s is not None and s[1] == job(j) and s[2])
+                        _expect(out, f"{what}[{j}]", got, sorted(w))
+                else:  # tasks
+                    by_execution = {v: n for n, v in tasks.items()}
+                    for j, w in want.items():
+                        got = sorted(by_execution[e] for e in te.deployment_report(job(j)))
+                        _expect(out, f"{what}[{j}]", got, sorted(w))
+        else:
+            raise PeerSpecError(f"unknown step {step!r}")
+    return out
+
+
 #: kind -> runner (the one registry of peer-suite kinds)
 RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "window_assigner": run_window_assigner,
@@ -1126,4 +1233,5 @@ RUNNERS: dict[str, Callable[[dict], list[str]]] = {
     "coordinator_shared_state": run_coordinator_shared_state,
     "slot_manager": run_slot_manager,
     "deployment_reconciliation": run_deployment_reconciliation,
+    "task_slot_table": run_task_slot_table,
 }

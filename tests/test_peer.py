@@ -168,6 +168,12 @@ def _wrong_deployment_reconciliation():
     return d, c
 
 
+def _wrong_task_slot_table():
+    d, c = _case("TaskSlotTableImplTest", "testMarkSlotActiveDeactivatesSlotTimeout")
+    c["steps"][-1]["check"]["active"]["jobId"] = []
+    return d, c
+
+
 def _broken_key_group_partitions(monkeypatch):
     monkeypatch.setattr(peer, "compute_operator_index_for_key_group", lambda m, p, kg: min(p - 1, (kg + 1) * p // m))
     d, c = _case("CheckpointCoordinatorTest", "testCreateKeyGroupPartitions")
@@ -213,6 +219,7 @@ WRONG = {
     "coordinator_shared_state": lambda mp: _wrong_coordinator_shared_state(),
     "slot_manager": lambda mp: _wrong_slot_manager(),
     "deployment_reconciliation": lambda mp: _wrong_deployment_reconciliation(),
+    "task_slot_table": lambda mp: _wrong_task_slot_table(),
 }
 
 
