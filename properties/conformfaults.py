@@ -378,13 +378,17 @@ class FaultResult:
     kind: str
     result: conform.RunResult
     compared: tuple
+    #: the restores compared: ``(Flink's checkpoint, the model's)``, None for none ("no restore":
+    #: that side made none)
+    restores: tuple = ()
 
     @property
     def agree(self) -> bool:
         return self.result.agree
 
     def to_dict(self) -> dict:
-        return {"fault": self.kind, "compared": list(self.compared), **self.result.to_dict()}
+        return {"fault": self.kind, "compared": list(self.compared),
+                "restores": [list(r) for r in self.restores], **self.result.to_dict()}
 
 
 def _two_phase_view(job: conform.ConformJob) -> conform.ConformJob:
@@ -406,9 +410,12 @@ def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
         compared = ["output", "keyed state and owners"]
         if job.rescale is not None:
             compared.append("restored keyed state and splits")
+        restores = ()
         if job.fail is not None:
             compared.append("restored_from")
-        return FaultResult(run.kind, r, tuple(compared))
+            phase = len(job.phase_parallelisms()) - 1
+            restores = tuple((x["checkpoint"], r.restored_from) for x in answer["restores"] if x["phase"] == phase)
+        return FaultResult(run.kind, r, tuple(compared), restores)
     try:
         events, _shapes = observations(log_text, phases=len(flinktrace.phases(run)))
     except FlinkspecError as e:
@@ -422,7 +429,8 @@ def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
     diffs += compare_restores(rep.restores)
     r = conform.RunResult(job.seed, job, tuple(diffs), float(answer.get("seconds", 0.0)), bool(answer.get("failed")),
                           rep.side.restored_from, answer)
-    return FaultResult(run.kind, r, ("output", "keyed state and owners", "restored_from"))
+    return FaultResult(run.kind, r, ("output", "keyed state and owners", "restored_from"),
+                       tuple((fl, mo) for _seq, fl, mo in rep.restores))
 
 
 def run_faults(runs: int, seed: int, kinds: tuple[str, ...], *, batch: int = 8, timeout: float = 180.0,
@@ -462,9 +470,12 @@ def summary(results: list[FaultResult], seed: int, seconds: float) -> dict:
     compared."""
     per: dict[str, dict] = {}
     for res in results:
-        row = per.setdefault(res.kind, {"runs": 0, "agree": 0, "compared": []})
+        row = per.setdefault(res.kind, {"runs": 0, "agree": 0, "compared": [], "restores": 0,
+                                        "restored_a_checkpoint": 0})
         row["runs"] += 1
         row["agree"] += res.agree
+        row["restores"] += len(res.restores)
+        row["restored_a_checkpoint"] += sum(isinstance(fl, int) for fl, _mo in res.restores)
         row["compared"] = sorted(set(row["compared"]) | set(res.compared))
     return {"runs": len(results), "agree": sum(r.agree for r in results), "seed": seed,
             "seconds": round(seconds, 1), "kinds": per,

@@ -161,6 +161,7 @@ def test_a_faithful_answer_agrees_and_a_lost_record_does_not(monkeypatch):
     res = conformfaults.judge(run, good, "")
     assert res.agree, res.result.differences
     assert set(res.compared) == {"output", "keyed state and owners", "restored_from"}
+    assert res.restores and all(isinstance(fl, int) and fl == mo for fl, mo in res.restores)
     bad = copy.deepcopy(good)
     bad["output"].pop()
     res = conformfaults.judge(run, bad, "")
@@ -199,8 +200,10 @@ def test_summary_counts_per_kind():
     r = conform.RunResult(1, run.job, (), 1.0, False, None)
     bad = conform.RunResult(2, run.job, ("x",), 1.0, False, None)
     s = conformfaults.summary([conformfaults.FaultResult("taskmanager-loss", r, ("output",)),
-                               conformfaults.FaultResult("taskmanager-loss", bad, ("restored_from",))], 0, 1.0)
-    assert s["kinds"] == {"taskmanager-loss": {"runs": 2, "agree": 1, "compared": ["output", "restored_from"]}}
+                               conformfaults.FaultResult("taskmanager-loss", bad, ("restored_from",),
+                                                         ((2, 2), (None, None)))], 0, 1.0)
+    assert s["kinds"] == {"taskmanager-loss": {"runs": 2, "agree": 1, "compared": ["output", "restored_from"],
+                                               "restores": 2, "restored_a_checkpoint": 1}}
     assert s["agree"] == 1 and s["disagreements"][0]["fault"] == "taskmanager-loss"
 
 

@@ -120,7 +120,8 @@ def _run_faults(args) -> int:
         for diff in d["differences"]:
             print(f"    {diff}")
     for kind, row in line["kinds"].items():
-        print(f"{kind:22} {row['agree']}/{row['runs']} agree (compared: {', '.join(row['compared']) or 'nothing'})")
+        print(f"{kind:22} {row['agree']}/{row['runs']} agree, {row['restores']} restore(s) compared "
+              f"(compared: {', '.join(row['compared']) or 'nothing'})")
     print(f"{line['agree']}/{line['runs']} runs agree in {line['seconds']:.0f}s; report: {report}")
     if args.json:
         print(json.dumps(line, sort_keys=True))
