@@ -381,14 +381,16 @@ class FaultResult:
     #: the restores compared: ``(Flink's checkpoint, the model's)``, None for none ("no restore":
     #: that side made none)
     restores: tuple = ()
+    #: the run's seed (``flinktrace.draw_run``; the job's own seed is ``result.seed``)
+    seed: int | None = None
 
     @property
     def agree(self) -> bool:
         return self.result.agree
 
     def to_dict(self) -> dict:
-        return {"fault": self.kind, "compared": list(self.compared),
-                "restores": [list(r) for r in self.restores], **self.result.to_dict()}
+        return {**self.result.to_dict(), "fault": self.kind, "compared": list(self.compared),
+                "restores": [list(r) for r in self.restores], "seed": self.seed, "job_seed": self.result.seed}
 
 
 def _two_phase_view(job: conform.ConformJob) -> conform.ConformJob:
@@ -402,7 +404,7 @@ def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
     job = run.job
     if not answer.get("ok"):
         r = conform.judge(job, answer)
-        return FaultResult(run.kind, r, ())
+        return FaultResult(run.kind, r, (), seed=run.seed)
     cfg = model_config(run)
     if placed_by_job(run.kind):
         answer = dict(answer, restores=conform.flink_restores(log_text, answer["id"]))
@@ -415,13 +417,13 @@ def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
             compared.append("restored_from")
             phase = len(job.phase_parallelisms()) - 1
             restores = tuple((x["checkpoint"], r.restored_from) for x in answer["restores"] if x["phase"] == phase)
-        return FaultResult(run.kind, r, tuple(compared), restores)
+        return FaultResult(run.kind, r, tuple(compared), restores, seed=run.seed)
     try:
         events, _shapes = observations(log_text, phases=len(flinktrace.phases(run)))
     except FlinkspecError as e:
         r = conform.RunResult(job.seed, job, (f"Flink's log is unreadable: {e}",), float(answer.get("seconds", 0.0)),
                               bool(answer.get("failed")), None, answer)
-        return FaultResult(run.kind, r, ())
+        return FaultResult(run.kind, r, (), seed=run.seed)
     rep = replay_side(run, [dict(e, seq=i) for i, e in enumerate(events)])  # numbered as a trace file numbers them
     view = _two_phase_view(job) if len(flinktrace.phases(run)) > 1 else job
     diffs = list(rep.differences)
@@ -430,7 +432,7 @@ def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
     r = conform.RunResult(job.seed, job, tuple(diffs), float(answer.get("seconds", 0.0)), bool(answer.get("failed")),
                           rep.side.restored_from, answer)
     return FaultResult(run.kind, r, ("output", "keyed state and owners", "restored_from"),
-                       tuple((fl, mo) for _seq, fl, mo in rep.restores))
+                       tuple((fl, mo) for _seq, fl, mo in rep.restores), seed=run.seed)
 
 
 def run_faults(runs: int, seed: int, kinds: tuple[str, ...], *, batch: int = 8, timeout: float = 180.0,
@@ -479,5 +481,5 @@ def summary(results: list[FaultResult], seed: int, seconds: float) -> dict:
         row["compared"] = sorted(set(row["compared"]) | set(res.compared))
     return {"runs": len(results), "agree": sum(r.agree for r in results), "seed": seed,
             "seconds": round(seconds, 1), "kinds": per,
-            "disagreements": [{"seed": r.result.seed, "fault": r.kind, "job": r.result.job.describe(),
+            "disagreements": [{"seed": r.seed, "job_seed": r.result.seed, "fault": r.kind, "job": r.result.job.describe(),
                                "differences": list(r.result.differences)} for r in results if not r.agree]}

@@ -201,10 +201,11 @@ def test_summary_counts_per_kind():
     bad = conform.RunResult(2, run.job, ("x",), 1.0, False, None)
     s = conformfaults.summary([conformfaults.FaultResult("taskmanager-loss", r, ("output",)),
                                conformfaults.FaultResult("taskmanager-loss", bad, ("restored_from",),
-                                                         ((2, 2), (None, None)))], 0, 1.0)
+                                                         ((2, 2), (None, None)), seed=7)], 0, 1.0)
     assert s["kinds"] == {"taskmanager-loss": {"runs": 2, "agree": 1, "compared": ["output", "restored_from"],
                                                "restores": 2, "restored_a_checkpoint": 1}}
     assert s["agree"] == 1 and s["disagreements"][0]["fault"] == "taskmanager-loss"
+    assert s["disagreements"][0]["seed"] == 7 and s["disagreements"][0]["job_seed"] == 2  # the run's seed replays it
 
 
 def test_checkpoints_without_a_counterpart_follow_trace_validations_rules():
