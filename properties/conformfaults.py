@@ -194,7 +194,6 @@ def replay_side(run: flinktrace.TraceRun, events: list[dict]) -> Replayed:
     """The model's run of ``run`` following Flink's checkpoints and faults (``events``: the run's
     trace events, ``properties.flinklog.observations``); see the module docstring."""
     job = run.job
-    fk = flinktrace.FAULT_KINDS[run.kind]
     splits = job.splits
     to_int = {k: conform.row_key_hash(k) for s in splits for (k, _v, _t) in s}
     back = {v: k for k, v in to_int.items()}
@@ -351,7 +350,6 @@ def replay_side(run: flinktrace.TraceRun, events: list[dict]) -> Replayed:
     side = conform.ModelSide(reference=relabel(reference), output=relabel(output), restored_keyed=None,
                              restored_splits=None, final_keyed=final, failed=injected,
                              restored_from=None if not c.restored_from else c.restored_from[-1][1])
-    del fk
     return Replayed(side=side, restores=tuple(restores), differences=tuple(diffs))
 
 
