@@ -235,7 +235,8 @@ def _cyclic_blocking_job(sink_kind: str) -> StreamGraph:
     --hash--> the keyed count: the sources, the count and the sink are one pipelined component,
     each map subtask one of its own; blocking channels lead from the first to the maps and back,
     so the region graph has a cycle and the whole job is one pipelined region
-    (``model.failover.regions_merged_from_cycles``)."""
+    (``model.failover.regions_merged_from_cycles``). Its keyed count reads a union, so the
+    declarative oracle (``spec.declarative.covered``) leaves it to the reference run."""
     ops = (
         OperatorSpec(name="source", kind="source", parallelism=2, slot_sharing_group="sources",
                      watermark_out_of_orderness=2),

@@ -55,10 +55,13 @@ def test_the_spec_agrees_with_the_reference_on_every_variants_scenarios():
         for seed in range(8):
             s = generate(v, seed)
             d = expected_output(s.graph, s.job_input)
-            assert d is not None  # the generated jobs are all covered
+            if s.graph.name == "cyclic-blocking-job":  # its keyed count reads a union: not covered
+                assert d is None
+                continue
+            assert d is not None  # every other generated job is covered
             assert disagreement(s.graph, reference_output(s.graph, s.job_input), d) is None, (v.name, seed)
             checked += 1
-    assert checked >= 8 * len(VARIANTS)
+    assert checked >= 7 * len(VARIANTS)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
