@@ -46,9 +46,12 @@ How the model's run is driven depends on what decides the fault's moment:
   run (trace validation's mapping rules ``trigger-at-a-task-not-running`` and
   ``triggered-during-a-failure``, docs/conformance.md).
 
-Left out: jobmanager-loss (the standalone cluster with ZooKeeper HA, ``tools/flink_ha_cluster.py``:
-55 to 90 s per run, and its runs leave their output in the cluster's folder, which the harness
-does not hand back) -- :data:`LEFT_OUT` says why, and ``--faults`` refuses it with that line.
+jobmanager-loss runs on the recorder's standalone cluster with ZooKeeper HA
+(``tools/flink_ha_cluster.py``: two JobManagers, two TaskManagers, the leader killed with
+SIGKILL after two completed checkpoints; 55 to 90 s a run), one cluster per run
+(:func:`run_ha`); its end results are read from the job's folder in the cluster's work folder,
+its events from the processes' logs, and the model replays it with a JobManager failover
+(``FailJobManager``) where the standby's JobMaster restored.
 """
 
 from __future__ import annotations
@@ -70,30 +73,20 @@ from properties import conform, flinktrace
 from properties.flinklog import observations
 from properties.tracevalidation import NOT_RUNNING_DECLINES, NOT_RUNNING_TRIGGER
 
-#: fault kinds ``conform --faults`` does not run, with the reason (one line each)
-LEFT_OUT = {
-    "jobmanager-loss": "it needs the standalone HA cluster (55 to 90 s a run), whose harness hands back no output",
-}
-
 #: the kinds whose fault the job places itself (judged as plain conform runs)
 _JOB_PLACED = ("failure", "rescale")
 
 
 def conform_kinds() -> tuple[str, ...]:
-    """The fault kinds ``conform --faults`` runs: the registry's, without :data:`LEFT_OUT`."""
-    return tuple(k for k in flinktrace.FAULT_KINDS if k not in LEFT_OUT)
+    """The fault kinds ``conform --faults`` runs: every kind of the recorder's registry."""
+    return tuple(flinktrace.FAULT_KINDS)
 
 
 def parse_faults(spec: str) -> tuple[str, ...]:
-    """``--faults KIND,...`` (``all``: every kind :func:`conform_kinds` gives), checked against
-    the registry; a kind left out is refused with its reason."""
+    """``--faults KIND,...`` (``all``: every kind), checked against the registry."""
     if spec.strip() == "all":
         return conform_kinds()
-    kinds = flinktrace.fault_kinds(spec)
-    for k in kinds:
-        if k in LEFT_OUT:
-            raise FlinkspecError(f"--faults {spec!r}: {k} is not run by conform: {LEFT_OUT[k]}")
-    return kinds
+    return flinktrace.fault_kinds(spec)
 
 
 def placed_by_job(kind: str) -> bool:
@@ -176,7 +169,7 @@ def without_counterpart(events: list[dict]) -> set:
         kind = e["event"]
         if kind == "job_submitted":
             phase = e["phase"]
-        elif kind in ("task_failed", "task_manager_lost"):
+        elif kind in ("task_failed", "task_manager_lost", "job_manager_lost"):
             failing = True
         elif kind == "restored":
             out |= during - completed
@@ -211,6 +204,7 @@ def replay_side(run: flinktrace.TraceRun, events: list[dict]) -> Replayed:
     phase = 0
     may_emit = True
     lost = False                        # a TaskManager was lost since the last restore
+    jm_lost = False                     # the leading JobManager was lost since the last restore
     task_failed = False                 # a task failed (the injected failure) since the last restore
     injected = False
     model_restores = 0
@@ -303,13 +297,24 @@ def replay_side(run: flinktrace.TraceRun, events: list[dict]) -> Replayed:
                 _settle(c, _COMPLETE)
         elif e == "task_manager_lost":
             lost = lost or bool(ev.get("tasks"))
+        elif e == "job_manager_lost":
+            jm_lost = True
         elif e == "task_failed":
             task_failed = task_failed or (job.fail is not None and not lost and not injected)
         elif e == "restored":
             if ev.get("checkpoint") is not None and ev["checkpoint"] not in ids:
                 stop(ev, f"Flink restored checkpoint {ev['checkpoint']}, which the model never triggered")
                 break
-            if lost and len(c.restored_from) == model_restores:
+            if jm_lost and len(c.restored_from) == model_restores:
+                # the standby's JobMaster recovers the job from the HA store: the model's JobManager
+                # failover (pending checkpoints lost, a global restore of the latest completed)
+                why = c.why_not_enabled(A.FailJobManager())
+                if why is not None:
+                    stop(ev, why)
+                    break
+                c.step(A.FailJobManager())
+                jm_lost = False
+            elif lost and len(c.restored_from) == model_restores:
                 tm = _busy_task_manager(c)
                 if tm is None or c.why_not_enabled(A.LoseTaskManager(tm)) is not None:
                     stop(ev, "no TaskManager of the model can be lost now" if tm is None
@@ -397,8 +402,9 @@ def _two_phase_view(job: conform.ConformJob) -> conform.ConformJob:
     return attrs.evolve(job, rescale=tuple((o.name, o.parallelism) for o in job.graph.operators))
 
 
-def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
-    """Compare Flink's answer (the trace driver's, with its log ``log_text``) with the model."""
+def judge(run: flinktrace.TraceRun, answer: dict, log_text) -> FaultResult:
+    """Compare Flink's answer (the trace driver's, with its log ``log_text``; a standalone
+    cluster's: its processes' logs by name) with the model."""
     job = run.job
     if not answer.get("ok"):
         r = conform.judge(job, answer)
@@ -433,13 +439,68 @@ def judge(run: flinktrace.TraceRun, answer: dict, log_text: str) -> FaultResult:
                        tuple((fl, mo) for _seq, fl, mo in rep.restores), seed=run.seed)
 
 
+def _conform_driver():
+    """``tools/flink_conform_driver.py`` (stdlib only at import), for its readers of a job's
+    folder."""
+    import importlib.util  # lazy: only a run on the standalone cluster reads a job folder here
+
+    spec = importlib.util.spec_from_file_location("flink_conform_driver", conform.DRIVER)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_ha(run: flinktrace.TraceRun, run_id: int, *, timeout: float, keep: Path | None) -> FaultResult:
+    """One run on the standalone cluster with ZooKeeper HA (``tools/flink_ha_cluster.py``, as the
+    recorder runs it: the leading JobManager killed after two completed checkpoints), judged
+    from its logs and the job's folder (``<work>/jobs/job-<id>-<n>``: committed output and
+    observations). Key hashes and groups are not asked of a JVM here (the other kinds compare
+    them)."""
+    harness = flinktrace._ha_harness()
+    work = Path(tempfile.mkdtemp(prefix="flinkspec-conform-ha-", dir=keep)).resolve()
+    t0 = time.perf_counter()
+    try:
+        try:
+            harness.check_environment()
+            summ = harness.run_scenario(work, flinktrace.driver_request(run, run_id), job_timeout=timeout)
+        except (harness.ClusterError, OSError, RuntimeError) as e:
+            answer = {"id": run_id, "ok": False, "error": f"HA cluster: {str(e)[:300]}"}
+            return FaultResult(run.kind, conform.judge(run.job, answer), (), seed=run.seed)
+        logs = {name: Path(q).read_text(encoding="utf-8", errors="replace")
+                for name, q in summ["logs"].items() if name.startswith(flinktrace._HA_LOGS) and Path(q).is_file()}
+        folders = sorted((work / "jobs").glob(f"job-{run_id}-*"))
+        drv = _conform_driver()
+        answer = {"id": run_id, "ok": True, "failed": False, "seconds": round(time.perf_counter() - t0, 3),
+                  "output": [r for f in folders for r in drv.read_committed(str(f / "out"))],
+                  "observations": [o for f in folders if (f / "obs").is_dir()
+                                   for o in drv.read_observations(str(f / "obs"))],
+                  "final_state": summ.get("final_state"), "killed_job_manager": summ.get("killed")}
+        if not str(summ.get("final_state", "")).startswith("FINISHED"):
+            answer = dict(answer, ok=False, error=f"the job ended {summ.get('final_state')}, not FINISHED")
+            return FaultResult(run.kind, conform.judge(run.job, answer), (), seed=run.seed)
+        return judge(run, answer, logs)
+    finally:
+        if keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def run_faults(runs: int, seed: int, kinds: tuple[str, ...], *, batch: int = 8, timeout: float = 180.0,
                progress: Callable[[str], None] | None = None, keep: Path | None = None) -> list[FaultResult]:
     """``runs`` runs, the kinds in turn (run i: kind ``kinds[i % len(kinds)]``, the recorder's
-    run of seed ``seed + i``), on real Flink through the recorder's driver and in the model."""
+    run of seed ``seed + i``), on real Flink through the recorder's driver (or its standalone
+    HA cluster) and in the model."""
     say = progress or (lambda _m: None)
     plan = flinktrace.plan(runs, seed, kinds)
     results: list[FaultResult] = []
+    for i, r in enumerate(plan):
+        if flinktrace.FAULT_KINDS[r.kind].setup == "standalone-ha":
+            res = run_ha(r, i, timeout=timeout, keep=keep)
+            results.append(res)
+            verdict = "agree" if res.agree else f"DISAGREE ({len(res.result.differences)} difference(s))"
+            say(f"[{len(results)}/{runs}] {r.kind} seed {r.seed}: {verdict} {res.result.seconds:.1f}s")
+            for d in res.result.differences:
+                say(f"    {d}")
+    plan = [r for r in plan if flinktrace.FAULT_KINDS[r.kind].setup == "minicluster"]
     for b0 in range(0, len(plan), batch):
         chunk = plan[b0:b0 + batch]
         t0 = time.perf_counter()

@@ -38,17 +38,12 @@ REPLAYED = [k for k in conform_kinds() if not placed_by_job(k)]
 # -- the kinds ---------------------------------------------------------------------------------------
 
 
-def test_the_kinds_are_the_recorders_registry_without_what_is_left_out():
-    assert set(conform_kinds()) | set(conformfaults.LEFT_OUT) == set(flinktrace.FAULT_KINDS)
-    assert not set(conform_kinds()) & set(conformfaults.LEFT_OUT)
+def test_the_kinds_are_the_recorders_registry():
+    assert conform_kinds() == tuple(flinktrace.FAULT_KINDS)
     assert parse_faults("all") == conform_kinds()
     assert parse_faults("task-failure, taskmanager-loss") == ("task-failure", "taskmanager-loss")
     with pytest.raises(FlinkspecError, match="unknown fault kind"):
         parse_faults("task-failure,bogus")
-    for k, why in conformfaults.LEFT_OUT.items():
-        with pytest.raises(FlinkspecError, match="not run by conform"):
-            parse_faults(k)
-        assert why and "\n" not in why
 
 
 def test_every_kind_is_judged_one_way_or_the_other():
@@ -57,24 +52,22 @@ def test_every_kind_is_judged_one_way_or_the_other():
         "task-failure", "rocksdb-incremental", "rescale-up", "rescale-down", "stop-with-savepoint"}
     # slow records: how many checkpoints complete before the failing record is Flink's timing
     assert set(REPLAYED) == {"taskmanager-loss", "checkpoint-expired", "checkpoint-declined", "claim-restore",
-                             "no-claim-restore", "unaligned"}
+                             "no-claim-restore", "unaligned", "jobmanager-loss"}
     # every replayed kind has a committed real trace to follow
     for k in REPLAYED:
         _trace(k)
 
 
-def test_faults_list_names_every_kind_and_why_one_is_left_out(capsys):
+def test_faults_list_names_every_kind(capsys):
     assert main(["conform", "--faults", "list"]) == 0
     out = capsys.readouterr().out
-    for k in flinktrace.FAULT_KINDS:
-        assert k in out
-    for k in conformfaults.LEFT_OUT:
-        assert "not run by conform" in next(line for line in out.splitlines() if line.startswith(k))
+    assert [line.split()[0] for line in out.splitlines()] == list(flinktrace.FAULT_KINDS)
+    assert "standalone cluster" in next(line for line in out.splitlines() if line.startswith("jobmanager-loss"))
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--faults", "bogus"], "unknown fault kind"),
-    (["--faults", "jobmanager-loss"], "not run by conform"),
+    (["--faults", "all,task-failure"], "unknown fault kind"),
     (["--faults", "task-failure", "--seed", str(2**41)], "--seed"),
 ])
 def test_bad_faults_are_one_line_errors(argv, message, capsys, monkeypatch):
@@ -97,7 +90,7 @@ def test_the_model_follows_each_real_run_and_restores_what_flink_restored(kind):
         [e for e in events if e["event"] == "job_submitted" and e["phase"] > 0]
     assert len(rep.restores) == len(flink_restores)
     assert conform.compare_outputs(run.job, "model", rep.side.reference, rep.side.output) == []
-    if kind in ("taskmanager-loss", "claim-restore", "no-claim-restore", "unaligned"):
+    if kind in ("taskmanager-loss", "claim-restore", "no-claim-restore", "unaligned", "jobmanager-loss"):
         assert rep.restores and all(fl is not None for _s, fl, _m in rep.restores)
     assert rep.side.failed == (kind == "unaligned")  # the user function's failure injected where Flink's was
 
