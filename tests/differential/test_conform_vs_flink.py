@@ -8,8 +8,8 @@ splits each rescaled source subtask restored. A model with the round-robin start
 list state carried over from one operator to the next (the model's behaviour before the fix)
 disagrees with Flink on the source splits of seed 2.
 
-Every fault kind conform runs (``conform --faults all``, the recorder's kinds on MiniClusters with two
-TaskManagers) agrees once each.
+Every fault kind of the recorder (``conform --faults all``: on MiniClusters with two TaskManagers,
+jobmanager-loss on a standalone cluster with ZooKeeper HA) agrees once each.
 
 Needs ``make flink-env``; without it every test fails with that instruction (no skips, and the
 tests do not install it).
@@ -73,8 +73,8 @@ def test_real_flink_catches_the_old_round_robin_start_of_operator_list_state(mon
 
 
 def test_every_fault_kind_conform_runs_agrees_with_real_flink():
-    """``conform --faults all``: one run of every fault kind conform runs (the recorder's
-    ``FAULT_KINDS`` without the standalone HA cluster's), on MiniClusters with two TaskManagers;
+    """``conform --faults all``: one run of every fault kind of the recorder's ``FAULT_KINDS``
+    (MiniClusters with two TaskManagers; jobmanager-loss on the standalone HA cluster, ~70 s);
     the committed output after the fault and the recovery, the final keyed state and every
     restore agree."""
     _need_flink()
@@ -93,3 +93,6 @@ def test_every_fault_kind_conform_runs_agrees_with_real_flink():
     assert by_kind["taskmanager-loss"].result.flink["lost_task_manager"] is not None
     for k in ("task-failure", "unaligned", "rocksdb-incremental"):
         assert by_kind[k].result.flink_failed, k
+    # the standby JobManager's JobMaster restored a checkpoint, and the model the same one
+    assert by_kind["jobmanager-loss"].restores and all(isinstance(fl, int) and fl == mo
+                                                       for fl, mo in by_kind["jobmanager-loss"].restores)
