@@ -82,10 +82,19 @@ def conform_kinds() -> tuple[str, ...]:
     return tuple(flinktrace.FAULT_KINDS)
 
 
+#: the real set-ups of the registry's kinds (``FaultKind.setup``): ``--faults minicluster`` takes
+#: every kind of one
+SETUPS = tuple(dict.fromkeys(k.setup for k in flinktrace.FAULT_KINDS.values()))
+
+
 def parse_faults(spec: str) -> tuple[str, ...]:
-    """``--faults KIND,...`` (``all``: every kind), checked against the registry."""
-    if spec.strip() == "all":
+    """``--faults KIND,...`` checked against the registry; ``all``: every kind; a set-up's name
+    (:data:`SETUPS`: ``minicluster``, ``standalone-ha``): every kind run on it."""
+    name = spec.strip()
+    if name == "all":
         return conform_kinds()
+    if name in SETUPS:
+        return tuple(k.name for k in flinktrace.FAULT_KINDS.values() if k.setup == name)
     return flinktrace.fault_kinds(spec)
 
 

@@ -41,6 +41,10 @@ REPLAYED = [k for k in conform_kinds() if not placed_by_job(k)]
 def test_the_kinds_are_the_recorders_registry():
     assert conform_kinds() == tuple(flinktrace.FAULT_KINDS)
     assert parse_faults("all") == conform_kinds()
+    mini = parse_faults("minicluster")
+    assert mini == tuple(k for k in flinktrace.FAULT_KINDS if flinktrace.FAULT_KINDS[k].setup == "minicluster")
+    assert "task-failure" in mini and "jobmanager-loss" not in mini
+    assert parse_faults("standalone-ha") == ("jobmanager-loss",)
     assert parse_faults("task-failure, taskmanager-loss") == ("task-failure", "taskmanager-loss")
     with pytest.raises(FlinkspecError, match="unknown fault kind"):
         parse_faults("task-failure,bogus")

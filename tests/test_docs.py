@@ -105,7 +105,8 @@ DECLARED = {
     ".venv/bin/flinkspec conform --runs 50 --json": ("parse", 0, None),
     # real Flink under every fault kind conform runs: tests/differential/test_conform_vs_flink.py (slow, flink)
     # runs one run of each
-    ".venv/bin/flinkspec conform --runs 88 --faults all --seed 1000 --json": ("parse", 0, None),
+    ".venv/bin/flinkspec conform --runs 88 --faults minicluster --seed 1000 --json": ("parse", 0, None),
+    ".venv/bin/flinkspec conform --runs 8 --faults jobmanager-loss --seed 1000 --json": ("parse", 0, None),
     ".venv/bin/flinkspec conform --faults list": ("run", 0, None),
     # real Flink under every fault kind: tests/differential/test_trace_vs_flink.py (slow, flink) records and
     # validates such a batch

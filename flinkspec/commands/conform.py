@@ -10,7 +10,7 @@ and keyed state each new subtask holds and the source splits (operator list stat
 source subtask restored. Most runs inject a failure (an operator throws once at a chosen
 record after a chosen checkpoint); two in five rescale (up or down, small max parallelism).
 With --faults the runs take the fault kinds of `flinkspec trace` in turn (`--faults list` names
-them; `all`: every kind) on a MiniCluster with two TaskManagers (jobmanager-loss: a standalone
+them; `all`: every kind; `minicluster`: every kind but jobmanager-loss) on a MiniCluster with two TaskManagers (jobmanager-loss: a standalone
 cluster with ZooKeeper HA, 55 to 90 s a run), and compare the
 committed output after the fault and the recovery with the oracle, the final keyed state and
 which checkpoint each restore used. Progress goes to stderr; a report (every run, every
@@ -45,7 +45,8 @@ def register(sub) -> None:
                    help="keep Flink's work folder (committed part files, observations, checkpoints, logs) "
                         "under DIR instead of removing it")
     p.add_argument("--faults", default=None, metavar="KIND,...",
-                   help="take these fault kinds of `flinkspec trace` in turn (`all`: every kind; "
+                   help="take these fault kinds of `flinkspec trace` in turn (`all`: every kind; `minicluster` or "
+                        "`standalone-ha`: every kind run on that set-up; "
                         "`list` lists them; default: conform's own variations, a failing function and "
                         "stop-with-savepoint with a rescale)")
     p.add_argument("--json", action="store_true", help="a JSON summary as the last line of stdout")
