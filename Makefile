@@ -19,11 +19,13 @@ env: $(STAMP)
 check: $(STAMP)
 	@$(VENV)/bin/flinkspec verify
 
-## The default test run (slow suites excluded). The browser tests need chromium: installed
-## from the system's packages when this runs as root, else one line says how.
+## The default test run (slow suites excluded), on every core (pytest-xdist: one worker per core,
+## a test file's tests kept on one worker so what a module computes once is computed once). The
+## browser tests need chromium: installed from the system's packages when this runs as root, else
+## one line says how.
 test: $(STAMP)
 	@bash tools/ensure-chromium.sh
-	@$(PY) -m pytest -m "not slow" -q
+	@$(PY) -m pytest -m "not slow" -q -n auto --dist loadfile
 
 test-slow: $(STAMP)
 	@bash tools/ensure-chromium.sh

@@ -51,7 +51,9 @@ def browser_type_launch_args(browser_type_launch_args):
 # -- the default run's output (`make test`, `pytest -q`): no dot per passing test. A failure or
 # an error is still marked as it happens (F, E) and reported in full at the end; a long run
 # prints a line every PROGRESS_EVERY seconds (tests run, failed, elapsed); pytest's last line
-# is the summary (passed, failed, time). `-v` shows every test as pytest does.
+# is the summary (passed, failed, time). `-v` shows every test as pytest does. Under pytest-xdist
+# (`make test` runs `-n auto`) the controller prints these lines: the workers report every test to
+# it, and a worker prints nothing of its own.
 
 import time  # noqa: E402
 
@@ -65,7 +67,7 @@ _QUIET: dict = {"reporter": None, "next": 0.0, "t0": 0.0, "run": 0, "failed": 0,
 @pytest.hookimpl(trylast=True)
 def pytest_configure(config):
     reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or config.get_verbosity() > 0:
+    if reporter is None or config.get_verbosity() > 0 or hasattr(config, "workerinput"):  # an xdist worker
         return
     _QUIET.update(reporter=reporter, t0=time.monotonic(), next=time.monotonic() + PROGRESS_EVERY)
     if hasattr(reporter, "_show_progress_info"):
@@ -81,7 +83,14 @@ def pytest_report_teststatus(report, config):
 
 
 def pytest_collection_finish(session):
-    _QUIET["total"] = len(session.items)
+    if not hasattr(session.config, "workerinput"):
+        _QUIET["total"] = len(session.items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """Under xdist the controller collects nothing itself: every worker sends it the same list."""
+    _QUIET["total"] = len(ids)
 
 
 def pytest_runtest_logreport(report):
