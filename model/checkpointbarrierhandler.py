@@ -79,6 +79,7 @@ class SingleCheckpointBarrierHandler:
         "state",
         "barrier",
         "checkpoints_after_tasks_finish",
+        "finished",
     )
 
     def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
@@ -93,6 +94,7 @@ class SingleCheckpointBarrierHandler:
         self.target = 0
         self.barrier: CheckpointBarrier | None = None
         self.checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
+        self.finished: set[int] = set()  # channels that delivered EndOfPartition (ChannelState.channelFinished)
         self.state = self._start_state()
 
     def _start_state(self) -> str:
@@ -192,11 +194,12 @@ class SingleCheckpointBarrierHandler:
         self.state = self._start_state()
 
     def _timeout_to_unaligned(self) -> None:
-        """AlternatingCollectingBarriers.alignedCheckpointTimeout (or an unaligned barrier
-        arriving): trigger an unaligned checkpoint of the current barrier now; channels whose
-        barrier has not arrived persist their input."""
+        """AlternatingCollectingBarriers.alignmentTimeout (or an unaligned barrier arriving):
+        trigger an unaligned checkpoint of the current barrier now; open channels whose barrier
+        has not arrived persist their input (a finished channel's EndOfPartition stands for its
+        barrier: Flink counts it among ``alignedChannels``)."""
         ctx = self.ctx
-        others = [c for c in ctx.barrier_channels if c not in self.aligned]
+        others = [c for c in ctx.barrier_channels if c not in self.aligned and c not in self.finished]
         ctx.start_persisting(self.current_id, others)
         ctx.trigger(_as_unaligned(self.barrier), True)
         ctx.resume_all()
@@ -237,8 +240,11 @@ class SingleCheckpointBarrierHandler:
             self.ctx.stop_persisting_all()
         self.ctx.abort(checkpoint_id, reason)
 
-    def process_end_of_partition(self, ch: int) -> None:
+    def process_end_of_partition(self, ch: int, now: int | None = None) -> None:
+        """An EndOfPartition on channel ``ch`` at logical time ``now`` (``None``: the caller has
+        no clock, so the alignment deadline is not looked at)."""
         self.num_open_channels -= 1
+        self.finished.add(ch)
         if not self.pending:
             return
         if not self.checkpoints_after_tasks_finish:
@@ -255,6 +261,12 @@ class SingleCheckpointBarrierHandler:
         elif self.state in (COLLECTING, ALT_COLLECTING):
             if len(self.aligned) >= self.target and self.barrier is not None:
                 self._finish_aligned(self.barrier)
+            elif self.state == ALT_COLLECTING and now is not None and self._is_timed_out(self.barrier, now):
+                # AlternatingCollectingBarriers.endOfPartitionReceived: the deadline passed while
+                # the alignment waited (the timer has not fired yet): the EndOfPartition itself
+                # switches to an unaligned checkpoint (alignmentTimeout), then counts as the
+                # channel's barrier in AlternatingCollectingBarriersUnaligned
+                self._timeout_to_unaligned()
 
 
 def _as_unaligned(b: CheckpointBarrier) -> CheckpointBarrier:
@@ -345,7 +357,8 @@ class CheckpointBarrierTracker:
             # keep older entries; it is bounded by the run's length)
             self.pending.insert(0, [checkpoint_id, None, {ch}, True, self.num_open_channels])
 
-    def process_end_of_partition(self, ch: int) -> None:
+    def process_end_of_partition(self, ch: int, now: int | None = None) -> None:
+        """``now`` is unused: the tracker has no alignment timer."""
         self.num_open_channels -= 1
         if not self.checkpoints_after_tasks_finish:
             while self.pending:

@@ -679,7 +679,7 @@ class StreamTask:
             self.eop_seen += 1
             if not self.net.blocking[c]:
                 # the barrier handler counts only the channels that carry barriers
-                self.handler.process_end_of_partition(ch)
+                self.handler.process_end_of_partition(ch, now)
             if self.eop_seen == len(self.input_channels):
                 self.finish()
 

@@ -212,6 +212,45 @@ def test_a_barrier_arriving_after_the_timeout_switches_to_unaligned(now, times_o
     assert not h.pending
 
 
+@pytest.mark.parametrize("now, times_out", [(7 + 10, False), (7 + 11, True)])
+def test_an_end_of_partition_after_the_alignment_deadline_switches_to_unaligned(now, times_out):
+    """Flink's ``AlternatingCollectingBarriers.endOfPartitionReceived``: when an input ends while
+    the alignment waits and the deadline has passed (``isTimedOut``, strictly) but the timer has
+    not fired yet, the EndOfPartition itself calls ``alignmentTimeout``: the checkpoint turns
+    unaligned at once and the EndOfPartition counts as the finished channel's barrier
+    (``AlternatingCollectingBarriersUnaligned``). The finished channel persists nothing: it is
+    among ``alignedChannels`` in ``SingleCheckpointBarrierHandler.processEndOfPartition``."""
+    task = RecordingTask(3)
+    h = SingleCheckpointBarrierHandler(task, 3, "alternating", timeout=10)
+    b = aligned(1, ts=7, timeoutable=True)
+    h.process_barrier(b, 0, 8)
+    task.take()
+    h.process_end_of_partition(1, now)
+    if not times_out:
+        assert task.take() == [] and h.state == "AlternatingCollectingBarriers"
+        h.on_alignment_timeout(1)  # the timer fires later: the finished channel 1 is not persisted either
+    as_unaligned = CheckpointBarrier(1, 7, savepoint=False, unaligned=True, timeoutable=False)
+    assert task.take() == [("persist", 1, (2,)), ("trigger", as_unaligned, True), ("resume_all",)]
+    assert h.state == "AlternatingCollectingBarriersUnaligned"
+    h.process_barrier(b, 2, now + 1)
+    assert task.take() == [("stop_persisting", 2), ("channel_state_complete", 1), ("resume_all",)]
+    assert not h.pending and h.state == "AlternatingWaitingForFirstBarrier"
+
+
+def test_an_end_of_partition_completing_the_alignment_after_the_deadline_stays_aligned():
+    """``AlternatingCollectingBarriers.endOfPartitionReceived`` asks ``allBarriersReceived``
+    before ``isTimedOut``: an EndOfPartition that stands for the last missing barrier completes
+    the aligned checkpoint even past its deadline."""
+    task = RecordingTask(2)
+    h = SingleCheckpointBarrierHandler(task, 2, "alternating", timeout=10)
+    b = aligned(1, ts=7, timeoutable=True)
+    h.process_barrier(b, 0, 8)
+    task.take()
+    h.process_end_of_partition(1, 7 + 50)
+    assert task.take() == [("trigger", b, False), ("resume_all",)]
+    assert not h.pending and h.state == "AlternatingWaitingForFirstBarrier"
+
+
 def test_no_timeout_configured_never_times_out():
     task = RecordingTask(3)
     h = SingleCheckpointBarrierHandler(task, 3, "alternating", timeout=None)
