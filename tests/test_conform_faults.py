@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import glob
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,7 @@ from model.keygroups import assign_to_key_group
 from properties import conform, conformfaults, flinktrace
 from properties.conformfaults import compare_restores, conform_kinds, parse_faults, placed_by_job, replay_side
 
-TRACES = sorted(glob.glob("tests/data/traces/*.ndjson"))
+TRACES = sorted(glob.glob(str(Path(__file__).parent / "data" / "traces" / "*.ndjson")))
 
 
 def _trace(kind):
