@@ -1091,9 +1091,26 @@ class StartJobManager:
 
 
 @attrs.frozen(slots=True)
+class ConnectionSuspended:
+    """JobManager process ``job_manager`` loses its ZooKeeper connection (Curator's
+    ``ConnectionState.SUSPENDED``): its session, and its latch node, may still live."""
+
+    job_manager: int
+
+
+@attrs.frozen(slots=True)
+class ConnectionReconnected:
+    """The suspended ZooKeeper connection of JobManager process ``job_manager`` is back with the
+    same session (Curator's ``ConnectionState.RECONNECTED``)."""
+
+    job_manager: int
+
+
+@attrs.frozen(slots=True)
 class ExpireSession:
-    """ZooKeeper expires the session of JobManager process ``job_manager`` (its ephemeral
-    latch node is deleted); a living process does not know it yet."""
+    """ZooKeeper expires the session of JobManager process ``job_manager`` (Curator's
+    ``ConnectionState.LOST``; its ephemeral latch node is deleted); a living process does not
+    know it yet."""
 
     job_manager: int
 
@@ -1453,9 +1470,57 @@ class StartJobManagerKind(_JobManagerKind):
 
 
 @register
+class ConnectionSuspendedKind(_JobManagerKind, _ControlPlaneFault):
+    action = ConnectionSuspended
+    weight = 0.05
+    precondition = _ControlPlaneFault.precondition
+    apply = _ControlPlaneFault.apply
+
+    def process_guard(self, c, p):
+        if not p.alive:
+            return f"jm{p.index} is not running"
+        if p.session not in c.cp.store.sessions:
+            return f"jm{p.index} has no live ZooKeeper session"
+        if c.cp.connection_suspended(p.index):
+            return f"the ZooKeeper connection of jm{p.index} is SUSPENDED already"
+        return None
+
+    def fault(self, c, a):
+        c.cp.suspend_connection(c, a.job_manager)
+
+    def describe(self, c, a):
+        return f"the ZooKeeper connection of jm{a.job_manager} is SUSPENDED"
+
+
+@register
+class ConnectionReconnectedKind(_JobManagerKind):
+    action = ConnectionReconnected
+    weight = 1.0
+    drain = 13
+    color = "#06c"
+    from_ha = True
+
+    def process_guard(self, c, p):
+        if not p.alive or not c.cp.connection_suspended(p.index):
+            return f"the ZooKeeper connection of jm{p.index} is not SUSPENDED"
+        if c.cp.latch_event(c, p.index) == "revoke":
+            # Curator delivers connection states in order: the LeaderLatch handles SUSPENDED
+            # (revoking leadership unless it is tolerated) before RECONNECTED
+            return f"jm{p.index}'s LeaderLatch has not handled SUSPENDED yet"
+        return None
+
+    def apply(self, c, a):
+        c.cp.reconnect(c, a.job_manager)
+
+    def describe(self, c, a):
+        return f"the ZooKeeper connection of jm{a.job_manager} is RECONNECTED"
+
+
+@register
 class ExpireSessionKind(_JobManagerKind):
-    """A crashed process's session expires as a matter of course (ZooKeeper's session timeout);
-    a living process's session expiring is a fault (a long pause, a partition)."""
+    """A crashed process's session expires as a matter of course (ZooKeeper's session timeout),
+    and so does a suspended one's once its LeaderLatch handled SUSPENDED (LOST); a living,
+    connected process's session expiring is a fault (a long pause)."""
 
     disturbs = True
 
@@ -1469,18 +1534,26 @@ class ExpireSessionKind(_JobManagerKind):
     def process_guard(self, c, p):
         if p.session not in c.cp.store.sessions:
             return f"jm{p.index} has no live ZooKeeper session"
-        return _fault_refused(self, c) if p.alive else None
+        if not p.alive:
+            return None
+        if c.cp.connection_suspended(p.index):
+            if not c.cp.may_lose_session(c, p.index):
+                return f"jm{p.index}'s LeaderLatch has not handled SUSPENDED yet"
+            return None
+        return _fault_refused(self, c)
 
     def drains(self, c, a):
-        return not c.cp.jms[a.job_manager].alive
+        p = c.cp.jms[a.job_manager]
+        return not p.alive
 
     def apply(self, c, a):
-        if c.cp.jms[a.job_manager].alive:
-            c.job.failures += 1
+        p = c.cp.jms[a.job_manager]
+        if p.alive and not c.cp.connection_suspended(p.index):
+            c.job.failures += 1  # the suspension it follows counted already
         c.cp.expire_session(c, a.job_manager)
 
     def describe(self, c, a):
-        return f"the ZooKeeper session of jm{a.job_manager} EXPIRES"
+        return f"the ZooKeeper session of jm{a.job_manager} EXPIRES (LOST)"
 
 
 @register

@@ -253,9 +253,15 @@ class RuntimeConfig:
     #: heartbeat intervals (Tick actions) without an answer after which a peer is lost.
     heartbeat_timeout: int = 2
     #: the control-plane fault kinds a run may inject (names of action kinds: RpcLose,
-    #: RpcDuplicate, CrashJobManager, ExpireSession of a living process, CrashTaskExecutor);
+    #: RpcDuplicate, CrashJobManager, ConnectionSuspended, ExpireSession of a living connected
+    #: process, CrashTaskExecutor);
     #: None = all of them. Every fault counts against ``max_failures``.
     control_plane_faults: tuple | None = None
+    #: ``high-availability.zookeeper.client.tolerate-suspended-connections`` (default false):
+    #: false -- Curator's StandardConnectionStateErrorPolicy: a SUSPENDED connection revokes
+    #: leadership (the LeaderLatch resets on RECONNECTED); true -- ZooKeeperUtils installs a
+    #: SessionConnectionStateErrorPolicy: leadership is kept until the session is LOST.
+    zookeeper_tolerate_suspended_connections: bool = False
     #: RPCs in flight at which the next heartbeat interval (Tick) waits; None = unbounded. Not a
     #: Flink knob: each Tick sends heartbeats, so without a bound the messages in flight, and
     #: the control plane's state space, grow without end (exhaustive exploration needs a bound).

@@ -212,8 +212,13 @@ class ControlPlane:
         """A leader's write to the store, fenced (``rpc.checks_fencing_tokens``) by a check that its latch node
         leads. Records the effect; returns whether it was accepted."""
         leader = self.leader_token()
-        accepted = not checks_fencing_tokens() or (p.latch is not None and ha.latch_leader(self.store) == p.latch
-                                        and p.session in self.store.sessions)
+        # a client whose connection is SUSPENDED reaches no ZooKeeper server: its write fails
+        # (ConnectionLoss) whether or not writes are fenced; the JobResultStore lives on a file
+        # system in Flink (FileSystemJobResultStore), so its write does not need the connection
+        connected = path == ha.JOB_RESULT or p.session not in self.store.suspended
+        accepted = connected and (
+            not checks_fencing_tokens() or (p.latch is not None and ha.latch_leader(self.store) == p.latch
+                                            and p.session in self.store.sessions))
         c.events.append(("cp_effect", c.now, "store", path, p.token, leader, accepted))
         if not accepted:
             return False
@@ -337,7 +342,9 @@ class ControlPlane:
                            if any(s in ready and tasks[s].status != "FINISHED" for s in subtasks))
         if needed != jm.needed:
             for alloc in jm.update_demand(self, needed):
-                c.events.append(("cp_slot_freed", c.now, alloc))
+                # with the process: a deposed leader that does not know it yet keeps its own
+                # JobMaster, whose allocation ids the new leader's may repeat (ids count by rank)
+                c.events.append(("cp_slot_freed", c.now, alloc, self.running))
         idle = set(jm.idle)
         for m in jm.try_deploy(self, ready):
             if m.allocation in idle:
@@ -422,6 +429,14 @@ class ControlPlane:
             return None
         if p.session not in self.store.sessions:
             return "revoke" if p.token is not None else "rejoin"
+        if p.session in self.store.suspended:
+            # Curator's StandardConnectionStateErrorPolicy counts SUSPENDED as an error state:
+            # the LeaderLatch gives leadership up; with tolerate-suspended-connections
+            # (SessionConnectionStateErrorPolicy) only LOST is one. Nothing is granted while
+            # the connection is down.
+            if p.token is not None and not c.config.zookeeper_tolerate_suspended_connections:
+                return "revoke"
+            return None
         if p.token is None and ha.latch_leader(self.store) == p.latch:
             return "grant"
         return None
@@ -509,6 +524,37 @@ class ControlPlane:
         self.store.expire_session(p.session)
         if p.alive:
             self.fault()
+
+    def suspend_connection(self, c, j: int) -> None:
+        """JobManager process ``j``'s ZooKeeper connection is SUSPENDED (its session lives on)."""
+        p = self.jms[j]
+        self.store.suspend(p.session)
+        self.fault()
+
+    def connection_suspended(self, j: int) -> bool:
+        p = self.jms[j]
+        return p.session in self.store.suspended
+
+    def may_lose_session(self, c, j: int) -> bool:
+        """Whether the suspended session of living process ``j`` may expire now (LOST). The
+        client reports SUSPENDED once it heard nothing for two thirds of the session timeout, the
+        server expires the session after the whole timeout: without tolerate-suspended-connections
+        the LeaderLatch has revoked leadership before the session can be lost."""
+        p = self.jms[j]
+        return c.config.zookeeper_tolerate_suspended_connections or p.token is None
+
+    def reconnect(self, c, j: int) -> None:
+        """The ZooKeeper connection of process ``j`` is RECONNECTED (same session). Without
+        tolerate-suspended-connections the LeaderLatch resets (``LeaderLatch.reset``: its latch node
+        is deleted and a new one created, at the end of the queue); with it nothing changes. The
+        persistent nodes (job graph, checkpoint pointers, checkpoint ID counter) are untouched."""
+        p = self.jms[j]
+        self.store.reconnect(p.session)
+        if not c.config.zookeeper_tolerate_suspended_connections and p.latch is not None:
+            if self.store.exists(p.latch):
+                self.store.delete(p.latch)
+            p.latch = self.store.create(ha.LATCH + "/latch-", None, ephemeral=True, sequential=True,
+                                        session=p.session)
 
     def crash_task_executor(self, c, i: int) -> None:
         te = self.tes[i]

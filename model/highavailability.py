@@ -12,6 +12,10 @@ relies on (checked against a real ZooKeeper server by ``tests/test_zookeeper_dif
   number of children ever created under it;
 * sessions; an *ephemeral* node belongs to the session that created it and is deleted when
   that session expires or closes (``expire_session``); ephemeral nodes have no children;
+* a session's *connection* as Curator reports it (``ConnectionState``): CONNECTED, SUSPENDED
+  (``suspend``: the client lost its connection, the session may still live on the server and
+  keeps its ephemeral nodes), RECONNECTED (``reconnect``: the same session is connected again,
+  nothing in the tree changed) and LOST (the session expired: ``expire_session``);
 * *sequential* nodes get the suffix ``%010d`` of the number of children created under the
   parent before (``seq``): a real server's suffixes count creations only, not deletions --
   the differential test found it (ZooKeeper's docs speak of the parent's cversion);
@@ -35,8 +39,8 @@ HA paths (:data:`JOB_GRAPH`, :data:`CHECKPOINTS`, :data:`CHECKPOINT_COUNTER`,
 the leader information node the ``LeaderRetrievalService`` watches.
 
 Leaves out: watches (a contender or retriever *polls* through an action of its own, which
-delivers the same information late, as a watch notification is), ACLs, connection loss
-distinct from session expiry (SUSPENDED), multi-op transactions, and the ``JobResultStore``
+delivers the same information late, as a watch notification is), ACLs, the ConnectionLoss of
+a suspended client's reads (its writes fail, ``ControlPlane.ha_write``), multi-op transactions, and the ``JobResultStore``
 living on a file system in Flink (here it is a node of the same store).
 """
 
@@ -106,7 +110,7 @@ def _parent(path: str) -> str:
 class ZooKeeperStore:
     """The store (see the module docstring). Paths are absolute, without a trailing slash."""
 
-    __slots__ = ("nodes", "kids", "sessions", "next_session")
+    __slots__ = ("nodes", "kids", "sessions", "next_session", "suspended")
 
     def __init__(self):
         self.nodes: dict[str, ZNode] = {ROOT: ZNode()}
@@ -115,6 +119,8 @@ class ZooKeeperStore:
         #: live session ids
         self.sessions: set[int] = set()
         self.next_session = 1
+        #: live sessions whose client connection is SUSPENDED (Curator's ConnectionState)
+        self.suspended: set[int] = set()
 
     # -- sessions --------------------------------------------------------------------------
     def open_session(self) -> int:
@@ -126,10 +132,22 @@ class ZooKeeperStore:
     def expire_session(self, sid: int) -> list[str]:
         """The session ends (expiry or close): its ephemeral nodes are deleted. Returns them."""
         self.sessions.discard(sid)
+        self.suspended.discard(sid)
         gone = sorted(p for p, n in self.nodes.items() if n.owner == sid)
         for p in gone:
             self._remove(p)
         return gone
+
+    def suspend(self, sid: int) -> None:
+        """The client of live session ``sid`` loses its connection (Curator: SUSPENDED). The
+        server keeps the session and its ephemeral nodes until the session times out."""
+        if sid in self.sessions:
+            self.suspended.add(sid)
+
+    def reconnect(self, sid: int) -> None:
+        """The client of suspended session ``sid`` is connected again before the session expired
+        (Curator: RECONNECTED): every node, persistent or ephemeral, is as it was."""
+        self.suspended.discard(sid)
 
     # -- reads -----------------------------------------------------------------------------
     def exists(self, path: str) -> bool:

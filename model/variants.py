@@ -625,6 +625,28 @@ _add(Variant(name="heartbeat-timeout-one-interval-late", description="the JobMas
              expected=("silent_task_executor_disconnected_in_time",),
              config=RuntimeConfig(bugs=("heartbeat-timeout-one-interval-late",), **_CP), max_steps=350,
              small=_CP_LOSS_SMALL))
+#: ZooKeeper connection states: 2 JobManager processes, 1 TaskExecutor, a one-subtask job, one
+#: SUSPENDED connection as the only fault (the session may then be LOST or RECONNECTED)
+_CP_SUSPENDED_SMALL = attrs.evolve(_CP_SMALL, config=tuple(
+    (k, ("ConnectionSuspended",) if k == "control_plane_faults" else v) for k, v in _CP_SMALL.config))
+_add(Variant(name="cp-connection-suspended", description="ZooKeeper connection states as Curator reports them "
+             "(SUSPENDED, RECONNECTED, LOST) with Flink's default: a SUSPENDED connection revokes leadership, the "
+             "LeaderLatch rejoins on RECONNECTED; the job graph, checkpoint pointers and checkpoint ID counter "
+             "survive", config=RuntimeConfig(control_plane_faults=("ConnectionSuspended",), **_CP), max_steps=350,
+             quick_safe_runs=100, small=_CP_SUSPENDED_SMALL))
+_add(Variant(name="cp-tolerate-suspended-connections", description="high-availability.zookeeper.client."
+             "tolerate-suspended-connections: a SUSPENDED connection keeps leadership until the session is LOST; "
+             "fencing keeps the deposed leader's RPCs and HA writes out",
+             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True,
+                                  control_plane_faults=("ConnectionSuspended",), **_CP),
+             max_steps=350, quick_safe_runs=100, small=_CP_SUSPENDED_SMALL))
+_add(Variant(name="cp-tolerate-suspended-no-fencing", description="a SUSPENDED connection is tolerated and "
+             "nothing is fenced: the leader keeps acting while its session is LOST and another process is "
+             "granted leadership, so two leaders act at once", expected=("no_split_brain", "task_in_owned_slot",
+                                                                      "deployments_agree"),
+             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, bugs=("no-fencing",),
+                                  control_plane_faults=("ConnectionSuspended",), **_CP),
+             max_steps=350, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),

@@ -222,10 +222,10 @@ def _tm_timeout(c, action, e, evs):
 
 
 def _idle_slot_released(c, action, e, evs):
-    alloc = e[4]
+    alloc, process = e[4], e[5]
     timeout = c.config.slot_idle_timeout
     for x in reversed(c.events):
-        if x[0] == "cp_slot_freed" and x[2] == alloc:
+        if x[0] == "cp_slot_freed" and x[2] == alloc and x[3] == process:
             ticks = _ticks_after(c, x[1])
             if ticks >= timeout:
                 return None
@@ -238,7 +238,9 @@ def _revoked(c, action, e, evs):
     p = c.cp.jms[e[2]]
     if p.session not in c.cp.store.sessions:
         return None
-    return f"JobManager {e[2]}'s ZooKeeper session {p.session} is still alive"
+    if p.session in c.cp.store.suspended and not c.config.zookeeper_tolerate_suspended_connections:
+        return None  # Curator's StandardConnectionStateErrorPolicy: SUSPENDED revokes leadership
+    return f"JobManager {e[2]}'s ZooKeeper session {p.session} is still alive and connected"
 
 
 RULES = {"task_failed": _task_failed, "task_manager_lost": _task_manager_lost,
@@ -266,11 +268,11 @@ def free_slot_ages(c) -> list:
     last: dict = {}
     for x in c.events:
         if x[0] == "cp_slot_freed" and x[2] in idle:
-            last[x[2]] = x[1]
+            last[x[3], x[2]] = x[1]  # (process, allocation): two JobMasters may share an id
     out = []
     for j, jm in jms:
         for alloc in sorted(jm.idle):
-            at = last.get(alloc)
+            at = last.get((j, alloc))
             out.append((j, jm, alloc, None if at is None else _ticks_after(c, at)))
     return out
 

@@ -10,6 +10,8 @@ eventual ones at the end)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import attrs
 import pytest
 
@@ -356,3 +358,72 @@ def test_dead_letters_must_be_named():
     from model.errors import FlinkspecError
     with pytest.raises(FlinkspecError, match="dead_letters must be one of"):
         RuntimeConfig(dead_letters="never")
+
+
+# -- ZooKeeper connection states (Curator's ConnectionState) --------------------------------------
+
+@pytest.mark.parametrize("tolerate", [False, True])
+def test_a_suspended_connection_revokes_leadership_unless_tolerated(tolerate):
+    """Flink's ``ZooKeeperLeaderElectionConnectionHandlingTest``: by default (Curator's
+    StandardConnectionStateErrorPolicy) a SUSPENDED connection revokes leadership; with
+    ``high-availability.zookeeper.client.tolerate-suspended-connections``
+    (``testKeepLeadershipOnSuspendedConnectionIfTolerateSuspendedConnectionsIsEnabled``) the
+    leader keeps it through SUSPENDED and RECONNECTED. Either way the job graph, the checkpoint
+    pointers and the checkpoint ID counter survive the suspension and the reconnection."""
+    run = run_of(zookeeper_tolerate_suspended_connections=tolerate)
+    c = run.cluster
+    step_until(run, all_running)
+    cid = complete_a_checkpoint(run)
+    persistent = {path: c.cp.store.get(path) for path in (ha.JOB_GRAPH, ha.CHECKPOINTS, ha.CHECKPOINT_COUNTER)}
+    token = c.cp.jms[0].token
+    assert do(run, A.ConnectionSuspended(0)) is None
+    assert (c.cp.latch_event(c, 0) == "revoke") is not tolerate
+    if not tolerate:
+        # RECONNECTED waits until the LeaderLatch handled SUSPENDED, and so does LOST
+        assert run.why_not_enabled(A.ConnectionReconnected(0)) is not None
+        assert run.why_not_enabled(A.ExpireSession(0)) is not None
+        assert do(run, A.LeaderLatchEvent(0)) is None and c.cp.jms[0].token is None
+    assert do(run, A.ConnectionReconnected(0)) is None
+    assert c.cp.jms[0].session in c.cp.store.sessions and not c.cp.connection_suspended(0)
+    assert {path: c.cp.store.get(path) for path in persistent} == persistent
+    assert c.cp.store.get(ha.CHECKPOINTS)[0] == (cid,)
+    assert (c.cp.jms[0].token == token) is tolerate
+    assert run.finish() is None and c.is_drained()
+
+
+def test_a_suspended_leaders_store_write_fails_while_its_job_result_write_does_not():
+    """A suspended client reaches no ZooKeeper server (ConnectionLoss); the JobResultStore is a
+    file system in Flink (FileSystemJobResultStore)."""
+    run = run_of(zookeeper_tolerate_suspended_connections=True)
+    c = run.cluster
+    step_until(run, all_running)
+    assert do(run, A.ConnectionSuspended(0)) is None
+    p = c.cp.jms[0]
+    assert not c.cp.ha_write(c, p, ha.CHECKPOINTS, (99,))
+    assert c.cp.ha_write(c, p, ha.JOB_RESULT, "SUCCEEDED")
+
+
+def test_tolerating_a_suspension_keeps_two_leaders_apart_only_with_fencing():
+    """The suspended leader keeps its leadership (tolerated), its session is LOST and the other
+    process is granted leadership while jm0 still believes it leads: fencing keeps it out. The
+    known-unsafe ``cp-tolerate-suspended-no-fencing`` (the same without fencing) is found by
+    exhaustive search: its shortest counterexample is in the corpus."""
+    from properties.counterexample import corpus_files, load_counterexample, replay_counterexample  # test-only helper
+
+    run = run_of(zookeeper_tolerate_suspended_connections=True)
+    c = run.cluster
+    step_until(run, all_running)
+    assert do(run, A.ConnectionSuspended(0)) is None
+    assert do(run, A.ExpireSession(0)) is None
+    assert c.cp.jms[0].token is not None  # jm0 still believes it leads
+    assert do(run, A.LeaderLatchEvent(1)) is None and c.cp.jms[1].token is not None
+    assert run.finish() is None and c.is_drained()
+
+    corpus = Path(__file__).resolve().parent.parent / "counterexamples"
+    found = [cx for cx in map(load_counterexample, corpus_files(corpus))
+             if cx.variant == "cp-tolerate-suspended-no-fencing"]
+    assert found
+    for cx in found:
+        ok, v = replay_counterexample(cx)
+        assert ok and v.invariant in variant("cp-tolerate-suspended-no-fencing").expected
+        assert any(type(a).__name__ == "ConnectionSuspended" for a in cx.actions)
