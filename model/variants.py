@@ -611,7 +611,11 @@ _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecu
              "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",),
-             config=RuntimeConfig(bugs=("no-allocated-slot-report-sync",), **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
+             # its mechanism needs a lost freeSlot and nothing else: with every control-plane fault
+             # (and a third of the blocking jobs cyclic, one region, no slot going idle) 600 walks
+             # did not reach it; with lost RPCs only, 53, 137 and 199 runs at three base seeds
+             config=RuntimeConfig(bugs=("no-allocated-slot-report-sync",), control_plane_faults=("RpcLose",), **_CP),
+             max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's idle time restarts whenever its "
              "TaskExecutor's heartbeat answer reached the JobMaster: while heartbeats flow, a slot the job no longer "
              "needs is never released (a blocking exchange: a finished producer's slot goes idle while the job runs "
