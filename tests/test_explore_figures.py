@@ -22,7 +22,7 @@ KINDS = ("cluster", "control-plane", "state-backend")
 def _rows() -> dict:
     rows = {}
     for line in PAGE.read_text().splitlines():
-        m = re.match(r"^\| ([\w-]+) \| (verified|violation `(\w+)`) \| ([\d,]+) \| ([\d,]+) \| (\d+) \| ([\d.]+|—) \|"
+        m = re.match(r"^\| ([\w-]+) \| (verified|bounded|violation `(\w+)`) \| ([\d,]+) \| ([\d,]+) \| (\d+) \| ([\d.]+|—) \|"
                      r" (?:[\d,]+|—) \| ([^|]*) \|", line)
         if m:
             rows[m.group(1)] = {"verdict": m.group(2).split()[0], "invariant": m.group(3),
