@@ -8,7 +8,7 @@ transition -- ``Cluster.copy`` (the model's copier, ``model.statecopy``, against
 -- as microseconds per call and the copier's speed-up ratio. Beside them, in the same run: the
 search with every successor copied (no parent reuse), the fingerprint with the value-form
 cache cleared before each call, and the search of the scenario with the sources' IDLE/ACTIVE
-toggles unbounded (the small scenario before ``RuntimeConfig.max_idle_periods``: a larger
+toggles unbounded (the small scenario before ``Environment.max_idle_periods``: a larger
 space, comparable with measurements made before); the search and the per-call costs with the
 Python walks instead of the C ones (``model._native``), and the fingerprint hashed from the
 canonical form built as tuples and serialized by ``marshal`` (before the C walk wrote the
@@ -48,7 +48,7 @@ from properties.explore import Limits, explore
 
 def _deepcopy(c: Cluster, created: list | None = None) -> Cluster:
     """What ``Cluster.copy`` did with ``copy.deepcopy`` (same shared deployment data)."""
-    memo = {id(o): o for o in (c.eg, c.job_input, c.config, c.strategy, c.task_managers, c._ops, *c.eg.subtasks)}
+    memo = {id(o): o for o in (c.eg, c.job_input, c.config, c.environment, c.strategy, c.task_managers, c._ops, *c.eg.subtasks)}
     for history in (c.trace, c.events, c.restored_from, c.trigger_results, c.completed_ids, c.channel_rescales):
         memo[id(history)] = list(history)
     y = copy.deepcopy(c, memo)
@@ -184,7 +184,7 @@ def _marshal_fingerprint(c: Cluster) -> str:
     canonical form built as tuples (C walk), serialized by ``marshal``, each fresh identifier's
     marker replaced in those bytes by its rank, for the ratio: the same equalities, another hash."""
     c.fingerprint()  # sets the scenario key
-    form = fingerprint.canonical((c._scenario_key[3], c._read_later(), c), not c.config.time_sensitive)
+    form = fingerprint.canonical((c._scenario_key[4], c._read_later(), c), not c.config.time_sensitive)
     data = marshal.dumps(form, 2)
     ranks: dict = {}
     for tag, digits in sorted(set(_MARK_BYTES.findall(data))):
@@ -262,7 +262,7 @@ def bench_explore(name: str = "aligned-2pc", max_states: int = 3000, samples: in
         cpu_python = _best_search(sc, max_states)
     # the scenario with the sources' IDLE/ACTIVE toggles unbounded (the small scenario before
     # max_idle_periods): a larger space, for states/s comparable with earlier measurements
-    toggles = attrs.evolve(sc, config=attrs.evolve(sc.config, max_idle_periods=None))
+    toggles = attrs.evolve(sc, environment=attrs.evolve(sc.environment, max_idle_periods=None))
     cpu_toggles, ex_toggles, cpu_toggles_copying = _paired(toggles, max_states)
     fast_copy = Cluster.copy
     Cluster.copy = _deepcopy  # the same search with copy.deepcopy, for the ratio

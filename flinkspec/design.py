@@ -41,6 +41,7 @@ import attrs
 
 from model import seams as _seams
 from model.cluster import RuntimeConfig
+from model.environment import FIELDS as ENVIRONMENT_FIELDS
 from model.errors import FlinkspecError
 from model.jobfile import load_job_file
 from model.variants import VARIANTS, Small, job_variant, register, unregister as forget_variants
@@ -128,12 +129,14 @@ def invariant(name: str, *, kind: str, statement: str, concept: str = "design", 
 
 
 def variant(name: str, description: str, *, base: str | None = None, job: str | None = None, seams=(),
-            expected="pass", config: dict | None = None, small: Small | None = None,
-            max_steps: int | None = None) -> None:
+            expected="pass", config: dict | None = None, environment: dict | None = None,
+            small: Small | None = None, max_steps: int | None = None) -> None:
     """Declare the variant ``name``: the built-in variant ``base`` (``flinkspec check --list``)
     or the job file ``job`` (a path relative to the design file), with the ``seams`` switched
     on (their names, or the decorated replacements), the ``RuntimeConfig`` fields of ``config``
-    changed, and the verdict ``expected`` of a search: ``"pass"`` or invariant names."""
+    (Flink's configuration) and the ``Environment`` fields of ``environment`` (the faults and
+    operator actions a run may see, and their budgets) changed, and the verdict ``expected``
+    of a search: ``"pass"`` or invariant names."""
     from spec.invariant import REGISTRY  # lazy: the spec layer is loaded with the engines
 
     d = _here()
@@ -161,14 +164,21 @@ def variant(name: str, description: str, *, base: str | None = None, job: str | 
     for k in config or {}:
         if k not in fields or k == "bugs":
             raise DesignError(f"{what}: config key {k!r} is not a RuntimeConfig field"
-                              + (" (switch seams with seams=)" if k == "bugs" else ""))
+                              + (" (switch seams with seams=)" if k == "bugs" else
+                                 " (it is the run's environment: give it in environment=)"
+                                 if k in ENVIRONMENT_FIELDS else ""))
+    for k in environment or {}:
+        if k not in ENVIRONMENT_FIELDS:
+            raise DesignError(f"{what}: environment key {k!r} is not an Environment field (known: "
+                              f"{', '.join(ENVIRONMENT_FIELDS)})")
     try:
         cfg = attrs.evolve(b.config, bugs=tuple(dict.fromkeys(b.config.bugs + tuple(names))), **(config or {}))
+        env = attrs.evolve(b.environment, **(environment or {}))
     except (FlinkspecError, TypeError, ValueError) as e:
         raise DesignError(f"{what}: {e}") from None
     switches = tuple(k for k in b.switches
                      if k == "sink_kind" or getattr(cfg, k) != getattr(RuntimeConfig(), k))
-    v = attrs.evolve(b, name=name, description=description, expected=exp, config=cfg, flink_key=None,
+    v = attrs.evolve(b, name=name, description=description, expected=exp, config=cfg, environment=env, flink_key=None,
                      switches=switches, origin=d.path, small=small or b.small,
                      max_steps=max_steps or b.max_steps)
     try:

@@ -507,7 +507,7 @@ class SourceIdleKind(_SourceKind):
     color = "#bbb"
 
     def precondition(self, c):
-        budget = c.config.max_idle_periods
+        budget = c.environment.max_idle_periods
         if budget is not None and c.job.idle_periods >= budget:
             return f"the sources went idle {c.job.idle_periods} time(s): max_idle_periods is {budget}"
         return None
@@ -522,7 +522,7 @@ class SourceIdleKind(_SourceKind):
 
     def apply(self, c, a):
         c.tasks[a.subtask].source.wm_output.mark_idle()
-        if c.config.max_idle_periods is not None:  # counted only under a budget: an unbounded
+        if c.environment.max_idle_periods is not None:  # counted only under a budget: an unbounded
             c.job.idle_periods += 1                 # run's IDLE/ACTIVE toggles return to one state
 
     def describe(self, c, a):
@@ -579,15 +579,15 @@ class TriggerCheckpointKind(ActionKind):
     color = "#c77c02"
 
     def candidates(self, c):
-        if c.config.trigger_savepoints:
+        if c.environment.trigger_savepoints:
             return (TriggerCheckpoint(False), TriggerCheckpoint(True))
         return (TriggerCheckpoint(False),)
 
     def admits(self, c, a):
         if type(a.savepoint) is not bool:
             return f"savepoint must be True or False, not {a.savepoint!r}"
-        if a.savepoint and not c.config.trigger_savepoints:
-            return "savepoints while running are not enabled (RuntimeConfig.trigger_savepoints)"
+        if a.savepoint and not c.environment.trigger_savepoints:
+            return "savepoints while running are not enabled (Environment.trigger_savepoints)"
         return None
 
     def precondition(self, c):
@@ -602,7 +602,7 @@ class TriggerCheckpointKind(ActionKind):
         if c.coordinator.num_pending >= c.config.max_concurrent_checkpoints:
             return "max_concurrent_checkpoints checkpoints are pending"
         if c.checkpoint_budget_spent():
-            return "the checkpoint budget (RuntimeConfig.max_checkpoints) is spent"
+            return "the checkpoint budget (Environment.max_checkpoints) is spent"
         if not any(t.status == RUNNING for t in c.source_tasks) and not c.final_checkpoint_needed():
             return "no source runs and no sink waits for a final checkpoint"
         return None
@@ -824,15 +824,15 @@ class StopWithSavepointKind(ActionKind):
     color = "#c77c02"
 
     def precondition(self, c):
-        if not c.config.savepoints:
-            return "stop-with-savepoint is not enabled (RuntimeConfig.savepoints)"
+        if not c.environment.savepoints:
+            return "stop-with-savepoint is not enabled (Environment.savepoints)"
         if c.cp is not None:
             return "stop-with-savepoint is not modelled with the control plane"
         job = c.job
         if job.status != RUNNING or job.stopping is not None or job.savepoint is not None:
             return "stop-with-savepoint is not possible now"
         if c.checkpoint_budget_spent():
-            return "the checkpoint budget (RuntimeConfig.max_checkpoints) is spent"
+            return "the checkpoint budget (Environment.max_checkpoints) is spent"
         return None
 
     def apply(self, c, a):
@@ -846,7 +846,7 @@ class StopWithSavepointKind(ActionKind):
 @register
 class RestartFromSavepointKind(ActionKind):
     """Offered when the job stopped with a savepoint: the current parallelisms first (the
-    drain policy takes that one), then each option of ``RuntimeConfig.rescale_options``."""
+    drain policy takes that one), then each option of ``Environment.rescale_options``."""
 
     disturbs = True
 
@@ -870,7 +870,7 @@ class RestartFromSavepointKind(ActionKind):
     def admits(self, c, a):
         if not isinstance(a.parallelism, tuple) or a.parallelism not in c.rescale_choices():
             return (f"{a.parallelism!r} is not one of the offered parallelisms {c.rescale_choices()} "
-                    "(RuntimeConfig.rescale_options)")
+                    "(Environment.rescale_options)")
         return None
 
     def drains(self, c, a):
@@ -1288,7 +1288,7 @@ class _ControlPlaneFault(_ControlPlaneKind):
     shape = "cross"
     color = "#d00"
 
-    #: a fault kind ``RuntimeConfig.control_plane_faults`` may leave out
+    #: a fault kind ``Environment.control_plane_faults`` may leave out
     cp_fault = True
 
     def precondition(self, c):
@@ -1306,9 +1306,9 @@ def _fault_refused(kind, c) -> str | None:
     """Why a control-plane fault of ``kind`` may not be injected now (None: it may)."""
     if not c.failures_left():
         return "no failure may be injected now (the job is not running or the failure budget is spent)"
-    allowed = c.config.control_plane_faults
+    allowed = c.environment.control_plane_faults
     if allowed is not None and kind.name not in allowed:
-        return f"{kind.name} is not among RuntimeConfig.control_plane_faults {allowed!r}"
+        return f"{kind.name} is not among Environment.control_plane_faults {allowed!r}"
     return None
 
 
@@ -1351,9 +1351,10 @@ class TickKind(_ControlPlaneKind):
 
     def precondition(self, c):
         why = _ControlPlaneKind.precondition(self, c)
-        if why is None and c.config.rpc_capacity is not None and len(c.cp.net.in_flight) >= c.config.rpc_capacity:
-            why = (f"{len(c.cp.net.in_flight)} RPCs are in flight (RuntimeConfig.rpc_capacity="
-                   f"{c.config.rpc_capacity}): the next heartbeat interval waits")
+        capacity = c.environment.rpc_capacity
+        if why is None and capacity is not None and len(c.cp.net.in_flight) >= capacity:
+            why = (f"{len(c.cp.net.in_flight)} RPCs are in flight (Environment.rpc_capacity={capacity}): "
+                   "the next heartbeat interval waits")
         return why
 
     def drains(self, c, a):
@@ -1635,8 +1636,8 @@ class CleanupJobKind(_ControlPlaneKind):
 
 @register
 class RescaleFromCheckpointKind(ActionKind):
-    """Offered while the job runs, with ``RuntimeConfig.rescale_from_checkpoints``, once a
-    checkpoint completed: each parallelism of ``RuntimeConfig.rescale_options`` other than the
+    """Offered while the job runs, with ``Environment.rescale_from_checkpoints``, once a
+    checkpoint completed: each parallelism of ``Environment.rescale_options`` other than the
     current one, unless Flink would refuse the restore (in-flight data on a rescaled pointwise
     edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
 
@@ -1649,18 +1650,18 @@ class RescaleFromCheckpointKind(ActionKind):
     color = "#9c4f00"
 
     def candidates(self, c):
-        if not c.config.rescale_from_checkpoints:
+        if not c.environment.rescale_from_checkpoints:
             return ()
         return [RescaleFromCheckpoint(o) for o in c.rescale_choices()[1:]]
 
     def precondition(self, c):
-        cfg = c.config
-        if not cfg.rescale_from_checkpoints:
-            return "RuntimeConfig.rescale_from_checkpoints is off"
+        env = c.environment
+        if not env.rescale_from_checkpoints:
+            return "Environment.rescale_from_checkpoints is off"
         if c.job.status != RUNNING or c.job.stopping is not None:
             return "the job is not running (or is stopping with a savepoint)"
-        if c.job.checkpoint_rescales >= cfg.max_checkpoint_rescales:
-            return f"the run already rescaled from a checkpoint {cfg.max_checkpoint_rescales} time(s)"
+        if c.job.checkpoint_rescales >= env.max_checkpoint_rescales:
+            return f"the run already rescaled from a checkpoint {env.max_checkpoint_rescales} time(s)"
         if c.coordinator.store.get_latest_checkpoint() is None:
             return "no completed checkpoint to restore"
         return None
@@ -1668,7 +1669,7 @@ class RescaleFromCheckpointKind(ActionKind):
     def admits(self, c, a):
         if not isinstance(a.parallelism, tuple) or a.parallelism not in c.rescale_choices()[1:]:
             return (f"{a.parallelism!r} is not one of the offered new parallelisms {c.rescale_choices()[1:]} "
-                    "(RuntimeConfig.rescale_options)")
+                    "(Environment.rescale_options)")
         return c.checkpoint_rescale_refusal(a.parallelism)
 
     def apply(self, c, a):
@@ -1736,7 +1737,7 @@ WEIGHTS = {u.name: u.weight for u in KINDS.values()}
 #: the data plane's kinds, and every kind (a cluster without the control plane uses the first)
 DATA_UNITS = tuple(u for u in KINDS.values() if not u.control_plane)
 ALL_UNITS = tuple(KINDS.values())
-#: the control plane's fault kinds (``RuntimeConfig.control_plane_faults`` names a subset)
+#: the control plane's fault kinds (``Environment.control_plane_faults`` names a subset)
 CONTROL_PLANE_FAULTS = tuple(u.name for u in KINDS.values() if getattr(u, "cp_fault", False))
 #: the drain policy's order of kinds
 DRAIN_ORDER = tuple(u for u in sorted((u for u in KINDS.values() if u.drain is not None), key=lambda u: u.drain))

@@ -1,6 +1,6 @@
 """The cluster state and the one step function every engine drives.
 
-``Cluster.from_scenario(scenario)`` (or ``Cluster(execution_graph, job_input, config, seed)``)
+``Cluster.from_scenario(scenario)`` (or ``Cluster(execution_graph, job_input, config, seed, environment)``)
 deploys a compiled job. The action kinds of ``model.actions`` are the only way the state
 changes:
 
@@ -67,6 +67,7 @@ from model.checkpointcoordinator import (
     NotifyCheckpointComplete,
 )
 from model.errors import ActionNotEnabled, FlinkspecError
+from model.environment import Environment
 from model.eventtime import BoundedOutOfOrdernessWatermarks, WatermarkToDataOutput
 from model.events import LONG_MAX, CheckpointBarrier
 from model.executiongraph import compile_stream_graph
@@ -109,7 +110,6 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
 RPC_ORDERS = ("any", "connection")
-DEAD_LETTERS = ("on_delivery", "at_once")
 
 
 #: ``RuntimeConfig`` fields that were unsafe switches and are seams now: field -> (the unsafe
@@ -182,7 +182,9 @@ def known_bugs() -> tuple[str, ...]:
 
 @attrs.frozen(slots=True, kw_only=True)
 class RuntimeConfig:
-    """The knobs of a run. Defaults are Flink's defaults where Flink has one.
+    """Flink's configuration of a run. Defaults are Flink's defaults where Flink has one. What
+    the world around the job may do to it (faults, operator actions, their budgets) is not
+    here but in the run's ``model.environment.Environment``.
 
     ``unaligned`` with ``aligned_checkpoint_timeout=None`` is pure unaligned; with a timeout
     it is Flink's "alternating" aligned-then-unaligned mode (barriers are timeoutable).
@@ -203,14 +205,6 @@ class RuntimeConfig:
     tolerable_failed_checkpoints: int | None = None
     channel_capacity: int = 4
     checkpoints_after_tasks_finish: bool = True
-    #: failures: how many failure actions (FailTask, LoseTaskManager, FailJobManager) a run may
-    #: inject; 0 = a failure-free run.
-    max_failures: int = 0
-    #: checkpoints: how many checkpoints and savepoints (stop-with-savepoint included) the
-    #: CheckpointCoordinator may be asked to trigger in a run; one more is allowed for the
-    #: final checkpoint once every task finished (FLIP-147). None = unbounded. Not a Flink
-    #: knob: a bound that makes the state space finite for exhaustive exploration.
-    max_checkpoints: int | None = None
     failover_strategy: str = "region"
     #: restart strategy: "fixed-delay" (``restart_attempts``), "failure-rate"
     #: (``failure_rate_max_failures`` within ``failure_rate_interval`` steps) or "none".
@@ -222,12 +216,6 @@ class RuntimeConfig:
     task_managers: int = 2
     #: slots per TaskManager; None = just enough for the job (ceil(required / task_managers)).
     slots_per_task_manager: int | None = None
-    #: whether stop-with-savepoint / rescaling actions are offered.
-    savepoints: bool = False
-    #: parallelisms a RestartFromSavepoint may choose, per operator name: ((name, (p, ...)), ...).
-    rescale_options: tuple = ()
-    #: whether TriggerCheckpoint(savepoint=True) (a savepoint while running) is offered.
-    trigger_savepoints: bool = False
     # -- known-unsafe variants (see model.variants) --
     #: the seams a run switches on, by name (``model.seams``): each overrides one definition of
     #: the model -- a re-introduced Flink bug (its FLINK key), a known-unsafe change, or a
@@ -252,48 +240,20 @@ class RuntimeConfig:
     job_managers: int = 2
     #: heartbeat intervals (Tick actions) without an answer after which a peer is lost.
     heartbeat_timeout: int = 2
-    #: the control-plane fault kinds a run may inject (names of action kinds: RpcLose,
-    #: RpcDuplicate, CrashJobManager, ConnectionSuspended, ExpireSession of a living connected
-    #: process, CrashTaskExecutor);
-    #: None = all of them. Every fault counts against ``max_failures``.
-    control_plane_faults: tuple | None = None
     #: ``high-availability.zookeeper.client.tolerate-suspended-connections`` (default false):
     #: false -- Curator's StandardConnectionStateErrorPolicy: a SUSPENDED connection revokes
     #: leadership (the LeaderLatch resets on RECONNECTED); true -- ZooKeeperUtils installs a
     #: SessionConnectionStateErrorPolicy: leadership is kept until the session is LOST.
     zookeeper_tolerate_suspended_connections: bool = False
-    #: RPCs in flight at which the next heartbeat interval (Tick) waits; None = unbounded. Not a
-    #: Flink knob: each Tick sends heartbeats, so without a bound the messages in flight, and
-    #: the control plane's state space, grow without end (exhaustive exploration needs a bound).
-    rpc_capacity: int | None = None
     #: which RPC may be delivered next: "any" (every message overtakes every other) or
     #: "connection" (Pekko's order: one sender's messages to one receiver arrive in sending
     #: order; different connections overtake each other). "connection" is Flink's transport;
     #: "any" is a superset of its behaviours.
     rpc_order: str = "any"
-    #: what becomes of an RPC to a ResourceManager or JobMaster whose leader session is gone for
-    #: ever (a crashed or deposed leader's; ``ControlPlane.live_sessions``): "on_delivery" (it
-    #: stays in flight until an ``RpcDeliver`` drops it, as Pekko sends a message to a stopped
-    #: endpoint to its dead letters) or "at_once" (dropped after the step that ended the
-    #: session). Not a Flink knob: the deliveries "at_once" leaves out change nothing, so both
-    #: reach the same states less those letters and give the same verdicts
-    #: (docs/control-plane.md); "at_once" has far fewer interleavings to explore.
-    dead_letters: str = "on_delivery"
     #: ``slot.idle.timeout`` in heartbeat intervals (Flink: 50 s, five of its 10 s heartbeat
     #: intervals; here as many intervals as ``heartbeat_timeout``'s default): a free slot of the
     #: SlotPool idle this long, and not needed, is released to its TaskExecutor.
     slot_idle_timeout: int = 2
-
-
-    #: whether RescaleFromCheckpoint is offered: the job is cancelled and resubmitted from its
-    #: latest completed checkpoint (an unaligned one carries in-flight data) with one of the
-    #: parallelisms of ``rescale_options``; at most ``max_checkpoint_rescales`` times per run.
-    rescale_from_checkpoints: bool = False
-    max_checkpoint_rescales: int = 1
-    #: how many times a run's sources may go IDLE (``SourceIdle``); None = unbounded. Not a
-    #: Flink knob: each IDLE/ACTIVE toggle puts a WatermarkStatus into the channels, so without
-    #: a bound the toggles multiply the interleavings an exhaustive search has to take.
-    max_idle_periods: int | None = None
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -308,10 +268,6 @@ class RuntimeConfig:
                 type(self.tolerable_failed_checkpoints) is not int or self.tolerable_failed_checkpoints < 0):
             raise FlinkspecError(f"tolerable_failed_checkpoints must be an int >= 0 or None (unlimited), "
                                  f"not {self.tolerable_failed_checkpoints!r}")
-        if self.max_checkpoints is not None and self.max_checkpoints < 0:
-            raise FlinkspecError(f"max_checkpoints must be >= 0 or None, not {self.max_checkpoints}")
-        if self.max_idle_periods is not None and self.max_idle_periods < 0:
-            raise FlinkspecError(f"max_idle_periods must be >= 0 or None, not {self.max_idle_periods}")
         if self.failover_strategy not in ("region", "full"):
             raise FlinkspecError(f"failover_strategy must be 'region' or 'full', not {self.failover_strategy!r}")
         if self.restart_strategy not in ("fixed-delay", "failure-rate", "none"):
@@ -331,23 +287,10 @@ class RuntimeConfig:
             raise FlinkspecError(f"job_managers must be >= 1, not {self.job_managers}")
         if self.heartbeat_timeout < 1:
             raise FlinkspecError(f"heartbeat_timeout must be >= 1, not {self.heartbeat_timeout}")
-        if self.control_plane_faults is not None:
-            unknown_faults = sorted(set(self.control_plane_faults) - set(A.CONTROL_PLANE_FAULTS))
-            if unknown_faults or not isinstance(self.control_plane_faults, tuple):
-                raise FlinkspecError(f"control_plane_faults must be a tuple of {A.CONTROL_PLANE_FAULTS}, "
-                                     f"not {self.control_plane_faults!r}")
         if self.rpc_order not in RPC_ORDERS:
             raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
-        if self.dead_letters not in DEAD_LETTERS:
-            raise FlinkspecError(f"dead_letters must be one of {DEAD_LETTERS}, not {self.dead_letters!r}")
         if self.slot_idle_timeout < 1:
             raise FlinkspecError(f"slot_idle_timeout must be >= 1, not {self.slot_idle_timeout}")
-        if self.rpc_capacity is not None and self.rpc_capacity < 1:
-            raise FlinkspecError(f"rpc_capacity must be >= 1 or None, not {self.rpc_capacity}")
-
-
-        if self.max_checkpoint_rescales < 0:
-            raise FlinkspecError(f"max_checkpoint_rescales must be >= 0, not {self.max_checkpoint_rescales}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown seam(s) {sorted(unknown)} in bugs; known: {', '.join(known_bugs())}")
@@ -440,16 +383,19 @@ class Cluster:
     """The whole runtime state of one job run (see the module docstring)."""
 
     #: history and derived data a fingerprint leaves out (``model.fingerprint``)
-    FINGERPRINT_SKIP = ("eg", "job_input", "config", "seed", "trace", "events", "restored_from", "trigger_results",
+    FINGERPRINT_SKIP = ("eg", "job_input", "config", "environment", "seed", "trace", "events", "restored_from", "trigger_results",
                         "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
                         "producer_of", "source_tasks", "outbox", "_scenario_key",
                         "channel_rescales", "completed", "job_failure")
 
-    def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0):
+    def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0,
+                 environment: Environment | None = None):
         self.eg = execution_graph
         self.job_input = job_input
         self.config = config or RuntimeConfig()
+        #: the faults and operator actions this run may see (``model.environment``)
+        self.environment = environment or Environment()
         self.seed = seed
         self._start(execution_graph)
 
@@ -492,7 +438,7 @@ class Cluster:
             self.cp = ControlPlane(self)
             for t in self.tasks:
                 t.status = "CREATED"  # deployed by a JobMaster once it holds slots
-        if self.config.savepoints:
+        if self.environment.savepoints:
             # the ExecutionGraphs a restart from a savepoint may deploy, compiled now rather than
             # inside a step (a compile leaves its own graphs to the cyclic garbage collector,
             # which the explorer leaves off)
@@ -505,8 +451,9 @@ class Cluster:
 
     @classmethod
     def from_scenario(cls, scenario) -> "Cluster":
-        """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, seed)."""
-        return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed)
+        """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, environment, seed)."""
+        return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed,
+                   environment=scenario.environment)
 
     #: the control plane (an instance attribute only when it is on)
     cp = None
@@ -586,23 +533,24 @@ class Cluster:
     def checkpoint_budget_spent(self) -> bool:
         """Whether ``max_checkpoints`` forbids another trigger request (the final checkpoint
         of a finished job gets one more)."""
-        budget = self.config.max_checkpoints
+        budget = self.environment.max_checkpoints
         if budget is None:
             return False
         return self.job.checkpoints_triggered >= budget + (1 if self.final_checkpoint_needed() else 0)
 
     def without_budgets(self) -> "Cluster":
-        """A copy whose configuration has no checkpoint budget (``max_checkpoints=None``): what
+        """A copy whose environment has no checkpoint budget (``max_checkpoints=None``): what
         the state would do if the environment let the job go on (a progress check drains it)."""
         c = self.copy()
-        c.config = attrs.evolve(self.config, max_checkpoints=None)
+        c.environment = attrs.evolve(self.environment, max_checkpoints=None)
         return c
 
     def copy(self, created: list | None = None) -> "Cluster":
         """An independent copy: stepping one never changes the other. The ExecutionGraph, the
-        job input and the configuration (immutable) are shared. ``created``: a list that is
+        job input, the configuration and the environment (immutable) are shared. ``created``: a list that is
         appended every object the copy made (``model.statecopy.dispose`` frees a copy by it)."""
         memo = {id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
+                id(self.environment): self.environment,
                 id(self.strategy): self.strategy, id(self.task_managers): self.task_managers, id(self._ops): self._ops}
         for st in self.eg.subtasks:
             memo[id(st)] = st
@@ -623,14 +571,17 @@ class Cluster:
         out, and so are ``now`` and timestamps unless ``config.time_sensitive``; of the number of
         failovers, the completed checkpoints' snapshots and the tasks' acknowledged checkpoints
         it keeps what a later step reads (``_read_later``)."""
-        # the graph, the input and the configuration are left out of the walk and hashed apart,
-        # once per set of objects: a rescale replaces the graph (and ``without_budgets`` the
-        # configuration), so the key is of the current ones, whenever it was first computed
+        # the graph, the input, the configuration and the environment are left out of the walk
+        # and hashed apart, once per set of objects: a rescale replaces the graph (and
+        # ``without_budgets`` the environment), so the key is of the current ones, whenever it
+        # was first computed
         key = self._scenario_key
-        if key is None or key[0] is not self.eg or key[1] is not self.job_input or key[2] is not self.config:
-            key = self._scenario_key = (self.eg, self.job_input, self.config, fingerprint_of(
-                (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), self.seed), drop_time=False))
-        return fingerprint_of((key[3], self._read_later(), self), drop_time=not self.config.time_sensitive)
+        if key is None or key[0] is not self.eg or key[1] is not self.job_input or key[2] is not self.config \
+                or key[3] is not self.environment:
+            key = self._scenario_key = (self.eg, self.job_input, self.config, self.environment, fingerprint_of(
+                (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), repr(self.environment),
+                 self.seed), drop_time=False))
+        return fingerprint_of((key[4], self._read_later(), self), drop_time=not self.config.time_sensitive)
 
     def _read_later(self) -> tuple:
         """What the fingerprint keeps of the fields its walk leaves out (``FINGERPRINT_SKIP`` of
@@ -1050,7 +1001,7 @@ class Cluster:
         return True
 
     def failures_left(self) -> bool:
-        return self.job.status == RUNNING and self.job.failures < self.config.max_failures
+        return self.job.status == RUNNING and self.job.failures < self.environment.max_failures
 
     def task_manager_busy(self, i: int) -> bool:
         """Whether TaskManager ``i`` runs a task (cached per slot allocation)."""
@@ -1068,7 +1019,7 @@ class Cluster:
 
     def rescale_choices(self) -> list[tuple]:
         """The RestartFromSavepoint parallelisms offered: the current ones and, per operator in
-        ``config.rescale_options``, each listed parallelism."""
+        ``environment.rescale_options``, each listed parallelism."""
         sg = self.eg.stream_graph
         current = tuple((o.name, o.parallelism) for o in sg.operators)
         # a forward edge needs equal parallelisms: an operator rescales together with every
@@ -1079,7 +1030,7 @@ class Cluster:
                 forward.setdefault(e.source, []).append(e.target)
                 forward.setdefault(e.target, []).append(e.source)
         out = [current]
-        for name, ps in self.config.rescale_options:
+        for name, ps in self.environment.rescale_options:
             group, todo = {name}, [name]
             while todo:
                 for n in forward.get(todo.pop(), ()):

@@ -43,7 +43,7 @@ TaskExecutors are restarted by the environment (``StartTaskExecutor``) rather th
 requested from Kubernetes/YARN; the JobResultStore is a node of the same store; HA writes
 are fenced by a check that the writer's latch node leads (a ZooKeeper multi-op with a
 check), counter increments by versioned compare-and-set only. With
-``RuntimeConfig.dead_letters = "at_once"`` an RPC to a ResourceManager or JobMaster of a
+``Environment.dead_letters = "at_once"`` an RPC to a ResourceManager or JobMaster of a
 leader session gone for ever is dropped after the step that ended the session instead of
 when delivered (its delivery would change nothing; ``discard_dead_letters``).
 """
@@ -141,7 +141,7 @@ class ControlPlane:
         #: per subtask: the producers of the blocking partitions its pipelined region consumes
         self.region_inputs = region_inputs(c.eg)
         self.idle_timeout = cfg.slot_idle_timeout
-        self.dead_letters_at_once = cfg.dead_letters == "at_once"
+        self.dead_letters_at_once = c.environment.dead_letters == "at_once"
         self.store = ha.ZooKeeperStore()
         self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
         self.running: int | None = None
@@ -644,7 +644,7 @@ class ControlPlane:
         return live
 
     def discard_dead_letters(self) -> None:
-        """``RuntimeConfig.dead_letters == "at_once"``: drop every RPC in flight to a
+        """``Environment.dead_letters == "at_once"``: drop every RPC in flight to a
         ResourceManager or JobMaster of a leader session that is gone for ever
         (``live_sessions``). ``deliver`` would drop it without a trace whenever it came."""
         fl = self.net.in_flight

@@ -1,16 +1,19 @@
 """A job file: a job spec (``model.streamgraph``) plus how to run it, for ``flinkspec check --job``.
 
-Besides the StreamGraph, a job spec file may hold two optional tables:
+Besides the StreamGraph, a job spec file may hold three optional tables:
 
-* ``[runtime]`` -- the configuration the job runs with (:data:`RUNTIME_KEYS`): checkpointing
+* ``[runtime]`` -- Flink's configuration the job runs with (:data:`RUNTIME_KEYS`): checkpointing
   mode, unaligned checkpoints and their aligned-checkpoint timeout, concurrent checkpoints,
-  the failover strategy, the TaskManagers and their slots, and how many failures a run may
-  inject. A key left out takes Flink's default where Flink has one
+  the failover strategy, the TaskManagers and their slots. A key left out takes Flink's
+  default where Flink has one
   (``execution.checkpointing.mode`` EXACTLY_ONCE, ``execution.checkpointing.unaligned.enabled``
   false, ``execution.checkpointing.aligned-checkpoint-timeout`` 0 = none,
   ``execution.checkpointing.max-concurrent-checkpoints`` 1,
   ``jobmanager.execution.failover-strategy`` region, ``taskmanager.numberOfTaskSlots`` 1, and
   as many TaskManagers as the job needs, as an active resource manager starts them).
+* ``[environment]`` -- what the world around the job may do in a run (:data:`ENVIRONMENT_KEYS`,
+  ``model.environment``): how many failures (task failure, TaskManager loss, JobManager
+  failover) a run may inject. Not a Flink option: the search's fault budget.
 * ``[input]`` -- the records the sources read (:data:`INPUT_KEYS`): ``records`` per source
   subtask, the ``keys`` they carry, their ``out_of_orderness`` (how far an event time may lag
   the largest one before it in its split) and the ``seed`` that draws them. A key left out is
@@ -18,7 +21,7 @@ Besides the StreamGraph, a job spec file may hold two optional tables:
   seed.
 
 Every broken rule raises :class:`model.errors.InvalidJobSpec` naming the file, the table
-and the key: ``"<file>: [runtime] max_failures: must be an integer >= 0, not -1"``. The
+and the key: ``"<file>: [environment] max_failures: must be an integer >= 0, not -1"``. The
 rules are listed in docs/job-specs.md. :func:`model.variants.job_variant` turns a loaded file into
 the variant every engine searches.
 """
@@ -32,6 +35,7 @@ from typing import Any
 import attrs
 
 from model.cluster import CHECKPOINTING_MODES, JobInput, RuntimeConfig
+from model.environment import Environment
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.inputfiles import INT_MAX, INT_MIN, InputError, read_json_or_toml, short
 from model.streamgraph import MAX_NAME, StreamGraph, check_execution_size, stream_graph_from_dict
@@ -54,10 +58,13 @@ RUNTIME_KEYS = {
     "max_concurrent_checkpoints": ("checkpoints in flight at once (`execution.checkpointing.max-concurrent-checkpoints`)",
                                    "1"),
     "failover_strategy": ("`region` or `full` (`jobmanager.execution.failover-strategy`)", "region"),
-    "max_failures": ("failures (task failure, TaskManager loss, JobManager failover) a run may inject; "
-                     "0 = failure-free runs (not a Flink option: the search's fault budget)", "2"),
     "task_managers": ("TaskManagers", "as many as the job needs"),
     "slots_per_task_manager": ("slots of each TaskManager (`taskmanager.numberOfTaskSlots`)", "1"),
+}
+#: [environment] key -> (meaning, default)
+ENVIRONMENT_KEYS = {
+    "max_failures": ("failures (task failure, TaskManager loss, JobManager failover) a run may inject; "
+                     "0 = failure-free runs (not a Flink option: the search's fault budget)", "2"),
 }
 #: [input] key -> (meaning, default)
 INPUT_KEYS = {
@@ -69,7 +76,9 @@ INPUT_KEYS = {
     "seed": ("the seed that draws the records", "the seed of each run of the search"),
 }
 
-#: the fault budget of ``check --job`` when [runtime] names none
+#: the tables of a job file besides the StreamGraph, with their keys
+_TABLES = {"runtime": RUNTIME_KEYS, "environment": ENVIRONMENT_KEYS, "input": INPUT_KEYS}
+#: the fault budget of ``check --job`` when [environment] names none
 DEFAULT_MAX_FAILURES = 2
 DEFAULT_SLOTS_PER_TASK_MANAGER = 1
 
@@ -86,12 +95,14 @@ class InputSpec:
 
 @attrs.frozen(slots=True, kw_only=True)
 class JobFile:
-    """A loaded job file: its graph, the configuration it runs with, its input table."""
+    """A loaded job file: its graph, the configuration it runs with, its environment, its input
+    table."""
 
     path: str
     graph: StreamGraph
     config: RuntimeConfig
     input: InputSpec
+    environment: Environment
 
     @property
     def name(self) -> str:
@@ -111,8 +122,18 @@ def _table(data: dict, table: str, known: dict) -> dict:
         raise InvalidJobSpec(f"[{table}]", f"must be a table/object, not {short(d)}")
     for key in d:
         if key not in known:
+            for other, keys in _TABLES.items():
+                if other != table and key in keys:
+                    raise InvalidJobSpec(f"[{table}] {key}", f"belongs in [{other}], not in [{table}]")
             raise InvalidJobSpec(f"[{table}]", f"unknown key {short(key)} (known: {', '.join(known)})")
     return d
+
+
+def environment(data: dict) -> Environment:
+    """The Environment of a job file's [environment] table (``data`` is the whole file)."""
+    d = _table(data, "environment", ENVIRONMENT_KEYS)
+    return Environment(max_failures=_int("environment", "max_failures", d.get("max_failures", DEFAULT_MAX_FAILURES),
+                                         0, MAX_FAILURES))
 
 
 def runtime_config(data: dict, graph: StreamGraph) -> RuntimeConfig:
@@ -142,7 +163,6 @@ def runtime_config(data: dict, graph: StreamGraph) -> RuntimeConfig:
     if strategy not in ("region", "full"):
         raise InvalidJobSpec("[runtime] failover_strategy", f"must be 'region' or 'full', not {short(strategy)}")
     kw["failover_strategy"] = strategy
-    kw["max_failures"] = _int("runtime", "max_failures", d.get("max_failures", DEFAULT_MAX_FAILURES), 0, MAX_FAILURES)
     slots = _int("runtime", "slots_per_task_manager", d.get("slots_per_task_manager", DEFAULT_SLOTS_PER_TASK_MANAGER),
                  1, MAX_SLOTS_PER_TASK_MANAGER)
     required = required_slots(graph)
@@ -224,15 +244,16 @@ def job_file_from_dict(data: Any, path: str = "job") -> JobFile:
         graph = stream_graph_from_dict(data)
         check_execution_size(graph, "job")
         config = runtime_config(data, graph)
+        env = environment(data)
         spec = input_spec(data)
     except InvalidJobSpec as e:
         raise InvalidJobSpec(f"{path}: {e.subject}", e.rule) from None
-    return JobFile(path=path, graph=graph, config=config, input=spec)
+    return JobFile(path=path, graph=graph, config=config, input=spec, environment=env)
 
 
 def load_job_file(path: str | os.PathLike) -> JobFile:
     """Load a job file: the StreamGraph (``model.jobgraph.load_job_graph``'s checks: file, keys,
-    types, Flink's rules, chaining) and the [runtime] and [input] tables."""
+    types, Flink's rules, chaining) and the [runtime], [environment] and [input] tables."""
     from model.jobgraph import load_job_graph  # here: model.jobgraph imports the modules this one needs first
 
     p = os.fspath(path)
@@ -243,10 +264,11 @@ def load_job_file(path: str | os.PathLike) -> JobFile:
         raise InvalidJobSpec(e.source, e.rule) from None
     try:
         config = runtime_config(data, graph)
+        env = environment(data)
         spec = input_spec(data)
     except InvalidJobSpec as e:
         raise InvalidJobSpec(f"{p}: {e.subject}", e.rule) from None
-    return JobFile(path=p, graph=graph, config=config, input=spec)
+    return JobFile(path=p, graph=graph, config=config, input=spec, environment=env)
 
 
 # -- the input of a run ------------------------------------------------------------------------

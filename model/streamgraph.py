@@ -571,10 +571,11 @@ _GRAPH_FIELDS: dict[str, tuple[type, ...]] = {
     "chain_operators_with_different_max_parallelism": (bool,),
     # how the job runs and what it reads (``model.jobfile``: ``flinkspec check --job``)
     "runtime": (dict,),
+    "environment": (dict,),
     "input": (dict,),
 }
 #: top-level tables of a job file that are not part of the StreamGraph
-_RUN_TABLES = ("runtime", "input")
+_RUN_TABLES = ("runtime", "environment", "input")
 _OP_FIELDS: dict[str, tuple[type, ...]] = {
     "name": (str,),
     "kind": (str,),

@@ -1,7 +1,7 @@
 """Named configurations — safe ones and known-unsafe ones — with their expected verdicts.
 
-A :class:`Variant` is a family of scenarios (job shape + input + runtime configuration)
-generated from a seed, plus what a search over it must conclude: ``expected="pass"`` for a
+A :class:`Variant` is a family of scenarios (job shape + input + runtime configuration +
+environment) generated from a seed, plus what a search over it must conclude: ``expected="pass"`` for a
 safe configuration, or the invariant(s) the search must find violated. Unsafe variants
 are how a user knows the suite has teeth: each one re-introduces a setting that is known
 to break a guarantee, or a historical Flink bug mechanism (named by its FLINK key).
@@ -25,6 +25,7 @@ import attrs
 from model import catalog, seams
 from model.catalog import PASS
 from model.cluster import JobInput, RuntimeConfig
+from model.environment import Environment, split_config
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.jobfile import JobFile, generate_input
 from model.rescaling import rescale_graph
@@ -41,6 +42,15 @@ class Scenario:
     job_input: JobInput
     config: RuntimeConfig
     seed: int
+    #: the faults and operator actions the run may see (``model.environment``)
+    environment: Environment = Environment()
+
+    def with_settings(self, **fields) -> "Scenario":
+        """This scenario with ``fields`` changed: each an ``Environment`` field (the faults and
+        operator actions) or else a ``RuntimeConfig`` field (Flink's configuration)."""
+        config, env = split_config(fields)
+        return attrs.evolve(self, config=attrs.evolve(self.config, **config),
+                            environment=attrs.evolve(self.environment, **env))
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -48,7 +58,7 @@ class Small:
     """The smallest scenario of a variant that still exercises its mechanism, for exhaustive
     exploration (``small_scenario``): ``sources`` source subtasks (one split each) of
     ``records`` records over ``keys``, at most ``checkpoints`` checkpoints/savepoints
-    (``RuntimeConfig.max_checkpoints``) and ``failures`` injected failures."""
+    (``Environment.max_checkpoints``) and ``failures`` injected failures."""
 
     sources: int = 1
     records: int = 1
@@ -60,6 +70,8 @@ class Small:
     single_task: bool = False
     #: ``RuntimeConfig`` fields set in the small scenario only: ``((field, value), ...)``
     config: tuple = ()
+    #: ``Environment`` fields set in the small scenario only: ``((field, value), ...)``
+    environment: tuple = ()
     #: ``(size, allowed lateness)``: the keyed operator is a tumbling event-time window of that
     #: size counting per key (the keyed, late-window and state-backend families), instead of a
     #: keyed count
@@ -73,7 +85,7 @@ class Small:
     #: (``tests/test_explore.py`` holds every variant marked so to it). False where the space
     #: is too large for that (the search is then bounded; docs/exploration.md says which).
     exhaustive: bool = True
-    #: how many times the sources may go IDLE (``RuntimeConfig.max_idle_periods``; None:
+    #: how many times the sources may go IDLE (``Environment.max_idle_periods``; None:
     #: unbounded). 0 by default: a source's IDLE/ACTIVE toggles only put WatermarkStatus
     #: elements into the channels, which no checkpointing, failover or sink mechanism depends
     #: on, yet they multiply the interleavings (concurrent-checkpoints-2pc: 10,695 states
@@ -90,6 +102,8 @@ class Variant:
     expected: tuple = (PASS,)
     family: str = "keyed"
     config: RuntimeConfig = RuntimeConfig()
+    #: the faults and operator actions its runs may see (``model.environment``)
+    environment: Environment = Environment()
     flink_key: str | None = None
     #: random-walk step budget before the run is drained.
     max_steps: int = 400
@@ -328,7 +342,7 @@ def generate(variant: Variant, seed: int) -> Scenario:
     if variant.job is not None:
         job = variant.job
         return Scenario(graph=job.graph, job_input=generate_input(job.graph, job.input, seed), config=job.config,
-                        seed=seed)
+                        seed=seed, environment=job.environment)
     rng = random.Random(f"{variant.name}:{seed}")
     sink_kind = variant.sink_kind
     if variant.family == "keyed":
@@ -345,11 +359,11 @@ def generate(variant: Variant, seed: int) -> Scenario:
     sizes = dict(min_records=2, max_records=5) if variant.family == "state_backend" else {}
     job_input = _input(rng, graph, max(o.watermark_out_of_orderness for o in graph.operators if o.kind == "source"),
                        negative=negative, **sizes)
-    config = variant.config
+    env = variant.environment
     if variant.family in ("rescale", "rescale_source"):
-        config = attrs.evolve(config, rescale_options=_rescale_options(
+        env = attrs.evolve(env, rescale_options=_rescale_options(
             graph, ("agg", "source") if variant.family == "rescale_source" else ("agg",)))
-    return Scenario(graph=graph, job_input=job_input, config=config, seed=seed)
+    return Scenario(graph=graph, job_input=job_input, config=variant.config, seed=seed, environment=env)
 
 
 def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
@@ -406,13 +420,14 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     else:
         splits = tuple(tuple((keys[(i + j) % len(keys)], 1, i + 1) for i in range(sm.records))
                        for j in range(sm.sources))
-    config = attrs.evolve(variant.config, max_failures=min(variant.config.max_failures, sm.failures),
-                          max_checkpoints=sm.checkpoints, max_idle_periods=sm.idle_periods, **dict(sm.config))
+    config = attrs.evolve(variant.config, **dict(sm.config))
+    env = attrs.evolve(variant.environment, max_failures=min(variant.environment.max_failures, sm.failures),
+                       max_checkpoints=sm.checkpoints, max_idle_periods=sm.idle_periods, **dict(sm.environment))
     if variant.family == "rescale":
-        config = attrs.evolve(config, rescale_options=(("agg", (2,)),))
+        env = attrs.evolve(env, rescale_options=(("agg", (2,)),))
     elif variant.family == "rescale_source":
-        config = attrs.evolve(config, rescale_options=(("agg", (2,)), ("source", (1, 2))))
-    return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed)
+        env = attrs.evolve(env, rescale_options=(("agg", (2,)), ("source", (1, 2))))
+    return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed, environment=env)
 
 
 _F = dict(max_failures=2)
@@ -455,16 +470,15 @@ def unregister(names) -> None:
 
 # -- safe configurations ---------------------------------------------------------------------
 _add(Variant(name="aligned-2pc", description="aligned exactly-once checkpoints, two-phase-commit sink, "
-             "region failover, task failures", config=RuntimeConfig(**_F)))
+             "region failover, task failures", config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="aligned-2pc-restart-all", description="as aligned-2pc with restart-all failover and "
-             "JobManager failover", config=RuntimeConfig(failover_strategy="full", **_F)))
+             "JobManager failover", config=RuntimeConfig(failover_strategy="full"), environment=Environment(**_F)))
 _add(Variant(name="concurrent-checkpoints-2pc", description="aligned exactly-once with two concurrent "
-             "checkpoints (subsumption)", config=RuntimeConfig(max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
+             "checkpoints (subsumption)", config=RuntimeConfig(max_concurrent_checkpoints=2), environment=Environment(**_F), small=Small(checkpoints=2)))
 _add(Variant(name="unaligned-2pc", description="unaligned checkpoints with channel state, 2PC sink",
-             config=RuntimeConfig(unaligned=True, channel_capacity=3, **_F)))
+             config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(**_F)))
 _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
-             "(aligned-checkpoint-timeout)", config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4,
-                                                                 channel_capacity=3, **_F)))
+             "(aligned-checkpoint-timeout)", config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3), environment=Environment(**_F)))
 #: an aligned savepoint overtaken by an unaligned checkpoint at the keyed operator (two input
 #: channels, from two map subtasks): two triggers, and one record -- in flight on one map->agg
 #: channel while the barriers pass it -- is enough (FLINK-20645 is found in this scenario, so
@@ -474,60 +488,58 @@ _SAVEPOINT_OVERTAKEN_SMALL = Small(checkpoints=2, records=1)
 #: larger of the catalog's two largest small spaces (cp-two-stage's is the other)
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
-             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL))
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
-             sink_kind="upsert", config=RuntimeConfig(**_F)))
+             sink_kind="upsert", config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
              "TaskManager loss (producer regions backtracked, consumers restarted)", family="blocking",
-             config=RuntimeConfig(**_F)))
+             config=RuntimeConfig(), environment=Environment(**_F)))
 #: the smallest rescale scenario: one record of key 0, in key group 2 of 4, which the rescale from
 #: parallelism 1 to 2 moves to the second subtask (KeyGroupRange [2, 3]; ``kg % p`` would keep it
 #: on the first); a second record of key 1 falls into the same key group and adds interleavings only
 _RESCALE_SMALL = Small(records=1, keys=(0, 1, 2, 3))
 _add(Variant(name="rescale-savepoint", description="stop-with-savepoint and restart with a new "
              "parallelism (key groups by range)", family="rescale",
-             config=RuntimeConfig(savepoints=True, max_failures=1), max_steps=500, small=_RESCALE_SMALL))
+             config=RuntimeConfig(), environment=Environment(savepoints=True, max_failures=1), max_steps=500, small=_RESCALE_SMALL))
 
 _add(Variant(name="rescale-unaligned-checkpoint", description="unaligned checkpoints; the job is resubmitted "
              "from its latest checkpoint, in-flight data included, with another parallelism (channel state "
              "reassigned by SubtaskStateMapper)", family="rescale",
-             config=RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, channel_capacity=3, max_failures=1),
+             config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(rescale_from_checkpoints=True, max_failures=1),
              max_steps=500, small=_RESCALE_SMALL))
 
 # -- known-unsafe configurations -------------------------------------------------------------
 _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracking with a two-phase-commit "
              "sink: post-barrier records enter the snapshot", expected=("consistent_cut",),
              switches=("checkpointing_mode",),
-             config=RuntimeConfig(checkpointing_mode="at_least_once", **_F), small=Small(sources=2)))
+             config=RuntimeConfig(checkpointing_mode="at_least_once"), environment=Environment(**_F), small=Small(sources=2)))
 _add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
              "in-flight data", expected=("consistent_cut",),
-             config=RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",), channel_capacity=3, **_F)))
+             config=RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",), channel_capacity=3), environment=Environment(**_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
                                                                         "exactly_once", "window_results_exactly_once"),
-             sink_kind="append", switches=("sink_kind",), config=RuntimeConfig(**_F)))
+             sink_kind="append", switches=("sink_kind",), config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
              "consumer regions, behind a rebalance edge", family="blocking",
              expected=("restart_set_sufficient", "exactly_once", "committed_output_within_reference"),
-             config=RuntimeConfig(bugs=("skip-consumer-regions",), **_F)))
+             config=RuntimeConfig(bugs=("skip-consumer-regions",)), environment=Environment(**_F)))
 _add(Variant(name="region-failover-backtracks-available-partitions", description="region failover that also "
              "restarts the producers of blocking partitions that are still available: the job recovers with more "
              "restarts than Flink's restart set", family="blocking", expected=("restart_set_exact",),
-             config=RuntimeConfig(bugs=("backtrack-every-blocking-input",), **_F)))
+             config=RuntimeConfig(bugs=("backtrack-every-blocking-input",)), environment=Environment(**_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference",
                                                 "window_results_exactly_once"),
-             config=RuntimeConfig(bugs=("restore-pending-checkpoints",), max_concurrent_checkpoints=2, **_F),
+             config=RuntimeConfig(bugs=("restore-pending-checkpoints",), max_concurrent_checkpoints=2), environment=Environment(**_F),
              small=Small(checkpoints=2)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
              "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
-             config=RuntimeConfig(savepoints=True, bugs=("keygroups-by-modulo",)), max_steps=500, small=_RESCALE_SMALL))
+             config=RuntimeConfig(bugs=("keygroups-by-modulo",)), environment=Environment(savepoints=True), max_steps=500, small=_RESCALE_SMALL))
 _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an unaligned checkpoint that hands "
              "the in-flight data of the rescaled hash exchange to the subtask with the old index",
              family="rescale", expected=("inflight_on_key_group_owner", "inflight_preserved_on_rescale"),
-             config=RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, bugs=("inflight-by-old-index",),
-                                  channel_capacity=3),
+             config=RuntimeConfig(unaligned=True, bugs=("inflight-by-old-index",), channel_capacity=3), environment=Environment(rescale_from_checkpoints=True),
              max_steps=500, small=_RESCALE_SMALL))
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
@@ -538,132 +550,135 @@ _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
              "persistence off", expected=("consistent_cut",), family="two_stage",
-             config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2,
-                                  trigger_savepoints=True, channel_capacity=3), small=_SAVEPOINT_OVERTAKEN_SMALL))
+             config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "
              "the producers of lost blocking partitions", family="blocking",
-             expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",), **_F)))
+             expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",)), environment=Environment(**_F)))
 _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
              "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
              "output is written again", expected=("committed_output_within_reference", "exactly_once",
                                                        "window_results_exactly_once",
                                                        "transactions_follow_two_phase_commit"),
-             config=RuntimeConfig(bugs=("FLINK-10354",), trigger_savepoints=True,
-                                  max_concurrent_checkpoints=2, **_F), small=Small(checkpoints=2)))
+             config=RuntimeConfig(bugs=("FLINK-10354",), max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F), small=Small(checkpoints=2)))
 
 # -- the control plane (model/controlplane.py): family "control-plane" ------------------------
-_CP = dict(control_plane=True, max_failures=5)
+_CP = dict(control_plane=True)
+_CP_ENV = dict(max_failures=5)
 #: the exhaustive scenario of leader election and fencing: 2 JobManager processes, 1 TaskExecutor,
 #: a one-subtask job without records, one JobManager crash; heartbeat timeout 1, a heartbeat
 #: interval only with no RPC in flight, RPCs in Pekko's per-connection order, a dead leader's
 #: RPCs to ResourceManagers and JobMasters dropped at once (docs/control-plane.md)
 _CP_SMALL = Small(records=0, checkpoints=0, failures=1, single_task=True,
-                  config=(("task_managers", 1), ("heartbeat_timeout", 1), ("rpc_capacity", 1),
-                          ("rpc_order", "connection"), ("dead_letters", "at_once"),
-                          ("control_plane_faults", ("CrashJobManager",))))
+                  config=(("task_managers", 1), ("heartbeat_timeout", 1), ("rpc_order", "connection")),
+                  environment=(("rpc_capacity", 1), ("dead_letters", "at_once"),
+                               ("control_plane_faults", ("CrashJobManager",))))
+
+
+def _faults(small: Small, *faults: str) -> Small:
+    """``small`` with ``faults`` as the only control-plane fault kinds."""
+    return attrs.evolve(small, environment=tuple((k, faults if k == "control_plane_faults" else v)
+                                                 for k, v in small.environment))
+
+
 #: the same with lost RPCs as the only fault (a lost slot answer, deployment or heartbeat)
-_CP_LOSS_SMALL = attrs.evolve(_CP_SMALL, config=tuple((k, ("RpcLose",) if k == "control_plane_faults" else v)
-                                                      for k, v in _CP_SMALL.config))
+_CP_LOSS_SMALL = _faults(_CP_SMALL, "RpcLose")
 #: lost RPCs with the blocking job (its four subtasks, two slot sharing groups, one TaskExecutor)
 _CP_BLOCKING_SMALL = attrs.evolve(_CP_LOSS_SMALL, single_task=False)
 _add(Variant(name="cp-region-failover", description="the FLIP-6 control plane (leader election with fencing, "
              "ResourceManager/SlotManager, JobMaster/SlotPool, heartbeats, HA store) under lost, duplicated and "
              "reordered RPCs, TaskExecutor and JobManager crashes, session expiry; region failover",
-             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
+             config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
 _add(Variant(name="cp-restart-all", description="as cp-region-failover with restart-all failover",
-             config=RuntimeConfig(failover_strategy="full", **_CP), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
+             config=RuntimeConfig(failover_strategy="full", **_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
-             "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=150,
+             "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150,
              # five subtasks under lost RPCs: 195,675 states at depth 107, the deepest small space
              small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
                                                           "deployments_agree"),
-             config=RuntimeConfig(bugs=("no-fencing",), **_CP), max_steps=350, small=_CP_SMALL))
+             config=RuntimeConfig(bugs=("no-fencing",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
              "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
              "ids again", expected=("checkpoint_ids_increase",),
-             config=RuntimeConfig(bugs=("checkpoint-counter-in-memory",), **_CP), max_steps=350,
+             config=RuntimeConfig(bugs=("checkpoint-counter-in-memory",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=attrs.evolve(_CP_SMALL, checkpoints=2)))
 _add(Variant(name="cp-no-slot-reconciliation", description="the SlotManager ignores the slot reports of "
              "heartbeats: a lost slot-request answer leaves the slot tables disagreeing forever",
              expected=("slot_views_agree",),
-             config=RuntimeConfig(bugs=("no-slot-report-reconciliation",), **_CP), max_steps=350, small=_CP_LOSS_SMALL))
+             config=RuntimeConfig(bugs=("no-slot-report-reconciliation",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="cp-restore-from-memory", description="a new leader restores the latest checkpoint it has in "
              "memory (none, for a fresh process) instead of the HA store's",
              expected=("restore_uses_latest_checkpoint", "exactly_once", "committed_output_within_reference"),
-             config=RuntimeConfig(bugs=("restore-from-memory",), **_CP), max_steps=350,
+             config=RuntimeConfig(bugs=("restore-from-memory",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=attrs.evolve(_CP_SMALL, records=1)))
 _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deployment reconciliation: the "
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
              "cancellation stays unnoticed", expected=("deployments_agree",),
-             config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), max_steps=350, small=_CP_LOSS_SMALL))
+             config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="FLINK-18533", flink_key="FLINK-18533", description="pending deployments are not tolerated: "
              "a deployment report that does not show an execution yet (its submission is still in flight) makes "
              "the JobMaster fail it as missing; the job recovers, only the cause of the failover is wrong",
              expected=("disturbance_has_cause",),
-             config=RuntimeConfig(bugs=("FLINK-18533",), **_CP), max_steps=350, small=_CP_SMALL))
+             config=RuntimeConfig(bugs=("FLINK-18533",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-blocking-regions", description="the control plane with a blocking exchange: the consumer "
              "region is deployed once its producers finished (lazy from sources), the producers' slots go back "
              "to the pool and are reused or released after slot.idle.timeout", family="blocking",
-             config=RuntimeConfig(**_CP), max_steps=350, quick_safe_runs=30, small=_CP_BLOCKING_SMALL))
+             config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=30, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-eager-blocking-regions", description="every pipelined region deployed at once, the consumers "
              "of blocking partitions before their producers finished (eager scheduling of a batch exchange)",
              family="blocking", expected=("region_deployed_after_blocking_inputs",),
-             config=RuntimeConfig(bugs=("eager-scheduling",), **_CP), max_steps=350, small=_CP_BLOCKING_SMALL))
+             config=RuntimeConfig(bugs=("eager-scheduling",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
              "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",),
              # its mechanism needs a lost freeSlot and nothing else (ZooKeeper suspensions among
              # every control-plane fault dilute the walks)
-             config=RuntimeConfig(bugs=("no-allocated-slot-report-sync",), control_plane_faults=("RpcLose",), **_CP),
+             config=RuntimeConfig(bugs=("no-allocated-slot-report-sync",), **_CP), environment=Environment(control_plane_faults=("RpcLose",), **_CP_ENV),
              max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's idle time restarts whenever its "
              "TaskExecutor's heartbeat answer reached the JobMaster: while heartbeats flow, a slot the job no longer "
              "needs is never released (a blocking exchange: a finished producer's slot goes idle while the job runs "
              "on); the output and every view of the slots stay consistent, only the release never comes in time",
              family="blocking", expected=("idle_slot_released_in_time",),
-             config=RuntimeConfig(bugs=("idle-time-restarted-by-heartbeat",), **_CP), max_steps=350,
+             config=RuntimeConfig(bugs=("idle-time-restarted-by-heartbeat",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=_CP_BLOCKING_SMALL))
 _add(Variant(name="heartbeat-timeout-one-interval-late", description="the JobMaster declares a silent TaskExecutor "
              "lost one heartbeat interval late (after heartbeat_timeout + 1 intervals without an answer): the job "
              "recovers all the same, only later than the configuration promises",
              expected=("silent_task_executor_disconnected_in_time",),
-             config=RuntimeConfig(bugs=("heartbeat-timeout-one-interval-late",), **_CP), max_steps=350,
+             config=RuntimeConfig(bugs=("heartbeat-timeout-one-interval-late",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=_CP_LOSS_SMALL))
 #: ZooKeeper connection states: 2 JobManager processes, 1 TaskExecutor, a one-subtask job, one
 #: SUSPENDED connection as the only fault (the session may then be LOST or RECONNECTED)
-_CP_SUSPENDED_SMALL = attrs.evolve(_CP_SMALL, config=tuple(
-    (k, ("ConnectionSuspended",) if k == "control_plane_faults" else v) for k, v in _CP_SMALL.config))
+_CP_SUSPENDED_SMALL = _faults(_CP_SMALL, "ConnectionSuspended")
 _add(Variant(name="cp-connection-suspended", description="ZooKeeper connection states as Curator reports them "
              "(SUSPENDED, RECONNECTED, LOST) with Flink's default: a SUSPENDED connection revokes leadership, the "
              "LeaderLatch rejoins on RECONNECTED; the job graph, checkpoint pointers and checkpoint ID counter "
-             "survive", config=RuntimeConfig(control_plane_faults=("ConnectionSuspended",), **_CP), max_steps=350,
+             "survive", config=RuntimeConfig(**_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV), max_steps=350,
              quick_safe_runs=100, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="cp-tolerate-suspended-connections", description="high-availability.zookeeper.client."
              "tolerate-suspended-connections: a SUSPENDED connection keeps leadership until the session is LOST; "
              "fencing keeps the deposed leader's RPCs and HA writes out",
-             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True,
-                                  control_plane_faults=("ConnectionSuspended",), **_CP),
+             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, **_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
              max_steps=350, quick_safe_runs=100, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="cp-tolerate-suspended-no-fencing", description="a SUSPENDED connection is tolerated and "
              "nothing is fenced: the leader keeps acting while its session is LOST and another process is "
              "granted leadership, so two leaders act at once", expected=("no_split_brain", "task_in_owned_slot",
                                                                       "deployments_agree"),
-             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, bugs=("no-fencing",),
-                                  control_plane_faults=("ConnectionSuspended",), **_CP),
+             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, bugs=("no-fencing",), **_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
              max_steps=350, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),
-             config=RuntimeConfig(bugs=("FLINK-11813",), **_CP), max_steps=350, small=_CP_SMALL))
+             config=RuntimeConfig(bugs=("FLINK-11813",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 
 
 _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
              "before FLINK-26334 (Java % on ts - offset + size): elements with negative timestamps land in the "
              "next window; the failure-free reference shares the bug, only the declarative spec sees it",
-             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",), **_F),
+             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",)), environment=Environment(**_F),
              # the bug needs a timestamp below -size: (-5 - 0 + 4) % 4 is -1 in Java, so the record
              # lands in [-4, 0) instead of [-8, -4)
              small=Small(window=(4, 0), timestamps=((-5,),))))
@@ -675,8 +690,7 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              # the late snapshot of the older checkpoint misses what it should hold: when that
              # checkpoint completes, its cut is inconsistent too
              expected=("snapshots_in_checkpoint_order", "consistent_cut"),
-             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, bugs=("unchecked-barrier-order",), **_F),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3, bugs=("unchecked-barrier-order",)), environment=Environment(trigger_savepoints=True, **_F),
              small=Small(checkpoints=2, records=2)))
 
 
@@ -685,12 +699,10 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
 _ALIGNMENT_SMALL = Small(sources=2)
 _add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
              "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
-             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
-                                  bugs=("alignment-timer-immediate",), **_F), small=_ALIGNMENT_SMALL))
+             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3, bugs=("alignment-timer-immediate",)), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
 _add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
              "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
-             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3,
-                                  bugs=("alignment-timer-never",), **_F), small=_ALIGNMENT_SMALL))
+             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3, bugs=("alignment-timer-never",)), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
 
 
 #: two sources of one record each, rescaled together with the keyed operator by a stop-with-savepoint;
@@ -703,13 +715,13 @@ _NO_IDLE = dict(max_idle_periods=0)
 _RESCALE_SOURCE_SMALL = Small(sources=2, records=1, keys=(0, 1, 2, 3), failures=0)
 _add(Variant(name="rescale-source-savepoint", description="stop-with-savepoint and restart with a new "
              "parallelism of the keyed operator and of the sources (split offsets redistributed round-robin)",
-             family="rescale_source", config=RuntimeConfig(savepoints=True, max_failures=1, **_NO_IDLE),
+             family="rescale_source", config=RuntimeConfig(), environment=Environment(savepoints=True, max_failures=1, **_NO_IDLE),
              max_steps=300, small=_RESCALE_SOURCE_SMALL))
 _add(Variant(name="rescale-source-state-by-index", description="a rescaled restore that hands new subtask i "
              "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
              family="rescale_source", expected=("exactly_once", "window_results_exactly_once",
                                                "committed_output_within_reference"),
-             config=RuntimeConfig(savepoints=True, max_failures=1, bugs=("operator-state-by-index",), **_NO_IDLE),
+             config=RuntimeConfig(bugs=("operator-state-by-index",)), environment=Environment(savepoints=True, max_failures=1, **_NO_IDLE),
              max_steps=500, small=_RESCALE_SOURCE_SMALL))
 
 
@@ -723,21 +735,21 @@ _add(Variant(name="window-lateness-ignored", description="window operators that 
              "a record arriving after its window fired (an idle source let the watermark pass it) is dropped "
              "although the window still accepts it", expected=("late_drop_justified",),
              family="late_window",
-             config=RuntimeConfig(bugs=("window-lateness-ignored",), **_F), small=_IDLE_SMALL))
+             config=RuntimeConfig(bugs=("window-lateness-ignored",)), environment=Environment(**_F), small=_IDLE_SMALL))
 _add(Variant(name="idle-source-keeps-emitting", description="a source that goes IDLE tells its downstream tasks "
              "so but reads on, marking itself ACTIVE only before its next watermark: its records in between travel "
              "on a channel the window operator ignores for event time, so the source itself makes them late, and "
              "their drops look justified",
              expected=("source_output_active_and_on_time",), family="late_window",
-             config=RuntimeConfig(bugs=("idle-source-keeps-emitting",), **_F), small=_IDLE_SMALL))
+             config=RuntimeConfig(bugs=("idle-source-keeps-emitting",)), environment=Environment(**_F), small=_IDLE_SMALL))
 _add(Variant(name="late-window-2pc", description="a tumbling window with allowed lateness behind two sources that go "
              "idle: late records judged by the event-time judge, without the failure-free reference",
-             family="late_window", config=RuntimeConfig(**_F), small=_IDLE_SMALL))
+             family="late_window", config=RuntimeConfig(), environment=Environment(**_F), small=_IDLE_SMALL))
 _add(Variant(name="late-window-append", description="a plain append sink behind a window with allowed lateness and "
              "idle sources: output written before a failure is written again; in runs with an idle source only "
              "the event-time judge can tell", family="late_window", sink_kind="append", switches=("sink_kind",),
              expected=("window_results_exactly_once", "committed_output_within_reference", "exactly_once"),
-             config=RuntimeConfig(**_F), small=_IDLE_SMALL))
+             config=RuntimeConfig(), environment=Environment(**_F), small=_IDLE_SMALL))
 
 
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it
@@ -746,14 +758,16 @@ JOB_PREFIX = "job:"
 
 def job_variant(job: JobFile) -> Variant:
     """The safe variant of a user's job file: every run searches the file's job with its
-    configuration (``[runtime]``) on an input drawn from the run's seed (``[input]``); the
-    random-walk budget grows with the input. Named ``job:<job name>``; not registered."""
+    configuration (``[runtime]``) and environment (``[environment]``) on an input drawn from the
+    run's seed (``[input]``); the random-walk budget grows with the input. Named
+    ``job:<job name>``; not registered."""
     records = sum(len(split) for splits in generate(Variant(name="-", description="-", job=job), 0)
                   .job_input.splits.values() for split in splits)
     return Variant(name=f"{JOB_PREFIX}{job.name}", description=f"the job of {job.path}", family="keyed",
-                   config=job.config, job=job, max_steps=max(400, 25 * records))
+                   config=job.config, environment=job.environment, job=job, max_steps=max(400, 25 * records))
 # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) -------
-_SB = dict(savepoints=True, max_concurrent_checkpoints=2, max_failures=2)
+_SB = dict(max_concurrent_checkpoints=2)
+_SB_ENV = dict(savepoints=True, max_failures=2)
 #: the state backends' smallest scenario: one record (so there is keyed state to snapshot), two
 #: checkpoints or savepoints (an incremental snapshot sharing the first one's files; a
 #: stop-with-savepoint and a checkpoint after its restart) and no failure -- the restore the
@@ -764,62 +778,58 @@ _SB_SMALL = Small(checkpoints=2, records=1, failures=0)
 _SB_STEPS = 120
 _add(Variant(name="heap-two-phase-snapshots", description="HashMapStateBackend: copy-on-write synchronous phase, "
              "asynchronous phase as an action, full snapshot files; stop-with-savepoint and a NO_CLAIM restore",
-             family="state_backend", config=RuntimeConfig(state_backend="hashmap", **_SB),
+             family="state_backend", config=RuntimeConfig(state_backend="hashmap", **_SB), environment=Environment(**_SB_ENV),
              # 81,146 states: verified in 50 s on two worker processes (105-120 s in one)
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="rocksdb-incremental", description="RocksDB-like backend with incremental checkpoints: SST "
              "files shared through the SharedStateRegistry, 2 retained checkpoints, a CLAIM restore",
-             family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True,
-                                                          restore_mode="CLAIM", max_retained_checkpoints=2, **_SB),
+             family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True, restore_mode="CLAIM", max_retained_checkpoints=2, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="rocksdb-incremental-no-claim", description="RocksDB-like incremental checkpoints, a NO_CLAIM "
              "restore (the first checkpoint after it is full; the user may delete the snapshot afterwards)",
-             family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB),
+             family="state_backend", config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="heap-snapshot-without-copy-on-write", description="heap snapshots without copy-on-write: the "
              "asynchronous phase reads the live state, so writes after the barrier leak into the snapshot",
              family="state_backend", expected=("snapshot_reflects_synchronous_phase", "incremental_restore_equals_full",
                                                "exactly_once", "committed_output_within_reference"),
-             config=RuntimeConfig(state_backend="hashmap", bugs=("heap-snapshot-without-copy-on-write",), **_SB),
+             config=RuntimeConfig(state_backend="hashmap", bugs=("heap-snapshot-without-copy-on-write",), **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="shared-state-discarded-with-creator", description="incremental checkpoints whose shared files "
              "are discarded when the checkpoint that created them is subsumed, not the last that used them",
              family="state_backend", expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced"),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("shared-state-discarded-with-creator",),
-                                  **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("shared-state-discarded-with-creator",), **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="no-claim-first-checkpoint-incremental", description="after a NO_CLAIM restore the first "
              "checkpoint is incremental: it references the user's snapshot, which the user may delete",
              family="state_backend", expected=("retained_checkpoints_restorable",),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("no-claim-first-checkpoint-incremental",),
-                                  **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("no-claim-first-checkpoint-incremental",), **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="incremental-reuses-unconfirmed-files", description="an incremental snapshot reuses the files "
              "of the last snapshot taken although its checkpoint never completed; the JobManager discards what an "
              "aborted checkpoint uploaded", family="state_backend",
              expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced",
                        "snapshot_reflects_synchronous_phase"),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("incremental-reuses-unconfirmed-files",),
-                                  **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("incremental-reuses-unconfirmed-files",), **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the SharedStateRegistry discards the shared "
              "files of a snapshot restored without claim once no checkpoint uses them", family="state_backend",
              expected=("no_claim_restore_keeps_snapshot", "retained_checkpoints_restorable",
                        "file_deleted_only_when_unreferenced"),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB),
+             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 #: one checkpoint, one failure: the asynchronous phase of a snapshot fails once
 _CFM_SMALL = Small(checkpoints=1, records=1, failures=1)
 _add(Variant(name="checkpoint-failure-manager", description="HashMapStateBackend under Flink's default "
              "tolerable-failed-checkpoints 0: a task's failed asynchronous snapshot or an expired checkpoint fails the "
              "job over globally (CheckpointFailureManager)", family="state_backend",
-             config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, **_SB),
+             config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_CFM_SMALL))
 _add(Variant(name="FLINK-20675", flink_key="FLINK-20675", description="the CheckpointFailureManager does not count a "
              "task's failed asynchronous snapshot (CHECKPOINT_ASYNC_EXCEPTION): with tolerable-failed-checkpoints 0 "
              "the job is not failed over when a checkpoint is declined so", family="state_backend",
              expected=("checkpoint_failures_tolerated",),
-             config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, bugs=("FLINK-20675",), **_SB),
+             config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, bugs=("FLINK-20675",), **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_CFM_SMALL))
 
 _add(Variant(name="unchecked-cancellation-id", description="cancellation markers taken without comparing their "
@@ -827,8 +837,7 @@ _add(Variant(name="unchecked-cancellation-id", description="cancellation markers
              "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
              "that overtook its barrier), although nothing failed", family="two_stage",
              expected=("checkpoints_keep_completing",),
-             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, trigger_savepoints=True,
-                                  channel_capacity=3, bugs=("unchecked-cancellation-id",), **_F),
+             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3, bugs=("unchecked-cancellation-id",)), environment=Environment(trigger_savepoints=True, **_F),
              # the savepoint's alignment needs a map with two input channels (two sources), the stale
              # marker a keyed task with two (two maps); no record and no failure are needed. The
              # abort for no cause decides the invariant (``Invariant.doomed``): found at depth 6

@@ -77,6 +77,7 @@ import attrs
 
 from model import actions as A
 from model.cluster import Cluster, JobInput, RuntimeConfig, drain
+from model.environment import Environment, split_config
 from model.errors import FlinkspecError
 from model.executiongraph import compile_stream_graph
 from model.jobfile import InputSpec, generate_input
@@ -389,8 +390,8 @@ def model_side(job: ConformJob, split_order: tuple | None = None, config: dict |
     """Run ``job`` in the model. ``split_order[i]``: the split source subtask ``i`` read first
     in Flink (Flink's enumerator hands the splits out in the order the readers ask; the model
     reads split ``i`` in subtask ``i``): the model's input is permuted to match, and its split
-    ids are mapped back. None: split ``i`` in subtask ``i``. ``config``: RuntimeConfig fields
-    of the run's Flink configuration (``conform --faults``: unaligned checkpoints, a state
+    ids are mapped back. None: split ``i`` in subtask ``i``. ``config``: RuntimeConfig (and
+    Environment) fields of the run's Flink configuration (``conform --faults``: unaligned checkpoints, a state
     backend, ...; None: Flink's defaults as conform's driver runs them)."""
     splits = job.splits
     order = tuple(range(len(splits))) if split_order is None else tuple(split_order)
@@ -405,8 +406,9 @@ def model_side(job: ConformJob, split_order: tuple | None = None, config: dict |
     reference = reference_output(graph, model_input)[SINK]
     fields = {"savepoints": job.rescale is not None, "max_failures": 1 if job.fail is not None else 0,
               "channel_capacity": 1_000_000}
-    cfg = RuntimeConfig(**(fields | (config or {})))
-    c = Cluster(compile_stream_graph(graph), model_input, cfg, seed=job.seed)
+    cfg, env = split_config(fields | (config or {}))
+    c = Cluster(compile_stream_graph(graph), model_input, RuntimeConfig(**cfg), seed=job.seed,
+                environment=Environment(**env))
     model_split = {order[i]: i for i in range(len(order))}  # Flink split -> model split id
     fail_at = None if job.fail is None else (model_split[job.fail[0]], job.fail[1])
     restored_keyed = restored_splits = None

@@ -66,6 +66,7 @@ import attrs
 
 from model import actions as A
 from model.cluster import Cluster, JobInput, RuntimeConfig, drain
+from model.environment import Environment, split_config
 from model.errors import FlinkspecError
 from model.executiongraph import compile_stream_graph
 from model.reference import reference_output, sink_output_by_operator
@@ -110,8 +111,9 @@ def placed_by_job(kind: str) -> bool:
 
 
 def model_config(run: flinktrace.TraceRun) -> dict:
-    """The run's Flink configuration as RuntimeConfig fields (the recorder's header), with room
-    for every restore the replay may need."""
+    """The run's Flink configuration as RuntimeConfig fields, and the faults and savepoints of
+    the recorder as Environment fields (the recorder's header), with room for every restore the
+    replay may need."""
     cfg = dict(flinktrace.runtime_config(run))
     cfg["channel_capacity"] = 1_000_000
     return cfg
@@ -203,7 +205,9 @@ def replay_side(run: flinktrace.TraceRun, events: list[dict]) -> Replayed:
     cfg = model_config(run)
     # every restore Flink makes is one the model may make (the budget counts faults, not restores)
     cfg["max_failures"] = max(cfg.get("max_failures", 0), 1) + 2
-    c = Cluster(compile_stream_graph(job.graph), model_input, RuntimeConfig(**cfg), seed=job.seed)
+    cfg, env = split_config(cfg)
+    c = Cluster(compile_stream_graph(job.graph), model_input, RuntimeConfig(**cfg), seed=job.seed,
+                environment=Environment(**env))
     declined = set(run.decline["checkpoints"]) if run.decline else set()
     diffs: list[str] = []
     restores: list = []

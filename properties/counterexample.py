@@ -5,7 +5,7 @@ three kinds of line are published in ``docs/schemas/``):
 
 1. a header: ``{"type": "header", "format": 1, "model_version": ..., "variant": ...,
    "expected_verdict": [...], "engine": ..., "seed": ..., "invariant": ...,
-   "scenario": {"graph": ..., "job_input": ..., "config": ..., "seed": ...}}``
+   "scenario": {"graph": ..., "job_input": ..., "config": ..., "environment": ..., "seed": ...}}``
    — the scenario is stored whole, so the file replays without the generator that made it;
    a variant declared in a design file adds ``"design": {"path": ..., "sha256": ...}``, the
    file ``show`` and ``replay`` load again first (``flinkspec.design``);
@@ -31,6 +31,7 @@ import attrs
 
 from model import MODEL_VERSION
 from model.cluster import retired_knob_problem
+from model.environment import moved_field_problem
 from model.errors import FlinkspecError
 from model.inputfiles import InputError, check_schema, decode_utf8, parse_json, read_input, short, short_text
 from model.streamgraph import stream_graph_to_dict
@@ -72,6 +73,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "job_input": {name: [[list(r) for r in split] for split in splits]
                       for name, splits in s.job_input.splits.items()},
         "config": attrs.asdict(s.config),
+        "environment": attrs.asdict(s.environment),
         "seed": s.seed,
     }
 
@@ -197,7 +199,8 @@ def _load(p: str, known_variant: bool) -> Counterexample:
         scenario, actions, violation = other.load_lines(p, header, objs, known_variant)
         return Counterexample(path=p, header=header, scenario=scenario, actions=actions, violation=violation)
     scenario_dict = header.get("scenario")
-    retired = retired_knob_problem(scenario_dict.get("config") if isinstance(scenario_dict, dict) else None)
+    cfg = scenario_dict.get("config") if isinstance(scenario_dict, dict) else None
+    retired = retired_knob_problem(cfg) or moved_field_problem(cfg)
     if retired:  # (before the schema, which would call the knob only unknown)
         raise InputError(p, "1: scenario.config", retired)
     check_schema(header, validation.schema("header"), p, "1")

@@ -43,8 +43,8 @@ counts -- atomically into one file; ``resume`` reads it back, and the search con
 states, counts and verdict of a search that was never interrupted (only the seconds differ).
 
 The space is finite because every environment action has a budget in the scenario's
-configuration: failures (``RuntimeConfig.max_failures``), checkpoints and savepoints
-(``RuntimeConfig.max_checkpoints``); records, splits and watermarks are finite.
+environment: failures (``Environment.max_failures``), checkpoints and savepoints
+(``Environment.max_checkpoints``); records, splits and watermarks are finite.
 
 Reductions (:func:`expand`): sleep sets over ``ActionKind.footprint``, and one action of
 several with one outcome (``ActionKind.outcome``, :func:`to_take`): the same states at the

@@ -227,8 +227,10 @@ def driver_request(run: TraceRun, run_id: int) -> dict:
 
 
 def runtime_config(run: TraceRun) -> dict:
-    """The Flink configuration of the run, as ``model.cluster.RuntimeConfig`` fields (Flink's
-    knobs; the validator adds nothing but search bounds)."""
+    """The run's settings for the trace header's ``config``: its Flink configuration as
+    ``model.cluster.RuntimeConfig`` fields, and what the recorder does to it as
+    ``model.environment.Environment`` fields (``max_failures``: the faults it injects;
+    ``savepoints``: whether it stops with a savepoint and restarts from it)."""
     fk = FAULT_KINDS[run.kind]
     faults = (1 if run.job.fail is not None else 0) + (1 if run.lose else 0) + (1 if fk.lose_job_manager else 0) \
         + (len(run.decline["checkpoints"]) if run.decline else 0)

@@ -3,9 +3,9 @@
 * ``job_inputs(graph)`` — records per source split with out-of-order event times (bounded by
   each source's out-of-orderness, so that no record is late unless a source goes idle),
   duplicate keys (few distinct keys), negative timestamps, and empty splits.
-* ``runtime_configs(safe=True)`` — checkpointing mode (aligned, unaligned, alternating;
-  at-least-once only when ``safe=False``), concurrency, channel capacity, failover strategy,
-  restart strategy, failures, savepoints.
+* ``runtime_configs(safe=True)`` — a ``RuntimeConfig`` (checkpointing mode: aligned, unaligned,
+  alternating, at-least-once only when ``safe=False``; concurrency, channel capacity, failover
+  strategy) and an ``Environment`` (failures, savepoints while running).
 * ``scenarios()`` — any valid job (``properties.jobgraphs.stream_graphs``) with an input and a
   configuration; idle periods come from the SourceIdle/SourceActive actions the engines pick.
 """
@@ -15,6 +15,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from model.cluster import JobInput, RuntimeConfig
+from model.environment import Environment
 from model.sinks import EXACTLY_ONCE_SINK_KINDS, SINK_KINDS
 from model.variants import Scenario
 from properties.jobgraphs import stream_graphs
@@ -47,21 +48,21 @@ def job_inputs(draw, graph):
 
 @st.composite
 def runtime_configs(draw, safe: bool = True):
+    """A (RuntimeConfig, Environment) pair."""
     mode = draw(st.sampled_from(["aligned", "unaligned", "alternating"] + ([] if safe else ["at_least_once"])))
     kw = dict(
         max_concurrent_checkpoints=draw(st.integers(1, 2)),
         channel_capacity=draw(st.integers(1, 4)),
         failover_strategy=draw(st.sampled_from(["region", "full"])),
-        max_failures=draw(st.integers(0, 2)),
-        trigger_savepoints=draw(st.booleans()),
     )
+    env = Environment(max_failures=draw(st.integers(0, 2)), trigger_savepoints=draw(st.booleans()))
     if mode == "at_least_once":
         kw["checkpointing_mode"] = "at_least_once"
     elif mode == "unaligned":
         kw["unaligned"] = True
     elif mode == "alternating":
         kw.update(unaligned=True, aligned_checkpoint_timeout=draw(st.integers(0, 6)))
-    return RuntimeConfig(**kw)
+    return RuntimeConfig(**kw), env
 
 
 @st.composite
@@ -71,5 +72,6 @@ def scenarios(draw, safe: bool = True):
     exactly-once across failures: an append sink under failures duplicates by design)."""
     graph = draw(stream_graphs(max_operators=5, max_parallelism=3,
                                sink_kinds=EXACTLY_ONCE_SINK_KINDS if safe else SINK_KINDS))
-    return Scenario(graph=graph, job_input=draw(job_inputs(graph)), config=draw(runtime_configs(safe)),
-                    seed=draw(st.integers(0, 1000)))
+    job_input = draw(job_inputs(graph))
+    config, env = draw(runtime_configs(safe))
+    return Scenario(graph=graph, job_input=job_input, config=config, seed=draw(st.integers(0, 1000)), environment=env)

@@ -518,7 +518,7 @@ def build_timeline(cx, *, alternatives: bool = True, replay_with=None) -> Timeli
         "operators": [{"name": o.name, "kind": o.kind, "parallelism": o.parallelism} for o in g.operators],
         "edges": [{"source": e.source, "target": e.target, "partitioner": e.partitioner,
                    "exchange_mode": e.exchange_mode} for e in g.edges],
-        "config": _config_text(cx.scenario.config),
+        "config": _config_text(cx.scenario),
     }
     lanes = tuple({"id": s.id, "name": s.name, "vertex": s.job_vertex, "index": s.subtask_index,
                    "parallelism": s.parallelism} for s in eg.subtasks)
@@ -540,11 +540,12 @@ def build_timeline(cx, *, alternatives: bool = True, replay_with=None) -> Timeli
         reproduced=reproduced)
 
 
-def _config_text(cfg) -> str:
+def _config_text(scenario) -> str:
+    cfg = scenario.config
     parts = [f"{cfg.barrier_mode} checkpoints", f"failover {cfg.failover_strategy}",
              f"max concurrent {cfg.max_concurrent_checkpoints}", f"channel capacity {cfg.channel_capacity}"]
-    if cfg.max_failures:
-        parts.append(f"max failures {cfg.max_failures}")
+    if scenario.environment.max_failures:
+        parts.append(f"max failures {scenario.environment.max_failures}")
     if cfg.bugs:
         parts.append("bugs " + ", ".join(cfg.bugs))
     return ", ".join(parts)

@@ -405,8 +405,9 @@ def _with_phases(cluster: Scenario, trace_header: dict) -> Scenario:
     for ph in trace_header["phases"]:
         for name, p in ph["parallelism"].items():
             options.setdefault(name, set()).add(p)
-    cfg = attrs.evolve(cluster.config, rescale_options=tuple((n, tuple(sorted(ps))) for n, ps in options.items()))
-    return attrs.evolve(cluster, config=cfg)
+    env = attrs.evolve(cluster.environment,
+                       rescale_options=tuple((n, tuple(sorted(ps))) for n, ps in options.items()))
+    return attrs.evolve(cluster, environment=env)
 
 
 # -- replaying and explaining ----------------------------------------------------------------------

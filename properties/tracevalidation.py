@@ -50,6 +50,7 @@ import attrs
 
 from model import actions as A
 from model.cluster import Cluster, JobInput, RuntimeConfig
+from model.environment import Environment, split_config
 from model.errors import FlinkspecError
 from model.streamgraph import stream_graph_from_dict
 from model.variants import Scenario
@@ -386,15 +387,19 @@ def scenario_of(trace: Trace) -> Scenario:
             splits[name] = tuple(tuple((key_hash[k], v, ts) for k, v, ts in split) for split in h["input"][name])
         except KeyError as e:
             raise FlinkspecError(f"{trace.path}: header: key_hash: no hash code for key {e.args[0]!r}") from None
+    # the header's config holds the run's Flink configuration and, as Environment fields, what
+    # the recorder did to it (the faults it injected, whether it took savepoints)
+    cfg, env = split_config(h["config"])
     fields = {f.name for f in attrs.fields(RuntimeConfig)}
-    unknown = sorted(set(h["config"]) - fields)
+    unknown = sorted(set(cfg) - fields)
     if unknown:
         raise FlinkspecError(f"{trace.path}: header: config: unknown RuntimeConfig field(s) {unknown}")
     try:
-        config = RuntimeConfig(**h["config"], max_idle_periods=0)
+        config = RuntimeConfig(**cfg)
+        environment = Environment(**env, max_idle_periods=0)
     except (FlinkspecError, TypeError) as e:
         raise FlinkspecError(f"{trace.path}: header: config: {e}") from None
-    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=h["seed"])
+    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=h["seed"], environment=environment)
 
 
 # -- the model's side -----------------------------------------------------------------------------

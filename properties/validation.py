@@ -40,6 +40,7 @@ import attrs
 
 from model import actions as A
 from model.cluster import JobInput, RuntimeConfig
+from model.environment import Environment
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.inputfiles import (
     InputError, check_schema, int_schema, short, string_schema,
@@ -82,7 +83,7 @@ SCHEMA_ID = "https://flinkspec.invalid/schemas/"
 
 # -- schemas -----------------------------------------------------------------------------------
 
-def _config_field_schema(f) -> dict:
+def _config_field_schema(f, owner: str = "RuntimeConfig") -> dict:
     t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
     if f.name == "bugs":
         return {"type": "array", "maxItems": 100, "items": string_schema(MAX_NAME)}
@@ -100,7 +101,7 @@ def _config_field_schema(f) -> dict:
         return simple[t]
     if t.endswith(" | None") and t[:-7] in simple:
         return {"anyOf": [simple[t[:-7]], {"type": "null"}]}
-    raise TypeError(f"RuntimeConfig.{f.name}: no schema for the type {t!r} (add it to properties/validation.py)")
+    raise TypeError(f"{owner}.{f.name}: no schema for the type {t!r} (add it to properties/validation.py)")
 
 
 def config_schema() -> dict:
@@ -108,6 +109,13 @@ def config_schema() -> dict:
     default), no other key."""
     return {"type": "object", "additionalProperties": False,
             "properties": {f.name: _config_field_schema(f) for f in attrs.fields(RuntimeConfig)}}
+
+
+def environment_schema() -> dict:
+    """The environment: ``Environment``'s fields, each optional (a missing one takes its
+    default), no other key."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f.name: _config_field_schema(f, "Environment") for f in attrs.fields(Environment)}}
 
 
 def job_input_schema() -> dict:
@@ -138,9 +146,10 @@ def counterexample_schemas() -> dict[str, dict]:
             "seed": int_schema(),
             "invariant": name,
             "scenario": {"type": "object", "additionalProperties": False,
-                         "required": ["graph", "job_input", "config", "seed"],
+                         "required": ["graph", "job_input", "config", "environment", "seed"],
                          "properties": {"graph": graph, "job_input": job_input_schema(),
-                                        "config": config_schema(), "seed": int_schema()}},
+                                        "config": config_schema(), "environment": environment_schema(),
+                                        "seed": int_schema()}},
             # a variant declared in a design file (flinkspec.design): the file show and replay load
             "design": {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
                        "properties": {"path": string_schema(4096),
@@ -259,21 +268,27 @@ def scenario_from_dict(d: dict, source: str = "scenario", where: str = "") -> Sc
     if total > MAX_RECORDS:
         raise InputError(source, f"{at}scenario.job_input", f"{total} records, more than the limit of {MAX_RECORDS}")
     cfg = dict(d["config"])
-    for name in ("bugs", "control_plane_faults"):
-        if cfg.get(name) is not None:
-            cfg[name] = tuple(cfg[name])
-    if "rescale_options" in cfg:
+    if cfg.get("bugs") is not None:
+        cfg["bugs"] = tuple(cfg["bugs"])
+    env = dict(d["environment"])
+    if env.get("control_plane_faults") is not None:
+        env["control_plane_faults"] = tuple(env["control_plane_faults"])
+    if "rescale_options" in env:
         ops = graph.operators_by_name()
-        for i, (name, ps) in enumerate(cfg["rescale_options"]):
+        for i, (name, ps) in enumerate(env["rescale_options"]):
             if name not in ops:
-                raise InputError(source, f"{at}scenario.config.rescale_options[{i}]",
+                raise InputError(source, f"{at}scenario.environment.rescale_options[{i}]",
                                  f"{short(name)} is not an operator of the job")
-        cfg["rescale_options"] = tuple((name, tuple(ps)) for name, ps in cfg["rescale_options"])
+        env["rescale_options"] = tuple((name, tuple(ps)) for name, ps in env["rescale_options"])
     try:
         config = RuntimeConfig(**cfg)
     except FlinkspecError as e:
         raise InputError(source, f"{at}scenario.config", str(e)) from None
-    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=d["seed"])
+    try:
+        environment = Environment(**env)
+    except FlinkspecError as e:
+        raise InputError(source, f"{at}scenario.environment", str(e)) from None
+    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=d["seed"], environment=environment)
 
 
 # -- actions -----------------------------------------------------------------------------------
@@ -357,7 +372,7 @@ def id_bounds(scenario: Scenario) -> dict[str, int]:
     """Upper bounds (exclusive) of the ids an action may name, from the scenario alone:
     subtasks and channels of the largest ExecutionGraph a rescale may give, TaskManagers."""
     graph = scenario.graph
-    options = dict(scenario.config.rescale_options)
+    options = dict(scenario.environment.rescale_options)
     if options:
         ops = tuple(attrs.evolve(o, parallelism=max((o.parallelism, *options.get(o.name, ()))))
                     for o in graph.operators)

@@ -59,14 +59,14 @@ def max_input_channels(scenario) -> int:
     """The most input channels one subtask of the scenario's job reads (its StreamTask's
     valve and barrier handler see that many), at its parallelisms or at any it may be
     restarted with from a savepoint (``Cluster.rescale_choices``)."""
-    key = (repr(scenario.graph), repr(scenario.config))
+    key = (repr(scenario.graph), repr(scenario.config), repr(scenario.environment))
     if key not in _INPUTS:
         from model.cluster import Cluster  # only when a job's goals are listed (no model at import)
         from model.executiongraph import compile_stream_graph  # as above
         from model.rescaling import rescale_graph  # as above
 
-        c = scenario.config
-        rescales = c.savepoints or c.rescale_from_checkpoints
+        env = scenario.environment
+        rescales = env.savepoints or env.rescale_from_checkpoints
         choices = Cluster.from_scenario(scenario).rescale_choices() if rescales else [()]
         most = 0
         for choice in choices:
@@ -90,7 +90,7 @@ def unaligned(scenario) -> bool:
 
 
 def fails(scenario) -> bool:
-    return scenario.config.max_failures > 0
+    return scenario.environment.max_failures > 0
 
 
 @goal("barrier_aligned_while_other_channel_blocked", "SingleCheckpointBarrierHandler (aligned)",
@@ -134,7 +134,7 @@ def unaligned_snapshot_channel_state_both_sides(run, new_events) -> bool:
 
 @goal("idle_channel_returned_below_output_watermark", "StatusWatermarkValve realignment",
       "An idle channel became active again with a watermark below the valve's output watermark.",
-      applies=lambda s: s.config.max_idle_periods != 0 and idle_judged(s.graph) and max_input_channels(s) > 1)
+      applies=lambda s: s.environment.max_idle_periods != 0 and idle_judged(s.graph) and max_input_channels(s) > 1)
 def idle_channel_returned_below_output_watermark(run, new_events) -> bool:
     for t in run.cluster.tasks:
         v = t.valve
@@ -148,7 +148,7 @@ def idle_channel_returned_below_output_watermark(run, new_events) -> bool:
 
 @goal("rescale_uneven_key_groups", "KeyGroupRange rescaling",
       "A job was rescaled to a parallelism that splits the key groups unevenly.",
-      applies=lambda s: s.config.savepoints and any(o.kind in ("keyed_aggregate", "window")
+      applies=lambda s: s.environment.savepoints and any(o.kind in ("keyed_aggregate", "window")
                                                      for o in s.graph.operators))
 def rescale_uneven_key_groups(run, new_events) -> bool:
     for e in new_events:
@@ -207,7 +207,7 @@ def failover_in_merged_region(run, new_events) -> bool:
 @goal("record_late_after_source_idle", "WindowOperator lateness under idleness (StatusWatermarkValve)",
       "A window operator dropped a record as late, or left it out of a late sliding window, in a run where a "
       "source went idle.",
-      applies=lambda s: s.config.max_idle_periods != 0 and idle_judged(s.graph)
+      applies=lambda s: s.environment.max_idle_periods != 0 and idle_judged(s.graph)
       and any(o.kind == "window" for o in s.graph.operators) and max_input_channels(s) > 1, floor=5)
 def record_late_after_source_idle(run, new_events) -> bool:
     c = run.cluster
@@ -220,13 +220,13 @@ def _rescaled_from_checkpoint_with_inflight(new_events, direction: str) -> bool:
 
 @goal("unaligned_rescale_up_with_inflight", "StateAssignmentOperation (channel state)",
       "A job was resubmitted from an unaligned checkpoint holding in-flight data with a higher parallelism.",
-      applies=lambda s: unaligned(s) and s.config.rescale_from_checkpoints and bool(s.config.rescale_options))
+      applies=lambda s: unaligned(s) and s.environment.rescale_from_checkpoints and bool(s.environment.rescale_options))
 def unaligned_rescale_up_with_inflight(run, new_events) -> bool:
     return _rescaled_from_checkpoint_with_inflight(new_events, "up")
 
 
 @goal("unaligned_rescale_down_with_inflight", "StateAssignmentOperation (channel state)",
       "A job was resubmitted from an unaligned checkpoint holding in-flight data with a lower parallelism.",
-      applies=lambda s: unaligned(s) and s.config.rescale_from_checkpoints and bool(s.config.rescale_options))
+      applies=lambda s: unaligned(s) and s.environment.rescale_from_checkpoints and bool(s.environment.rescale_options))
 def unaligned_rescale_down_with_inflight(run, new_events) -> bool:
     return _rescaled_from_checkpoint_with_inflight(new_events, "down")

@@ -163,7 +163,7 @@ def async_phase_running_at_next_barrier(run, new_events) -> bool:
 
 @goal("failure_between_snapshot_phases", "AsyncCheckpointRunnable cancelled by a failover",
       "A failure restarted a task between the synchronous and the asynchronous phase of its snapshot.",
-      applies=lambda s: _backend(s) and s.config.max_failures > 0)
+      applies=lambda s: _backend(s) and s.environment.max_failures > 0)
 def failure_between_snapshot_phases(run, new_events) -> bool:
     return any(e[0] == "failure_between_snapshot_phases" for e in new_events)
 
@@ -177,13 +177,13 @@ def subsumption_freed_shared_files(run, new_events) -> bool:
 
 @goal("restore_in_claim_mode", "RecoveryClaimMode.CLAIM",
       "A job restored a savepoint in CLAIM mode.",
-      applies=lambda s: _backend(s) and s.config.savepoints and s.config.restore_mode == "CLAIM")
+      applies=lambda s: _backend(s) and s.environment.savepoints and s.config.restore_mode == "CLAIM")
 def restore_in_claim_mode(run, new_events) -> bool:
     return any(e[0] == "restored_with_claim_mode" and e[3] == "CLAIM" for e in new_events)
 
 
 @goal("restore_in_no_claim_mode", "RecoveryClaimMode.NO_CLAIM",
       "A job restored a savepoint in NO_CLAIM mode.",
-      applies=lambda s: _backend(s) and s.config.savepoints and s.config.restore_mode == "NO_CLAIM")
+      applies=lambda s: _backend(s) and s.environment.savepoints and s.config.restore_mode == "NO_CLAIM")
 def restore_in_no_claim_mode(run, new_events) -> bool:
     return any(e[0] == "restored_with_claim_mode" and e[3] == "NO_CLAIM" for e in new_events)

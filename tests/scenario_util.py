@@ -11,6 +11,7 @@ import random
 
 from model import actions as A
 from model.cluster import Cluster, JobInput, RuntimeConfig, drain
+from model.environment import Environment
 from model.events import CheckpointBarrier, CancelCheckpointMarker, EndOfPartitionEvent, Watermark, WatermarkStatus
 from model.executiongraph import compile_stream_graph
 from model.oracle import diff_outputs
@@ -106,19 +107,21 @@ def oracle_diffs(graph, job_input, cluster) -> dict:
     return out
 
 
-def fresh(graph, job_input: JobInput, config: RuntimeConfig, seed: int = 0) -> Cluster:
-    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed)
+def fresh(graph, job_input: JobInput, config: RuntimeConfig, seed: int = 0,
+          environment: Environment | None = None) -> Cluster:
+    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed, environment=environment)
 
 
-def replay(graph, job_input: JobInput, config: RuntimeConfig, seed: int, trace) -> Cluster:
-    c = fresh(graph, job_input, config, seed)
+def replay(graph, job_input: JobInput, config: RuntimeConfig, seed: int, trace,
+           environment: Environment | None = None) -> Cluster:
+    c = fresh(graph, job_input, config, seed, environment)
     for a in trace:
         c.step(a)
     return c
 
 
 __all__ = [
-    "A", "Cluster", "JobInput", "RuntimeConfig", "drain", "compile_stream_graph", "sub", "chan", "kinds",
+    "A", "Cluster", "Environment", "JobInput", "RuntimeConfig", "drain", "compile_stream_graph", "sub", "chan", "kinds",
     "records", "enabled", "deliver_until_empty", "random_walk", "oracle_diffs", "fresh", "replay",
 ]
 

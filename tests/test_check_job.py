@@ -12,6 +12,7 @@ import pytest
 
 from flinkspec.cli import main
 from model.cluster import RuntimeConfig
+from model.environment import Environment
 from model.errors import InvalidJobSpec
 from model.jobfile import generate_input, job_file_from_dict, load_job_file
 from model.variants import generate, job_variant
@@ -67,7 +68,8 @@ def test_without_tables_the_runtime_takes_flinks_defaults(tmp_path):
             c.failover_strategy) == ("exactly_once", False, None, 1, "region")
     # taskmanager.numberOfTaskSlots = 1, and as many TaskManagers as the job's 1 slot needs
     assert (c.slots_per_task_manager, c.task_managers) == (1, 1)
-    assert c.max_failures == 2
+    # the search's fault budget when [environment] names none
+    assert job.environment.max_failures == 2
 
 
 def test_runtime_table_sets_the_configuration(tmp_path):
@@ -77,13 +79,15 @@ unaligned = true
 aligned_checkpoint_timeout = 4
 max_concurrent_checkpoints = 2
 failover_strategy = "full"
-max_failures = 0
 task_managers = 3
 slots_per_task_manager = 2
+[environment]
+max_failures = 0
 """
-    c = load_job_file(write(tmp_path, text)).config
+    job = load_job_file(write(tmp_path, text))
+    c = job.config
     assert c.barrier_mode == "alternating" and c.aligned_checkpoint_timeout == 4
-    assert (c.max_concurrent_checkpoints, c.failover_strategy, c.max_failures, c.task_managers,
+    assert (c.max_concurrent_checkpoints, c.failover_strategy, job.environment.max_failures, c.task_managers,
             c.slots_per_task_manager) == (2, "full", 0, 3, 2)
 
 
@@ -91,7 +95,11 @@ slots_per_task_manager = 2
     ('[runtime]\ncheckpointing_mode = "exactly-once"', "[runtime] checkpointing_mode: must be one of"),
     ('[runtime]\ncheckpointing_mode = "at_least_once"\nunaligned = true', "[runtime] unaligned: unaligned checkpoints need"),
     ("[runtime]\naligned_checkpoint_timeout = 5", "[runtime] aligned_checkpoint_timeout: needs unaligned = true"),
-    ("[runtime]\nmax_failures = -1", "[runtime] max_failures: must be an integer in [0, 100]"),
+    ("[environment]\nmax_failures = -1", "[environment] max_failures: must be an integer in [0, 100]"),
+    # the fault budget is the run's environment, not Flink's configuration
+    ("[runtime]\nmax_failures = 1", "[runtime] max_failures: belongs in [environment], not in [runtime]"),
+    ("[environment]\nunaligned = true", "[environment] unaligned: belongs in [runtime], not in [environment]"),
+    ("[environment]\nmax_checkpoints = 1", "[environment]: unknown key 'max_checkpoints'"),
     ("[runtime]\nmax_concurrent_checkpoints = 0", "[runtime] max_concurrent_checkpoints: must be an integer"),
     ('[runtime]\nfailover_strategy = "restart-all"', "[runtime] failover_strategy: must be 'region' or 'full'"),
     ("[runtime]\nunaligned = 1", "[runtime] unaligned: must be a boolean"),
@@ -192,14 +200,15 @@ def test_the_job_variant_runs_the_files_job_and_configuration():
     v = job_variant(job)
     assert v.name == "job:orders-2pc" and v.safe
     s = generate(v, 3)
-    assert s.graph == job.graph and s.config == job.config and s.seed == 3
+    assert s.graph == job.graph and s.config == job.config and s.environment == job.environment and s.seed == 3
 
 
 def test_the_dict_form_checks_the_same_rules():
-    with pytest.raises(InvalidJobSpec, match=r"\[runtime\] max_failures"):
-        job_file_from_dict({"operators": [{"name": "s", "kind": "source"}], "runtime": {"max_failures": "2"}})
-    assert job_file_from_dict({"operators": [{"name": "s", "kind": "source"}]}).config == RuntimeConfig(
-        max_failures=2, task_managers=1, slots_per_task_manager=1)
+    with pytest.raises(InvalidJobSpec, match=r"\[environment\] max_failures"):
+        job_file_from_dict({"operators": [{"name": "s", "kind": "source"}], "environment": {"max_failures": "2"}})
+    job = job_file_from_dict({"operators": [{"name": "s", "kind": "source"}]})
+    assert job.config == RuntimeConfig(task_managers=1, slots_per_task_manager=1)
+    assert job.environment == Environment(max_failures=2)
 
 
 # -- the verdicts ------------------------------------------------------------------------------
@@ -258,7 +267,7 @@ def test_the_coverage_goals_listed_for_a_job_are_those_that_apply_to_it(capsys):
 
 
 def test_explore_job_finds_the_shortest_duplicate_and_verifies_the_fix(tmp_path, capsys):
-    tiny = TINY + "[runtime]\nmax_failures = 1\n[input]\nrecords = 1\nkeys = [\"a\"]\nseed = 1\n"
+    tiny = TINY + "[environment]\nmax_failures = 1\n[input]\nrecords = 1\nkeys = [\"a\"]\nseed = 1\n"
     code, out, _ = run(capsys, "explore", "--job", write(tmp_path, tiny.format(sink="append"), "a.toml"),
                        "--no-write", "--json")
     row = json.loads(out)
@@ -282,13 +291,14 @@ def test_compile_reads_a_job_file_with_its_tables(capsys):
     assert code == 0 and "job 'orders-append'" in out
 
 
-def test_the_job_spec_page_documents_every_key_of_both_tables():
+def test_the_job_spec_page_documents_every_key_of_every_table():
     import re
 
-    from model.jobfile import INPUT_KEYS, RUNTIME_KEYS
+    from model.jobfile import ENVIRONMENT_KEYS, INPUT_KEYS, RUNTIME_KEYS
 
     text = (ROOT / "docs" / "job-specs.md").read_text()
-    for title, keys in (("`[runtime]`:", RUNTIME_KEYS), ("`[input]` (one split per source subtask):", INPUT_KEYS)):
+    for title, keys in (("`[runtime]`:", RUNTIME_KEYS), ("`[environment]` (not Flink options", ENVIRONMENT_KEYS),
+                        ("`[input]` (one split per source subtask):", INPUT_KEYS)):
         table = text.split(title, 1)[1].split("\n\n", 2)[1]
         rows = re.findall(r"^\| `(\w+)` \|", table, re.M)
         assert rows == list(keys), (title, rows)

@@ -110,7 +110,7 @@ def test_the_coordinator_reports_aborts_and_completions_to_its_manager():
 def _sc(**cfg):
     v = variant("rocksdb-incremental")
     sc = small_scenario(attrs.evolve(v, small=attrs.evolve(v.small, records=2)))
-    return attrs.evolve(sc, config=attrs.evolve(sc.config, max_checkpoints=None, max_failures=3, **cfg))
+    return sc.with_settings(**({"max_checkpoints": None, "max_failures": 3} | cfg))
 
 
 def _to_async_phases(c):
@@ -129,7 +129,7 @@ def _to_async_phases(c):
 def test_the_fault_action_reads_back_and_needs_a_state_backend_and_the_failure_budget():
     a = FailAsyncSnapshot(subtask=1, checkpoint_id=2)
     assert parse_action(repr(a)) == a
-    c = Cluster.from_scenario(attrs.evolve(_sc(), config=attrs.evolve(_sc().config, max_failures=0)))
+    c = Cluster.from_scenario(_sc(max_failures=0))
     _, agg, cid = _to_async_phases(c)
     assert "failure budget" in c.why_not_enabled(FailAsyncSnapshot(agg, cid))
     plain = variant("aligned-2pc")

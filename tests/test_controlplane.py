@@ -19,13 +19,14 @@ from model import actions as A
 from model import highavailability as ha
 from model import rpc
 from model.cluster import Cluster, RuntimeConfig, drain_choice
+from model.environment import Environment
 from model.variants import Small, generate, small_scenario, variant
 from properties.engines import Run
 
 
 def scenario(**cfg):
     base = small_scenario(attrs.evolve(variant("cp-region-failover"), small=Small()))
-    sm = attrs.evolve(base, config=attrs.evolve(base.config, max_checkpoints=None, max_failures=5, **cfg))
+    sm = base.with_settings(max_checkpoints=None, max_failures=5, **cfg)
     return sm
 
 
@@ -314,7 +315,7 @@ def test_a_dead_letter_stays_dead_and_its_delivery_changes_nothing_but_the_netwo
     for seed in range(12):
         sc = generate(variant("cp-region-failover"), seed)
         c = Cluster.from_scenario(sc)
-        assert c.config.dead_letters == "on_delivery"
+        assert c.environment.dead_letters == "on_delivery"
         rng = __import__("random").Random(seed)
         gone: set = set()
         for _ in range(250):
@@ -345,11 +346,10 @@ def test_dropping_dead_letters_at_once_keeps_every_verdict_and_shortest_length()
     from properties.explore import Limits, explore
     for name in ("cp-no-fencing", "FLINK-11813", "cp-restore-from-memory"):
         v = variant(name)
-        assert dict(v.small.config)["dead_letters"] == "at_once"
-        on_delivery = attrs.evolve(v, small=attrs.evolve(v.small, config=tuple(
-            (k, "on_delivery" if k == "dead_letters" else x) for k, x in v.small.config)))
-        a = explore(small_scenario(v), Limits(max_seconds=60))
-        b = explore(small_scenario(on_delivery), Limits(max_seconds=60))
+        sc = small_scenario(v)
+        assert sc.environment.dead_letters == "at_once"
+        a = explore(sc, Limits(max_seconds=60))
+        b = explore(sc.with_settings(dead_letters="on_delivery"), Limits(max_seconds=60))
         assert (a.verdict, a.violation.invariant, a.depth) == (b.verdict, b.violation.invariant, b.depth), name
         assert a.distinct_states < b.distinct_states, name
 
@@ -357,7 +357,7 @@ def test_dropping_dead_letters_at_once_keeps_every_verdict_and_shortest_length()
 def test_dead_letters_must_be_named():
     from model.errors import FlinkspecError
     with pytest.raises(FlinkspecError, match="dead_letters must be one of"):
-        RuntimeConfig(dead_letters="never")
+        Environment(dead_letters="never")
 
 
 # -- ZooKeeper connection states (Curator's ConnectionState) --------------------------------------

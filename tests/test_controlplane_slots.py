@@ -22,7 +22,7 @@ from properties.engines import Run
 def _scenario(name: str, **cfg):
     """The variant's small job (its family's, with two records), budgets lifted, ``cfg`` set."""
     sc = small_scenario(attrs.evolve(variant(name), small=Small(records=2)))
-    return attrs.evolve(sc, config=attrs.evolve(sc.config, max_checkpoints=None, max_failures=5, **cfg))
+    return sc.with_settings(max_checkpoints=None, max_failures=5, **cfg)
 
 
 def step_until(run: Run, pred, limit=3000):

@@ -315,6 +315,22 @@ def test_the_glossary_names_every_invariant_knob_and_flink_key():
     assert not missing, f"docs/glossary.md does not name {missing}"
 
 
+def test_the_glossary_tables_of_the_configuration_and_the_environment_are_exact():
+    """One row per field, in the classes' order, none left over from a field that moved or was
+    retired (a stale row would tell a user to set a knob the model refuses)."""
+    import re
+
+    from model.cluster import RuntimeConfig
+    from model.environment import Environment
+
+    text = _glossary()
+    for title, cls in (("## Configuration knobs (`RuntimeConfig`", RuntimeConfig),
+                       ("## The environment (`Environment`", Environment)):
+        section = text.split(title, 1)[1].split("\n## ", 1)[0]
+        rows = re.findall(r"^\| `(\w+)` \|", section, re.M)
+        assert rows == [f.name for f in attrs.fields(cls)], (title, rows)
+
+
 def test_the_generated_part_of_the_glossary_is_current():
     got = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_glossary.py"), "--check"], cwd=ROOT,
                          capture_output=True, text=True)

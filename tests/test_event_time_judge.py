@@ -9,6 +9,7 @@ import random
 import attrs
 
 from model.cluster import JobInput, RuntimeConfig
+from model.environment import Environment
 from model.streamgraph import StreamGraphBuilder
 from model.variants import VARIANTS, Scenario, generate, variant
 from properties.engines import Run, offered_kinds, random_walk, replay, replay_lenient, shrink
@@ -284,7 +285,7 @@ def test_a_union_is_its_inputs_records_together_and_judged_with_idle_sources():
         inp = generate_input(judged, InputSpec(records=4, keys=("x", "y")), seed)
         assert disagreement(judged, reference_output(judged, inp), expected_output(judged, inp)) is None, seed
     s = Scenario(graph=judged, job_input=generate_input(judged, InputSpec(records=3, keys=("x",)), 0),
-                 config=RuntimeConfig(max_failures=1), seed=0)
+                 config=RuntimeConfig(), environment=Environment(max_failures=1), seed=0)
     assert "SourceIdle" in offered_kinds(s)
 
 
@@ -296,7 +297,7 @@ def test_walks_of_a_union_window_job_with_idle_sources_and_failures_pass():
     from model.variants import job_variant  # as above
 
     graph, _ = union_jobs()
-    job = job_file_from_dict({**stream_graph_to_dict(graph), "runtime": {"max_failures": 1},
+    job = job_file_from_dict({**stream_graph_to_dict(graph), "environment": {"max_failures": 1},
                               "input": {"records": 3, "keys": ["x", "y"]}})
     v = job_variant(job)
     idle = late = 0

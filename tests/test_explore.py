@@ -393,7 +393,7 @@ def test_the_small_rescale_scenario_moves_its_key_group():
         assert len(split) == 1, name
         key = split[0][0]
         agg = next(o for o in sc.graph.operators if o.name == "agg")
-        assert agg.parallelism == 1 and dict(sc.config.rescale_options)["agg"] == (2,), name
+        assert agg.parallelism == 1 and dict(sc.environment.rescale_options)["agg"] == (2,), name
         kg = assign_to_key_group(key, agg.max_parallelism)
         owner = compute_operator_index_for_key_group(agg.max_parallelism, 2, kg)
         assert owner == 1 and kg % 2 != owner, (name, key, kg)
@@ -678,7 +678,7 @@ def test_leader_election_and_fencing_with_two_job_manager_crashes_is_verified():
     from properties.explore_workers import ProcessLevels
     v = variant("cp-restart-all")
     sc = small_scenario(attrs.evolve(v, small=attrs.evolve(v.small, failures=2)))
-    assert sc.config.max_failures == 2 and sc.config.job_managers == 2 and sc.config.task_managers == 1
+    assert sc.environment.max_failures == 2 and sc.config.job_managers == 2 and sc.config.task_managers == 1
     with ProcessLevels(sc, True, 2) as levels:
         ex = explore(sc, Limits(max_seconds=1800), levels=levels)
     assert ex.verdict == "verified", (ex.verdict, ex.distinct_states, ex.depth, ex.limit)

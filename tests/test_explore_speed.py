@@ -1,6 +1,6 @@
 """What makes the exhaustive search cheaper must not change what it finds: the value-form cache
 of ``model.fingerprint``, the successor that reuses its parent (``expand(..., consume=True)``)
-and the sources' idleness budget of the small scenarios (``RuntimeConfig.max_idle_periods``)."""
+and the sources' idleness budget of the small scenarios (``Environment.max_idle_periods``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from model import actions as A
 from model import fingerprint as F
-from model.cluster import Cluster, RuntimeConfig
+from model.cluster import Cluster
+from model.environment import Environment
 from model.errors import FlinkspecError
 from model.variants import generate, small_scenario, variant, variant_names
 from properties.engines import Run
@@ -94,8 +95,8 @@ def test_the_successor_that_reuses_its_parent_is_the_successor_of_a_copy():
 
 def test_the_idleness_budget_bounds_source_idle_and_counts_only_under_a_budget():
     sc = small_scenario(variant("aligned-2pc"))
-    assert sc.config.max_idle_periods == 0
-    one = attrs.evolve(sc, config=attrs.evolve(sc.config, max_idle_periods=1))
+    assert sc.environment.max_idle_periods == 0
+    one = sc.with_settings(max_idle_periods=1)
     c = Cluster.from_scenario(one)
     assert A.SourceIdle(0) in c.enabled_actions()
     c.step(A.SourceIdle(0))
@@ -103,12 +104,12 @@ def test_the_idleness_budget_bounds_source_idle_and_counts_only_under_a_budget()
     assert A.SourceIdle(0) not in c.enabled_actions()
     assert "max_idle_periods" in c.why_not_enabled(A.SourceIdle(0))
     # unbounded: an IDLE/ACTIVE toggle returns to a state already met once the statuses are delivered
-    free = Cluster.from_scenario(attrs.evolve(sc, config=attrs.evolve(sc.config, max_idle_periods=None)))
+    free = Cluster.from_scenario(sc.with_settings(max_idle_periods=None))
     free.step(A.SourceIdle(0))
     free.step(A.SourceActive(0))
     assert free.job.idle_periods == 0
     with pytest.raises(FlinkspecError, match="max_idle_periods"):
-        RuntimeConfig(max_idle_periods=-1)
+        Environment(max_idle_periods=-1)
 
 
 def test_late_window_small_scenarios_keep_idleness():
@@ -118,7 +119,7 @@ def test_late_window_small_scenarios_keep_idleness():
     for name in variant_names():
         v = variant(name)
         sc = small_scenario(v)
-        budget = sc.config.max_idle_periods
+        budget = sc.environment.max_idle_periods
         if v.family == "late_window":
             assert budget is None or budget >= 1, name
             (agg,) = [o for o in sc.graph.operators if o.kind == "window"]

@@ -11,6 +11,7 @@ import pytest
 
 from model import actions as A
 from model.cluster import ActionNotEnabled, JobInput, RuntimeConfig, drain
+from model.environment import Environment
 from model.stateassignment import StateAssignmentError
 from model.streamgraph import StreamGraphBuilder
 from scenario_util import chan, deliver_until_empty, enabled, fresh, kinds, oracle_diffs, records, sub
@@ -63,7 +64,7 @@ def test_stop_with_savepoint_with_records_in_flight_then_restart_equals_oracle(m
     inp = _input(splits=2, per_split=6)
     kw = {"aligned": {}, "unaligned": {"unaligned": True},
           "alternating": {"unaligned": True, "aligned_checkpoint_timeout": 100}}[mode]
-    c = fresh(g, inp, RuntimeConfig(savepoints=True, **kw))
+    c = fresh(g, inp, RuntimeConfig(**kw), environment=Environment(savepoints=True))
     eg = c.eg
     s0, s1 = sub(eg, "src", 0), sub(eg, "src", 1)
     # 1. both sources emit three records each: they wait in the src -> agg channels
@@ -106,7 +107,7 @@ def test_stop_with_savepoint_and_rescale_3_to_2_with_uneven_key_groups():
 
     g = _keyed_count_job(src_p=2, agg_p=3, max_p=10)
     inp = _input(splits=3, per_split=6)
-    c = fresh(g, inp, RuntimeConfig(savepoints=True, rescale_options=(("agg", (2,)), ("src", (3,)))))
+    c = fresh(g, inp, RuntimeConfig(), environment=Environment(savepoints=True, rescale_options=(("agg", (2,)), ("src", (3,)))))
     # 1. read a third of the input and process it
     for _ in range(3):
         for i in range(2):
@@ -162,7 +163,7 @@ def test_source_splits_after_a_rescale_start_at_subtask_0_whatever_the_sink_stat
     """
     g = _keyed_count_job(src_p=2, agg_p=3, max_p=10)
     inp = _input(splits=2, per_split=6)
-    c = fresh(g, inp, RuntimeConfig(savepoints=True))
+    c = fresh(g, inp, RuntimeConfig(), environment=Environment(savepoints=True))
     # 1. each source reads two records, then stop with a savepoint (the sink holds state)
     for _ in range(2):
         for i in range(2):
@@ -185,7 +186,7 @@ def test_max_parallelism_mismatch_and_too_high_parallelism_are_clear_errors():
     from model.rescaling import rescale_states
 
     g = _keyed_count_job(src_p=1, agg_p=2, max_p=10)
-    c = fresh(g, _input(splits=1), RuntimeConfig(savepoints=True, rescale_options=(("agg", (12,)),)))
+    c = fresh(g, _input(splits=1), RuntimeConfig(), environment=Environment(savepoints=True, rescale_options=(("agg", (12,)),)))
     c.step(A.SourceEmit(sub(c.eg, "src", 0)))
     sp = _savepoint_and_stop(c)
     # a parallelism that is not offered is refused
@@ -240,7 +241,7 @@ def test_fail_task_region_failover_restarts_only_its_region(strategy):
     """
     g = _pointwise_job()
     inp = _input(splits=2, per_split=4)
-    c = fresh(g, inp, RuntimeConfig(max_failures=1, failover_strategy=strategy))
+    c = fresh(g, inp, RuntimeConfig(failover_strategy=strategy), environment=Environment(max_failures=1))
     eg = c.eg
     src = [sub(eg, "src", i) for i in range(2)]
     m = [sub(eg, "m", i) for i in range(2)]
@@ -268,7 +269,7 @@ def test_fail_task_in_an_all_to_all_job_restarts_everything():
     """
     g = _keyed_count_job()
     inp = _input()
-    c = fresh(g, inp, RuntimeConfig(max_failures=1))
+    c = fresh(g, inp, RuntimeConfig(), environment=Environment(max_failures=1))
     eg = c.eg
     _checkpoint_then_more(c, [sub(eg, "src", 0), sub(eg, "src", 1)])
     c.step(A.FailTask(sub(eg, "agg", 1)))
@@ -287,7 +288,7 @@ def test_lose_task_manager_fails_its_tasks_and_placement_stays_valid():
 
     g = _keyed_count_job()
     inp = _input()
-    c = fresh(g, inp, RuntimeConfig(max_failures=1, task_managers=2))
+    c = fresh(g, inp, RuntimeConfig(task_managers=2), environment=Environment(max_failures=1))
     eg = c.eg
     assert check_placement(eg, c.allocation) == []
     lost = set(c.allocation.subtasks_on(c.task_managers[0].id))
@@ -309,7 +310,7 @@ def test_job_manager_failover_loses_pending_checkpoints_and_restores_the_store()
     """
     g = _keyed_count_job()
     inp = _input()
-    c = fresh(g, inp, RuntimeConfig(max_failures=1))
+    c = fresh(g, inp, RuntimeConfig(), environment=Environment(max_failures=1))
     eg = c.eg
     srcs = [sub(eg, "src", 0), sub(eg, "src", 1)]
     _checkpoint_then_more(c, srcs)
@@ -330,7 +331,7 @@ def test_restart_attempts_exhausted_fails_the_job():
         src(0..1) ──rescale──► m(0..1)→out(0..1)
     """
     g = _pointwise_job()
-    c = fresh(g, _input(splits=2), RuntimeConfig(max_failures=3, restart_attempts=1))
+    c = fresh(g, _input(splits=2), RuntimeConfig(restart_attempts=1), environment=Environment(max_failures=3))
     eg = c.eg
     c.step(A.SourceEmit(sub(eg, "src", 0)))
     c.step(A.FailTask(sub(eg, "m", 0)))
@@ -393,7 +394,7 @@ def test_restore_rewinds_offsets_and_reinjects_channel_state_before_new_data():
         srcB(0) ──► m(0) ──y──┘
     """
     g = _unaligned_job()
-    c = fresh(g, UC_INPUT, RuntimeConfig(unaligned=True, max_failures=1))
+    c = fresh(g, UC_INPUT, RuntimeConfig(unaligned=True), environment=Environment(max_failures=1))
     eg = c.eg
     x, y, o, bm = _unaligned_checkpoint_with_channel_state(c)
     sa, sb, m = sub(eg, "srcA", 0), sub(eg, "srcB", 0), sub(eg, "m", 0)
@@ -425,7 +426,7 @@ def test_two_phase_commit_pending_transactions_recommitted_on_restore():
     """
     g = _keyed_count_job(src_p=1, agg_p=1)
     inp = _input(splits=1, per_split=4)
-    c = fresh(g, inp, RuntimeConfig(max_failures=1))
+    c = fresh(g, inp, RuntimeConfig(), environment=Environment(max_failures=1))
     eg = c.eg
     s, agg = sub(eg, "src", 0), sub(eg, "agg", 0)
     x = chan(eg, ("src", 0), ("agg", 0))
@@ -470,13 +471,13 @@ def _settle(c, max_steps=20_000):
         return
 
 
-def _same_sequence(g, inp, safe: RuntimeConfig, unsafe: RuntimeConfig, script, seed=0):
-    """Run ``script`` on the safe configuration, replay exactly its actions on the unsafe one,
-    settle both; return (safe cluster, unsafe cluster)."""
-    c_safe = fresh(g, inp, safe, seed)
+def _same_sequence(g, inp, safe: RuntimeConfig, unsafe: RuntimeConfig, script, seed=0, environment=None):
+    """Run ``script`` on the safe configuration, replay exactly its actions on the unsafe one
+    (both in ``environment``), settle both; return (safe cluster, unsafe cluster)."""
+    c_safe = fresh(g, inp, safe, seed, environment)
     script(c_safe)
     trace = list(c_safe.trace)
-    c_unsafe = fresh(g, inp, unsafe, seed)
+    c_unsafe = fresh(g, inp, unsafe, seed, environment)
     for a in trace:
         assert a in c_unsafe.enabled_actions(), a
         c_unsafe.step(a)
@@ -519,8 +520,8 @@ def test_variant_at_least_once_with_two_phase_commit_duplicates_state_effects():
         c.step(A.FailTask(w))           # 6. the window task fails: restore checkpoint 1
 
     safe, unsafe = _same_sequence(
-        g, inp, RuntimeConfig(unaligned=True, max_failures=1),
-        RuntimeConfig(checkpointing_mode="at_least_once", max_failures=1), script)
+        g, inp, RuntimeConfig(unaligned=True),
+        RuntimeConfig(checkpointing_mode="at_least_once"), script, environment=Environment(max_failures=1))
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
     assert [(e.key, e.value, e.actual) for e in d.unexpected] == [("a", 2, 1)]   # a counted twice
@@ -542,8 +543,8 @@ def test_variant_unaligned_without_channel_state_loses_records():
         c.step(A.FailTask(sub(c.eg, "d", 0)))        # 9. d fails
 
     safe, unsafe = _same_sequence(
-        g, UC_INPUT, RuntimeConfig(unaligned=True, max_failures=1),
-        RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",), max_failures=1), script)
+        g, UC_INPUT, RuntimeConfig(unaligned=True),
+        RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",)), script, environment=Environment(max_failures=1))
     assert oracle_diffs(g, UC_INPUT, safe) == {}
     d = oracle_diffs(g, UC_INPUT, unsafe)["out"]
     assert sorted((e.key, e.value) for e in d.missing) == [("a", 101), ("b", 101), ("b", 102)]
@@ -580,10 +581,10 @@ def test_variant_append_sink_duplicates_output_after_a_failure():
         deliver_until_empty(c, x)
         c.step(A.FailTask(m))            # 4. failure: restore checkpoint 1, k=2 is replayed
 
-    cfg = RuntimeConfig(max_failures=1)
-    safe = fresh(g_2pc, inp, cfg)
+    cfg, env = RuntimeConfig(), Environment(max_failures=1)
+    safe = fresh(g_2pc, inp, cfg, environment=env)
     script(safe)
-    unsafe = fresh(g_append, inp, cfg)
+    unsafe = fresh(g_append, inp, cfg, environment=env)
     for a in safe.trace:
         unsafe.step(a)
     drain(safe)
@@ -627,9 +628,10 @@ def test_variant_skip_consumer_regions_with_rebalance_behind_a_blocking_exchange
         c.step(A.Deliver(c0))                # 3. m0 reads one record
         c.step(A.LoseTaskManager(0))         # 4. tm0 (src's partition, m0) is lost
 
-    cfg = dict(max_failures=1, task_managers=2, failover_strategy="region")
+    cfg = dict(task_managers=2, failover_strategy="region")
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**cfg),
-                                  RuntimeConfig(bugs=("skip-consumer-regions",), **cfg), script)
+                                  RuntimeConfig(bugs=("skip-consumer-regions",), **cfg), script,
+                                  environment=Environment(max_failures=1))
     eg = safe.eg
     assert set(safe.restored_from[-1][2]) == set(range(len(eg.subtasks)))
     assert set(unsafe.restored_from[-1][2]) == {sub(eg, "src", 0), sub(eg, "m", 0)}
@@ -659,8 +661,8 @@ def test_variant_restore_pending_checkpoint_that_never_completed():
         assert c.coordinator.num_pending == 1
         c.step(A.FailTask(sub(eg, "win", 0)))     # 3. the window task fails before its barrier
 
-    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(max_failures=1),
-                                  RuntimeConfig(bugs=("restore-pending-checkpoints",), max_failures=1), script)
+    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(),
+                                  RuntimeConfig(bugs=("restore-pending-checkpoints",)), script, environment=Environment(max_failures=1))
     assert safe.restored_from[-1][1] is None and unsafe.restored_from[-1][1] == 1
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
@@ -691,9 +693,8 @@ def test_variant_modulo_key_group_assignment_on_rescale():
         c.step(A.RestartFromSavepoint((("src", 1), ("agg", 2), ("out", 2))))   # 3. rescale
 
     opts = (("agg", (2,)),)
-    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(savepoints=True, rescale_options=opts),
-                                  RuntimeConfig(savepoints=True, rescale_options=opts,
-                                                bugs=("keygroups-by-modulo",)), script)
+    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(),
+                                  RuntimeConfig(bugs=("keygroups-by-modulo",)), script, environment=Environment(savepoints=True, rescale_options=opts))
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
     assert d.missing and {e.key for e in d.missing} <= moved
@@ -728,9 +729,8 @@ def test_rescale_from_unaligned_checkpoint_restores_inflight_records_at_their_ow
     """
     g = _keyed_count_job(src_p=1, agg_p=3, max_p=10)
     inp = _input(splits=1, per_split=10)
-    cfg = RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10,
-                        rescale_options=(("agg", (2,)),))
-    c = fresh(g, inp, cfg)
+    cfg = RuntimeConfig(unaligned=True, channel_capacity=10)
+    c = fresh(g, inp, cfg, environment=Environment(rescale_from_checkpoints=True, rescale_options=(("agg", (2,)),)))
     _unaligned_checkpoint_with_inflight(c)
     act = A.RescaleFromCheckpoint((("src", 1), ("agg", 2), ("out", 2)))
     assert act in c.enabled_actions()
@@ -757,9 +757,10 @@ def test_variant_inflight_to_old_subtask_index_loses_and_misroutes_records():
         _unaligned_checkpoint_with_inflight(c)
         c.step(A.RescaleFromCheckpoint((("src", 1), ("agg", 2), ("out", 2))))
 
-    base = dict(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10, rescale_options=opts)
+    base = dict(unaligned=True, channel_capacity=10)
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base),
-                                  RuntimeConfig(bugs=("inflight-by-old-index",), **base), script)
+                                  RuntimeConfig(bugs=("inflight-by-old-index",), **base), script,
+                                  environment=Environment(rescale_from_checkpoints=True, rescale_options=opts))
     assert oracle_diffs(g, inp, safe) == {}
     (_, _, report), = unsafe.channel_rescales
     before = sorted(r for e in report for r in e.before)
@@ -777,9 +778,8 @@ def test_rescale_from_checkpoint_refuses_inflight_data_on_a_rescaled_pointwise_e
     b.sink("out", "m", parallelism=2)
     g = b.build()
     inp = _input(splits=2, per_split=4)
-    cfg = RuntimeConfig(unaligned=True, rescale_from_checkpoints=True, channel_capacity=10,
-                        rescale_options=(("m", (1,)),))
-    c = fresh(g, inp, cfg)
+    cfg = RuntimeConfig(unaligned=True, channel_capacity=10)
+    c = fresh(g, inp, cfg, environment=Environment(rescale_from_checkpoints=True, rescale_options=(("m", (1,)),)))
     eg = c.eg
     for i in range(2):
         for _ in range(3):
@@ -807,13 +807,14 @@ def test_variant_flink_20675_a_failed_asynchronous_snapshot_is_not_counted():
     b.sink("out", "src", sink_kind="two_phase_commit", parallelism=1)
     g = b.build()
     inp = JobInput({"src": (((0, 1, 0),),)})
-    base = dict(state_backend="hashmap", tolerable_failed_checkpoints=0, max_failures=1)
+    base = dict(state_backend="hashmap", tolerable_failed_checkpoints=0)
 
     def script(c):
         c.step(A.TriggerCheckpoint())
         c.step(A.FailAsyncSnapshot(sub(c.eg, "src", 0), 1))
 
-    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base), RuntimeConfig(**base, bugs=("FLINK-20675",)), script)
+    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base), RuntimeConfig(**base, bugs=("FLINK-20675",)), script,
+                                  environment=Environment(max_failures=1))
     for c, failed_over in ((safe, True), (unsafe, False)):
         kinds_of = [e[0] for e in c.events]
         assert ("aborted", 1, 1, "CHECKPOINT_ASYNC_EXCEPTION", 0) in c.events

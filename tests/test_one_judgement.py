@@ -25,6 +25,7 @@ from flinkspec.cli import main
 from flinkspec.commands import check
 from model import actions as A
 from model.cluster import RuntimeConfig, drain_choice
+from model.environment import Environment
 from model.errors import FlinkspecError
 from model.jobfile import load_job_file
 from model.streamgraph import StreamGraphBuilder
@@ -70,7 +71,7 @@ partitioner = "hash"
 source = "window"
 target = "out"
 partitioner = "forward"
-[runtime]
+[environment]
 max_failures = {failures}
 [input]
 records = 1
@@ -235,7 +236,7 @@ def sliding_job() -> Scenario:
 
     graph = b.build()
     return Scenario(graph=graph, job_input=generate_input(graph, InputSpec(records=2, keys=("k",), seed=1), 0),
-                    config=RuntimeConfig(max_failures=1), seed=0)
+                    config=RuntimeConfig(), environment=Environment(max_failures=1), seed=0)
 
 
 #: a user's job the event-time judge does not cover: two sources, a window, a map, a sink

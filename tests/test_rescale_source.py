@@ -11,11 +11,11 @@ from properties.explore import Limits, explore
 
 
 def test_the_source_may_be_rescaled_on_restore():
-    opts = [dict(generate(variant("rescale-source-savepoint"), seed).config.rescale_options) for seed in range(20)]
+    opts = [dict(generate(variant("rescale-source-savepoint"), seed).environment.rescale_options) for seed in range(20)]
     assert any(o.get("source") for o in opts) and all("agg" in o for o in opts)
-    assert dict(small_scenario(variant("rescale-source-savepoint")).config.rescale_options)["source"] == (1, 2)
+    assert dict(small_scenario(variant("rescale-source-savepoint")).environment.rescale_options)["source"] == (1, 2)
     # the keyed-only family keeps its options
-    assert all("source" not in dict(generate(variant("rescale-savepoint"), s).config.rescale_options)
+    assert all("source" not in dict(generate(variant("rescale-savepoint"), s).environment.rescale_options)
                for s in range(20))
 
 

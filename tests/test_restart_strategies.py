@@ -9,6 +9,7 @@ import pytest
 
 from model import actions as A
 from model.cluster import Cluster, JobInput, RuntimeConfig
+from model.environment import Environment
 from model.errors import FlinkspecError
 from model.executiongraph import compile_stream_graph
 from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
@@ -26,7 +27,7 @@ INPUT = JobInput({"source": (((1, 1, 1), (2, 1, 2)),)})
 
 
 def cluster(**cfg):
-    return Cluster(compile_stream_graph(GRAPH), INPUT, RuntimeConfig(max_failures=10, **cfg))
+    return Cluster(compile_stream_graph(GRAPH), INPUT, RuntimeConfig(**cfg), environment=Environment(max_failures=10))
 
 
 def fail(c, times, gap=0):

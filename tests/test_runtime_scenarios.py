@@ -12,6 +12,7 @@ import pytest
 
 from model import actions as A
 from model.cluster import ActionNotEnabled, JobInput, RuntimeConfig, drain
+from model.environment import Environment
 from model.checkpointbarrierhandler import (
     DECLINED_INPUT_END_OF_STREAM,
     DECLINED_ON_CANCELLATION_BARRIER,
@@ -877,15 +878,15 @@ def test_trace_replays_to_an_identical_state_and_actions_round_trip(mode):
     back to an equal action."""
     g = _random_job("two_phase_commit")
     inp = _random_input(7)
-    cfg = RuntimeConfig(channel_capacity=2, max_failures=2, **MODES[mode])
-    c = fresh(g, inp, cfg, seed=11)
+    cfg, env = RuntimeConfig(channel_capacity=2, **MODES[mode]), Environment(max_failures=2)
+    c = fresh(g, inp, cfg, seed=11, environment=env)
     trace = random_walk(c, 11, 400)
     assert any(type(a) in (A.FailTask, A.LoseTaskManager, A.FailJobManager) for a in trace)
-    again = replay(g, inp, cfg, 11, trace)
+    again = replay(g, inp, cfg, 11, trace, env)
     assert _state(again) == _state(c)
     reparsed = [A.parse_action(repr(a)) for a in trace]
     assert reparsed == trace
-    assert _state(replay(g, inp, cfg, 11, reparsed)) == _state(c)
+    assert _state(replay(g, inp, cfg, 11, reparsed, env)) == _state(c)
 
 
 def test_every_action_type_round_trips_through_its_repr():

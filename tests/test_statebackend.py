@@ -177,7 +177,7 @@ def _sc(name, **cfg):
     """The variant's small scenario with two records (one before a barrier, one after it)."""
     v = variant(name)
     sc = small_scenario(attrs.evolve(v, small=attrs.evolve(v.small, records=2)))
-    return attrs.evolve(sc, config=attrs.evolve(sc.config, max_checkpoints=None, max_failures=0, **cfg))
+    return sc.with_settings(max_checkpoints=None, max_failures=0, **cfg)
 
 
 def _barrier_then_record(sc):

@@ -1,9 +1,12 @@
 """Rewrite counterexample files whose configuration (or focused machine's knobs) names a retired
-unsafe knob.
+unsafe knob, or holds the fields that moved to the run's environment.
 
 Unsafe switches of ``RuntimeConfig`` became seams (``model.seams``): a knob at its unsafe
 value is now its seam in ``bugs``, at its safe value it is dropped
-(``model.cluster.RETIRED_KNOBS``, ``migrate_config``). This rewrites each file's header in
+(``model.cluster.RETIRED_KNOBS``, ``migrate_config``). The faults and operator actions a run
+may see, and their budgets (``max_failures``, ``max_checkpoints``, ``savepoints``, ...), left
+``RuntimeConfig`` for ``model.environment.Environment``: they move from the scenario's
+``config`` to its ``environment`` (``split_config``). This rewrites each file's header in
 place (atomically), keeping every other byte; the file's name (a hash of the run, not of the
 header) and its replay stay the same. Files that need nothing are left alone.
 
@@ -20,19 +23,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model.cluster import RETIRED_KNOBS, migrate_config  # noqa: E402  (the repository root is on the path now)
+from model.environment import FIELDS as ENVIRONMENT_FIELDS, split_config  # noqa: E402
 from properties.machines import migrate_focused_knobs  # noqa: E402
 from properties.safe_io import write_atomic  # noqa: E402
 
 
 def migrate_file(path: Path) -> bool:
-    """Rewrite ``path`` if its header's configuration names a retired knob; True if it did."""
+    """Rewrite ``path`` if its header's configuration names a retired knob or an environment
+    field; True if it did."""
     text = path.read_text(encoding="utf-8")
     first, sep, rest = text.partition("\n")
     header = json.loads(first)
     sc = header.get("scenario") or {}
     cfg = sc.get("config")
-    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS for k in cfg):
-        sc["config"] = migrate_config(cfg)
+    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS or k in ENVIRONMENT_FIELDS for k in cfg):
+        sc["config"], moved = split_config(migrate_config(cfg))
+        sc["environment"] = {**moved, **(sc.get("environment") or {})}
     elif sc.get("kind") == "focused" and isinstance(sc.get("knobs"), dict) \
             and migrate_focused_knobs(sc.get("machine"), sc["knobs"]) != sc["knobs"]:
         sc["knobs"] = migrate_focused_knobs(sc["machine"], sc["knobs"])

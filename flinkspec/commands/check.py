@@ -175,7 +175,7 @@ def run_job(args) -> int:
     cfg = job.config
     console.print(f"[bold]flinkspec check --job[/bold] {job.path}: job {job.name!r}, profile {args.profile}, "
                   f"seed {args.seed} — {cfg.barrier_mode} checkpoints, {cfg.failover_strategy} failover, "
-                  f"up to {cfg.max_failures} failure(s) per run, {cfg.task_managers} TaskManager(s) x "
+                  f"up to {job.environment.max_failures} failure(s) per run, {cfg.task_managers} TaskManager(s) x "
                   f"{cfg.slots_per_task_manager} slot(s). Nothing may be violated.")
     t0 = time.perf_counter()
     out = output_directory(args, command=f"check-job-{_slug(job.name)}")

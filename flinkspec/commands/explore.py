@@ -235,7 +235,7 @@ def _job_variant(path: str, max_checkpoints: int):
 
     job = load_job_file(path)
     check_judgeable(job)  # the job's input asks for late records where no judge covers them: one line, exit 2
-    job = attrs.evolve(job, config=attrs.evolve(job.config, max_checkpoints=max_checkpoints))
+    job = attrs.evolve(job, environment=attrs.evolve(job.environment, max_checkpoints=max_checkpoints))
     return job_variant(job)
 
 
@@ -293,7 +293,7 @@ def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list, rows: lis
         "distinct_states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
         "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
         "workers": ex.workers, "reduced": ex.reduced, "small": args.small, "seed": args.seed, "limit": ex.limit,
-        "failures": scenario.config.max_failures,
+        "failures": scenario.environment.max_failures,
         "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
         "decided_after_steps": ex.decided_after,
         "shrunk_steps": shrunk.get((v.name, invariant)) if invariant else None,
