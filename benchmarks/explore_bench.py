@@ -184,7 +184,7 @@ def _marshal_fingerprint(c: Cluster) -> str:
     canonical form built as tuples (C walk), serialized by ``marshal``, each fresh identifier's
     marker replaced in those bytes by its rank, for the ratio: the same equalities, another hash."""
     c.fingerprint()  # sets the scenario key
-    form = fingerprint.canonical((c._scenario_key[4], c._read_later(), c), not c.config.time_sensitive)
+    form = fingerprint.canonical((c._scenario_key[4], c), not c.config.time_sensitive)
     data = marshal.dumps(form, 2)
     ranks: dict = {}
     for tag, digits in sorted(set(_MARK_BYTES.findall(data))):

@@ -7,7 +7,7 @@ state and its fingerprint -- and a stored state smallest? Measured, not argued.
 1. **Real states.** Seeded random walks of several variants (``Cluster.from_scenario`` of
    each variant's small scenario, an action drawn uniformly from ``enabled_actions()``), and
    at each step the state's *view*: ``model.fingerprint.canonical`` of what
-   ``Cluster.fingerprint`` hashes (the state and ``_read_later``, time dropped unless the
+   ``Cluster.fingerprint`` hashes (the state; its history is beside it; time dropped unless the
    configuration is time-sensitive), with every fresh identifier replaced by its rank, so
    that two views are equal exactly when their canonical bytes are (checked against
    ``canonical_bytes`` at every step). A view is nested tuples of primitives: the shape a value
@@ -120,7 +120,7 @@ def _rank_fresh(form):
 def view_of(c: Cluster):
     """The view of ``c`` that ``Cluster.fingerprint`` hashes, as a canonical form with fresh
     identifiers ranked (the scenario's own key, constant along a walk, left out)."""
-    obj = (c._read_later(), c)
+    obj = c
     drop = not c.config.time_sensitive
     form = _rank_fresh(canonical(obj, drop_time=drop))
     assert encode(form) == canonical_bytes(obj, drop_time=drop), "the ranked view is not the canonical bytes"

@@ -21,10 +21,11 @@ changes only its own state and the channels, and tells the cluster what else mus
 messages in ``outbox`` -- ``model.messages`` -- which ``step`` delivers after the action),
 ``coordinator`` (``model.checkpointcoordinator.CheckpointCoordinator``), ``external`` (the
 outside world the sinks write to, ``model.sinks.ExternalSystem``), ``job`` (:class:`JobState`:
-status, attempts, failures, stop-with-savepoint, in-flight notifications) and the completed
-checkpoints' task snapshots (``completed``). ``delta`` says what the last step changed (for
-the spec's incremental checks); ``trace``, ``events`` and ``restored_from`` are history, not
-state.
+status, attempts, failures, stop-with-savepoint and the savepoint's snapshots, in-flight
+notifications). ``delta`` says what the last step changed (for the spec's incremental checks).
+What happened on the way -- ``trace``, ``events``, ``restored_from``, the completed
+checkpoints' snapshots (``completed``) -- is the run's history (``history``,
+``model.history.RunHistory``), kept beside the state: no step reads it.
 
 Follows: the Flink runtime's components named in each module. Time is logical: ``now``
 counts the steps taken; a barrier's timestamp is the step at which the CheckpointCoordinator
@@ -73,6 +74,7 @@ from model.events import LONG_MAX, CheckpointBarrier
 from model.executiongraph import compile_stream_graph
 from model.failover import failover_strategy
 from model.fingerprint import fingerprint_of
+from model.history import RunHistory
 from model.functions import filter_function, map_function
 from model.jobgraph import BLOCKING
 from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
@@ -333,23 +335,23 @@ class JobState:
 
     ``status``: RUNNING, STOPPED (stop-with-savepoint done) or FAILED (restarts exhausted);
     ``attempt`` counts (re)deployments; ``failures`` the injected failures (bounded by
-    ``max_failures``); ``restarts`` the failovers (for the restart strategy); ``stopping`` the
-    id of a stop-with-savepoint in progress; ``savepoint`` the savepoint a STOPPED job stopped
-    with; ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
+    ``max_failures``); ``current_restart_attempt`` FixedDelayRestartBackoffTimeStrategy's count
+    of restarts, kept only when the strategy bounds them (``restart_attempts``: unbounded, the
+    count changes nothing, and the model leaves it out; the run's history counts every
+    failover); ``stopping`` the id of a stop-with-savepoint in progress; ``savepoint`` the
+    savepoint a STOPPED job stopped with and ``savepoint_snapshots`` its snapshots per subtask
+    (what a restart from it restores); ``generation`` counts rescalings; ``notifications`` the notifyCheckpointComplete
     RPCs in flight to the tasks that act on them: ``(subtask, checkpoint_id)`` -> how many, in
     the order they were sent; ``failure_times`` the failure-rate
     strategy's queue; ``checkpoints_triggered`` the trigger requests (for ``max_checkpoints``)."""
 
-    #: ``restarts`` is read only by a FixedDelayRestartBackoffTimeStrategy with a bound on its
-    #: attempts: ``Cluster._read_later`` counts it apart, and only then
-    FINGERPRINT_SKIP = ("restarts",)
-
     status: str = RUNNING
     attempt: int = 0
     failures: int = 0
-    restarts: int = 0
+    current_restart_attempt: int = 0
     stopping: int | None = None
     savepoint: int | None = None
+    savepoint_snapshots: dict | None = None
     generation: int = 0
     notifications: dict = attrs.field(factory=dict)
     failure_times: list = attrs.field(factory=list)
@@ -383,11 +385,11 @@ class Cluster:
     """The whole runtime state of one job run (see the module docstring)."""
 
     #: history and derived data a fingerprint leaves out (``model.fingerprint``)
-    FINGERPRINT_SKIP = ("eg", "job_input", "config", "environment", "seed", "trace", "events", "restored_from", "trigger_results",
-                        "completed_ids", "_delta", "_tm_busy", "_ops", "strategy", "task_managers",
+    FINGERPRINT_SKIP = ("eg", "job_input", "config", "environment", "seed", "_delta", "_tm_busy", "_ops", "strategy",
+                        "task_managers",
                         "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
                         "producer_of", "source_tasks", "outbox", "_scenario_key",
-                        "channel_rescales", "completed", "job_failure")
+                        "job_failure")
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0,
                  environment: Environment | None = None):
@@ -403,11 +405,8 @@ class Cluster:
     def _start(self, execution_graph) -> None:
         """The initial deployment (the seams the configuration switches on act in it too)."""
         self.now = 0
-        self.trace: list = []
-        self.events: list = []
-        self.restored_from: list = []
-        self.trigger_results: list = []
-        self.completed_ids: list[int] = []
+        #: what happened in the run (``model.history``): beside the state, never read by a step
+        self.history = RunHistory()
         self.external = sinks.ExternalSystem()
         self.late: list = []
         #: the windows a sliding window skipped as late for an element another window took
@@ -415,15 +414,12 @@ class Cluster:
         self.window_skips: list = []
         self.job = JobState()
         self.acks: dict[int, dict] = {}
-        self.completed: dict[int, dict] = {}
         self.sink_owners: dict[int, str] = {}
         self.declines: list = []
         self.outbox: list = []  # the tasks' messages of the current step (empty between steps)
         #: the CheckpointFailureManager's FailJob of the current step and the attempt it was
         #: decided in (None between steps): the JobMaster's main thread runs it after the step
         self.job_failure = None
-        #: per RescaleFromCheckpoint: (step, checkpoint id, EdgeReassignment per JobEdge with in-flight data)
-        self.channel_rescales: list = []
         self._delta = StepDelta(step=0)
         self._tm_busy = None
         self._scenario_key = None
@@ -463,6 +459,17 @@ class Cluster:
         """The action kinds of this cluster: the data plane's, or every kind with the control plane."""
         return A.DATA_UNITS if self.cp is None else A.ALL_UNITS
 
+    # -- the run's history, for readers (``history`` holds it) ---------------------------------
+    trace = property(lambda self: self.history.trace)
+    events = property(lambda self: self.history.events)
+    restored_from = property(lambda self: self.history.restored_from)
+    trigger_results = property(lambda self: self.history.trigger_results)
+    completed_ids = property(lambda self: self.history.completed_ids)
+    completed = property(lambda self: self.history.completed)
+    channel_rescales = property(lambda self: self.history.channel_rescales)
+    #: the failovers so far
+    restarts = property(lambda self: self.history.failovers)
+
     # -- the job's status, for readers (the JobState holds it) ---------------------------------
     status = property(lambda self: self.job.status)
     stopping = property(lambda self: self.job.stopping)
@@ -470,7 +477,6 @@ class Cluster:
     notifications = property(lambda self: self.job.notifications)
     attempt = property(lambda self: self.job.attempt)
     failures = property(lambda self: self.job.failures)
-    restarts = property(lambda self: self.job.restarts)
     generation = property(lambda self: self.job.generation)
 
     # -- the contract ----------------------------------------------------------------------------
@@ -527,8 +533,27 @@ class Cluster:
             self._fail_job_on_checkpoint_failures()
         if self.cp is not None:
             self.cp.after_step(self)
+        self._forget_acknowledgements()
         self.now += 1
-        self.trace.append(action)
+        self.history.trace.append(action)
+
+    def _forget_acknowledgements(self) -> None:
+        """Keep of each task's acknowledged checkpoints (``StreamTask.acked``) what a later step
+        reads: the newest (a snapshot taken after a newer checkpoint's is out of order) and those
+        still pending (a finished task acknowledges the others). Within one deployment of a
+        task the coordinator's checkpoint ids only grow, so no other one is pending later (a
+        JobManager failover, after which an unsafe counter may hand an id out again, redeploys
+        every task)."""
+        pending = None
+        for t in self.tasks:
+            acked = t.acked
+            if len(acked) > 1:
+                if pending is None:
+                    pending = self.coordinator.pending
+                newest = max(acked)
+                keep = {c for c in acked if c == newest or c in pending}
+                if len(keep) != len(acked):
+                    t.acked = keep
 
     def checkpoint_budget_spent(self) -> bool:
         """Whether ``max_checkpoints`` forbids another trigger request (the final checkpoint
@@ -554,9 +579,7 @@ class Cluster:
                 id(self.strategy): self.strategy, id(self.task_managers): self.task_managers, id(self._ops): self._ops}
         for st in self.eg.subtasks:
             memo[id(st)] = st
-        for history in (self.trace, self.events, self.restored_from, self.trigger_results, self.completed_ids,
-                        self.channel_rescales):
-            memo[id(history)] = list(history)  # history holds immutable values: a shallow copy is independent
+        memo[id(self.history)] = self.history.copy()
         return deep_copy(self, memo, created)
 
     def release(self) -> None:
@@ -567,10 +590,9 @@ class Cluster:
             t.release()
 
     def fingerprint(self) -> str:
-        """A canonical hash of the state (``model.fingerprint``): history (trace, events) is left
-        out, and so are ``now`` and timestamps unless ``config.time_sensitive``; of the number of
-        failovers, the completed checkpoints' snapshots and the tasks' acknowledged checkpoints
-        it keeps what a later step reads (``_read_later``)."""
+        """A canonical hash of the state (``model.fingerprint``): the run's history is beside the
+        state (``model.history``), and ``now`` and timestamps are left out unless
+        ``config.time_sensitive``."""
         # the graph, the input, the configuration and the environment are left out of the walk
         # and hashed apart, once per set of objects: a rescale replaces the graph (and
         # ``without_budgets`` the environment), so the key is of the current ones, whenever it
@@ -581,32 +603,7 @@ class Cluster:
             key = self._scenario_key = (self.eg, self.job_input, self.config, self.environment, fingerprint_of(
                 (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), repr(self.environment),
                  self.seed), drop_time=False))
-        return fingerprint_of((key[4], self._read_later(), self), drop_time=not self.config.time_sensitive)
-
-    def _read_later(self) -> tuple:
-        """What the fingerprint keeps of the fields its walk leaves out (``FINGERPRINT_SKIP`` of
-        this class, ``JobState`` and ``StreamTask``): the part that a later step can read.
-
-        * the failovers so far (``JobState.restarts``): read only by a
-          FixedDelayRestartBackoffTimeStrategy with a bound on its attempts (``_can_restart``);
-        * the completed checkpoints' snapshots (``completed``): read in the step that completes
-          them (the invariants, the checkpoint storage) and afterwards only the savepoint a
-          stopped job restarts from (``restart_from_savepoint``); a restore reads the
-          CompletedCheckpointStore, which the walk covers;
-        * the checkpoints a task acknowledged (``StreamTask.acked``): read as the newest of them
-          (a snapshot taken after a newer checkpoint's) and as whether a still pending one is
-          among them (a finished task acknowledges the others, ``_task_finished``); within one
-          deployment of the task the coordinator's checkpoint ids only grow, so none of the
-          others is pending later (a JobManager failover, after which an unsafe counter may
-          hand out an id again, redeploys every task)."""
-        cfg = self.config
-        restarts = self.job.restarts if cfg.restart_strategy == "fixed-delay" and cfg.restart_attempts is not None \
-            else None
-        sp = self.job.savepoint
-        savepoint = None if sp is None else self.completed.get(sp)
-        pending = self.coordinator.pending
-        acked = tuple((max(t.acked, default=-1), tuple(sorted(c for c in t.acked if c in pending))) for t in self.tasks)
-        return restarts, savepoint, acked
+        return fingerprint_of((key[4], self), drop_time=not self.config.time_sensitive)
 
     # -- deployment --------------------------------------------------------------------------------
     def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:
@@ -1199,10 +1196,13 @@ class Cluster:
         """Restart what the failover strategy says for ``failed`` (``everything``: a global
         failover, ``SchedulerBase.handleGlobalFailure``: every task restarts)."""
         job = self.job
-        job.restarts += 1
+        self.history.failovers += 1
+        cfg = self.config
+        if cfg.restart_strategy == "fixed-delay" and cfg.restart_attempts is not None:
+            job.current_restart_attempt += 1  # (unbounded, the count changes nothing: left out)
         if not self._can_restart():
             job.status = "FAILED"
-            self.events.append(("job_failed", self.now, job.restarts - 1))
+            self.events.append(("job_failed", self.now, self.history.failovers - 1))
             for t in self.tasks:
                 if t.status == RUNNING:
                     t.status = "CANCELED"
@@ -1226,7 +1226,7 @@ class Cluster:
         if cfg.restart_strategy == "none":
             return False
         if cfg.restart_strategy == "fixed-delay":
-            return cfg.restart_attempts is None or self.job.restarts <= cfg.restart_attempts
+            return cfg.restart_attempts is None or self.job.current_restart_attempt <= cfg.restart_attempts
         q = self.job.failure_times
         if len(q) >= cfg.failure_rate_max_failures:
             q.pop(0)
@@ -1356,6 +1356,7 @@ class Cluster:
         job = self.job
         job.stopping = None
         job.savepoint = cid
+        job.savepoint_snapshots = self.completed.get(cid)
         for (tid, ncid) in list(job.notifications):  # each in-flight notification once
             if ncid <= cid:
                 for node in self.tasks[tid].nodes:
@@ -1376,7 +1377,7 @@ class Cluster:
     def restart_from_savepoint(self, parallelism: tuple) -> None:
         job = self.job
         old_eg = self.eg
-        snaps = self.completed[job.savepoint]
+        snaps = job.savepoint_snapshots
         new_eg = _rescaled_eg(old_eg.stream_graph, tuple(parallelism))
         restored = rescale_states(old_eg, new_eg, snaps, job.savepoint)
         sp = job.savepoint
@@ -1391,6 +1392,7 @@ class Cluster:
         job.attempt += 1
         job.generation += 1
         job.savepoint = None
+        job.savepoint_snapshots = None
         self._write_delta().redeployed = True
         self.events.append(("rescaled", self.now, sp, tuple(parallelism)))
         self.restored_from.append((self.now, sp, ("rescale",) + tuple(parallelism)))

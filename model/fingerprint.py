@@ -4,7 +4,9 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
 ``canonical(obj)`` turns an object graph into nested tuples of primitives:
 
 * objects (slotted or not) become ``(class name, field values...)`` over every field except
-  those the class lists in ``FINGERPRINT_SKIP`` (history, caches, links to static structure);
+  those the class lists in ``FINGERPRINT_SKIP`` (caches, links to static structure); an object
+  of a class marked :func:`beside_state` (a run's history) is its class name alone, whoever
+  holds it;
   a list field the class names in ``FINGERPRINT_MULTISET`` counts as a multiset (sorted):
   its order carries no meaning (the RPC messages in flight, any of which may be delivered
   next);
@@ -87,9 +89,25 @@ def fresh_id(tag: str):
     return mark
 
 
+#: classes whose objects are kept beside a state, never in its view (``beside_state``)
+_BESIDE: set = set()
+
+
+def beside_state(cls):
+    """Mark the slotted class ``cls`` as kept beside the state (a run's history): what its
+    objects hold is never part of a state's view, so every object of it has one canonical
+    form, its class name, wherever it is met. Sound only for what no step reads."""
+    if "__slots__" not in cls.__dict__ or cls.__dictoffset__:
+        raise TypeError(f"{cls.__name__}: a class kept beside the state must be slotted")
+    _BESIDE.add(cls)
+    return cls
+
+
 def _fields(cls, drop_time: bool) -> tuple:
     key = (cls, drop_time)
     f = _FIELDS.get(key)
+    if f is None and cls in _BESIDE:
+        f = _FIELDS[key] = ((), frozenset(), frozenset())
     if f is None:
         names: list[str] = []
         skip: set = set()

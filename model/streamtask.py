@@ -463,9 +463,8 @@ class StreamTask:
     )
     #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
     #: (the cluster's, fingerprinted there), what the task's position in the (static)
-    #: ExecutionGraph determines, and ``acked``, of which ``Cluster._read_later`` keeps what a
-    #: later step reads
-    FINGERPRINT_SKIP = ("acked", "net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
+    #: ExecutionGraph determines
+    FINGERPRINT_SKIP = ("net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
                         "barrier_outputs", "out_deques", "nodes", "output")
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
     COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs")
@@ -499,6 +498,9 @@ class StreamTask:
         self.pending_uc: TaskSnapshot | None = None
         self.timer: tuple[int, int] | None = None
         self.eop_seen = 0
+        #: the checkpoints this attempt acknowledged, as far as a later step reads them: the
+        #: newest and those still pending (``Cluster._forget_acknowledgements`` drops the rest
+        #: after each step)
         self.acked: set[int] = set()
         #: (checkpoint, newer checkpoint) if this attempt took a snapshot (its synchronous phase)
         #: after one of a newer checkpoint; None in a correct run

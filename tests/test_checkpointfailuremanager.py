@@ -162,7 +162,7 @@ def test_with_flinks_default_one_declined_checkpoint_fails_the_whole_job_over():
     assert kinds == ["aborted", "checkpoint_failures_exceeded", "failover", "restored"]
     failover = next(e for e in c.events if e[0] == "failover")
     assert failover[2] == () and failover[4] == tuple(range(len(c.tasks)))
-    assert c.job.attempt == 1 and c.job.restarts == 1 and c.job.failures == 1
+    assert c.job.attempt == 1 and c.restarts == 1 and c.job.failures == 1
     assert c.job_failure is None
 
 
