@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import attrs
 
+from model.fingerprint import beside_state
 from model.sharedstateregistry import SharedStateRegistry
 
 
@@ -82,6 +83,32 @@ def fold(contents) -> dict:
     return flat
 
 
+@beside_state
+class StorageNotes:
+    """What the checkpoint storage's last steps did, for the invariants that judge a step by
+    its change: ``last_deleted`` / ``last_restore``: ``(step, ...)`` of the latest delete and
+    restore; ``last_change``: the step of the last change that can make a kept snapshot
+    unrestorable (a delete, a completion, a restore). History, beside the state
+    (``model.history``): no step reads a note of an earlier step."""
+
+    __slots__ = ("last_deleted", "last_restore", "last_change")
+
+    def __init__(self):
+        self.last_deleted: tuple | None = None
+        self.last_restore: tuple | None = None
+        self.last_change = -1
+
+    def __deepcopy__(self, memo):
+        n = StorageNotes.__new__(StorageNotes)
+        n.last_deleted, n.last_restore, n.last_change = self.last_deleted, self.last_restore, self.last_change
+        return n
+
+
+def _note(name: str) -> property:
+    """The storage's note ``name`` (``StorageNotes``), read and written through the storage."""
+    return property(lambda self: getattr(self.notes, name), lambda self, v: setattr(self.notes, name, v))
+
+
 class CheckpointStorage:
     """The DFS and the JobManager's bookkeeping of what the files belong to.
 
@@ -92,13 +119,14 @@ class CheckpointStorage:
     discards when they are subsumed; ``savepoints``: savepoint ids the job never discards;
     ``restored``: ``(id, mode)`` of the snapshot a restart-from-savepoint restored, with
     ``released`` once the user deleted it (NO_CLAIM) and ``completed_since_restore``;
-    ``last_deleted`` / ``last_restore``: ``(step, ...)`` of the latest delete and restore, for
-    the invariants."""
+    ``notes``: what the last steps did, for the invariants (:class:`StorageNotes`, beside the
+    state; read as ``last_deleted``, ``last_restore``, ``last_change``)."""
 
     __slots__ = ("files", "deleted", "scheduled", "registry", "handles", "owned", "savepoints", "restored",
-                 "released", "completed_since_restore", "last_deleted", "last_restore", "last_change", "unclaimed")
-    #: the step-stamped notes for the invariants are history, not state
-    FINGERPRINT_SKIP = ("last_deleted", "last_restore", "last_change")
+                 "released", "completed_since_restore", "notes", "unclaimed")
+    last_deleted = _note("last_deleted")
+    last_restore = _note("last_restore")
+    last_change = _note("last_change")
 
     def __init__(self):
         self.files: dict[str, tuple] = {}
@@ -113,11 +141,7 @@ class CheckpointStorage:
         self.unclaimed: set[int] = set()
         self.released = False
         self.completed_since_restore = False
-        self.last_deleted: tuple | None = None
-        self.last_restore: tuple | None = None
-        #: the step of the last change that can make a kept snapshot unrestorable (a delete, a
-        #: completion, a restore): the invariants that read every kept snapshot look only then
-        self.last_change = -1
+        self.notes = StorageNotes()
 
     def note_restore(self, step: int, record: tuple) -> None:
         """Remember what a restore at ``step`` gave: ``(subtask, checkpoint id, state equals

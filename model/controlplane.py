@@ -54,6 +54,7 @@ from model import highavailability as ha
 from model import rpc, seams
 from model.rpc import checks_fencing_tokens
 from model.failover import channel_is_blocking, pipelined_regions
+from model.fingerprint import beside_state
 from model.jobmaster import JobMaster
 from model.resourcemanager import PENDING, ResourceManager
 from model.slotsharing import compute_execution_slot_sharing_groups
@@ -119,35 +120,85 @@ def _reconcile_flink_18533(self, m, timeout) -> tuple:
     return reported - expected, {e[0] for e in expected - reported}
 
 
-class ControlPlane:
-    """The control plane's state and mechanisms (see the module docstring)."""
+@beside_state
+class ControlPlaneSetup:
+    """What the scenario fixes for the control plane (the ExecutionGraph, the configuration and
+    the environment, which a fingerprint hashes apart): ``groups`` the slot sharing groups'
+    subtasks, ``region_inputs`` per subtask the producers of the blocking partitions its
+    pipelined region consumes, ``timeout`` / ``idle_timeout`` the heartbeat and slot idle
+    timeouts, ``dead_letters_at_once`` the environment's dead-letter choice, ``dispatcher``.
+    Never changed after the deployment: beside the state, shared by every copy."""
 
-    #: left out of a fingerprint: static structure, the derived signature, and the id counters
-    #: (a new id is above every live one whatever the counter says: ids count by rank,
-    #: ``model.fingerprint.fresh_id``)
-    FINGERPRINT_SKIP = ("groups", "timeout", "_dispatcher", "_sig", "next_allocation",
-                        "next_attempt", "next_sequence", "region_inputs", "idle_timeout",
-                        "dead_letters_at_once")
-
-    __slots__ = ("store", "net", "jms", "tes", "running", "next_allocation", "next_attempt", "next_sequence", "quiet",
-                 "storage", "started", "max_checkpoint_id", "terminal", "groups", "timeout", "_dispatcher",
-                 "_sig", "region_inputs", "idle_timeout", "dead_letters_at_once")
+    __slots__ = ("groups", "region_inputs", "timeout", "idle_timeout", "dead_letters_at_once", "dispatcher")
 
     def __init__(self, c):
         cfg = c.config
-        self.timeout = cfg.heartbeat_timeout
-        self._dispatcher = Dispatcher()
         self.groups = tuple(g.subtasks for g in compute_execution_slot_sharing_groups(c.eg))
-        #: per subtask: the producers of the blocking partitions its pipelined region consumes
         self.region_inputs = region_inputs(c.eg)
+        self.timeout = cfg.heartbeat_timeout
         self.idle_timeout = cfg.slot_idle_timeout
         self.dead_letters_at_once = c.environment.dead_letters == "at_once"
-        self.store = ha.ZooKeeperStore()
-        self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
-        self.running: int | None = None
+        self.dispatcher = Dispatcher()
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+@beside_state
+class IdCounters:
+    """The counters the control plane draws fresh identifiers from (AllocationID,
+    ExecutionAttemptID, RPC sequence numbers), and ``signature``, what heartbeats reconcile as
+    of the end of the last step (``ControlPlane._signature``). Beside the state: a new
+    identifier is above every live one whatever a counter says, and identifiers count by
+    their rank among the live ones (``model.fingerprint.fresh_id``); the signature is a
+    function of the state."""
+
+    __slots__ = ("next_allocation", "next_attempt", "next_sequence", "signature")
+
+    def __init__(self):
         self.next_allocation = 1
         self.next_attempt = 1
         self.next_sequence = 1
+        self.signature = None
+
+    def __deepcopy__(self, memo):
+        n = IdCounters.__new__(IdCounters)
+        n.next_allocation, n.next_attempt, n.next_sequence = self.next_allocation, self.next_attempt, self.next_sequence
+        n.signature = self.signature
+        return n
+
+
+def _part(part: str, name: str, writable: bool = False) -> property:
+    """``ControlPlane.<name>``: the field ``name`` of its ``part`` (``setup`` or ``ids``)."""
+    get = (lambda self: getattr(getattr(self, part), name))
+    return property(get, (lambda self, v: setattr(getattr(self, part), name, v)) if writable else None)
+
+
+class ControlPlane:
+    """The control plane's state and mechanisms (see the module docstring). What the scenario
+    fixes is its ``setup`` (:class:`ControlPlaneSetup`), the identifier counters its ``ids``
+    (:class:`IdCounters`): both beside the state."""
+
+    __slots__ = ("store", "net", "jms", "tes", "running", "quiet", "storage", "started", "max_checkpoint_id",
+                 "terminal", "setup", "ids")
+    groups = _part("setup", "groups")
+    region_inputs = _part("setup", "region_inputs")
+    timeout = _part("setup", "timeout")
+    idle_timeout = _part("setup", "idle_timeout")
+    dead_letters_at_once = _part("setup", "dead_letters_at_once")
+    _dispatcher = _part("setup", "dispatcher")
+    next_allocation = _part("ids", "next_allocation", writable=True)
+    next_attempt = _part("ids", "next_attempt", writable=True)
+    next_sequence = _part("ids", "next_sequence", writable=True)
+    _sig = _part("ids", "signature", writable=True)
+
+    def __init__(self, c):
+        cfg = c.config
+        self.setup = ControlPlaneSetup(c)
+        self.ids = IdCounters()
+        self.store = ha.ZooKeeperStore()
+        self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
+        self.running: int | None = None
         self.quiet = 0
         self.storage: dict = {}
         self.started = False
