@@ -610,6 +610,11 @@ class TriggerCheckpointKind(ActionKind):
     def drains(self, c, a):
         if c.cp is not None and c.cp.leading_process() is not c.cp.jms[c.cp.running]:
             return False  # a deposed JobMaster's checkpoint cannot finish: settle the leadership first
+        if c.cp is not None and c.cp.connection_suspended(c.cp.running):
+            # nor can one whose pointer the leader cannot write to ZooKeeper (a SUSPENDED
+            # connection, tolerated): triggered again and again it would never drain; settle
+            # the connection first (ConnectionReconnected or LOST)
+            return False
         return not a.savepoint and c.final_checkpoint_needed()
 
     def apply(self, c, a):

@@ -412,9 +412,11 @@ def replay(scenario: Scenario, actions: Sequence, *, finish: bool = True,
     return None, run
 
 
-def replay_lenient(scenario: Scenario, actions: Sequence) -> tuple[Violation | None, Run]:
+def replay_lenient(scenario: Scenario, actions: Sequence, *,
+                   max_drain: int = 100_000) -> tuple[Violation | None, Run]:
     """Replay ``actions`` skipping those that are not enabled at their turn (used while
-    shrinking: removing one action often disables a later one), then drain and judge."""
+    shrinking: removing one action often disables a later one), then drain (at most
+    ``max_drain`` steps: ``Run.finish`` raises FlinkspecError past them) and judge."""
     run = Run(scenario)
     c = run.cluster
     if run.violation is not None:
@@ -427,28 +429,45 @@ def replay_lenient(scenario: Scenario, actions: Sequence) -> tuple[Violation | N
             return v, run
         if c.status == "FAILED":
             return None, run
-    return run.finish(), run
+    return run.finish(max_steps=max_drain), run
 
 
-def _violates(scenario: Scenario, actions: Sequence, invariant: str) -> bool:
+def _violates(scenario: Scenario, actions: Sequence, invariant: str, max_drain: int = 100_000) -> bool:
     try:
-        v, _ = replay_lenient(scenario, actions)
-    except FlinkspecError:  # (ActionNotEnabled is one)
+        v, _ = replay_lenient(scenario, actions, max_drain=max_drain)
+    except FlinkspecError:  # (ActionNotEnabled is one; so is a drain past max_drain)
         return False
     return v is not None and v.invariant == invariant
 
 
+#: the shrinker's drain budget per candidate: SHRINK_DRAIN_PER_STEP steps per step of the
+#: counterexample it starts from, and never fewer than SHRINK_DRAIN_MIN. A drain that ends
+#: ends well within it (the control-plane walks' drains measured at most 194 steps on runs of
+#: about 400); a candidate whose drain runs past it counts as not reproducing, as one past
+#: ``Run.finish``'s limit did -- but before that limit a drain that never ends (the same step
+#: again and again, each dearer than the last as the run's history grows) took minutes to
+#: hours per candidate
+SHRINK_DRAIN_MIN = 1_000
+SHRINK_DRAIN_PER_STEP = 10
+
+
+def shrink_drain_budget(n_steps: int) -> int:
+    """The drain budget of each candidate while shrinking a counterexample of ``n_steps``."""
+    return max(SHRINK_DRAIN_MIN, SHRINK_DRAIN_PER_STEP * n_steps)
+
+
 def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: int = 1500) -> list:
     """ddmin over the action list, then one-at-a-time removal: a smaller list whose lenient
-    replay (actions not enabled at their turn are skipped; then the run is drained) still
-    violates ``invariant``. Returns the executed trace up to the violation, which replays
-    strictly (``replay``) to the same violation."""
+    replay (actions not enabled at their turn are skipped; then the run is drained, at most
+    :func:`shrink_drain_budget` steps) still violates ``invariant``. Returns the executed
+    trace up to the violation, which replays strictly (``replay``) to the same violation."""
     actions = list(actions)
     # first cut: the violation happens at some step; nothing after it is needed
     v, run = replay(scenario, actions, finish=False)
     if v is not None and v.invariant == invariant and v.step is not None:
         actions = actions[: v.step + 1]
     first_cut = list(actions)
+    max_drain = shrink_drain_budget(len(first_cut))
     tests = 0
     n = 2
     while len(actions) >= 2 and tests < max_tests:
@@ -457,7 +476,7 @@ def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: 
         for start in range(0, len(actions), chunk):
             candidate = actions[:start] + actions[start + chunk:]
             tests += 1
-            if candidate and _violates(scenario, candidate, invariant):
+            if candidate and _violates(scenario, candidate, invariant, max_drain):
                 actions = candidate
                 n = max(n - 1, 2)
                 reduced = True
@@ -477,12 +496,12 @@ def shrink(scenario: Scenario, actions: Sequence, invariant: str, *, max_tests: 
                 break
             candidate = actions[:i] + actions[i + 1:]
             tests += 1
-            if candidate and _violates(scenario, candidate, invariant):
+            if candidate and _violates(scenario, candidate, invariant, max_drain):
                 actions = candidate
                 changed = True
     # keep exactly the steps executed up to the violation (skipped actions dropped; the drain
     # policy may have supplied the tail)
-    v, run = replay_lenient(scenario, actions)
+    v, run = replay_lenient(scenario, actions, max_drain=max_drain)
     if v is not None and v.step is not None:
         actions = list(run.cluster.trace[: v.step + 1])
     # the drain policy may need more steps to reach the violation from the reduced list than
