@@ -125,11 +125,15 @@ def leader_of(sessions: list, latches: list) -> int | None:
     return min(live)[1] if live else None
 
 
-def _actions(m: int) -> list[tuple]:
+def _actions(scope: Scope) -> list[tuple]:
+    """The actions of ``scope``: the connection states only with suspensions among its faults
+    (without, they are never enabled: leaving them out keeps the unrolling small)."""
+    m = scope.slots
+    connection = ["ConnectionSuspended", "ConnectionReconnected"] if "suspend" in scope.fault_kinds else []
     acts = []
     for j in range(J):
         acts += [("ExpireSession", j), ("CrashJobManager", j), ("StartJobManager", j), ("LeaderLatchEvent", j),
-                 ("WriteStore", j), ("ConnectionSuspended", j), ("ConnectionReconnected", j)]
+                 ("WriteStore", j)] + [(name, j) for name in connection]
         acts += [("SendRpc", j, i) for i in range(m)]
     acts += [("LeaderRetrieval",)] + [("DeliverRpc", i) for i in range(m)] + [("Idle",)]
     return acts
@@ -287,7 +291,7 @@ def check(scope: Scope, timeout_s: float | None = None) -> tuple[str, str, dict 
     """Unroll up to ``scope.steps`` steps, asking after each whether the state can be bad
     (``bad`` is sticky); ``proved`` if none can (unsat), else the shortest counterexample's
     actions."""
-    acts = _actions(scope.slots)
+    acts = _actions(scope)
     states = [_state(0, scope.slots)]
     solver = z3.Solver()
     if timeout_s is not None:
@@ -389,7 +393,7 @@ def check_inductive(scope: Scope, timeout_s: float | None = None) -> tuple[str, 
     goal's invariant (:func:`invariant`, :func:`exclusion_invariant`) holds initially and
     after every action from any state where it holds, and no action from such a state breaks
     the goal (unbounded integers: no bit-vector bound applies)."""
-    acts = _actions(scope.slots)
+    acts = _actions(scope)
     inv = _invariant_of(scope)
     s0, s, t = (_state(k, scope.slots, z3.Int) for k in ("i0", "i", "i1"))
     act = z3.Int("act_i")
