@@ -98,11 +98,6 @@ class StorageNotes:
         self.last_restore: tuple | None = None
         self.last_change = -1
 
-    def __deepcopy__(self, memo):
-        n = StorageNotes.__new__(StorageNotes)
-        n.last_deleted, n.last_restore, n.last_change = self.last_deleted, self.last_restore, self.last_change
-        return n
-
 
 def _note(name: str) -> property:
     """The storage's note ``name`` (``StorageNotes``), read and written through the storage."""

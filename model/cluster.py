@@ -73,7 +73,7 @@ from model.eventtime import BoundedOutOfOrdernessWatermarks, WatermarkToDataOutp
 from model.events import LONG_MAX, CheckpointBarrier
 from model.executiongraph import compile_stream_graph
 from model.failover import failover_strategy
-from model.fingerprint import fingerprint_of
+from model.fingerprint import beside_state, fingerprint_of
 from model.history import RunHistory
 from model.functions import filter_function, map_function
 from model.jobgraph import BLOCKING
@@ -362,11 +362,14 @@ class JobState:
     idle_periods: int = 0
 
 
+@beside_state
 @attrs.define(slots=True)
 class StepDelta:
     """What the last step changed, for checks that only need to look at the change:
     checkpoints that completed, a failover it ran, whether it (re)deployed tasks or changed
     the slot allocation. ``step`` is the step it belongs to (-1: the initial deployment)."""
+
+    #: (beside the state, ``model.fingerprint.beside_state``: it says how the state came to be)
 
     step: int = -1
     completed: list = attrs.field(factory=list)
@@ -382,14 +385,10 @@ NO_CHANGE = StepDelta(step=-2)
 
 
 class Cluster:
-    """The whole runtime state of one job run (see the module docstring)."""
-
-    #: history and derived data a fingerprint leaves out (``model.fingerprint``)
-    FINGERPRINT_SKIP = ("eg", "job_input", "config", "environment", "seed", "_delta", "_tm_busy", "_ops", "strategy",
-                        "task_managers",
-                        "channels", "prio", "blocked", "received", "read_pos", "blocking", "consumer_of",
-                        "producer_of", "source_tasks", "outbox", "_scenario_key",
-                        "job_failure")
+    """The whole runtime state of one job run (see the module docstring). Every attribute is
+    in its fingerprint but the parts kept beside the state (``history``, the last step's
+    ``delta``); what is derived from the ExecutionGraph and the configuration (the failover
+    strategy, the operators by name) is read through properties, not held."""
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0,
                  environment: Environment | None = None):
@@ -421,8 +420,6 @@ class Cluster:
         #: decided in (None between steps): the JobMaster's main thread runs it after the step
         self.job_failure = None
         self._delta = StepDelta(step=0)
-        self._tm_busy = None
-        self._scenario_key = None
         #: the DFS and the SharedStateRegistry (model.checkpointstorage); None without a state backend
         self.storage = None if self.config.state_backend is None else CheckpointStorage()
         self.coordinator = self._new_coordinator(execution_graph)
@@ -575,11 +572,10 @@ class Cluster:
         job input, the configuration and the environment (immutable) are shared. ``created``: a list that is
         appended every object the copy made (``model.statecopy.dispose`` frees a copy by it)."""
         memo = {id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
-                id(self.environment): self.environment,
-                id(self.strategy): self.strategy, id(self.task_managers): self.task_managers, id(self._ops): self._ops}
+                id(self.environment): self.environment, id(self.task_managers): self.task_managers}
         for st in self.eg.subtasks:
             memo[id(st)] = st
-        memo[id(self.history)] = self.history.copy()
+        memo[id(self.history)] = self.history.copy()  # (its entries are immutable: new lists of them)
         return deep_copy(self, memo, created)
 
     def release(self) -> None:
@@ -590,20 +586,22 @@ class Cluster:
             t.release()
 
     def fingerprint(self) -> str:
-        """A canonical hash of the state (``model.fingerprint``): the run's history is beside the
-        state (``model.history``), and ``now`` and timestamps are left out unless
-        ``config.time_sensitive``."""
-        # the graph, the input, the configuration and the environment are left out of the walk
-        # and hashed apart, once per set of objects: a rescale replaces the graph (and
-        # ``without_budgets`` the environment), so the key is of the current ones, whenever it
-        # was first computed
-        key = self._scenario_key
-        if key is None or key[0] is not self.eg or key[1] is not self.job_input or key[2] is not self.config \
-                or key[3] is not self.environment:
-            key = self._scenario_key = (self.eg, self.job_input, self.config, self.environment, fingerprint_of(
-                (repr(self.eg.stream_graph), repr(self.job_input), repr(self.config), repr(self.environment),
-                 self.seed), drop_time=False))
-        return fingerprint_of((key[4], self), drop_time=not self.config.time_sensitive)
+        """A canonical hash of the state (``model.fingerprint``): the run's history and the last
+        step's delta are beside the state, and ``now`` and timestamps are left out unless
+        ``config.time_sensitive``. The ExecutionGraph, the job input, the configuration and the
+        environment are frozen values: the walk computes each one's form once and reads it
+        afterwards."""
+        return fingerprint_of(self, drop_time=not self.config.time_sensitive)
+
+    @property
+    def strategy(self):
+        """The configured FailoverStrategy of the current ExecutionGraph (derived, cached)."""
+        return _failover_strategy(self.eg, self.config)
+
+    @property
+    def _ops(self) -> dict:
+        """The job's operators by name."""
+        return {o.name: o for o in self.eg.stream_graph.operators}
 
     # -- deployment --------------------------------------------------------------------------------
     def _new_coordinator(self, execution_graph) -> CheckpointCoordinator:
@@ -629,8 +627,6 @@ class Cluster:
         self.channels, self.prio, self.blocked, self.received = net.queues, net.prio, net.blocked, net.received
         self.read_pos, self.blocking = net.read_pos, net.blocking
         self.consumer_of, self.producer_of = net.consumer_of, net.producer_of
-        self._ops = {o.name: o for o in execution_graph.stream_graph.operators}
-        self.strategy = _failover_strategy(execution_graph, self.config)
         required = sum(slotsharing.required_slots(execution_graph).values())
         cfg = self.config
         per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
@@ -1003,9 +999,12 @@ class Cluster:
     def task_manager_busy(self, i: int) -> bool:
         """Whether TaskManager ``i`` runs a task (cached per slot allocation)."""
         alloc = self.allocation
-        if self._tm_busy is None or self._tm_busy[0] is not alloc:
-            self._tm_busy = (alloc, [bool(alloc.subtasks_on(tm.id)) for tm in self.task_managers])
-        return self._tm_busy[1][i]
+        busy = _TM_BUSY.get(id(alloc))
+        if busy is None or busy[0] is not alloc:
+            if len(_TM_BUSY) > 4096:
+                _TM_BUSY.clear()
+            busy = _TM_BUSY[id(alloc)] = (alloc, [bool(alloc.subtasks_on(tm.id)) for tm in self.task_managers])
+        return busy[1][i]
 
     def final_checkpoint_needed(self) -> bool:
         """Every task finished, no checkpoint is pending, no completion notification is in
@@ -1566,6 +1565,11 @@ class _IdleSourceReadingOn(WatermarkToDataOutput):
         if ts > self.max_watermark_so_far:
             self.mark_active()
         return super().emit_watermark(ts)
+
+
+#: ``Cluster.task_manager_busy``'s cache: id of a slot allocation -> (the allocation, busy per
+#: TaskManager); the allocation is kept so that its id is not reused while the entry exists
+_TM_BUSY: dict = {}
 
 
 def _failover_strategy(eg, config: RuntimeConfig):

@@ -54,6 +54,7 @@ from model import highavailability as ha
 from model import rpc, seams
 from model.rpc import checks_fencing_tokens
 from model.failover import channel_is_blocking, pipelined_regions
+from model.events import value
 from model.fingerprint import beside_state
 from model.jobmaster import JobMaster
 from model.resourcemanager import PENDING, ResourceManager
@@ -120,6 +121,7 @@ def _reconcile_flink_18533(self, m, timeout) -> tuple:
     return reported - expected, {e[0] for e in expected - reported}
 
 
+@value  # never changed after the deployment: a copy shares it
 @beside_state
 class ControlPlaneSetup:
     """What the scenario fixes for the control plane (the ExecutionGraph, the configuration and
@@ -140,9 +142,6 @@ class ControlPlaneSetup:
         self.dead_letters_at_once = c.environment.dead_letters == "at_once"
         self.dispatcher = Dispatcher()
 
-    def __deepcopy__(self, memo):
-        return self
-
 
 @beside_state
 class IdCounters:
@@ -160,12 +159,6 @@ class IdCounters:
         self.next_attempt = 1
         self.next_sequence = 1
         self.signature = None
-
-    def __deepcopy__(self, memo):
-        n = IdCounters.__new__(IdCounters)
-        n.next_allocation, n.next_attempt, n.next_sequence = self.next_allocation, self.next_attempt, self.next_sequence
-        n.signature = self.signature
-        return n
 
 
 def _part(part: str, name: str, writable: bool = False) -> property:
