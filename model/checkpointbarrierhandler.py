@@ -117,6 +117,13 @@ class SingleCheckpointBarrierHandler:
         return checkpoint_id <= self.current_id
 
     # -- barriers -------------------------------------------------------------------------
+    def is_obsolete(self, b: CheckpointBarrier) -> bool:
+        """Whether barrier ``b`` is of a checkpoint older than the one this handler began, or
+        of the one it began and already ended (aligned, taken or aborted): such a barrier
+        only goes to :meth:`on_obsolete_barrier` (``SingleCheckpointBarrierHandler`` ignores a
+        barrier below its current checkpoint id, and one of a checkpoint it no longer waits for)."""
+        return self.current_id > b.id or (self.current_id == b.id and not self.pending)
+
     def on_obsolete_barrier(self, b: CheckpointBarrier, ch: int) -> None:
         """A barrier of a checkpoint this handler already finished or skipped: an aligned one
         blocked its channel upstream when it was sent, so the channel is resumed."""
@@ -133,7 +140,7 @@ class SingleCheckpointBarrierHandler:
 
     def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
         ctx = self.ctx
-        if self.current_id > b.id or (self.current_id == b.id and not self.pending):
+        if self.is_obsolete(b):
             self.on_obsolete_barrier(b, ch)
             return
         if b.id > self.current_id:
@@ -430,3 +437,4 @@ def _alignment_deadline_now(self, b: CheckpointBarrier) -> int | None:
                 "unaligned")
 def _alignment_deadline_never(self, b: CheckpointBarrier) -> int | None:
     return None
+

@@ -261,6 +261,34 @@ def cp_lost_slot_request_answered_by_reconciliation(run, new_events) -> bool:
     return _any(new_events, "cp_pending_slot_reconciled")
 
 
+@goal("cp_lost_slot_answer_masked_by_slot_report", "SlotManager.reportSlotStatus (a lost RPC answer)",
+      "A TaskExecutor's answer to a slot request was lost, and a later heartbeat's slot report resolved the slot the "
+      "SlotManager still saw PENDING: the later message masked the lost answer.",
+      applies=lambda s: _control_plane(s) and _loses_rpcs(s), floor=3)
+def cp_lost_slot_answer_masked_by_slot_report(run, new_events) -> bool:
+    resolved = {e[2] for e in new_events if e[0] == "cp_pending_slot_reconciled"}
+    if not resolved:
+        return False
+    from model.rpc import SlotRequestAnswer  # a reconciliation is rare: the history is read only then
+
+    # the newest loss of each slot's answer, and the newest reconciliation of each slot before
+    # this step: the answer lost after the slot was last reconciled is the one this step masks
+    lost: dict = {}
+    before: dict = {}
+    events = run.cluster.events
+    for e in events[:len(events) - len(new_events)]:
+        if e[0] == "cp_rpc_lost" and type(e[2]) is SlotRequestAnswer:
+            lost[(e[2].te, e[2].slot)] = e[1]
+        elif e[0] == "cp_pending_slot_reconciled":
+            before[e[2]] = e[1]
+    return any(key in lost and lost[key] >= before.get(key, -1) for key in resolved)
+
+
+def _loses_rpcs(scenario) -> bool:
+    kinds = scenario.environment.control_plane_faults
+    return scenario.environment.max_failures > 0 and (kinds is None or "RpcLose" in kinds)
+
+
 @goal("cp_deposed_leader_write_rejected", "fenced HA writes",
       "A deposed leader's write to the HA store was rejected.",
       applies=_control_plane)

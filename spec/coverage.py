@@ -214,6 +214,48 @@ def record_late_after_source_idle(run, new_events) -> bool:
     return bool(getattr(run, "idle_seen", False) and (c.late or c.window_skips))
 
 
+def _barriers_at_tasks(run):
+    """``(handler, barrier)`` for every barrier next in line on a pipelined input channel of a
+    running task with an exactly-once barrier handler (``SingleCheckpointBarrierHandler``) that
+    has begun a checkpoint: what a ``Deliver`` of that channel hands to the handler."""
+    from model.checkpointbarrierhandler import SingleCheckpointBarrierHandler  # as above (no model at import)
+    from model.events import CheckpointBarrier  # as above
+
+    c = run.cluster
+    net = c.net
+    for t in c.tasks:
+        h = t.handler
+        if type(h) is not SingleCheckpointBarrierHandler or h.current_id < 0 or t.status != "RUNNING":
+            continue
+        for i in t.barrier_channels:  # (local indices of the pipelined input channels)
+            ch = t.input_channels[i]
+            q = net.queues[ch]
+            if q and type(q[0]) is CheckpointBarrier and not (net.blocked[ch] and not net.prio[ch]):
+                yield h, q[0]
+
+
+def _barriers_from_several_inputs(scenario) -> bool:
+    """Exactly-once barriers reach a task over two or more input channels (the barriers of one
+    channel arrive in checkpoint order, one per checkpoint)."""
+    return scenario.config.checkpointing_mode == "exactly_once" and max_input_channels(scenario) > 1
+
+
+@goal("older_barrier_reached_task", "SingleCheckpointBarrierHandler (obsolete barriers)",
+      "A barrier of a checkpoint older than one the receiving task's barrier handler had already begun was next "
+      "in line on one of the task's input channels (the handler only resumes the channel, it takes no snapshot).",
+      applies=_barriers_from_several_inputs, floor=5)
+def older_barrier_reached_task(run, new_events) -> bool:
+    return any(b.id < h.current_id for h, b in _barriers_at_tasks(run))
+
+
+@goal("barrier_of_ended_checkpoint_reached_task", "SingleCheckpointBarrierHandler (obsolete barriers)",
+      "A barrier of the checkpoint the receiving task's barrier handler had already ended (taken or aborted) was "
+      "next in line on one of the task's input channels: the same checkpoint's trigger reached the task again.",
+      applies=_barriers_from_several_inputs, floor=3)
+def barrier_of_ended_checkpoint_reached_task(run, new_events) -> bool:
+    return any(b.id == h.current_id and h.is_obsolete(b) for h, b in _barriers_at_tasks(run))
+
+
 def _rescaled_from_checkpoint_with_inflight(new_events, direction: str) -> bool:
     return any(e[0] == "rescaled_from_checkpoint" and e[4] > 0 and e[5] == direction for e in new_events)
 

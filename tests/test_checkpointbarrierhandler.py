@@ -169,6 +169,24 @@ def test_a_late_barrier_of_an_older_checkpoint_only_resumes_its_channel(snapshot
         assert task.take() == [("resume", 1)]
 
 
+def test_is_obsolete_tells_older_and_ended_checkpoints_from_the_current_and_newer_ones():
+    """What ``process_barrier`` hands to ``on_obsolete_barrier``: a barrier below the current
+    checkpoint id, or of the current checkpoint once the handler ended it (aligned and taken,
+    or aborted); a barrier of the checkpoint being aligned or of a newer one is not."""
+    task = RecordingTask(2)
+    h = SingleCheckpointBarrierHandler(task, 2, "aligned")
+    assert not h.is_obsolete(aligned(1))  # nothing begun yet
+    h.process_barrier(aligned(2), 0, 1)
+    assert h.is_obsolete(aligned(1))
+    assert not h.is_obsolete(aligned(2))  # still aligning: the other channel's barrier is due
+    assert not h.is_obsolete(aligned(3))
+    h.process_barrier(aligned(2), 1, 2)  # aligned and taken
+    assert h.is_obsolete(aligned(2)) and h.is_obsolete(aligned(1)) and not h.is_obsolete(aligned(3))
+    h.process_barrier(aligned(3), 0, 3)
+    h.process_cancellation(3)  # aborted
+    assert h.is_obsolete(unaligned(3)) and not h.is_obsolete(unaligned(4))
+
+
 # -- alternating: aligned with a timeout ---------------------------------------------------------
 
 @pytest.mark.parametrize("timer, expected", [("deadline", [("timer", 1, 7 + 10)]),

@@ -39,3 +39,51 @@ def test_safe_runs_acknowledge_in_increasing_order():
     for name in ("unaligned-savepoints-2pc", "concurrent-checkpoints-2pc"):
         for seed in range(15):
             assert random_walk(name, seed).verdict == "pass", (name, seed)
+
+
+def test_a_barrier_of_an_older_or_ended_checkpoint_reaches_tasks_and_changes_no_checkpoint():
+    """The coverage goals ``older_barrier_reached_task`` and
+    ``barrier_of_ended_checkpoint_reached_task`` are reached on walks with unaligned
+    checkpoints and aligned savepoints, and at every state where one holds, delivering that barrier leaves the
+    task's barrier handler on its checkpoint, takes no snapshot and sends nothing to the
+    CheckpointCoordinator (``SingleCheckpointBarrierHandler`` ignores it)."""
+    from model import actions as A  # the goal's states are stepped by hand here
+    from model.checkpointbarrierhandler import SingleCheckpointBarrierHandler  # as above
+    from model.events import CheckpointBarrier  # as above
+
+    reached = {"older_barrier_reached_task": 0, "barrier_of_ended_checkpoint_reached_task": 0}
+    delivered = 0
+    for seed in range(24):
+        r = random_walk("unaligned-savepoints-2pc", seed)
+        for g in reached:
+            reached[g] += g in r.goals
+        run = Run(generate(variant("unaligned-savepoints-2pc"), seed))
+        for a in r.actions:
+            c = run.cluster
+            for t in c.tasks:
+                h = t.handler
+                if type(h) is not SingleCheckpointBarrierHandler or t.status != "RUNNING":
+                    continue
+                for ch in (t.input_channels[i] for i in t.barrier_channels):
+                    q = c.net.queues[ch]
+                    if not q or type(q[0]) is not CheckpointBarrier or not h.is_obsolete(q[0]):
+                        continue
+                    if A.Deliver(ch) not in c.enabled_actions():
+                        continue
+                    # an aligned barrier's channel is resumed; a priority (unaligned) barrier
+                    # passes a channel blocked by the current alignment, which stays blocked
+                    stays_blocked = c.net.blocked[ch] and q[0].unaligned
+                    probe = run.fork()
+                    pt = probe.cluster.tasks[t.id]
+                    before = (pt.handler.current_id, pt.handler.last_done_id, pt.last_triggered, len(pt.acked))
+                    events = len(probe.cluster.events)
+                    assert probe.step(A.Deliver(ch)) is None
+                    assert (pt.handler.current_id, pt.handler.last_done_id, pt.last_triggered,
+                            len(pt.acked)) == before
+                    assert not [e for e in probe.cluster.events[events:] if e[0] in ("aborted", "completed")]
+                    assert probe.cluster.net.blocked[ch] == stays_blocked
+                    delivered += 1
+            if run.step(a) is not None:
+                break
+    assert all(n >= 1 for n in reached.values()), reached
+    assert delivered > 0
