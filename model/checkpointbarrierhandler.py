@@ -58,8 +58,9 @@ DECLINED_INPUT_END_OF_STREAM = "CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"
 def snapshots_obsolete_barriers() -> bool:
     """Whether a barrier of a checkpoint older than one a task already took is snapshotted: no.
     ``SingleCheckpointBarrierHandler`` only resumes its channel, and
-    ``SubtaskCheckpointCoordinatorImpl`` declines such a trigger ("Out of order checkpoint
-    barrier (aborted previously?)")."""
+    ``SubtaskCheckpointCoordinatorImpl.checkpointState`` ignores such a trigger: it logs "Out of
+    order checkpoint barrier (aborted previously?)", aborts the checkpoint's channel-state
+    writing and returns, with no snapshot and no decline (Flink 2.3)."""
     return False
 
 
@@ -437,4 +438,3 @@ def _alignment_deadline_now(self, b: CheckpointBarrier) -> int | None:
                 "unaligned")
 def _alignment_deadline_never(self, b: CheckpointBarrier) -> int | None:
     return None
-
