@@ -214,24 +214,31 @@ def record_late_after_source_idle(run, new_events) -> bool:
     return bool(getattr(run, "idle_seen", False) and (c.late or c.window_skips))
 
 
-def _barriers_at_tasks(run):
+_BARRIER_TYPES: tuple = ()
+
+
+def _barriers_at_tasks(run) -> list:
     """``(handler, barrier)`` for every barrier next in line on a pipelined input channel of a
     running task with an exactly-once barrier handler (``SingleCheckpointBarrierHandler``) that
     has begun a checkpoint: what a ``Deliver`` of that channel hands to the handler."""
-    from model.checkpointbarrierhandler import SingleCheckpointBarrierHandler  # as above (no model at import)
-    from model.events import CheckpointBarrier  # as above
+    global _BARRIER_TYPES
+    if not _BARRIER_TYPES:
+        from model.checkpointbarrierhandler import SingleCheckpointBarrierHandler  # once (no model at import)
+        from model.events import CheckpointBarrier  # as above
 
+        _BARRIER_TYPES = (SingleCheckpointBarrierHandler, CheckpointBarrier)
+    handler_type, barrier_type = _BARRIER_TYPES
     c = run.cluster
     net = c.net
-    for t in c.tasks:
-        h = t.handler
-        if type(h) is not SingleCheckpointBarrierHandler or h.current_id < 0 or t.status != "RUNNING":
-            continue
-        for i in t.barrier_channels:  # (local indices of the pipelined input channels)
-            ch = t.input_channels[i]
-            q = net.queues[ch]
-            if q and type(q[0]) is CheckpointBarrier and not (net.blocked[ch] and not net.prio[ch]):
-                yield h, q[0]
+    found = []
+    # a barrier at a channel's head is rare: find the heads first, then their tasks
+    for ch, q in enumerate(net.queues):
+        if q and type(q[0]) is barrier_type and not net.blocking[ch] and not (net.blocked[ch] and not net.prio[ch]):
+            t = c.tasks[net.consumer_of[ch]]
+            h = t.handler
+            if type(h) is handler_type and h.current_id >= 0 and t.status == "RUNNING":
+                found.append((h, q[0]))
+    return found
 
 
 def _barriers_from_several_inputs(scenario) -> bool:
