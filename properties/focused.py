@@ -12,6 +12,7 @@ knobs it is given, e.g. ``make_valve_machine({'flink_40475': True})``.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from typing import Callable
@@ -98,6 +99,8 @@ class FocusedSuite:
             if corpus_dir is not None and e.scenario is not None:
                 res.counterexample = _write_hypothesis_counterexample(self, corpus_dir, e, base_seed)
         except Exception as e:  # an unexpected crash of the model is a failed suite, reported
+            if os.environ.get("FLINKSPEC_RAISE_MODEL_CRASHES"):  # mutation testing: a crash is not a kill
+                raise
             res.error = f"{type(e).__name__}: {e}"
         res.runs = counter["n"]
         res.seconds = time.perf_counter() - t0

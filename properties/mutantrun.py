@@ -1,5 +1,12 @@
 """Running one mutant: put its source in place of the model module's, run the kill profile's
-tests with pytest, tell whether a test failed.
+tests with pytest (or, for the quick judge, the quick check of the suites covering the module),
+tell whether a test failed and how.
+
+How a failure is told apart (``run_tests``): a test whose exception is an ``AssertionError``
+(an ``assert``, ``pytest.raises`` not raising, ``pytest.fail``, or a named invariant violation:
+``properties.machines.ViolationFound`` is one) is a *kill*; any other exception escaping the
+model (``TypeError``, ``AttributeError``, ``RecursionError``, ...) or a test module that no
+longer imports or collects is a *crash*, reported with the exception's type and the test.
 
 Two ways to put a mutant in place, both used by ``properties/mutation.py``:
 
@@ -27,8 +34,12 @@ import sys
 import time
 import types
 
-#: exit codes of a mutant's run (the parent reads them; a signal or a time-out is judged there)
-SURVIVED, KILLED, ERROR = 0, 1, 3
+#: exit codes of a mutant's run (the parent reads them; a signal or a time-out is judged there):
+#: survived, killed by a failing assertion, pytest could not run, crashed (another exception)
+SURVIVED, KILLED, ERROR, CRASHED = 0, 1, 3, 4
+#: environment variable: when set, ``properties.suites``/``properties.focused`` let a crash of the
+#: model escape instead of recording it as the suite's error
+RAISE_MODEL_CRASHES = "FLINKSPEC_RAISE_MODEL_CRASHES"
 
 
 class _SourceLoader(importlib.abc.Loader):
@@ -103,28 +114,62 @@ def swap_code(fullname: str, qualname: str, source: str) -> None:
     fn.__code__ = new  # ValueError if the free variables differ
 
 
+def _is_assertion(exc: BaseException | None) -> bool:
+    """A failing assertion: ``AssertionError`` (``ViolationFound`` is one), pytest's own
+    ``Failed`` (``pytest.fail``, ``pytest.raises`` that did not raise), or a group of
+    exceptions (Hypothesis reporting several) all of which are assertions."""
+    if exc is None:
+        return False
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_is_assertion(e) for e in exc.exceptions)
+    return isinstance(exc, AssertionError) or type(exc).__name__ == "Failed"
+
+
 class _Recorder:
-    """pytest plugin: the first failing test (its node id) and how many tests ran."""
+    """pytest plugin: the first failing test (its node id), its exception's type and whether it
+    is an assertion, and how many tests ran."""
 
     def __init__(self):
         self.failed: str | None = None
+        self.exception: str | None = None
+        self.assertion = False
         self.ran = 0
 
+    def _first(self, nodeid: str, exc: BaseException | None, what: str | None = None) -> None:
+        if self.failed is None or (self.failed == nodeid and self.exception is None):
+            self.failed = nodeid
+            self.exception = what or (type(exc).__name__ if exc is not None else None)
+            self.assertion = _is_assertion(exc)
+
+    def pytest_exception_interact(self, node, call, report):
+        # pytest calls it after the failed report was logged: it names the exception
+        exc = call.excinfo.value if call.excinfo else None
+        collecting = getattr(report, "when", None) == "collect"  # a CollectReport: the module did not import
+        self._first(report.nodeid or node.nodeid, None if collecting else exc, "collection error" if collecting else None)
+
+    def pytest_collectreport(self, report):
+        if report.failed:
+            self._first(report.nodeid, None, "collection error")
+
     def pytest_runtest_logreport(self, report):
-        if report.when == "call" or report.failed:
-            if report.when == "call":
-                self.ran += 1
-            if report.failed and self.failed is None:
-                self.failed = report.nodeid
+        if report.when == "call":
+            self.ran += 1
+        if report.failed:
+            self._first(report.nodeid, None)
 
 
 def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True) -> int:
     """Run ``nodeids`` with pytest, stopping at the first failure; write ``{"failed": nodeid or
-    null, "ran": N}`` to ``result_path``; return :data:`KILLED` when a test failed, else
-    :data:`SURVIVED` (:data:`ERROR` when pytest could not run them)."""
+    null, "exception": its type's name, "ran": N}`` to ``result_path``; return :data:`KILLED`
+    when a test failed on an assertion, :data:`CRASHED` when one failed on another exception
+    or a test module did not collect, :data:`SURVIVED` when all passed (:data:`ERROR` when
+    pytest could not run them)."""
     import pytest  # here, not at the top: a fresh interpreter must install the hook before pytest loads conftest
 
     rec = _Recorder()
+    # a suite run inside a test re-raises a crash of the model instead of recording it as the
+    # suite's error, so that the test fails with the crash and not with an assertion on the result
+    os.environ[RAISE_MODEL_CRASHES] = "1"
     args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-o", "addopts=",
             *nodeids]
     if quiet:
@@ -132,24 +177,71 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
     rc = pytest.main(args, plugins=[rec])
-    outcome = KILLED if rec.failed is not None or rc == 1 else (SURVIVED if rc == 0 else ERROR)
+    if rec.failed is not None:
+        rec.exception = rec.exception or "a failure without an exception"
+        outcome = KILLED if rec.assertion else CRASHED
+    else:
+        outcome = SURVIVED if rc == 0 else (CRASHED if rc == 1 else ERROR)
     if result_path:
         with open(result_path, "w") as f:
-            json.dump({"failed": rec.failed, "ran": rec.ran, "pytest_rc": int(rc)}, f)
+            json.dump({"failed": rec.failed, "exception": rec.exception, "ran": rec.ran, "pytest_rc": int(rc)}, f)
+    return outcome
+
+
+def run_suites(names: list[str], result_path: str | None, *, runs: int | None, base_seed: int) -> int:
+    """The quick judge: run the check suites ``names`` (``flinkspec check --profile quick``, at
+    most ``runs`` random walks per safe cluster suite, seeds from ``base_seed``, nothing shrunk or
+    written), stopping at the first one not as expected; write ``{"failed": suite, "exception":
+    the invariant or exception, "ran": N}``. :data:`KILLED` when a suite judged an invariant
+    violated (a safe suite's violation, or an unsafe suite no longer finding its expected one
+    only), :data:`CRASHED` when the model raised (the suite's error), else :data:`SURVIVED`."""
+    from model.variants import VARIANTS  # lazy: in a fresh interpreter only after the hook is installed
+    from properties.focused import FOCUSED  # lazy: as above
+    from properties.suites import run_variant_suite  # lazy: as above
+
+    outcome, failed, what, ran = SURVIVED, None, None, 0
+    for name in names:
+        try:
+            if name in VARIANTS:
+                v = VARIANTS[name]  # ``runs`` bounds a safe suite; an unsafe one searches as the profile does
+                res = run_variant_suite(v, profile="quick", base_seed=base_seed, max_runs=runs if v.safe else None,
+                                        shrink_found=False)
+            else:
+                res = FOCUSED[name].run("quick", base_seed)
+        except Exception as e:  # noqa: BLE001 - a crash escaping the suite is the mutant's crash
+            outcome, failed, what = CRASHED, name, type(e).__name__
+            break
+        ran += 1
+        if res.error:
+            # "seed N: TypeError: ..." (a random walk) or "TypeError: ..." (a focused suite)
+            parts = [p.strip() for p in res.error.split(":")]
+            outcome, failed, what = CRASHED, name, parts[1] if parts[0].startswith("seed ") else parts[0]
+            break
+        if not res.as_expected:
+            outcome, failed = KILLED, name
+            what = ("violated " + ", ".join(sorted(res.violations))) if res.violations else "expected violation not found"
+            break
+    if result_path:
+        with open(result_path, "w") as f:
+            json.dump({"failed": failed, "exception": what, "ran": ran}, f)
     return outcome
 
 
 def main(argv: list[str]) -> int:
     """``python -m properties.mutantrun SPEC.json``: SPEC holds ``module`` (``model.<name>``),
-    ``path``, ``source`` (the mutant's), ``tests`` (node ids) and ``result`` (a path for the
-    outcome). Exit :data:`KILLED`, :data:`SURVIVED` or :data:`ERROR`."""
+    ``path``, ``source`` (the mutant's), ``tests`` (node ids) or ``suites`` (check suites, with
+    ``runs`` and ``seed``: the quick judge) and ``result`` (a path for the outcome). Exit
+    :data:`KILLED`, :data:`CRASHED`, :data:`SURVIVED` or :data:`ERROR`."""
     with open(argv[0]) as f:
         spec = json.load(f)
     os.chdir(spec["root"])
     sys.path.insert(0, spec["root"])
     install_source(spec["module"], spec["path"], spec["source"])
     t0 = time.perf_counter()
-    rc = run_tests(spec["tests"], spec["result"])
+    if spec.get("suites") is not None:
+        rc = run_suites(spec["suites"], spec["result"], runs=spec.get("runs"), base_seed=spec.get("seed", 0))
+    else:
+        rc = run_tests(spec["tests"], spec["result"])
     if spec.get("result"):
         with open(spec["result"]) as f:
             res = json.load(f)

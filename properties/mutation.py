@@ -11,7 +11,12 @@
          ▼
     each mutant: the profile's tests that execute its lines (at most 30, round-robin over the
     profile's parts), stopping at the first failure, within a time limit
-    ─► killed (which test) / survived (the diff) / timeout
+    ─► killed (which test) / crashed (which test, which exception) / survived (the diff) / timeout
+         │
+         ▼  with ``judge="quick"``, a second, independent judge of every killed, crashed or
+    surviving mutant: the quick check (``flinkspec check --profile quick``) of the check suites
+    that execute its lines (found by a baseline of every suite under coverage, one context per
+    suite), seeded ─► killed / crashed / survived by the properties alone
 
 **Generation.** mutmut's mutation operators (``mutmut.mutation.file_mutation.MutationVisitor``
 with ``mutmut.mutation.mutators.mutation_operators``: numbers +1, ``<``/``<=`` and the other
@@ -32,9 +37,25 @@ swaps the mutated function's code object in (``properties/mutantrun.py``) and ru
 module constant) runs in a fresh interpreter with an import hook serving its source, against the
 whole profile. On Spark (``master``) every mutant runs that way, one task each.
 
-**Score.** ``killed / (killed + survived + timeout)`` per module, timeouts counted as not killed;
-``score_with_timeouts`` counts them as killed (a run that never ends is noticed, but could be a
-slow machine). Equivalent mutants are outside both.
+**Kill or crash.** Only a failing assertion kills: a test whose exception is an
+``AssertionError`` (an ``assert``, ``pytest.raises`` that did not raise, ``pytest.fail``, a named
+invariant violation such as ``properties.machines.ViolationFound``). Any other exception escaping
+the model (``TypeError``, ``AttributeError``, ``RecursionError``, ...), a test module that no
+longer imports or collects, or a child ended by a signal is ``crashed``, named with the exception
+type and the test: the mutant was noticed, but by the Python runtime, not by a statement of what
+Flink does. (A suite run inside a test re-raises a crash of the model instead of recording it, so
+that ``test_safe_variant_passes`` fails with the crash, not with an assertion on its result.)
+
+**Score.** ``killed / (killed + crashed + survived + timeout)`` per module: crashes and timeouts
+count as not killed. ``score_with_crashes`` counts crashes as killed (the suite noticed the
+mutant, by a crash), ``score_with_timeouts`` counts timeouts as killed (a run that never ends is
+noticed, but could be a slow machine). Equivalent mutants are outside all three.
+
+**The quick judge** (``judge="quick"``) scores the same mutants a second time, by the property
+suites alone: ``quick`` per module is the same summary (killed, crashed, survived, timeout and
+the three scores) judged by the quick check of the covering suites, and every mutant the unit
+judge killed but the quick judge did not is listed as ``properties_blind`` (the properties do
+not see that bug; only a unit test does).
 """
 
 from __future__ import annotations
@@ -65,7 +86,10 @@ EQUIVALENTS_FILE = ROOT / "properties" / "mutants-equivalent.toml"
 TARGET_MODULES = ("checkpointcoordinator", "checkpointbarrierhandler", "watermarkstatus", "failover",
                   "stateassignment", "keygroups", "sinks")
 ID_RE = re.compile(r"^[a-z_][a-z0-9_]*:[0-9a-f]{10}(~[0-9]+)?$")
-OUTCOMES = ("killed", "survived", "timeout", "equivalent", "not_run")
+OUTCOMES = ("killed", "crashed", "survived", "timeout", "equivalent", "not_run")
+#: the judges of a mutant: the module's kill profile (unit tests, focused suites, scenarios,
+#: cluster runs), and the quick check of the suites covering the module
+JUDGES = ("unit", "quick")
 #: exit code of a forked child whose code swap was impossible (the job is run in a fresh interpreter)
 SWAP_FAILED = 42
 
@@ -344,6 +368,13 @@ class Result:
     killed_by: str | None = None
     tests: int = 0  # tests selected
     reason: str | None = None  # equivalent: the triage reason; survived: "no test executes it" etc.
+    exception: str | None = None  # crashed: the exception's type (or "collection error", "signal N")
+    quick: "Result | None" = None  # the quick judge's verdict on the same mutant
+
+    @property
+    def properties_blind(self) -> bool:
+        """The unit judge killed it, the quick check of the covering suites did not."""
+        return self.outcome == "killed" and self.quick is not None and self.quick.outcome != "killed"
 
     def to_json(self, *, with_diff: bool) -> dict:
         m = self.mutant
@@ -352,8 +383,17 @@ class Result:
              "tests": self.tests}
         if self.killed_by:
             d["killed_by"] = self.killed_by
+        if self.exception:
+            d["exception"] = self.exception
         if self.reason:
             d["reason"] = self.reason
+        if self.quick is not None:
+            q = {"outcome": self.quick.outcome, "seconds": round(self.quick.seconds, 2), "suites": self.quick.tests}
+            for k in ("killed_by", "exception", "reason"):
+                if getattr(self.quick, k):
+                    q[k] = getattr(self.quick, k)
+            d["quick"] = q
+            d["properties_blind"] = self.properties_blind
         if with_diff or self.outcome in ("survived", "timeout"):
             d["diff"] = m.diff
         return d
@@ -476,6 +516,64 @@ def run_baseline(module: str, profile: KillProfile) -> Baseline:
                     parts={t: part_of(t, profile) for t in tests})
 
 
+def check_suite_names() -> list[str]:
+    """The suites ``flinkspec check`` runs, in catalog order (the one registry of them)."""
+    from properties.catalog import check_suites  # lazy: registers every variant and focused suite
+
+    return [e.name for e in check_suites()]
+
+
+def _quick_baseline_child(module: str, runs: int | None, seed: int, out: str) -> None:
+    """In a forked child: every check suite's quick check on the unmutated model under
+    coverage of the module, one context per suite; write which suite executes which line, how
+    long each took, and the suites not as expected without a mutant."""
+    import coverage  # lazy: only the baseline child measures coverage
+
+    from properties.mutantrun import run_suites  # lazy: the runner half
+
+    path = str(module_path(module))
+    cov = coverage.Coverage(data_file=None, include=[path], config_file=False)
+    names, seconds, failing = check_suite_names(), {}, []
+    _quiet_fds()
+    cov.start()
+    with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as d:
+        for name in names:
+            cov.switch_context(name)
+            t0 = time.perf_counter()
+            if run_suites([name], os.path.join(d, "r.json"), runs=runs, base_seed=seed) != 0:
+                failing.append(name)
+            seconds[name] = time.perf_counter() - t0
+    cov.stop()
+    data = cov.get_data()
+    lines = {}
+    for line, ctxs in data.contexts_by_lineno(path).items():
+        named = [c for c in ctxs if c and c not in failing]
+        if named:
+            lines[line] = named
+    covering = sorted({c for cs in lines.values() for c in cs}, key=names.index)
+    with open(out, "w") as f:
+        json.dump({"tests": covering, "seconds": seconds, "lines": lines, "failing": failing}, f)
+
+
+def run_quick_baseline(module: str, runs: int | None, seed: int) -> Baseline:
+    """The quick judge's baseline: the check suites that execute the module's lines (and how
+    long each takes), measured on the unmutated model in a forked child."""
+    with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as d:
+        out = os.path.join(d, "quick-baseline.json")
+        pid = _fork(lambda: _quick_baseline_child(module, runs, seed, out) or 0)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except BaseException:  # interrupted: the child (its own process group) goes too
+            os.killpg(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            raise
+        if not os.path.exists(out):
+            raise FlinkspecError(f"model/{module}.py: the quick judge's baseline run failed (status {status})")
+        data = json.loads(Path(out).read_text())
+    return Baseline(tests=tuple(data["tests"]), seconds=data["seconds"], failing=tuple(data["failing"]),
+                    lines={int(k): tuple(v) for k, v in data["lines"].items()})
+
+
 def part_of(nodeid: str, profile: KillProfile) -> int:
     """Index of the profile entry (a file or a node-id prefix) a test was collected from."""
     for i, entry in enumerate(profile.tests):
@@ -493,6 +591,9 @@ class Job:
     tests: tuple[str, ...]
     limit: float
     fresh: bool = False  # in a fresh interpreter (else: a forked child swapping the code in)
+    suites: bool = False  # the quick judge: ``tests`` are check suites, run with ``runs``/``seed``
+    runs: int | None = None
+    seed: int = 0
 
 
 def time_limit(baseline_seconds: float, override: float | None) -> float:
@@ -502,9 +603,12 @@ def time_limit(baseline_seconds: float, override: float | None) -> float:
 
 
 def _subprocess_spec(job: Job, result_path: str) -> dict:
-    return {"root": str(ROOT), "module": f"model.{job.mutant.module}",
+    spec = {"root": str(ROOT), "module": f"model.{job.mutant.module}",
             "path": str(module_path(job.mutant.module)), "source": job.source, "tests": list(job.tests),
             "result": result_path}
+    if job.suites:
+        spec.update(suites=list(job.tests), runs=job.runs, seed=job.seed)
+    return spec
 
 
 class _Running:
@@ -544,6 +648,9 @@ def _start(job: Job, tmp: str) -> _Running:
                 mutantrun.swap_code(f"model.{job.mutant.module}", job.mutant.function, job.source)
             except (ValueError, KeyError, AttributeError):
                 return SWAP_FAILED
+            if job.suites:
+                _quiet_fds()
+                return mutantrun.run_suites(list(job.tests), result_path, runs=job.runs, base_seed=job.seed)
             return mutantrun.run_tests(list(job.tests), result_path)
 
         return _Running(job, result_path, pid=_fork(child))
@@ -565,11 +672,19 @@ def _judge(job: Job, status: int | None, seconds: float, result_path: str) -> Re
     n = len(job.tests)
     if status is None:
         return Result(job.mutant, "timeout", seconds, tests=n, reason=f"no verdict within {job.limit:.0f} s")
+    from properties.mutantrun import CRASHED, KILLED  # lazy: the runner half (see _start)
+
     if status == 0:
         return Result(job.mutant, "survived", seconds, tests=n)
-    how = info.get("failed") or ("a crash (signal %d)" % -status if status < 0 else
-                                 f"a failed run (exit {status})")
-    return Result(job.mutant, "killed", seconds, killed_by=how, tests=n)
+    if status == KILLED:
+        return Result(job.mutant, "killed", seconds, killed_by=info.get("failed") or "a failed run",
+                      exception=info.get("exception") if job.suites else None, tests=n)
+    if status == CRASHED:
+        return Result(job.mutant, "crashed", seconds, killed_by=info.get("failed"),
+                      exception=info.get("exception") or "an exception", tests=n)
+    # a signal (segfault, out of memory), pytest unable to run, or the child's own failure
+    what = f"signal {-status}" if status < 0 else f"exit {status}"
+    return Result(job.mutant, "crashed", seconds, killed_by=info.get("failed"), exception=what, tests=n)
 
 
 def run_local(jobs: list[Job], *, workers: int, deadline: float | None,
@@ -666,19 +781,36 @@ class ModuleReport:
     baseline_tests: int
     failing_baseline: tuple[str, ...]
     stale_equivalents: tuple[str, ...]
+    quick_suites: tuple[str, ...] | None = None  # the quick judge's covering suites (None: not judged)
+    quick_seconds: float = 0.0
 
     def count(self, outcome: str) -> int:
         return sum(1 for r in self.results if r.outcome == outcome)
 
     def summary(self) -> dict:
-        c = {o: self.count(o) for o in OUTCOMES}
-        judged = c["killed"] + c["survived"] + c["timeout"]
-        return {"module": f"model/{self.module}.py", "mutants": len(self.results), **c,
-                "score": round(100.0 * c["killed"] / judged, 1) if judged else None,
-                "score_with_timeouts": round(100.0 * (c["killed"] + c["timeout"]) / judged, 1) if judged else None,
-                "complete": c["not_run"] == 0, "seconds": round(self.seconds, 1),
-                "profile_tests": self.baseline_tests, "failing_without_mutant": list(self.failing_baseline),
-                "stale_equivalents": list(self.stale_equivalents)}
+        out = {"module": f"model/{self.module}.py", "mutants": len(self.results),
+               **scores([r.outcome for r in self.results]),
+               "seconds": round(self.seconds, 1),
+               "profile_tests": self.baseline_tests, "failing_without_mutant": list(self.failing_baseline),
+               "stale_equivalents": list(self.stale_equivalents)}
+        if self.quick_suites is not None:
+            judged = [r for r in self.results if r.quick is not None]
+            out["quick"] = {**scores([r.quick.outcome for r in judged]), "mutants": len(judged),
+                            "suites": list(self.quick_suites), "seconds": round(self.quick_seconds, 1)}
+            out["properties_blind"] = [r.mutant.id for r in self.results if r.properties_blind]
+        return out
+
+
+def scores(outcomes: list[str]) -> dict:
+    """Counts per outcome and the three scores (see the module docstring)."""
+    c = {o: sum(1 for x in outcomes if x == o) for o in OUTCOMES}
+    judged = c["killed"] + c["crashed"] + c["survived"] + c["timeout"]
+
+    def pct(n: int) -> float | None:
+        return round(100.0 * n / judged, 1) if judged else None
+
+    return {**c, "score": pct(c["killed"]), "score_with_crashes": pct(c["killed"] + c["crashed"]),
+            "score_with_timeouts": pct(c["killed"] + c["timeout"]), "complete": c["not_run"] == 0}
 
 
 #: tests run per mutant at most (``--tests-per-mutant``; 0: every test executing its lines)
@@ -706,8 +838,12 @@ def plan(module: str, mutants: list[Mutant], baseline: Baseline, equivalents: di
 def mutate_module(module: str, *, workers: int, deadline: float | None, master: str | None,
                   equivalents: dict[str, str], timeout: float | None, only: set[str] | None,
                   tests_per_mutant: int = TESTS_PER_MUTANT, profile: KillProfile | None = None, progress: Callable[[str, Result, int, int], None],
-                  note: Callable[[str], None]) -> ModuleReport:
-    """Generate, triage, run and judge the mutants of one module."""
+                  note: Callable[[str], None], judge: str = "unit", quick_runs: int | None = None,
+                  seed: int = 0) -> ModuleReport:
+    """Generate, triage, run and judge the mutants of one module; with ``judge="quick"`` judge
+    every killed, crashed or surviving mutant a second time by the quick check of the suites
+    that execute its lines (at most ``quick_runs`` random walks per cluster suite, seeds from
+    ``seed``)."""
     t0 = time.monotonic()
     source = module_path(module).read_text()
     mutants = generate(module)
@@ -736,5 +872,35 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
     else:
         ran = run_local(jobs, workers=workers, deadline=deadline, progress=tick)
     results = sorted(known + ran, key=lambda r: r.mutant.index)
+    quick_suites, quick_seconds = None, 0.0
+    if judge == "quick":
+        t1 = time.monotonic()
+        note(f"model/{module}.py: quick judge: every check suite's quick check under coverage "
+             f"({'the profile' if quick_runs is None else f'at most {quick_runs}'} runs per cluster suite, seed {seed}) ...")
+        check_suite_names()  # imported here, in the parent, so that the forked children start warm
+        qb = run_quick_baseline(module, quick_runs, seed)
+        quick_suites = qb.tests
+        note(f"model/{module}.py: quick judge: {len(qb.tests)} suite(s) execute it: {', '.join(qb.tests) or 'none'}"
+             + (f"; not as expected without a mutant, left out: {', '.join(qb.failing)}" if qb.failing else ""))
+        qjobs, qknown = [], {}
+        for r in results:
+            if r.outcome not in ("killed", "crashed", "survived"):
+                continue
+            suites = qb.tests_for(r.mutant, 0)
+            if not suites:
+                qknown[r.mutant.id] = Result(r.mutant, "survived", reason="no check suite executes this line")
+                continue
+            qjobs.append(Job(r.mutant, r.mutant.source(source), tuple(suites),
+                             time_limit(qb.seconds_for(suites), timeout), suites=True, runs=quick_runs, seed=seed))
+        qdone, qtotal = [0], len(qjobs)
+
+        def qtick(res: Result) -> None:
+            qdone[0] += 1
+            progress(f"{module} quick", res, qdone[0], qtotal)
+
+        qran = run_local(qjobs, workers=workers, deadline=deadline, progress=qtick)
+        qknown.update({q.mutant.id: q for q in qran})
+        results = [attrs.evolve(r, quick=qknown[r.mutant.id]) if r.mutant.id in qknown else r for r in results]
+        quick_seconds = time.monotonic() - t1
     return ModuleReport(module, tuple(results), time.monotonic() - t0, len(baseline.tests), baseline.failing,
-                        stale)
+                        stale, quick_suites, quick_seconds)

@@ -15,6 +15,7 @@ Which suites exist is ``model.catalog``'s business (the entries ``check`` runs:
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import nullcontext
@@ -59,6 +60,8 @@ def run_variant_suite(v: Variant, *, profile: str = "quick", base_seed: int = 0,
         try:
             r = random_walk(v, seed)
         except Exception as e:  # a crash of the model is a finding: report it with its seed
+            if os.environ.get("FLINKSPEC_RAISE_MODEL_CRASHES"):  # mutation testing: a crash is not a kill
+                raise
             res.error = f"seed {seed}: {type(e).__name__}: {e}"
             res.first_seed = seed
             break

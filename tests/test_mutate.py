@@ -150,3 +150,62 @@ def test_a_mutant_gets_every_cheap_test_first_and_at_most_the_limit_of_the_other
     assert base.tests_for(_mutant(None), 4) == unit + slow[:4]  # outside a function: every test runs it
     everything = base.tests_for(_mutant(None), 0)  # no limit: round-robin over the parts
     assert sorted(everything) == sorted(unit + slow) and everything[:2] == [unit[0], slow[0]]
+
+
+def _run_planted(tmp_path, old: str, new: str, tests: list[str]) -> tuple[int, dict]:
+    """Run a hand-planted mutant of model/failover.py (``old`` replaced by ``new``) against
+    ``tests`` in a fresh interpreter (``python -m properties.mutantrun``): exit code and result."""
+    from properties import mutantrun
+
+    source = M.module_path("failover").read_text()
+    assert source.count(old) == 1
+    spec = {"root": str(ROOT), "module": "model.failover", "path": str(M.module_path("failover")),
+            "source": source.replace(old, new), "tests": tests, "result": str(tmp_path / "result.json")}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    r = subprocess.run([sys.executable, "-m", "properties.mutantrun", str(tmp_path / "spec.json")], cwd=ROOT,
+                       env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode in (mutantrun.KILLED, mutantrun.CRASHED, mutantrun.SURVIVED), r.stderr[-2000:]
+    return r.returncode, json.loads((tmp_path / "result.json").read_text())
+
+
+REGION_TEST = "tests/test_failover.py::test_regions_joined_by_a_cycle_of_blocking_channels_are_one_region"
+
+
+def test_a_mutant_breaking_an_assert_is_killed_and_one_raising_typeerror_is_crashed(tmp_path):
+    from properties import mutantrun
+
+    # two regions joined by blocking channels no longer get an edge: the test's assert fails
+    code, res = _run_planted(tmp_path, "        if a != b:\n            rg.add_edge(a, b)",
+                             "        if a == b:\n            rg.add_edge(a, b)", [REGION_TEST])
+    assert code == mutantrun.KILLED and res["exception"] == "AssertionError" and res["failed"] == REGION_TEST
+    # the same line made to add an int and a str: a TypeError escapes the model, not an assert
+    code, res = _run_planted(tmp_path, "        if a != b:\n            rg.add_edge(a, b)",
+                             "        if a != b + 'x':\n            rg.add_edge(a, b)", [REGION_TEST])
+    assert code == mutantrun.CRASHED and res["exception"] == "TypeError" and res["failed"] == REGION_TEST
+    # a mutant the module cannot even be imported with: the test module does not collect
+    code, res = _run_planted(tmp_path, "        if a != b:\n            rg.add_edge(a, b)",
+                             "        if a != b:\n            rg.add_edge(a, b)\nraise ImportError('planted')",
+                             [REGION_TEST])
+    assert code == mutantrun.CRASHED and res["exception"] == "collection error"
+
+
+def test_the_judge_counts_only_assertions_as_kills_and_scores_crashes_apart():
+    from properties import mutantrun
+
+    m = _mutant("f")
+    job = M.Job(m, "", ("t",), 10.0)
+    nowhere = "/nonexistent/result.json"
+    assert M._judge(job, mutantrun.KILLED, 1.0, nowhere).outcome == "killed"
+    crashed = M._judge(job, mutantrun.CRASHED, 1.0, nowhere)
+    assert crashed.outcome == "crashed"
+    segv = M._judge(job, -11, 1.0, nowhere)
+    assert segv.outcome == "crashed" and segv.exception == "signal 11"
+    assert M._judge(job, mutantrun.ERROR, 1.0, nowhere).outcome == "crashed"
+    assert M._judge(job, None, 11.0, nowhere).outcome == "timeout"
+    s = M.scores(["killed", "killed", "crashed", "survived", "equivalent"])
+    assert (s["score"], s["score_with_crashes"], s["score_with_timeouts"]) == (50.0, 75.0, 50.0)
+    # a mutant the unit judge killed and the quick judge did not: the properties are blind there
+    blind = M.Result(m, "killed", quick=M.Result(m, "survived"))
+    seen = M.Result(m, "killed", quick=M.Result(m, "killed"))
+    assert blind.properties_blind and not seen.properties_blind
+    assert blind.to_json(with_diff=False)["properties_blind"] is True

@@ -5,8 +5,15 @@ swapped, a number off by one, a condition negated, an argument dropped, ...) and
 module's kill profile -- its unit tests, the focused suites and scenarios of its mechanism and
 the safe variants' seeded cluster runs, only those tests that execute the mutated lines (at most
 ``--tests-per-mutant``, round-robin over the profile's parts), stopping at the first failure,
-within a time limit per mutant -- to see whether the suite notices. Each mutant is killed (the test that failed), survived (its diff is shown), timeout, or
-equivalent (triaged by hand in properties/mutants-equivalent.toml with a reason, never run).
+within a time limit per mutant -- to see whether the suite notices. Each mutant is killed (a test
+failed on an assertion or a named invariant violation: the test is named), crashed (a test failed
+on another exception escaping the model, TypeError, AttributeError, ..., or did not collect, or
+the run died of a signal: the exception and the test are named; not a kill), survived (its diff
+is shown), timeout, or equivalent (triaged by hand in properties/mutants-equivalent.toml with a
+reason, never run). ``--judge quick`` judges every killed, crashed or surviving mutant a second
+time by the quick check (``flinkspec check --profile quick``, seeded by ``--seed``, at most
+``--quick-runs`` walks per cluster suite) of the check suites that execute its lines, and lists
+the mutants only the first judge killed (``properties_blind``).
 Mutants run in parallel processes (``--workers``, default the number of cores), or as Spark tasks
 with ``--master``. The mutant list is deterministic; ``--only ID`` re-runs one mutant,
 ``--list`` prints the list without running anything. Results go to a new run directory
@@ -23,7 +30,7 @@ import os
 import sys
 import time
 
-from flinkspec.commands import count
+from flinkspec.commands import count, seed
 from model.errors import InvalidArgument
 
 
@@ -47,6 +54,14 @@ def register(sub) -> None:
     p.add_argument("--tests-per-mutant", type=int, default=None, metavar="N",
                    help="run at most N of the tests that execute a mutant's lines, round-robin over the "
                         "profile's parts (default 30; 0: all of them)")
+    p.add_argument("--judge", choices=("unit", "quick"), default="unit",
+                   help="unit: the kill profile only (default); quick: also judge every killed, crashed or "
+                        "surviving mutant by the quick check of the check suites that execute its lines")
+    p.add_argument("--quick-runs", type=count, default=None, metavar="N",
+                   help="with --judge quick: at most N random walks per cluster suite (default: the quick "
+                        "profile's)")
+    p.add_argument("--seed", type=seed, default=0, metavar="N",
+                   help="with --judge quick: the suites' base seed (default 0)")
     p.add_argument("--workers", type=count, default=None, metavar="N",
                    help="mutants run at once (default: the number of cores)")
     p.add_argument("--master", default=None, metavar="URL",
@@ -75,6 +90,10 @@ def _validate(args) -> None:
         raise InvalidArgument(f"--min-score {args.min_score:g}: must be a percentage 0-100")
     if args.no_write and args.out is not None:
         raise InvalidArgument("--out and --no-write: choose one")
+    if args.judge == "quick" and args.master is not None:
+        raise InvalidArgument("--judge quick and --master: the quick judge runs locally only")
+    if args.judge != "quick" and args.quick_runs is not None:
+        raise InvalidArgument("--quick-runs: only with --judge quick")
 
 
 def _modules(args, M) -> list[str]:
@@ -132,7 +151,7 @@ def run(args) -> int:
         print(text, file=sys.stderr, flush=True)
 
     def progress(module: str, res, done: int, total: int) -> None:
-        extra = f" by {res.killed_by}" if res.killed_by else ""
+        extra = (f" ({res.exception})" if res.exception else "") + (f" by {res.killed_by}" if res.killed_by else "")
         print(f"[{module} {done}/{total}] {res.mutant.id} line {res.mutant.line}: {res.outcome}{extra} "
               f"({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
@@ -150,7 +169,8 @@ def run(args) -> int:
         rep = M.mutate_module(mod, workers=workers, deadline=deadline, master=master, equivalents=equivalents,
                               timeout=args.timeout_s, only=only, progress=progress, note=note,
                               profile=override, tests_per_mutant=(M.TESTS_PER_MUTANT if args.tests_per_mutant is None
-                                                else args.tests_per_mutant))
+                                                else args.tests_per_mutant),
+                              judge=args.judge, quick_runs=args.quick_runs, seed=args.seed)
         reports.append(rep)
         if out is not None:
             write_atomic(out / f"{mod}.json", json.dumps(
@@ -158,10 +178,11 @@ def run(args) -> int:
                 indent=1, sort_keys=True) + "\n", what="mutation results")
     summaries = [r.summary() for r in reports]
     below = [s for s in summaries if s["score"] is not None and s["score"] < args.min_score]
-    only_bad = [r for rep in reports for r in rep.results if only is not None and r.outcome in ("survived", "timeout")]
+    only_bad = [r for rep in reports for r in rep.results if only is not None and r.outcome in ("crashed", "survived", "timeout")]
     total = {"modules": len(summaries), "min_score": args.min_score,
              **{o: sum(s[o] for s in summaries) for o in M.OUTCOMES},
              "below_min_score": [s["module"] for s in below], "workers": workers, "master": master,
+             "judge": args.judge, **({"quick_runs": args.quick_runs, "seed": args.seed} if args.judge == "quick" else {}),
              "results": str(out) if out is not None else None}
     if out is not None:
         write_atomic(out / "summary.json", json.dumps({"modules": summaries, "total": total}, indent=1,
@@ -175,11 +196,17 @@ def run(args) -> int:
     _print_table(summaries)
     for rep in reports:
         for r in rep.results:
-            if r.outcome in ("survived", "timeout"):
-                why = f" ({r.reason})" if r.reason else ""
+            if r.outcome in ("crashed", "survived", "timeout"):
+                why = f" ({r.reason})" if r.reason else (f" ({r.exception} in {r.killed_by})" if r.exception else "")
                 print(f"\n{r.outcome.upper()} {r.mutant.id} line {r.mutant.line} in "
                       f"{r.mutant.function or 'module level'} [{r.mutant.operator}]{why}")
                 print(r.mutant.diff.rstrip("\n"))
+        blind = [r for r in rep.results if r.properties_blind]
+        if blind:
+            print(f"\nproperties blind here ({rep.module}: killed by the kill profile only, the quick check "
+                  f"of {', '.join(rep.quick_suites)} did not kill them):")
+            for r in blind:
+                print(f"  {r.mutant.id} line {r.mutant.line} ({r.quick.outcome}) killed by {r.killed_by}")
     if out is not None:
         print(f"\nresults: {out}")
     if below:
@@ -188,9 +215,17 @@ def run(args) -> int:
 
 
 def _print_table(summaries) -> None:
-    head = ("module", "mutants", "killed", "survived", "timeout", "equivalent", "not_run", "score %")
-    rows = [(s["module"], s["mutants"], s["killed"], s["survived"], s["timeout"], s["equivalent"], s["not_run"],
-             "-" if s["score"] is None else f"{s['score']:.1f}") for s in summaries]
+    head = ("module", "mutants", "killed", "crashed", "survived", "timeout", "equivalent", "not_run", "score %",
+            "with crashes %")
+    pct = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+    rows = []
+    for s in summaries:
+        rows.append((s["module"], s["mutants"], s["killed"], s["crashed"], s["survived"], s["timeout"],
+                     s["equivalent"], s["not_run"], pct(s["score"]), pct(s["score_with_crashes"])))
+        if "quick" in s:
+            q = s["quick"]
+            rows.append(("  quick judge", q["mutants"], q["killed"], q["crashed"], q["survived"], q["timeout"],
+                         "", q["not_run"], pct(q["score"]), pct(q["score_with_crashes"])))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     for row in (head, *rows):
         print("  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths))))
