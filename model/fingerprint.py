@@ -3,10 +3,11 @@ there (an explorer deduplicates states by them, as TLC and Stateright do).
 
 ``canonical(obj)`` turns an object graph into nested tuples of primitives:
 
-* objects (slotted or not) become ``(class name, field values...)`` over every field except
-  those the class lists in ``FINGERPRINT_SKIP`` (caches, links to static structure); an object
-  of a class marked :func:`beside_state` (a run's history) is its class name alone, whoever
-  holds it;
+* objects (slotted or not) become ``(class name, field values...)`` over every field: no class
+  lists fields to leave out. What is not state is held in an object of a class marked
+  :func:`beside_state` (a run's history, a memo, what the scenario fixes), which is its class
+  name alone, whoever holds it; a link to another part of the state (a task's view of the
+  network stack) is a back-reference, so it counts once;
   a list field the class names in ``FINGERPRINT_MULTISET`` counts as a multiset (sorted):
   its order carries no meaning (the RPC messages in flight, any of which may be delivered
   next);
@@ -113,7 +114,6 @@ def _fields(cls, drop_time: bool) -> tuple:
         skip: set = set()
         bags = frozenset(getattr(cls, "FINGERPRINT_MULTISET", ()))  # the most derived class's
         for k in reversed(cls.__mro__):
-            skip.update(getattr(k, "FINGERPRINT_SKIP", ()))
             for n in k.__dict__.get("__slots__", ()):
                 if n not in names and n != "__weakref__" and n != "__dict__":
                     names.append(n)

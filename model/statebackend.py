@@ -67,8 +67,6 @@ class KeyedStateBackend:
     __slots__ = ("uid", "pending", "nodes")
     #: whether ``notify_complete`` does anything (the RocksDB backend's confirms uploads)
     checkpoint_listener = False
-    #: the keyed operators are the task's (their state is fingerprinted through the chain)
-    FINGERPRINT_SKIP = ("nodes",)
 
     def __init__(self, uid: str, nodes):
         self.uid = uid

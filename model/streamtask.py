@@ -44,7 +44,9 @@ from model.events import (
     EndOfPartitionEvent,
     Watermark,
     WatermarkStatus,
+    value,
 )
+from model.fingerprint import beside_state
 
 RUNNING = "RUNNING"
 FINISHED = "FINISHED"
@@ -163,7 +165,6 @@ class KeyedNode(ChainNode):
     is kept per key group; late records go to the task's side output list."""
 
     __slots__ = ("op", "late", "skips", "is_window", "collect")
-    FINGERPRINT_SKIP = ("collect",)
 
     def __init__(self, name, op, late: list, is_window: bool, skips: list | None = None):
         self.name = name
@@ -201,14 +202,15 @@ class KeyedNode(ChainNode):
 class SinkNode(ChainNode):
     """The last operator of a sink chain: writes to a sink writer (``model.sinks``)."""
 
-    __slots__ = ("sink", "process")
-    FINGERPRINT_SKIP = ("process",)
+    __slots__ = ("sink",)
 
     def __init__(self, name, sink):
         self.name = name
         self.sink = sink
         self.next = None
-        self.process = sink.write  # ``process(k, v, ts)`` writes to the sink
+
+    def process(self, k, v, ts):
+        self.sink.write(k, v, ts)
 
     def watermark(self, ts):
         return None
@@ -290,22 +292,33 @@ class BroadcastPartitioner(RecordWriterOutput):
             ch.append(rec)
 
 
+@value  # a memo of a pure function: every copy shares it
+@beside_state
+class _Memo:
+    """``key -> assign_channel(key)``, filled as keys come: not state."""
+
+    __slots__ = ("known",)
+
+    def __init__(self):
+        self.known: dict = {}
+
+
 class KeyGroupStreamPartitioner(RecordWriterOutput):
     """``KeyGroupStreamPartitioner``: the channel of the subtask whose KeyGroupRange holds the
-    record's key group (``assign_channel(key)``; the key -> channel cache is not state)."""
+    record's key group (``assign_channel(key)``, memoized beside the state)."""
 
-    __slots__ = ("assign_channel", "cache")
-    FINGERPRINT_SKIP = ("cache",)
+    __slots__ = ("assign_channel", "memo")
 
     def __init__(self, channels, assign_channel):
         super().__init__(channels)
         self.assign_channel = assign_channel
-        self.cache: dict = {}
+        self.memo = _Memo()
 
     def process(self, k, v, ts):
-        i = self.cache.get(k)
+        known = self.memo.known
+        i = known.get(k)
         if i is None:
-            i = self.cache[k] = self.assign_channel(k)
+            i = known[k] = self.assign_channel(k)
         self.channels[i].append((k, v, ts))
 
 
@@ -450,6 +463,24 @@ class DataOutput:
         self.emit_watermark_status = task.emit_watermark_status
 
 
+@value  # never changed after the deployment: every copy shares it
+@beside_state
+class LocalIndex:
+    """A task's input channels by id: ``index[channel id]`` is the channel's local index (what
+    the task's position in the static ExecutionGraph determines: beside the state)."""
+
+    __slots__ = ("of",)
+
+    def __init__(self, channels):
+        self.of = {c: i for i, c in enumerate(channels)}
+
+    def __getitem__(self, channel: int) -> int:
+        return self.of[channel]
+
+    def get(self, channel: int, default=None):
+        return self.of.get(channel, default)
+
+
 class StreamTask:
     """One running subtask. Holds its chain, its input state (valve, barrier handler,
     blocked channels, unaligned persistence) and its output writers."""
@@ -461,11 +492,6 @@ class StreamTask:
         "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred", "backend",
         "out_of_order",
     )
-    #: fields a state fingerprint leaves out: the shared network stack, configuration and outbox
-    #: (the cluster's, fingerprinted there), what the task's position in the (static)
-    #: ExecutionGraph determines
-    FINGERPRINT_SKIP = ("net", "config", "outbox", "subtask", "local_of", "input_channels", "output_channels", "barrier_channels",
-                        "barrier_outputs", "out_deques", "nodes", "output")
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
     COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs")
 
@@ -481,14 +507,15 @@ class StreamTask:
         self.nodes = nodes
         self.output = output
         self.source = source
-        self.input_channels = input_channels
-        self.local_of = {c: i for i, c in enumerate(input_channels)}
-        self.output_channels = output_channels
+        self.input_channels = tuple(input_channels)
+        #: channel id -> its local index among the task's inputs (static: beside the state)
+        self.local_of = LocalIndex(input_channels)
+        self.output_channels = tuple(output_channels)
         blocking = net.blocking
-        self.barrier_channels = [i for i, c in enumerate(input_channels) if not blocking[c]]
+        self.barrier_channels = tuple(i for i, c in enumerate(input_channels) if not blocking[c])
         self.deferred = None
         self.last_triggered = -1
-        self.barrier_outputs = [c for c in output_channels if not blocking[c]]
+        self.barrier_outputs = tuple(c for c in output_channels if not blocking[c])
         self.out_deques = [net.queues[c] for c in self.barrier_outputs]
         self.valve = None
         self.handler = None

@@ -525,8 +525,8 @@ def _merged_steps_differences(scenario, max_states: int) -> tuple[int, int, int,
     """For every run merged by ``Run.fingerprint`` into one already kept (``_merges``), both take
     every enabled action, and the two runs must enable the same actions and reach, by each,
     states of one fingerprint with one verdict (the fingerprint is then a bisimulation on the
-    space searched: what it leaves out -- history, ``FINGERPRINT_SKIP`` fields, the restarts no
-    restart strategy counts, the values of fresh identifiers -- changes no step). Returns
+    space searched: what it leaves out -- the parts beside the state (history, memos), the
+    restarts no restart strategy counts, the values of fresh identifiers -- changes no step). Returns
     (states, merges, merges whose clusters differ in their ``JobState``, differences)."""
     from properties.explore import expand
 
