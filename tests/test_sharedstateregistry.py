@@ -1,0 +1,68 @@
+"""``model/sharedstateregistry.py`` in isolation: Flink's ``SharedStateRegistryImpl`` rules at their
+boundaries (``registerReference`` keeps the newest user, ``unregisterUnusedState`` removes only
+entries last used *below* the lowest retained checkpoint, files created by a checkpoint up to
+``highestNotClaimedCheckpointID`` are never deleted, ``checkpointCompleted`` confirms only the
+entries that checkpoint used last). The whole-cluster behaviour is in tests/test_statebackend.py
+and the scenario files."""
+
+from __future__ import annotations
+
+from model.sharedstateregistry import RESTORE_MODES, SharedStateEntry, SharedStateRegistry
+
+
+def test_register_reference_keeps_the_creator_and_advances_the_last_user_only_forward():
+    reg = SharedStateRegistry()
+    reg.register_reference("f", 3)
+    e = reg.entries["f"]
+    assert (e.created_by, e.last_used, e.confirmed) == (3, 3, False)
+    reg.register_reference("f", 5)  # a placeholder: checkpoint 5 reuses the file
+    assert (e.created_by, e.last_used) == (3, 5)
+    reg.register_reference("f", 4)  # an older checkpoint registering late: Math.max keeps 5
+    assert (e.created_by, e.last_used) == (3, 5)
+    assert reg.entries["f"] is e  # a registered key keeps its entry
+
+
+def test_an_entry_last_used_by_the_lowest_retained_checkpoint_stays():
+    reg = SharedStateRegistry()
+    reg.register_all(["b", "a"], 4)
+    assert reg.unregister_unused_state(4) == [] and set(reg.entries) == {"a", "b"}
+    assert reg.unregister_unused_state(5) == ["a", "b"]  # path order, both below 5 now
+    assert reg.entries == {}
+
+
+def test_files_created_up_to_the_highest_unclaimed_checkpoint_are_never_deleted():
+    reg = SharedStateRegistry()
+    assert reg.highest_not_claimed == -1  # nothing restored: every unused file may go
+    reg.register_all(["zero"], 0)
+    assert reg.unregister_unused_state(1) == ["zero"]
+    reg.register_all_after_restored(["restored"], 7, "NO_CLAIM")
+    assert reg.highest_not_claimed == 7
+    reg.register_all_after_restored(["older"], 6, "NO_CLAIM")  # never lowered
+    assert reg.highest_not_claimed == 7
+    reg.register_all(["at"], 7)
+    reg.register_all(["after"], 8)
+    # created by 7 (== highestNotClaimedCheckpointID): kept; created by 8: deleted
+    assert reg.unregister_unused_state(9) == ["after"]
+    assert reg.entries == {}
+    reg.register_all_after_restored(["claimed"], 9, "CLAIM")
+    assert reg.highest_not_claimed == 7  # a claimed restore hands its files to Flink
+
+
+def test_checkpoint_completed_confirms_only_the_entries_that_checkpoint_used_last():
+    reg = SharedStateRegistry()
+    reg.register_all(["a", "b"], 1)
+    reg.register_all(["b"], 2)
+    reg.checkpoint_completed(1)
+    assert (reg.entries["a"].confirmed, reg.entries["b"].confirmed) == (True, False)
+    reg.checkpoint_completed(2)
+    assert reg.entries["b"].confirmed is True
+
+
+def test_restore_modes_and_reprs():
+    assert sorted(RESTORE_MODES) == ["CLAIM", "NO_CLAIM"]  # RecoveryClaimMode of Flink 2.x (LEGACY removed)
+    e = SharedStateEntry(2, 5)
+    assert repr(e) == "SharedStateEntry(created_by=2, last_used=5)"
+    reg = SharedStateRegistry()
+    reg.register_reference("f", 1)
+    assert repr(reg) == ("SharedStateRegistry({'f': SharedStateEntry(created_by=1, last_used=1)}, "
+                         "highest_not_claimed=-1)")
