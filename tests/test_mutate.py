@@ -209,3 +209,38 @@ def test_the_judge_counts_only_assertions_as_kills_and_scores_crashes_apart():
     seen = M.Result(m, "killed", quick=M.Result(m, "killed"))
     assert blind.properties_blind and not seen.properties_blind
     assert blind.to_json(with_diff=False)["properties_blind"] is True
+
+
+def _run_planted_suites(tmp_path, old: str, new: str, suites: list[str]) -> tuple[int, dict]:
+    """The quick judge's half: a hand-planted mutant of model/sharedstateregistry.py judged by
+    the seeded quick check of ``suites`` (3 walks each) in a fresh interpreter."""
+    source = M.module_path("sharedstateregistry").read_text()
+    assert source.count(old) == 1
+    spec = {"root": str(ROOT), "module": "model.sharedstateregistry", "path": str(M.module_path("sharedstateregistry")),
+            "source": source.replace(old, new), "tests": [], "suites": suites, "runs": 3, "seed": 0,
+            "result": str(tmp_path / "result.json")}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    r = subprocess.run([sys.executable, "-m", "properties.mutantrun", str(tmp_path / "spec.json")], cwd=ROOT,
+                       env=ENV, capture_output=True, text=True, timeout=300)
+    return r.returncode, json.loads((tmp_path / "result.json").read_text())
+
+
+@pytest.mark.slow
+def test_the_quick_judge_kills_by_an_invariant_and_tells_a_crash_apart(tmp_path):
+    """Three fresh interpreters running a suite (~20 s): slow; the scoring of its verdicts is in the
+    default run (test_the_judge_counts_only_assertions_as_kills_and_scores_crashes_apart)."""
+    from properties import mutantrun
+
+    # a shared file's last use taken to be its creator: a retained checkpoint loses a file
+    code, res = _run_planted_suites(tmp_path, "        return e.last_used\n", "        return e.created_by\n",
+                                    ["rocksdb-incremental"])
+    assert code == mutantrun.KILLED and res["failed"] == "rocksdb-incremental", res
+    assert res["exception"].startswith("violated ")
+    # an entry created without its creator: the first comparison with it raises TypeError
+    code, res = _run_planted_suites(tmp_path, "SharedStateEntry(checkpoint_id, checkpoint_id)",
+                                    "SharedStateEntry(None, checkpoint_id)", ["rocksdb-incremental"])
+    assert code == mutantrun.CRASHED and res["exception"] == "TypeError", res
+    # the unmutated registry: the suite is as expected
+    code, res = _run_planted_suites(tmp_path, "        return e.last_used\n", "        return e.last_used\n",
+                                    ["rocksdb-incremental"])
+    assert code == mutantrun.SURVIVED and res["failed"] is None, res
