@@ -877,7 +877,12 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
         ran = run_local(jobs, workers=workers, deadline=deadline, progress=tick)
     results = sorted(known + ran, key=lambda r: r.mutant.index)
     quick_suites, quick_seconds = None, 0.0
-    if judge == "quick":
+    if judge == "quick" and deadline is not None and time.monotonic() >= deadline:
+        note(f"model/{module}.py: quick judge: --budget-s spent, not run")
+        results = [attrs.evolve(r, quick=Result(r.mutant, "not_run", reason="--budget-s spent"))
+                   if r.outcome in ("killed", "crashed", "survived") else r for r in results]
+        quick_suites = ()
+    elif judge == "quick":
         t1 = time.monotonic()
         note(f"model/{module}.py: quick judge: every check suite's quick check under coverage "
              f"({'the profile' if quick_runs is None else f'at most {quick_runs}'} runs per cluster suite, seed {seed}) ...")
