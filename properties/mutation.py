@@ -498,11 +498,12 @@ def _fork(target: Callable[[], int]) -> int:
     return pid
 
 
-def run_baseline(module: str, profile: KillProfile) -> Baseline:
-    """The unmutated profile (in a forked child of the warm process)."""
+def _forked_json(child: Callable[[str], object], failure: str) -> dict:
+    """What ``child(out)``, run in a forked child of the warm process, wrote to the JSON file
+    ``out``; ``failure`` names the run in the error raised when it wrote nothing."""
     with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as d:
         out = os.path.join(d, "baseline.json")
-        pid = _fork(lambda: _baseline_child(module, profile, out) or 0)
+        pid = _fork(lambda: child(out) or 0)
         try:
             _, status = os.waitpid(pid, 0)
         except BaseException:  # interrupted: the child (its own process group) goes too
@@ -510,8 +511,14 @@ def run_baseline(module: str, profile: KillProfile) -> Baseline:
             os.waitpid(pid, 0)
             raise
         if not os.path.exists(out):
-            raise FlinkspecError(f"model/{module}.py: the kill profile's baseline run failed (status {status})")
-        data = json.loads(Path(out).read_text())
+            raise FlinkspecError(f"{failure} failed (status {status})")
+        return json.loads(Path(out).read_text())
+
+
+def run_baseline(module: str, profile: KillProfile) -> Baseline:
+    """The unmutated profile (in a forked child of the warm process)."""
+    data = _forked_json(lambda out: _baseline_child(module, profile, out),
+                        f"model/{module}.py: the kill profile's baseline run")
     tests = tuple(data["tests"])
     if not tests:
         raise FlinkspecError(f"model/{module}.py: the kill profile has no passing test")
@@ -562,18 +569,8 @@ def _quick_baseline_child(module: str, runs: int | None, seed: int, out: str) ->
 def run_quick_baseline(module: str, runs: int | None, seed: int) -> Baseline:
     """The quick judge's baseline: the check suites that execute the module's lines (and how
     long each takes), measured on the unmutated model in a forked child."""
-    with tempfile.TemporaryDirectory(prefix="flinkspec-mutate-") as d:
-        out = os.path.join(d, "quick-baseline.json")
-        pid = _fork(lambda: _quick_baseline_child(module, runs, seed, out) or 0)
-        try:
-            _, status = os.waitpid(pid, 0)
-        except BaseException:  # interrupted: the child (its own process group) goes too
-            os.killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            raise
-        if not os.path.exists(out):
-            raise FlinkspecError(f"model/{module}.py: the quick judge's baseline run failed (status {status})")
-        data = json.loads(Path(out).read_text())
+    data = _forked_json(lambda out: _quick_baseline_child(module, runs, seed, out),
+                        f"model/{module}.py: the quick judge's baseline run")
     return Baseline(tests=tuple(data["tests"]), seconds=data["seconds"], failing=tuple(data["failing"]),
                     lines={int(k): tuple(v) for k, v in data["lines"].items()})
 

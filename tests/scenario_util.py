@@ -120,6 +120,36 @@ def replay(graph, job_input: JobInput, config: RuntimeConfig, seed: int, trace,
     return c
 
 
+def assert_old_file_refused_then_migrated(tmp_path, src, make_old, refusal: str) -> None:
+    """``make_old(header)`` turns the header of the committed counterexample ``src`` into what
+    an older flinkspec wrote: loading that file is refused with ``refusal`` (a regex), and
+    ``tools/migrate_knobs.py`` rewrites it to exactly ``src``, which replays."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import pytest
+
+    from properties.counterexample import CounterexampleError, load_counterexample, replay_counterexample
+
+    f = tmp_path / "old.ndjson"
+    shutil.copy(src, f)
+    lines = f.read_text().splitlines()
+    header = json.loads(lines[0])
+    make_old(header)
+    f.write_text("\n".join([json.dumps(header, sort_keys=True, separators=(",", ":"))] + lines[1:]) + "\n")
+    with pytest.raises(CounterexampleError, match=refusal):
+        load_counterexample(f, known_variant=True)
+    tool = Path(__file__).resolve().parent.parent / "tools" / "migrate_knobs.py"
+    out = subprocess.run([sys.executable, str(tool), str(tmp_path)], capture_output=True, text=True, check=True).stdout
+    assert "1 of 1 file(s) rewritten" in out
+    assert f.read_bytes() == Path(src).read_bytes()  # exactly the file the engines write now
+    ok, _ = replay_counterexample(load_counterexample(f, known_variant=True))
+    assert ok
+
+
 __all__ = [
     "A", "Cluster", "Environment", "JobInput", "RuntimeConfig", "drain", "compile_stream_graph", "sub", "chan", "kinds",
     "records", "enabled", "deliver_until_empty", "random_walk", "oracle_diffs", "fresh", "replay",

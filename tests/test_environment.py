@@ -7,10 +7,6 @@ decides only which environment actions are offered."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import attrs
@@ -21,6 +17,7 @@ from model.cluster import Cluster, RuntimeConfig
 from model.environment import FIELDS, Environment, moved_field_problem, split_config
 from model.errors import FlinkspecError
 from model.variants import VARIANTS, small_scenario, variant
+from scenario_util import assert_old_file_refused_then_migrated
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -78,25 +75,14 @@ def test_every_variant_keeps_its_budgets_in_the_environment():
 
 
 def test_a_file_written_before_the_move_is_refused_and_the_tool_moves_the_fields(tmp_path):
-    from properties.counterexample import CounterexampleError, load_counterexample, replay_counterexample
+    def before_the_move(header):
+        moved = header["scenario"].pop("environment")
+        assert moved["max_failures"] >= 1
+        header["scenario"]["config"].update(moved)
 
-    src = ROOT / "counterexamples" / "restart_set_sufficient" / "adcb4827e33e.ndjson"
-    f = tmp_path / "old.ndjson"
-    shutil.copy(src, f)
-    lines = f.read_text().splitlines()
-    header = json.loads(lines[0])
-    moved = header["scenario"].pop("environment")  # as written before the fields moved
-    assert moved["max_failures"] >= 1
-    header["scenario"]["config"].update(moved)
-    f.write_text("\n".join([json.dumps(header, sort_keys=True, separators=(",", ":"))] + lines[1:]) + "\n")
-    with pytest.raises(CounterexampleError, match="are not Flink configuration but the run's environment"):
-        load_counterexample(f, known_variant=True)
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "migrate_knobs.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
-    assert "1 of 1 file(s) rewritten" in out
-    assert f.read_bytes() == src.read_bytes()  # exactly the file the engines write now
-    ok, _ = replay_counterexample(load_counterexample(f, known_variant=True))
-    assert ok
+    assert_old_file_refused_then_migrated(
+        tmp_path, ROOT / "counterexamples" / "restart_set_sufficient" / "adcb4827e33e.ndjson", before_the_move,
+        "are not Flink configuration but the run's environment")
 
 
 def test_a_design_names_each_field_where_it_belongs(tmp_path):

@@ -10,6 +10,7 @@ from model.cluster import Cluster, RuntimeConfig
 from model.errors import FlinkspecError
 from model.sharedstateregistry import SharedStateRegistry
 from model.variants import generate, variant
+from scenario_util import assert_old_file_refused_then_migrated
 
 
 @pytest.fixture
@@ -115,33 +116,17 @@ def test_two_seams_of_one_definition_cannot_be_switched_on_together():
 
 
 def test_a_file_naming_a_retired_knob_is_refused_with_its_seam_and_the_tool_rewrites_it(tmp_path):
-    import json
-    import shutil
-    import subprocess
-    import sys
     from pathlib import Path
 
-    from properties.counterexample import CounterexampleError, load_counterexample, replay_counterexample
+    def before_the_seam(header):
+        assert "skip-consumer-regions" in header["scenario"]["config"]["bugs"]
+        header["scenario"]["config"]["bugs"] = []
+        header["scenario"]["config"]["skip_consumer_regions"] = True  # as written before the knob was retired
 
-    root = Path(__file__).resolve().parent.parent
-    src = root / "counterexamples" / "restart_set_sufficient" / "adcb4827e33e.ndjson"
-    f = tmp_path / "old.ndjson"
-    shutil.copy(src, f)
-    lines = f.read_text().splitlines()
-    header = json.loads(lines[0])
-    assert "skip-consumer-regions" in header["scenario"]["config"]["bugs"]
-    header["scenario"]["config"]["bugs"] = []
-    header["scenario"]["config"]["skip_consumer_regions"] = True  # as written before the knob was retired
-    f.write_text("\n".join([json.dumps(header, sort_keys=True, separators=(",", ":"))] + lines[1:]) + "\n")
-    with pytest.raises(CounterexampleError, match="skip_consumer_regions=True was an unsafe switch and is the seam "
-                                                  "'skip-consumer-regions' now: switch it on"):
-        load_counterexample(f, known_variant=True)
-    out = subprocess.run([sys.executable, str(root / "tools" / "migrate_knobs.py"), str(tmp_path)],
-                         capture_output=True, text=True, check=True).stdout
-    assert "1 of 1 file(s) rewritten" in out
-    assert f.read_bytes() == src.read_bytes()  # exactly the file the engines write now
-    ok, _ = replay_counterexample(load_counterexample(f, known_variant=True))
-    assert ok
+    assert_old_file_refused_then_migrated(
+        tmp_path, Path(__file__).resolve().parent.parent / "counterexamples" / "restart_set_sufficient" /
+        "adcb4827e33e.ndjson", before_the_seam,
+        "skip_consumer_regions=True was an unsafe switch and is the seam 'skip-consumer-regions' now: switch it on")
 
 
 def test_the_explorers_reduction_sees_the_seams_and_what_the_invariants_judge():
