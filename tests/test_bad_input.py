@@ -371,6 +371,35 @@ def test_subprocess_closed_pipe_sigterm_and_debug(tmp_path):
     assert r.returncode == 2 and b"Traceback" not in r.stderr and r.stderr.count(b"\n") == 1
 
 
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["ps", "--ppid", str(pid), "-o", "pid="], capture_output=True, text=True).stdout
+    return [int(x) for x in out.split()]
+
+
+def test_sigterm_ends_a_check_with_forked_workers_at_once_and_leaves_no_worker(tmp_path):
+    """SIGTERM to ``check --workers 2`` while both workers run suites: the command exits 130
+    within 2 seconds, and neither worker outlives it (a running suite is not waited for)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen(FLINKSPEC + ["check", "--profile", "quick", "--workers", "2", "--no-write"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    deadline = time.monotonic() + 60
+    workers: list[int] = []
+    while len(workers) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.2)
+        workers = _children(p.pid)
+    assert len(workers) >= 2, f"the two workers never started: {workers}"
+    time.sleep(1)  # both are inside a suite
+    t0 = time.monotonic()
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == cli.EXIT_INTERRUPTED
+    assert time.monotonic() - t0 < 2.0
+    assert p.stderr.read().decode().strip().splitlines()[-1] == "flinkspec: interrupted"
+    time.sleep(0.2)
+    alive = [w for w in workers if os.path.exists(f"/proc/{w}")
+             and open(f"/proc/{w}/stat").read().split()[2] != "Z"]
+    assert alive == [], f"workers outlived the command: {alive}"
+
+
 # -- focused counterexamples: what the machine's initialisation takes --------------------------
 
 def _focused_files() -> dict:

@@ -35,6 +35,7 @@ import dataclasses
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import time
 from collections import Counter
@@ -276,6 +277,26 @@ def run_suites(suites, *, profile: str, seed: int, corpus: Path | None, workers:
     return results
 
 
+def _worker_signals() -> None:
+    """A forked worker ends on SIGTERM at once (the parent's handler, inherited by the fork,
+    would raise an interrupt that the pool's worker loop catches and outlives), and ignores
+    SIGINT: a Ctrl-C on a terminal reaches the whole process group, and the parent ends the
+    workers itself."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Terminate the pool's worker processes (the executor has no public way to stop a
+    running task: ``shutdown`` only waits for it) and reap them."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for proc in processes:
+        if proc.is_alive():
+            proc.terminate()
+    for proc in processes:
+        proc.join(5)
+
+
 def _run_suite_in_worker(name: str, profile: str, seed: int, corpus: Path | None):
     from properties.suites import run_suite  # lazy: heavy, see the note at the top
 
@@ -284,7 +305,9 @@ def _run_suite_in_worker(name: str, profile: str, seed: int, corpus: Path | None
 
 def _run_suites_forked(suites, labels, *, profile, seed, corpus, workers, finished) -> list:
     results: list = [None] * len(suites)
-    pool = ProcessPoolExecutor(max_workers=min(workers, len(suites)), mp_context=multiprocessing.get_context("fork"))
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(suites)), mp_context=multiprocessing.get_context("fork"),
+                               initializer=_worker_signals)
+    ended = False
     try:
         pending = {pool.submit(_run_suite_in_worker, entry.name, profile, seed, corpus): i
                    for i, entry in enumerate(suites)}
@@ -301,7 +324,10 @@ def _run_suites_forked(suites, labels, *, profile, seed, corpus, workers, finish
                                              error=f"{type(e).__name__}: {e}")
                 if finished is not None:
                     finished(labels[i], results[i])
-    finally:  # interrupted or failed: cancel what has not started, end the workers
+        ended = True
+    finally:  # interrupted or failed: cancel what has not started, end the running workers now
+        if not ended:
+            _end_workers(pool)
         pool.shutdown(wait=True, cancel_futures=True)
     return results
 
