@@ -110,6 +110,15 @@ class NotifyCheckpointComplete:
 
 
 @attrs.frozen(slots=True)
+class DeliverCheckpointTrigger:
+    """The triggerCheckpoint RPC of ``checkpoint_id`` in flight to subtask ``subtask`` reaches it
+    (only with ``Environment.trigger_delivery == "any_order"``)."""
+
+    subtask: int
+    checkpoint_id: int
+
+
+@attrs.frozen(slots=True)
 class AlignmentTimeout:
     """The aligned-checkpoint timeout timer of subtask ``subtask`` fires."""
 
@@ -685,6 +694,47 @@ class NotifyCheckpointCompleteKind(ActionKind):
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} learns that checkpoint {a.checkpoint_id} completed (sinks commit)"
+
+
+@register
+class DeliverCheckpointTriggerKind(ActionKind):
+    """Offered while the job runs, for every trigger RPC in flight to a running task
+    (``StreamTask.triggers``), in any order: ``StreamTask.trigger_checkpoint`` takes, ignores
+    or cancels it as Flink's ``SubtaskCheckpointCoordinatorImpl.checkpointState`` does."""
+
+    action = DeliverCheckpointTrigger
+    weight = 1.0
+    optional = False
+    drain = 1
+    shape = "square"
+    color = "#c77c02"
+
+    def candidates(self, c):
+        return [_interned(DeliverCheckpointTrigger, t.id, b.id) for t in c.tasks if t.triggers for b in t.triggers]
+
+    def precondition(self, c):
+        return None if c.job.status == RUNNING else f"the job is {c.job.status}"
+
+    def admits(self, c, a):
+        if not _is_id(a.subtask, len(c.tasks)):
+            return f"there is no subtask {a.subtask!r}"
+        t = c.tasks[a.subtask]
+        if t.status != RUNNING:
+            return f"subtask {a.subtask} is {t.status}"
+        if not any(b.id == a.checkpoint_id for b in t.triggers):
+            return f"no trigger of checkpoint {a.checkpoint_id!r} is in flight to subtask {a.subtask}"
+        return None
+
+    def apply(self, c, a):
+        c.deliver_checkpoint_trigger(a.subtask, a.checkpoint_id)
+
+    def describe(self, c, a):
+        t = c.tasks[a.subtask]
+        verdict = t.trigger_verdict(a.checkpoint_id)
+        what = {"older": f"ignores it: it already took checkpoint {t.last_triggered}",
+                "aborted": "was told the checkpoint was aborted: it sends a CancelCheckpointMarker downstream"
+                }.get(verdict, "takes its snapshot and sends the barrier downstream")
+        return f"the trigger of checkpoint {a.checkpoint_id} reaches {_name(c, a.subtask)}, which {what}"
 
 
 @register

@@ -65,6 +65,7 @@ from model.checkpointcoordinator import (
     CheckpointCompleted,
     CheckpointCoordinator,
     CompletedCheckpoint,
+    NotifyCheckpointAborted,
     NotifyCheckpointComplete,
 )
 from model.errors import ActionNotEnabled, FlinkspecError
@@ -867,6 +868,14 @@ class Cluster:
             elif isinstance(e, FailJob):
                 if self.job_failure is None:
                     self.job_failure = (e, job.attempt)
+            elif isinstance(e, NotifyCheckpointAborted):
+                tasks = self.tasks
+                for tid in e.tasks:
+                    t = tasks[tid]
+                    if t.triggers and any(b.id == e.checkpoint_id for b in t.triggers):
+                        # it would change nothing elsewhere: only a task still waiting for the
+                        # checkpoint's trigger remembers it (abortedCheckpointIds)
+                        t.notify_checkpoint_aborted(e.checkpoint_id)
             elif isinstance(e, NotifyCheckpointComplete):
                 if e.checkpoint_id == failed_finalization:
                     continue
@@ -881,7 +890,9 @@ class Cluster:
     def _task_finished(self, task: StreamTask) -> None:
         """FLIP-147: a task that finished acknowledges, with its final state, the pending
         checkpoints whose barriers never reached it (its EndOfPartitions stand for them);
-        one its handler already saw (aligned, aborted or skipped as obsolete) is not acked."""
+        one its handler already saw (aligned, aborted or skipped as obsolete) is not acked.
+        A trigger still in flight to it dies: its acknowledgement stands for it."""
+        task.triggers = ()
         h = task.handler
         for cid in self.coordinator.pending_ids():
             if h is not None and h.has_seen(cid):
@@ -1067,13 +1078,30 @@ class Cluster:
         self.events.append(("triggered", self.now, cid, savepoint))
         if savepoint:
             self.events.append(("savepoint_triggered", self.now, cid))
+        in_flight = self.environment.trigger_delivery == "any_order"
         for t in self.tasks:
             if t.status == FINISHED:
                 self._acknowledge_finished(t, cid)
             elif t.status == RUNNING and not t.barrier_channels:
                 # sources, and tasks fed only by blocking partitions, are triggered directly
-                t.trigger(barrier, unaligned)
+                # (Execution.triggerCheckpoint: an RPC to the task's TaskExecutor)
+                if in_flight:
+                    t.triggers = t.triggers + (barrier,)
+                    continue
+                t.trigger_checkpoint(barrier)
                 self.deliver_messages()
+
+    def deliver_checkpoint_trigger(self, subtask: int, checkpoint_id: int) -> str:
+        """The trigger RPC of ``checkpoint_id`` in flight to ``subtask`` reaches it
+        (``StreamTask.trigger_checkpoint``); returns what the task did with it."""
+        t = self.tasks[subtask]
+        barrier = next(b for b in t.triggers if b.id == checkpoint_id)
+        t.triggers = tuple(b for b in t.triggers if b is not barrier)
+        newest, notified = t.last_triggered, checkpoint_id in t.aborted_triggers
+        verdict = t.trigger_checkpoint(barrier)
+        self.events.append(("trigger_delivered", self.now, subtask, checkpoint_id, newest, notified, verdict))
+        self.deliver_messages()
+        return verdict
 
     def expire_checkpoint(self, checkpoint_id: int) -> None:
         if self.storage is not None:

@@ -33,7 +33,13 @@ environment. Every action of an environment kind is offered only while its budge
   as Pekko sends a message to a stopped endpoint to its dead letters) or "at_once" (dropped
   after the step that ended the session). The deliveries "at_once" leaves out change
   nothing, so both reach the same states less those letters and give the same verdicts;
-  "at_once" has far fewer interleavings to explore.
+  "at_once" has far fewer interleavings to explore;
+* ``trigger_delivery`` -- how the CheckpointCoordinator's ``triggerCheckpoint`` RPCs reach the
+  tasks it triggers (the sources): "at_once" (in the step that triggers the checkpoint, at
+  every such task) or "any_order" (one message per task, each delivered by its own
+  DeliverCheckpointTrigger step, in any order among the checkpoints, before or after the
+  checkpoint was aborted: ``model.streamtask.StreamTask.trigger_checkpoint`` says what a task
+  does with a late one). "at_once" reaches a subset of "any_order"'s states.
 
 Invariant: an Environment never changes what the runtime does with an action it took; it only
 decides which environment actions are offered. A configuration dict that still holds one of
@@ -48,6 +54,7 @@ import attrs
 from model.errors import FlinkspecError
 
 DEAD_LETTERS = ("on_delivery", "at_once")
+TRIGGER_DELIVERY = ("at_once", "any_order")
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -65,6 +72,7 @@ class Environment:
     max_idle_periods: int | None = None
     rpc_capacity: int | None = None
     dead_letters: str = "on_delivery"
+    trigger_delivery: str = "at_once"
 
     def __attrs_post_init__(self):
         from model.actions import CONTROL_PLANE_FAULTS  # here: the action kinds import the runtime, which imports this
@@ -81,6 +89,8 @@ class Environment:
             raise FlinkspecError(f"rpc_capacity must be an int >= 1 or None, not {self.rpc_capacity!r}")
         if self.dead_letters not in DEAD_LETTERS:
             raise FlinkspecError(f"dead_letters must be one of {DEAD_LETTERS}, not {self.dead_letters!r}")
+        if self.trigger_delivery not in TRIGGER_DELIVERY:
+            raise FlinkspecError(f"trigger_delivery must be one of {TRIGGER_DELIVERY}, not {self.trigger_delivery!r}")
         if self.control_plane_faults is not None:
             unknown = sorted(set(self.control_plane_faults) - set(CONTROL_PLANE_FAULTS)) \
                 if isinstance(self.control_plane_faults, tuple) else None

@@ -13,6 +13,25 @@ then round robin), ``RescalePartitioner`` (round robin from 0) and ``BroadcastPa
 downstream) and for unaligned checkpoints (the barrier overtakes the output: what it
 overtakes is written as output channel state).
 
+A checkpoint trigger RPC (``trigger_checkpoint``) is acted on at most once per checkpoint and
+never after a newer one: a task snapshots checkpoint n only if it took no checkpoint >= n and
+was not notified that n was aborted. The CheckpointCoordinator's ``triggerCheckpoint`` RPCs
+(``Execution.triggerCheckpoint`` -> ``TaskExecutor.triggerCheckpoint`` ->
+``Task.triggerCheckpointBarrier`` -> ``StreamTask.triggerCheckpointAsync``) reach the tasks it
+triggers, the sources, either in the step that triggers the checkpoint or, with
+``Environment.trigger_delivery == "any_order"``, as messages (``StreamTask.triggers``) that
+arrive in any order and possibly after the checkpoint was aborted; what the task does then is
+``SubtaskCheckpointCoordinatorImpl.checkpointState``'s (``trigger_checkpoint``). The
+notifyCheckpointAborted RPC, which a task's mailbox runs with priority over a queued trigger,
+is delivered at once, and recorded only by a task to which that checkpoint's trigger is still
+in flight (``notify_checkpoint_aborted``): elsewhere it changes nothing the model holds.
+Left out: a trigger reaching a task twice (Flink's RPCs are at-most-once and not retried, and
+a checkpoint id is never handed out twice: ``CheckpointIDCounter.getAndIncrement``, shared
+through the HA services across JobManager failovers, whose restarted tasks are new attempts
+anyway); a source that induces its own checkpoints (``ExternallyInducedSourceReader``:
+``SourceOperatorStreamTask`` holds a trigger until the source asks for it); the trigger RPC
+failing at the TaskExecutor (an attempt that is gone: the message dies with the attempt).
+
 Deliberate differences: there are no network buffers (a channel holds elements, its
 capacity counts elements); a task whose output channels are full does not start processing
 the next element (back-pressure), but one element may overshoot the capacity (a window
@@ -51,6 +70,11 @@ from model.fingerprint import beside_state
 RUNNING = "RUNNING"
 FINISHED = "FINISHED"
 CANCELED = "CANCELED"
+
+#: what a task does with a checkpoint trigger RPC (``StreamTask.trigger_verdict``)
+TRIGGER_TAKEN = "taken"
+TRIGGER_OLDER = "older"
+TRIGGER_ABORTED = "aborted"
 
 
 @attrs.frozen(slots=True)
@@ -490,7 +514,7 @@ class StreamTask:
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
         "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred", "backend",
-        "out_of_order",
+        "out_of_order", "triggers", "aborted_triggers",
     )
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
     COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs")
@@ -533,6 +557,12 @@ class StreamTask:
         #: after one of a newer checkpoint; None in a correct run
         self.out_of_order: tuple[int, int] | None = None
         self.late: list = []
+        #: the CheckpointCoordinator's trigger RPCs in flight to this attempt, as the barriers
+        #: they start (``Environment.trigger_delivery == "any_order"``; always empty "at_once")
+        self.triggers: tuple = ()
+        #: checkpoints notified aborted before their trigger reached this task
+        #: (``SubtaskCheckpointCoordinatorImpl.abortedCheckpointIds``)
+        self.aborted_triggers: tuple = ()
         #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
         self.backend = None
 
@@ -602,6 +632,57 @@ class StreamTask:
             # previously?)": an older checkpoint than one already taken is declined
             self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")
             return
+        self.perform_checkpoint(barrier, unaligned)
+
+    # -- the trigger RPC ------------------------------------------------------------------
+    def trigger_verdict(self, checkpoint_id: int) -> str:
+        """What ``SubtaskCheckpointCoordinatorImpl.checkpointState`` does with the trigger of
+        ``checkpoint_id`` before anything else: TRIGGER_OLDER when this task already took
+        this or a newer checkpoint (``lastCheckpointId >= id``: "Out of order checkpoint
+        barrier (aborted previously?)"), TRIGGER_ABORTED when the checkpoint was notified
+        aborted before its trigger came (``checkAndClearAbortedStatus``), else TRIGGER_TAKEN."""
+        if checkpoint_id <= self.last_triggered:
+            return TRIGGER_OLDER
+        if checkpoint_id in self.aborted_triggers:
+            return TRIGGER_ABORTED
+        return TRIGGER_TAKEN
+
+    def trigger_checkpoint(self, barrier: CheckpointBarrier) -> str:
+        """The CheckpointCoordinator's trigger RPC reaches this task (``Task.triggerCheckpointBarrier``
+        -> ``StreamTask.triggerCheckpointAsync`` -> ``performCheckpoint`` ->
+        ``SubtaskCheckpointCoordinatorImpl.checkpointState``); returns :meth:`trigger_verdict`'s
+        answer, and acts on it as Flink 2.3 does:
+
+        * TRIGGER_OLDER: nothing but forgetting an abort notification of that checkpoint: no
+          snapshot, no barrier, no CancelCheckpointMarker and no decline (the checkpoint stays
+          pending until a newer one subsumes it, a task declines it or it expires);
+        * TRIGGER_ABORTED: ``lastCheckpointId`` becomes the checkpoint's id and a
+          CancelCheckpointMarker goes downstream "to avoid downstream back-pressure due to
+          checkpoint barrier align"; no snapshot, no decline (the coordinator already aborted it);
+        * TRIGGER_TAKEN: the snapshot (:meth:`perform_checkpoint`)."""
+        cid = barrier.id
+        verdict = self.trigger_verdict(cid)
+        if cid in self.aborted_triggers:
+            self.aborted_triggers = tuple(x for x in self.aborted_triggers if x != cid)
+        if verdict is TRIGGER_OLDER:
+            return verdict
+        if verdict is TRIGGER_ABORTED:
+            self.last_triggered = cid
+            self.output.emit_barrier(CancelCheckpointMarker(cid))
+            return verdict
+        self.perform_checkpoint(barrier, barrier.unaligned)
+        return verdict
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """``notifyCheckpointAbortAsync`` of a checkpoint whose trigger is still in flight to this
+        task: remembered only when this task has not taken it or a newer one
+        (``SubtaskCheckpointCoordinatorImpl.notifyCheckpoint``: "only record checkpoints that
+        have not triggered on task side")."""
+        if checkpoint_id > self.last_triggered and checkpoint_id not in self.aborted_triggers:
+            self.aborted_triggers = self.aborted_triggers + (checkpoint_id,)
+
+    def perform_checkpoint(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
+        """Take checkpoint ``barrier.id``: the snapshot of the chain, ``barrier`` downstream."""
         self.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
         if unaligned:
@@ -743,3 +824,11 @@ def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> N
                 "in no snapshot")
 def _drops_channel_state() -> bool:
     return False
+
+
+@seams.override("unchecked-trigger-order", StreamTask, "trigger_verdict",
+                "a task takes a checkpoint trigger without comparing its id to the newest checkpoint it took: a "
+                "late trigger of an older checkpoint is snapshotted after the newer one")
+def _trigger_verdict_unchecked(self, checkpoint_id: int) -> str:
+    # the bug: no ``lastCheckpointId >= id`` check; an abort notification is still honoured
+    return TRIGGER_ABORTED if checkpoint_id in self.aborted_triggers else TRIGGER_TAKEN
