@@ -695,6 +695,22 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              small=Small(checkpoints=2, records=2)))
 
 
+#: the CheckpointCoordinator's trigger RPCs in flight to the sources, reaching them in any order
+#: and possibly after their checkpoint was aborted (``Environment.trigger_delivery``)
+_TRIGGERS_IN_FLIGHT = dict(trigger_delivery="any_order", trigger_savepoints=True)
+_add(Variant(name="delayed-checkpoint-triggers", description="the CheckpointCoordinator's trigger RPCs reach the "
+             "sources in any order, also after their checkpoint was aborted: a task ignores a trigger older than "
+             "the newest checkpoint it took and cancels one it was told was aborted (two concurrent checkpoints, "
+             "savepoints while running)",
+             config=RuntimeConfig(max_concurrent_checkpoints=2), environment=Environment(**_TRIGGERS_IN_FLIGHT, **_F),
+             small=Small(checkpoints=2)))
+_add(Variant(name="unchecked-trigger-order", description="a task takes a checkpoint trigger without comparing its "
+             "id to the newest checkpoint it took: a trigger RPC of an older checkpoint that arrives after a newer "
+             "one is snapshotted after it", expected=("snapshots_in_checkpoint_order",),
+             config=RuntimeConfig(max_concurrent_checkpoints=2, bugs=("unchecked-trigger-order",)),
+             environment=Environment(**_TRIGGERS_IN_FLIGHT, **_F), small=Small(checkpoints=2, failures=0)))
+
+
 #: an alignment (and its timer) needs a task with two input channels: two source subtasks
 #: into the keyed operator (with one input channel nothing is ever aligned)
 _ALIGNMENT_SMALL = Small(sources=2)

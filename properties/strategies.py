@@ -5,7 +5,7 @@
   duplicate keys (few distinct keys), negative timestamps, and empty splits.
 * ``runtime_configs(safe=True)`` — a ``RuntimeConfig`` (checkpointing mode: aligned, unaligned,
   alternating, at-least-once only when ``safe=False``; concurrency, channel capacity, failover
-  strategy) and an ``Environment`` (failures, savepoints while running).
+  strategy) and an ``Environment`` (failures, savepoints while running, trigger RPCs in any order).
 * ``scenarios()`` — any valid job (``properties.jobgraphs.stream_graphs``) with an input and a
   configuration; idle periods come from the SourceIdle/SourceActive actions the engines pick.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from model.cluster import JobInput, RuntimeConfig
-from model.environment import Environment
+from model.environment import TRIGGER_DELIVERY, Environment
 from model.sinks import EXACTLY_ONCE_SINK_KINDS, SINK_KINDS
 from model.variants import Scenario
 from properties.jobgraphs import stream_graphs
@@ -55,7 +55,8 @@ def runtime_configs(draw, safe: bool = True):
         channel_capacity=draw(st.integers(1, 4)),
         failover_strategy=draw(st.sampled_from(["region", "full"])),
     )
-    env = Environment(max_failures=draw(st.integers(0, 2)), trigger_savepoints=draw(st.booleans()))
+    env = Environment(max_failures=draw(st.integers(0, 2)), trigger_savepoints=draw(st.booleans()),
+                      trigger_delivery=draw(st.sampled_from(TRIGGER_DELIVERY)))
     if mode == "at_least_once":
         kw["checkpointing_mode"] = "at_least_once"
     elif mode == "unaligned":

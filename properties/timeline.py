@@ -9,7 +9,8 @@ wants to see:
   action-kind registry, ``model.actions``), whether it was supplied by the drain policy;
 * the actions that were *enabled* at that point and not taken (the run's other choices);
 * the state *after* the step (:func:`snapshot`): channels (elements in flight, blocked,
-  records received), tasks (status, valve watermarks, barrier handler, source offsets),
+  records received), tasks (status, valve watermarks, barrier handler, source offsets, the
+  checkpoint trigger RPCs in flight to it),
   checkpoints (pending with who acknowledged, completed), sinks (transactions, committed
   output), keyed state per key group, the job (status, attempt, failures);
 * what the violation concerns (:func:`concerns`: channel, checkpoint, key group, subtask,
@@ -253,6 +254,13 @@ def snapshot(run) -> dict:
         h = _handler_text(t.handler)
         if h is not None:
             d["barrier_handler"] = h
+        if t.triggers or t.aborted_triggers:
+            # trigger RPCs in flight (Environment.trigger_delivery "any_order"): what decides
+            # whether the task takes, ignores or cancels each one when it arrives
+            d["triggers_in_flight"] = [f"checkpoint {b.id}" for b in t.triggers]
+            d["newest_checkpoint_taken"] = t.last_triggered
+            if t.aborted_triggers:
+                d["notified_aborted"] = [f"checkpoint {x}" for x in t.aborted_triggers]
         if t.persisting:
             d["persisting_channel_state"] = [f"ch{t.input_channels[i]}" for i in sorted(t.persisting)]
         tasks[names[t.id]] = d

@@ -263,6 +263,29 @@ def barrier_of_ended_checkpoint_reached_task(run, new_events) -> bool:
     return any(b.id == h.current_id and h.is_obsolete(b) for h, b in _barriers_at_tasks(run))
 
 
+def _triggers_in_flight(scenario) -> bool:
+    """The CheckpointCoordinator's trigger RPCs are messages that reach the tasks in any order
+    (``Environment.trigger_delivery``)."""
+    return scenario.environment.trigger_delivery == "any_order"
+
+
+@goal("older_trigger_reached_task", "SubtaskCheckpointCoordinatorImpl.checkpointState (a late trigger RPC)",
+      "A checkpoint's trigger RPC reached a task that had already taken a newer checkpoint (Flink's task ignores "
+      "it: no snapshot, no barrier, no decline).",
+      applies=_triggers_in_flight, floor=5)
+def older_trigger_reached_task(run, new_events) -> bool:
+    return any(e[0] == "trigger_delivered" and e[3] < e[4] for e in new_events)
+
+
+@goal("aborted_trigger_reached_task", "SubtaskCheckpointCoordinatorImpl.checkpointState (a late trigger RPC)",
+      "A checkpoint's trigger RPC reached a task after the task was notified that the checkpoint was aborted "
+      "(Flink's task takes no snapshot and sends a CancelCheckpointMarker downstream, unless it already took a "
+      "newer checkpoint).",
+      applies=_triggers_in_flight, floor=3)
+def aborted_trigger_reached_task(run, new_events) -> bool:
+    return any(e[0] == "trigger_delivered" and e[5] for e in new_events)
+
+
 def _rescaled_from_checkpoint_with_inflight(new_events, direction: str) -> bool:
     return any(e[0] == "rescaled_from_checkpoint" and e[4] > 0 and e[5] == direction for e in new_events)
 
