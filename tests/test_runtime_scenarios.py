@@ -930,3 +930,137 @@ def test_step_refuses_a_not_enabled_action_without_changing_the_state():
         with pytest.raises(ActionNotEnabled):
             c.step(a)
         assert _state(c) == before, a
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint trigger RPCs in flight (Environment.trigger_delivery = "any_order")
+# ---------------------------------------------------------------------------------------------
+
+def _triggers_in_flight(max_failures: int = 0):
+    """Two source subtasks -> keyBy -> one count subtask with its two-phase-commit sink chained;
+    aligned checkpoints, two may be pending; the trigger RPCs reach the sources as messages::
+
+        src0 --\\
+                +--> win+out
+        src1 --/
+    """
+    g = _two_sources_into_one(kind="agg", sink_kind="two_phase_commit")
+    inp = JobInput({"src": ((("a", 1, 1), ("b", 1, 2)), (("c", 1, 3),))})
+    c = fresh(g, inp, RuntimeConfig(max_concurrent_checkpoints=2),
+              environment=Environment(trigger_delivery="any_order", max_failures=max_failures))
+    return g, inp, c
+
+
+def test_a_trigger_rpc_reaches_its_source_only_when_delivered():
+    """1. TriggerCheckpoint: checkpoint 1 is pending, no barrier is anywhere yet, each source
+    holds the trigger in flight. 2. its delivery to src0 takes src0's snapshot and puts the
+    barrier into src0's channel only."""
+    g, _inp, c = _triggers_in_flight()
+    eg = c.eg
+    s0, s1, w = sub(eg, "src", 0), sub(eg, "src", 1), sub(eg, "win", 0)
+    c.step(A.TriggerCheckpoint())
+    assert c.coordinator.pending_ids() == (1,)
+    assert [b.id for b in c.tasks[s0].triggers] == [1] and [b.id for b in c.tasks[s1].triggers] == [1]
+    assert all(not [k for k in kinds(q) if k.startswith(("AC", "UC"))] for q in c.channels)
+    c.step(A.DeliverCheckpointTrigger(s0, 1))
+    assert c.tasks[s0].triggers == () and c.tasks[s0].last_triggered == 1
+    assert kinds(c.channels[chan(eg, ("src", 0), ("win", 0))]) == ["AC1"]
+    assert kinds(c.channels[chan(eg, ("src", 1), ("win", 0))]) == []
+    assert s0 in c.coordinator.pending[1].acknowledged and w not in c.coordinator.pending[1].acknowledged
+
+
+def test_an_older_trigger_after_a_newer_one_is_ignored_as_flink_ignores_it():
+    """SubtaskCheckpointCoordinatorImpl.checkpointState: ``lastCheckpointId >= id`` -> "Out of
+    order checkpoint barrier (aborted previously?)": no snapshot, no barrier, no
+    CancelCheckpointMarker and no decline.
+
+    1-2. two checkpoints triggered; 3. src0 gets checkpoint 2's trigger first (snapshot, barrier 2);
+    4. then checkpoint 1's: ignored (src0 stays on 2, its channel holds barrier 2 only, checkpoint 1
+    is still pending and declined by nobody). The drained run is exact; checkpoint 2 completes
+    and subsumes checkpoint 1."""
+    g, inp, c = _triggers_in_flight()
+    eg = c.eg
+    s0 = sub(eg, "src", 0)
+    aborts = _record_aborts(c)
+    c.step(A.TriggerCheckpoint())
+    c.step(A.TriggerCheckpoint())
+    c.step(A.DeliverCheckpointTrigger(s0, 2))
+    acked = set(c.tasks[s0].acked)
+    assert c.tasks[s0].trigger_verdict(1) == "older"
+    c.step(A.DeliverCheckpointTrigger(s0, 1))
+    t = c.tasks[s0]
+    assert t.last_triggered == 2 and t.acked == acked and t.out_of_order is None
+    ch = c.channels[chan(eg, ("src", 0), ("win", 0))]
+    assert [e.id for e in ch if isinstance(e, CheckpointBarrier)] == [2]
+    assert not [e for e in ch if isinstance(e, CancelCheckpointMarker)]
+    assert c.coordinator.pending_ids() == (1, 2) and not c.declines and not aborts
+    assert c.events[-1][0] == "trigger_delivered" and c.events[-1][2:] == (s0, 1, 2, False, "older")
+    drain(c)
+    assert 2 in c.completed_ids and 1 not in c.completed_ids
+    assert (1, "CHECKPOINT_SUBSUMED") in [(cid, reason) for cid, reason, _s in aborts]
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_a_trigger_of_a_checkpoint_notified_aborted_is_cancelled_downstream():
+    """SubtaskCheckpointCoordinatorImpl.notifyCheckpoint(ABORT) records a checkpoint the task has
+    not triggered (``abortedCheckpointIds``), and checkpointState then takes no snapshot: it
+    sets ``lastCheckpointId`` and broadcasts a CancelCheckpointMarker, and declines nothing.
+
+    1. checkpoint 1 triggered; 2. it expires: src0, whose trigger is still in flight, is told;
+    3. the trigger reaches src0: no snapshot, a CancelCheckpointMarker 1 downstream; 4. the
+    count task takes the marker and sends nothing the coordinator counts. Checkpoint 2 then
+    completes as usual."""
+    g, inp, c = _triggers_in_flight()
+    eg = c.eg
+    s0, s1 = sub(eg, "src", 0), sub(eg, "src", 1)
+    c.step(A.TriggerCheckpoint())
+    c.step(A.CheckpointTimeout(1))
+    assert c.tasks[s0].aborted_triggers == (1,) and c.tasks[s1].aborted_triggers == (1,)
+    c.step(A.DeliverCheckpointTrigger(s0, 1))
+    t = c.tasks[s0]
+    assert t.last_triggered == 1 and t.aborted_triggers == () and not t.acked
+    ch = chan(eg, ("src", 0), ("win", 0))
+    assert kinds(c.channels[ch]) == ["cancel1"]
+    assert c.events[-1][2:] == (s0, 1, -1, True, "aborted")
+    events = len(c.events)
+    c.step(A.Deliver(ch))
+    # the count task aborts checkpoint 1 on the marker and declines it: the coordinator no
+    # longer knows it, so nothing is aborted again
+    assert not [e for e in c.events[events:] if e[0] == "aborted"] and not c.coordinator.pending_ids()
+    c.step(A.TriggerCheckpoint())
+    for s in (s0, s1):
+        for b in list(c.tasks[s].triggers):
+            c.step(A.DeliverCheckpointTrigger(s, b.id))
+    drain(c)
+    assert 2 in c.completed_ids
+    assert oracle_diffs(g, inp, c) == {}
+
+
+def test_an_abort_notification_is_not_recorded_once_the_task_took_a_newer_checkpoint():
+    """"only record checkpoints that have not triggered on task side": src0 took checkpoint 2,
+    then checkpoint 1 expires while its trigger is in flight to src0: nothing is recorded, and
+    its trigger is ignored as older."""
+    _g, _inp, c = _triggers_in_flight()
+    s0 = sub(c.eg, "src", 0)
+    c.step(A.TriggerCheckpoint())
+    c.step(A.TriggerCheckpoint())
+    c.step(A.DeliverCheckpointTrigger(s0, 2))
+    c.step(A.CheckpointTimeout(1))
+    assert c.tasks[s0].aborted_triggers == ()
+    assert c.tasks[s0].trigger_verdict(1) == "older"
+
+
+def test_triggers_in_flight_die_with_the_attempt_and_at_once_none_is_ever_in_flight():
+    """A restarted source is a new attempt: the RPCs to the old one are gone (its TaskExecutor
+    no longer knows that attempt). With the default delivery the trigger reaches every source in
+    the step that triggers it."""
+    _g, _inp, c = _triggers_in_flight(max_failures=1)
+    s0 = sub(c.eg, "src", 0)
+    c.step(A.TriggerCheckpoint())
+    c.step(A.FailTask(s0))
+    assert c.tasks[s0].triggers == () and not enabled(c, A.DeliverCheckpointTrigger)
+    g, inp, _c = _triggers_in_flight()
+    d = fresh(g, inp, RuntimeConfig(max_concurrent_checkpoints=2))
+    d.step(A.TriggerCheckpoint())
+    assert all(t.triggers == () for t in d.tasks) and d.tasks[s0].last_triggered == 1
+    assert not enabled(d, A.DeliverCheckpointTrigger)

@@ -87,3 +87,49 @@ def test_a_barrier_of_an_older_or_ended_checkpoint_reaches_tasks_and_changes_no_
                 break
     assert all(n >= 1 for n in reached.values()), reached
     assert delivered > 0
+
+
+def test_variant_unchecked_trigger_order_is_caught_and_the_safe_twin_survives_the_same_actions():
+    """Trigger RPCs in flight to the sources (``Environment.trigger_delivery = "any_order"``): a
+    source gets checkpoint n+1's trigger before checkpoint n's. With the seam it snapshots n
+    after n+1 (``snapshots_in_checkpoint_order``); Flink's task ignores the older trigger, and
+    the safe twin survives the same actions. The quick profile's search finds it within 50 runs."""
+    for seed in range(50):
+        r = random_walk("unchecked-trigger-order", seed)
+        if r.verdict == "violation":
+            break
+    assert r.invariant == "snapshots_in_checkpoint_order", "not found in 50 runs"
+    scenario = generate(variant("unchecked-trigger-order"), seed)
+    actions = shrink(scenario, list(r.actions), "snapshots_in_checkpoint_order")
+    v, _ = replay(scenario, actions, finish=False)
+    assert v is not None and v.invariant == "snapshots_in_checkpoint_order"
+    assert any(type(a).__name__ == "DeliverCheckpointTrigger" for a in actions)
+    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
+    run = Run(safe)
+    for a in actions:
+        assert run.cluster.why_not_enabled(a) is None, a
+        assert run.step(a) is None
+    assert run.finish() is None
+
+
+def test_late_trigger_goals_meet_their_floors_on_the_quick_profile():
+    """``older_trigger_reached_task`` and ``aborted_trigger_reached_task`` apply only where the
+    trigger RPCs are messages; the quick profile's suites of the variants with that environment
+    (run as ``flinkspec check --profile quick`` runs them, base seed 0) reach each at least as
+    often as its floor, the safe suite passing and the unsafe one found."""
+    from model.variants import VARIANTS  # the catalog, to find every suite the goals apply to
+    from properties.suites import run_suite  # the quick profile's suite runner
+    from spec.coverage import APPLIES, FLOORS
+
+    goals = ("older_trigger_reached_task", "aborted_trigger_reached_task")
+    suites = [n for n, v in VARIANTS.items() if v.environment.trigger_delivery == "any_order"]
+    assert "delayed-checkpoint-triggers" in suites and "unchecked-trigger-order" in suites
+    reached = dict.fromkeys(goals, 0)
+    for name in suites:
+        assert all(APPLIES[g](generate(VARIANTS[name], 0)) for g in goals)
+        res = run_suite(name, profile="quick", base_seed=0, shrink_found=False)
+        assert res.error is None and (res.violations if not VARIANTS[name].safe else not res.violations), name
+        for g in goals:
+            reached[g] += res.goals.get(g, 0)
+    assert all(reached[g] >= FLOORS[g] for g in goals), (reached, {g: FLOORS[g] for g in goals})
+    assert not any(APPLIES[g](generate(variant("aligned-2pc"), 0)) for g in goals)
