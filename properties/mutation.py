@@ -133,10 +133,9 @@ KILL_PROFILES: dict[str, KillProfile] = {
     "keygroups": KillProfile(("tests/test_keygroups.py", "tests/test_z3_keygroups.py",
                               "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
     "sinks": KillProfile(("tests/test_sinks.py", *SCENARIOS, *CLUSTER_RUNS)),
-    # the ResourceManager is driven through the control plane: its unit tests are the control
-    # plane's (no test imports the module itself)
-    "resourcemanager": KillProfile(("tests/test_controlplane.py", "tests/test_controlplane_slots.py", *SCENARIOS,
-                                    *CLUSTER_RUNS)),
+    # the ResourceManager alone (tests/test_resourcemanager.py), then driven through the control plane
+    "resourcemanager": KillProfile(("tests/test_resourcemanager.py", "tests/test_controlplane.py",
+                                    "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
 }
 
 
