@@ -363,10 +363,16 @@ class DeliverKind(ActionKind):
                 return f"blocking channel {ch} is consumable only once its producer finished"
             if net.read_pos[ch] >= len(q):
                 return f"blocking channel {ch} has been read to its end"
+        if net.network and net.remote[ch] and not net.arrived[ch]:
+            return f"channel {ch}'s next buffer has not crossed the network (SendBuffer)"
         task = c.tasks[net.consumer_of[ch]]
         if task.status != RUNNING:
             return f"consumer task {task.subtask.name} is {task.status}"
         cap = c.config.channel_capacity
+        if net.network:
+            if net.backpressured(task.barrier_outputs, cap):
+                return f"consumer task {task.subtask.name} is back-pressured (an output subpartition is full)"
+            return None
         for out in task.out_deques:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
             if len(out) >= cap:
                 return f"consumer task {task.subtask.name} is back-pressured (an output channel is full)"
@@ -387,6 +393,8 @@ class DeliverKind(ActionKind):
             if net.prio[ch]:
                 net.prio[ch] -= 1
             e = net.queues[ch].popleft()
+            if net.network and net.remote[ch]:
+                net.consumed(ch, e)  # its network buffer is recycled
         if type(e) is tuple:
             net.received[ch] += 1
             if task.persisting and task.local_of[ch] in task.persisting:
@@ -446,9 +454,13 @@ class _SourceKind(ActionKind):
             return f"{t.subtask.name} is {t.status}"
         if self.needs_free_output:
             cap = c.config.channel_capacity
-            for out in t.out_deques:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
-                if len(out) >= cap:
-                    return f"{t.subtask.name} is back-pressured (an output channel is full)"
+            if c.net.network:
+                if c.net.backpressured(t.barrier_outputs, cap):
+                    return f"{t.subtask.name} is back-pressured (an output subpartition is full)"
+            else:
+                for out in t.out_deques:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
+                    if len(out) >= cap:
+                        return f"{t.subtask.name} is back-pressured (an output channel is full)"
         return self.source_guard(t.source)
 
     guard = admits  # no precondition
@@ -1775,6 +1787,101 @@ class RestartFromRetainedCheckpointKind(ActionKind):
     def describe(self, c, a):
         return (f"the user cancels the job and submits it from retained checkpoint {a.checkpoint_id} "
                 f"({c.config.restore_mode})")
+
+
+# -- the network stack's credit-based flow control (model.creditbasedflowcontrol) -----------------
+
+@attrs.frozen(slots=True)
+class SendBuffer:
+    """The next buffer of ``channel``'s subpartition crosses the network to its remote input
+    channel, with the sender's backlog (network mode only)."""
+
+    channel: int
+
+
+@attrs.frozen(slots=True)
+class AnnounceCredit:
+    """``channel``'s remote input channel announces its unannounced credit (``AddCredit``)."""
+
+    channel: int
+
+
+class _NetworkKind(ActionKind):
+    """A kind offered only in network mode (``RuntimeConfig.buffers_per_channel``): over the
+    remote channels. Not optional, so swarm testing's draws stay unchanged; in the coarse mode
+    it forms no candidates, so those runs take the steps they took before it existed."""
+
+    optional = False
+    drain = 0  # with Deliver: without them no buffer reaches a remote consumer
+    moves_records = True
+    color = "#0f8b8d"
+
+    def candidates(self, c):
+        net = c.net
+        if not net.network:
+            return ()
+        act = self.action
+        return [act(ch) for ch in range(len(net.queues)) if net.remote[ch]]
+
+    def admits(self, c, a):
+        net = c.net
+        ch = a.channel
+        if not net.network or not _is_id(ch, len(net.queues)) or not net.remote[ch]:
+            return f"there is no remote channel {ch!r} (network mode only)"
+        if c.job.status != RUNNING:
+            return "the job is not running"
+        return self.network_guard(net, ch)
+
+    guard = admits  # no precondition
+
+    def network_guard(self, net, ch) -> str | None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def mark(self, c, a):
+        ch = c.eg.channels[a.channel]
+        return {"lane": ch.consumer, "from_lane": ch.producer, "shape": "dot", "color": self.color}
+
+
+@register
+class SendBufferKind(_NetworkKind):
+    action = SendBuffer
+    weight = 12.0
+
+    def network_guard(self, net, ch):
+        return net.sender_refusal(ch)
+
+    def apply(self, c, a):
+        c.net.send(a.channel)
+
+    def describe(self, c, a):
+        net = c.net
+        ch = c.eg.channels[a.channel]
+        e = net.queues[a.channel][net.arrived[a.channel]]
+        return (f"{_name(c, ch.producer)} sends {_elem(e, c.config.barrier_mode)} over channel {a.channel} "
+                f"to {_name(c, ch.consumer)} (credit {net.credit[a.channel]}, backlog after it "
+                f"{max(net.backlog(a.channel) - 1, 0)})")
+
+
+@register
+class AnnounceCreditKind(_NetworkKind):
+    action = AnnounceCredit
+    weight = 6.0
+    moves_records = False
+
+    def network_guard(self, net, ch):
+        if not net.is_credit_based:
+            return "the pre-credit network stack announces no credit"
+        if net.unannounced[ch] <= 0:
+            return f"channel {ch} has no unannounced credit"
+        return None
+
+    def apply(self, c, a):
+        c.net.announce(a.channel)
+
+    def describe(self, c, a):
+        ch = c.eg.channels[a.channel]
+        return (f"{_name(c, ch.consumer)} announces {c.net.unannounced[a.channel]} credit(s) for channel "
+                f"{a.channel} to {_name(c, ch.producer)} (AddCredit)")
 
 
 # -- views generated from the registry ------------------------------------------------------

@@ -20,6 +20,8 @@ finished, from ``read_pos`` on.
 
 Deliberately left out: network buffers and credits as numbers (a channel's capacity counts
 elements, see ``RuntimeConfig.channel_capacity``), buffer debloating, local vs remote channels.
+This is the default, coarse mode; ``model.creditbasedflowcontrol.CreditBasedChannels`` (with
+``RuntimeConfig.buffers_per_channel``) adds them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from collections import deque
 
 class Channels:
     __slots__ = ("queues", "prio", "blocked", "received", "read_pos", "blocking", "producer_of", "consumer_of")
+    #: whether the network stack's buffers and credits are modelled (a class attribute: not
+    #: state; ``model.creditbasedflowcontrol.CreditBasedChannels`` sets it)
+    network = False
 
     def __init__(self, channels, blocking):
         n = len(channels)

@@ -54,6 +54,7 @@ import attrs
 from model import actions as A
 from model import seams, sinks, slotsharing
 from model.channels import Channels
+from model.creditbasedflowcontrol import CreditBasedChannels
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
 from model.checkpointfailuremanager import CheckpointFailureManager, FailJob
 from model.checkpointstorage import CheckpointStorage, flatten
@@ -207,6 +208,15 @@ class RuntimeConfig:
     #: that a CheckpointTimeout stays no failover in every scenario that does not set it.
     tolerable_failed_checkpoints: int | None = None
     channel_capacity: int = 4
+    #: ``taskmanager.network.memory.buffers-per-channel``: the exclusive buffers of each remote
+    #: input channel. Set, it switches on the network stack's credit-based flow control
+    #: (``model.creditbasedflowcontrol``: buffers, credits and backlog per channel); None (the
+    #: default; Flink's default is 2) keeps the coarse channels whose capacity counts elements,
+    #: whose smaller state spaces every other mechanism's searches rely on.
+    buffers_per_channel: int | None = None
+    #: ``taskmanager.network.memory.floating-buffers-per-gate``: the floating buffers each input
+    #: gate's LocalBufferPool shares among its remote channels (network mode only).
+    floating_buffers_per_gate: int = 8
     checkpoints_after_tasks_finish: bool = True
     failover_strategy: str = "region"
     #: restart strategy: "fixed-delay" (``restart_attempts``), "failure-rate"
@@ -265,6 +275,12 @@ class RuntimeConfig:
             raise FlinkspecError("unaligned checkpoints need checkpointing_mode 'exactly_once' (Flink: FLINK-18403)")
         if self.channel_capacity < 1:
             raise FlinkspecError(f"channel_capacity must be >= 1, not {self.channel_capacity}")
+        if self.buffers_per_channel is not None and (type(self.buffers_per_channel) is not int
+                                                     or self.buffers_per_channel < 1):
+            raise FlinkspecError(f"buffers_per_channel must be an int >= 1 or None (the coarse channels), "
+                                 f"not {self.buffers_per_channel!r}")
+        if type(self.floating_buffers_per_gate) is not int or self.floating_buffers_per_gate < 0:
+            raise FlinkspecError(f"floating_buffers_per_gate must be an int >= 0, not {self.floating_buffers_per_gate!r}")
         if self.max_concurrent_checkpoints < 1:
             raise FlinkspecError("max_concurrent_checkpoints must be >= 1")
         if self.tolerable_failed_checkpoints is not None and (
@@ -623,7 +639,13 @@ class Cluster:
         self.eg = execution_graph
         blocking = [execution_graph.job_graph.edges[ch.job_edge].result_partition_type == BLOCKING
                     for ch in execution_graph.channels]
-        net = self.net = Channels(execution_graph.channels, blocking)
+        cfg = self.config
+        if cfg.buffers_per_channel is None:
+            net = self.net = Channels(execution_graph.channels, blocking)
+        else:  # the network stack's buffers and credits (model.creditbasedflowcontrol)
+            net = self.net = CreditBasedChannels(
+                execution_graph.channels, blocking, [g.channels for gates in execution_graph.input_gates for g in gates],
+                cfg.buffers_per_channel, cfg.floating_buffers_per_gate, cfg.checkpointing_mode == "exactly_once")
         # the hot paths and the StreamTasks read the channel arrays directly
         self.channels, self.prio, self.blocked, self.received = net.queues, net.prio, net.blocked, net.received
         self.read_pos, self.blocking = net.read_pos, net.blocking
@@ -634,6 +656,8 @@ class Cluster:
         self.task_managers = tuple(slotsharing.TaskManager(f"tm{i}", per_tm) for i in range(cfg.task_managers))
         self.allocation = slotsharing.allocate(execution_graph, self.task_managers)
         self._write_delta().allocation_changed = True
+        if net.network:
+            net.place(self._task_manager_of)
         replaced = getattr(self, "tasks", ())  # a redeployment (rescale): the old attempts are dropped
         self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
         for st in execution_graph.subtasks:
@@ -995,10 +1019,17 @@ class Cluster:
         self.events.append(("snapshot_released", self.now, self.storage.restored[0], paths))
 
     # -- what the guards ask --------------------------------------------------------------------
+    def _task_manager_of(self, subtask: int):
+        """The TaskManager of ``subtask``'s slot under the current allocation, or None."""
+        slot = self.allocation.slot_of_subtask[subtask]
+        return None if slot is None else slot.task_manager
+
     def outputs_free(self, task: StreamTask) -> bool:
         """Back-pressure: a task starts on its next element only while every pipelined output
         channel has a free buffer (blocking partitions are written to disk, unbounded)."""
         cap = self.config.channel_capacity
+        if self.net.network:  # only the unsent buffers count (model.creditbasedflowcontrol)
+            return not self.net.backpressured(task.barrier_outputs, cap)
         for q in task.out_deques:
             if len(q) >= cap:
                 return False
@@ -1293,6 +1324,8 @@ class Cluster:
         if allocation != self.allocation:  # (an unchanged placement was judged when it was made)
             self.allocation = allocation
             self._write_delta().allocation_changed = True
+            if self.net.network:
+                self.net.place(self._task_manager_of)
         self._restore_tasks(set(restart), checkpoint)
         if self.cp is not None:
             self.cp.restarted(self, restart)

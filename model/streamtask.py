@@ -696,6 +696,8 @@ class StreamTask:
                     snap.output_channel_state[c] = tuple(overtaken)
                 ch.insert(n, barrier)
                 net.prio[c] = n + 1
+                if net.network:
+                    net.add_priority_event(c)  # a priority event crosses the network at once
             if self.barrier_channels and (self.persisting or self.handler.pending):
                 self.pending_uc = snap
                 if not self.persisting:

@@ -92,6 +92,8 @@ class Small:
     #: without them; with them the search does not finish in 120 s). Variants whose mechanism
     #: involves event time (windows, idleness) keep them.
     idle_periods: int | None = 0
+    #: the network family: the keyed operator's parallelism (2: two input gates on one connection)
+    network_consumers: int = 1
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -329,12 +331,30 @@ def _state_backend_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return _keyed_job(rng, sink_kind)
 
 
+def _network_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """Sources p=2 --hash--> keyed count p=1..2 in a slot sharing group of its own --> sink: on
+    two TaskManagers the sources share one and the keyed count the other, so every keyed
+    channel is remote and all of them share the one connection between the two TaskManagers
+    (network mode: ``model.creditbasedflowcontrol``); with p=2 two input gates share it."""
+    pk = rng.choice([1, 2])
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=2, watermark_out_of_orderness=1),
+        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=pk, aggregate="count", slot_sharing_group="agg"),
+        OperatorSpec(name="sink", kind="sink", parallelism=pk, sink_kind=sink_kind, slot_sharing_group="agg"),
+    )
+    edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
+             EdgeSpec(source="agg", target="sink", partitioner="forward"))
+    return StreamGraph(name="network-job", operators=ops, edges=edges).validate()
+
+
 FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
             # as "rescale", and a restore from a savepoint may also change the sources' parallelism
             "rescale_source": _rescale_job,
             # a windowed job with allowed lateness, two sources (idleness makes records late)
             "late_window": _late_window_job,
-            "state_backend": _state_backend_job}
+            "state_backend": _state_backend_job,
+            # every keyed channel remote, over one connection (the network stack's variants)
+            "network": _network_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
@@ -399,6 +419,13 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
                OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
         edges = (EdgeSpec(source="source", target="map", partitioner="rebalance", exchange_mode="blocking"),
                  EdgeSpec(source="map", target="agg", partitioner="hash"),
+                 EdgeSpec(source="agg", target="sink", partitioner="forward"))
+    elif variant.family == "network":
+        ops = (src, OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=sm.network_consumers,
+                                 aggregate="count", slot_sharing_group="agg"),
+               OperatorSpec(name="sink", kind="sink", parallelism=sm.network_consumers, sink_kind=sink_kind,
+                            slot_sharing_group="agg"))
+        edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
     elif variant.family == "two_stage":
         ops = (src, OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
@@ -771,6 +798,44 @@ _add(Variant(name="late-window-append", description="a plain append sink behind 
 
 #: the prefix of a job variant's name (``job_variant``): no registered variant has it
 JOB_PREFIX = "job:"
+
+
+#: the network stack (model.creditbasedflowcontrol): one exclusive buffer per remote channel and
+#: one floating buffer per gate, subpartitions of two unsent buffers, two TaskManagers (the
+#: sources on one, the keyed count on the other)
+_NET = dict(buffers_per_channel=1, floating_buffers_per_gate=1, channel_capacity=2, task_managers=2)
+#: two sources of one record each into one keyed count: one input gate, two remote channels on
+#: one connection, no failure (the buffers and credits multiply the interleavings: the aligned
+#: small scenario has 24,584 states in network mode, 1,008 in the coarse mode)
+_NETWORK_SMALL = Small(sources=2, records=1, failures=0)
+#: the same without floating buffers: the unaligned space stays within the search's budget, and
+#: the pre-credit receiver runs out of buffers after one record of the blocked channel
+_NETWORK_SMALL_NO_FLOATING = attrs.evolve(_NETWORK_SMALL, config=(("floating_buffers_per_gate", 0),))
+_add(Variant(name="network-credit-aligned", description="credit-based flow control (exclusive and floating "
+             "buffers, credit, backlog) under aligned checkpoints: a channel blocked by the alignment stops its "
+             "own subpartition only", family="network", config=RuntimeConfig(**_NET), environment=Environment(**_F),
+             small=_NETWORK_SMALL))
+_add(Variant(name="network-credit-unaligned", description="credit-based flow control under unaligned "
+             "checkpoints: the barrier overtakes as a priority event, without credit", family="network",
+             config=RuntimeConfig(unaligned=True, **_NET), environment=Environment(**_F),
+             small=_NETWORK_SMALL_NO_FLOATING))
+_add(Variant(name="network-pre-credit", description="the network stack before Flink 1.5 (no credit) with "
+             "today's blocking alignment: a receiver whose channel is blocked by the alignment runs out of buffers "
+             "and stops reading the connection its TaskManager shares with the sender's, so the other channels' "
+             "barriers never arrive", family="network",
+             expected=("run_drains", "network_stall_confined_to_gate", "checkpoints_keep_completing"),
+             config=RuntimeConfig(bugs=("pre-credit-network-stack",), **_NET), environment=Environment(**_F),
+             small=_NETWORK_SMALL_NO_FLOATING))
+_add(Variant(name="network-buffer-leak", description="a consumed data buffer is never recycled: the channel's "
+             "exclusive buffers and the gate's floating buffers run out", family="network",
+             expected=("network_buffers_conserved",),
+             config=RuntimeConfig(bugs=("network-buffer-never-recycled",), **_NET), environment=Environment(**_F),
+             small=_NETWORK_SMALL))
+_add(Variant(name="network-send-without-credit", description="the sender writes data buffers without credit: "
+             "the receiver gets more buffers than it announced", family="network",
+             expected=("credit_never_negative", "received_within_credit"),
+             config=RuntimeConfig(bugs=("sender-ignores-credit",), **_NET), environment=Environment(**_F),
+             small=_NETWORK_SMALL))
 
 
 def job_variant(job: JobFile) -> Variant:

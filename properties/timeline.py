@@ -240,6 +240,8 @@ def snapshot(run) -> dict:
             "blocked": bool(net.blocked[i]),
             "received": net.received[i],
         }
+        if net.network and net.remote[i]:  # the network stack's buffers and credits (docs/network.md)
+            channels[f"ch{i}"]["network"] = net.buffers(i)
     tasks = {}
     keyed = {}
     for t in c.tasks:

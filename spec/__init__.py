@@ -9,7 +9,8 @@ Invariants are pure named functions (``spec.invariant``), each tagged *always*,
 INVARIANT_MODULES = ("spec.checkpoint", "spec.exactly_once", "spec.recovery", "spec.coverage",
                      "spec.placement", "spec.watermarks", "spec.focused",
                      "spec.declarative",
-                     "spec.statebackend", "spec.controlplane", "spec.causality", "spec.timeliness")
+                     "spec.statebackend", "spec.controlplane", "spec.causality", "spec.timeliness",
+                     "spec.network")
 
 
 def load_all():
