@@ -40,7 +40,7 @@ import attrs
 
 from model.events import CheckpointBarrier, Watermark, value
 from model.inputfiles import short, short_text
-from model.streamtask import FINISHED, RUNNING, KeyedNode, SinkNode
+from model.streamtask import FINISHED, RUNNING, TRIGGER_ABORTED, TRIGGER_OLDER, KeyedNode, SinkNode
 
 
 # -- the action values -------------------------------------------------------------------------
@@ -735,6 +735,18 @@ class DeliverCheckpointTriggerKind(ActionKind):
             return f"subtask {a.subtask} is {t.status}"
         if not any(b.id == a.checkpoint_id for b in t.triggers):
             return f"no trigger of checkpoint {a.checkpoint_id!r} is in flight to subtask {a.subtask}"
+        return None
+
+    def footprint(self, c, a):
+        # a trigger the task ignores changes only the task; one it cancels also puts a
+        # CancelCheckpointMarker into its output channels; one it takes acknowledges to the
+        # CheckpointCoordinator (anything)
+        t = c.tasks[a.subtask]
+        verdict = t.trigger_verdict(a.checkpoint_id)
+        if verdict == TRIGGER_OLDER:
+            return frozenset({("task", t.id)})
+        if verdict == TRIGGER_ABORTED:
+            return frozenset({("task", t.id), *(("channel", o) for o in t.output_channels)})
         return None
 
     def apply(self, c, a):
