@@ -1064,3 +1064,32 @@ def test_triggers_in_flight_die_with_the_attempt_and_at_once_none_is_ever_in_fli
     d.step(A.TriggerCheckpoint())
     assert all(t.triggers == () for t in d.tasks) and d.tasks[s0].last_triggered == 1
     assert not enabled(d, A.DeliverCheckpointTrigger)
+
+
+def test_an_ignored_or_cancelled_trigger_commutes_with_the_other_sources_steps():
+    """DeliverCheckpointTrigger's footprint: a trigger the task ignores (older) changes only the
+    task, one it cancels (notified aborted) the task and its output channels; either commutes
+    with the other source's records, which an explorer's sleep sets rely on."""
+    _g, _inp, c = _triggers_in_flight()
+    s0, s1 = sub(c.eg, "src", 0), sub(c.eg, "src", 1)
+    c.step(A.TriggerCheckpoint())
+    c.step(A.TriggerCheckpoint())
+    c.step(A.DeliverCheckpointTrigger(s0, 2))
+    older = A.DeliverCheckpointTrigger(s0, 1)
+    unit = A.KINDS[A.DeliverCheckpointTrigger]
+    assert unit.footprint(c, older) == frozenset({("task", s0)})
+    assert unit.footprint(c, A.DeliverCheckpointTrigger(s1, 1)) is None  # taken: it acknowledges
+    d = c.copy()
+    d.step(A.CheckpointTimeout(2))
+    cancelled = A.DeliverCheckpointTrigger(s1, 2)
+    assert unit.footprint(d, cancelled) == frozenset(
+        {("task", s1), ("channel", chan(d.eg, ("src", 1), ("win", 0)))})
+    for state, a in ((c, older), (d, cancelled)):
+        emit = A.SourceEmit(s1 if a is older else s0)
+        assert unit.footprint(state, a).isdisjoint(A.KINDS[A.SourceEmit].footprint(state, emit))
+        ab, ba = state.copy(), state.copy()
+        ab.step(a)
+        ab.step(emit)
+        ba.step(emit)
+        ba.step(a)
+        assert ab.fingerprint() == ba.fingerprint()
