@@ -753,12 +753,19 @@ class DeliverCheckpointTriggerKind(ActionKind):
         c.deliver_checkpoint_trigger(a.subtask, a.checkpoint_id)
 
     def describe(self, c, a):
+        # what the task knows, and what Flink's task does with it (a seam may do otherwise: the
+        # description is the safe model's)
         t = c.tasks[a.subtask]
-        verdict = t.trigger_verdict(a.checkpoint_id)
-        what = {"older": f"ignores it: it already took checkpoint {t.last_triggered}",
-                "aborted": "was told the checkpoint was aborted: it sends a CancelCheckpointMarker downstream"
-                }.get(verdict, "takes its snapshot and sends the barrier downstream")
-        return f"the trigger of checkpoint {a.checkpoint_id} reaches {_name(c, a.subtask)}, which {what}"
+        cid = a.checkpoint_id
+        if cid <= t.last_triggered:
+            what = (f"already took checkpoint {t.last_triggered} (Flink's task ignores an older trigger: no snapshot, "
+                    f"no decline)")
+        elif cid in t.aborted_triggers:
+            what = (f"was told that checkpoint {cid} was aborted (Flink's task takes no snapshot and sends a "
+                    f"CancelCheckpointMarker downstream)")
+        else:
+            what = "takes its snapshot and sends the barrier downstream"
+        return f"the trigger of checkpoint {cid} reaches {_name(c, a.subtask)}, which {what}"
 
 
 @register
