@@ -86,7 +86,7 @@ def decline_at_most_once(run) -> Violation | None:
 @invariant(
     "snapshots_in_checkpoint_order",
     kind="always",
-    concept="SubtaskCheckpointCoordinatorImpl (out-of-order barriers are declined)",
+    concept="SubtaskCheckpointCoordinatorImpl (no snapshot for an out-of-order barrier or trigger)",
     statement="Per task, snapshots are taken in increasing checkpoint order: no task takes (the synchronous "
     "phase of) a snapshot of a checkpoint older than one it already took in the same attempt.",
 )
