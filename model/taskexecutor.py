@@ -1,8 +1,8 @@
 """The TaskExecutor: its slot table, its leaders, and what it accepts from them.
 
-Invariant upheld: a task is deployed only into a slot allocated to the JobMaster that
-deploys it, and (with fencing) only by the JobMaster the TaskExecutor knows as the job's
-leader; a slot holds at most one allocation.
+Invariant upheld: a task is deployed only into a slot allocated for the job, and (with
+fencing) only by the JobMaster the TaskExecutor knows as the job's leader; a slot holds at
+most one allocation.
 
 Follows ``TaskExecutor`` with its ``TaskSlotTable`` and ``JobLeaderService``:
 
@@ -13,8 +13,9 @@ Follows ``TaskExecutor`` with its ``TaskSlotTable`` and ``JobLeaderService``:
 * ``requestSlot`` allocates a free slot for an allocation (else answers "not free"), and the
   TaskExecutor offers its allocated, not yet active slots to the job leader
   (``offerSlots``); accepted slots become active, rejected ones are freed;
-* ``submitTask`` runs subtasks in an active slot of the submitting JobMaster (the
-  ``jobMasterId`` must be the connected job leader's: fencing); ``freeSlot`` and
+* ``submitTask`` runs subtasks in a slot allocated for the job (the ``jobMasterId`` must be
+  the connected job leader's: fencing); a slot still waiting for its ``offerSlots`` answer
+  is marked active by the submission (``TaskSlotTable.tryMarkSlotActive``); ``freeSlot`` and
   ``cancelTask`` are accepted from the slot's owner only;
 * heartbeats: it answers the ResourceManager with its ``SlotReport`` and the JobMaster with
   its ``ExecutionDeploymentReport`` and the allocations of its ``AllocatedSlotReport`` it
@@ -214,21 +215,23 @@ class TaskExecutor:
         return "applied"
 
     def submit_allowed(self, cp, m: rpc.SubmitTask) -> str | None:
-        """Why ``submitTask`` is refused (None: it is accepted)."""
-        i = self.slot_of(m.allocation)
-        if i is None:
-            return "no slot holds the allocation"
-        if checks_fencing_tokens():
-            if m.job_token != self.job_token:
-                return "the JobMasterId is not the job leader's"
-            alloc, owner, active = self.slots[i]
-            if owner != m.job_token or not active:
-                return "the slot is not an active slot of this JobMaster"
+        """Why ``submitTask`` is refused (None: it is accepted), as ``TaskExecutor.submitTask``
+        checks: the JobMasterId is the job leader's (the fencing check), and a slot is allocated
+        for the job under the allocation (``TaskSlotTable.tryMarkSlotActive``: an allocated slot
+        that is not active yet -- its ``offerSlots`` answer was lost or has not arrived -- is
+        accepted too, and :meth:`on_submit` marks it active)."""
+        if checks_fencing_tokens() and m.job_token != self.job_token:
+            return "the JobMasterId is not the job leader's"
+        if self.slot_of(m.allocation) is None:
+            return "no task slot is allocated for the job and allocation"
         return None
 
     def on_submit(self, m: rpc.SubmitTask) -> set:
-        """Run the subtasks (the guard held). Returns the executions replaced in the slot."""
+        """Run the subtasks (the guard held) in the slot, which ``tryMarkSlotActive`` made
+        active (the slot timeout no longer runs for it) for the submitting JobMaster, as an
+        accepted offer would have. Returns the executions replaced in the slot."""
         i = self.slot_of(m.allocation)
+        self.slots[i] = (m.allocation, m.job_token, True)
         old = set(self.deployed.get(i, ()))
         keep = {e for e in old if e[0] not in {s for s, _ in m.subtasks}}
         self.deployed[i] = tuple(sorted(keep | set(m.subtasks)))

@@ -173,6 +173,32 @@ def test_a_stale_declaration_does_not_overwrite_a_newer_one():
     assert rm.requirements == {jm.token: jm.required}  # declaration 0 is older than the one taken
 
 
+def test_a_submission_into_a_slot_whose_offer_answer_was_lost_marks_it_active():
+    """The JobMaster accepted the offered slots but its answer is lost: the TaskExecutor still
+    holds them allocated and inactive when the deployments arrive. ``TaskExecutor.submitTask``
+    accepts them (``TaskSlotTable.tryMarkSlotActive`` marks an allocated slot active), so the
+    job runs with no failed deployment and no failover."""
+    run = Run(_scenario("cp-region-failover"))
+    c = run.cluster
+    assert step_until(run, lambda c: in_flight(c, rpc.OfferSlotsAnswer)) is None
+    lost = set()
+    for i in reversed(in_flight(c, rpc.OfferSlotsAnswer)):
+        lost.update(c.cp.net.in_flight[i].accepted)
+        assert run.step(A.RpcLose(i)) is None
+    assert lost
+    inactive = [(te.index, s[0]) for te in c.cp.tes for s in te.slots if s is not None and s[0] in lost]
+    assert inactive and all(not s[2] for te in c.cp.tes for s in te.slots if s is not None and s[0] in lost)
+    assert step_until(run, lambda c: all(t.status == "RUNNING" for t in c.tasks)) is None
+    submits = [e for e in events(c, "cp_effect") if e[3] == "submitTask"]
+    assert submits and all(e[6] for e in submits), submits
+    for te, alloc in inactive:
+        i = c.cp.tes[te].slot_of(alloc)
+        if i is not None and c.cp.tes[te].deployed.get(i):
+            assert c.cp.tes[te].slots[i][2], "a slot running tasks is active"
+    assert c.restarts == 0
+    assert run.finish() is None and c.is_drained()
+
+
 def test_a_task_executor_disconnects_a_silent_job_leader_and_offers_its_slots_again():
     """The JobMaster times the TaskExecutor out and its freeSlots are lost: the TaskExecutor
     hears no more heartbeats, disconnects the job leader after the timeout (its slots turn
