@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
     ({"max_checkpoint_rescales": -1}, "max_checkpoint_rescales must be an int >= 0"),
     ({"rpc_capacity": 0}, "rpc_capacity must be an int >= 1 or None"),
     ({"dead_letters": "never"}, "dead_letters must be one of"),
+    ({"trigger_delivery": "reordered"}, "trigger_delivery must be one of"),
     ({"control_plane_faults": ("RpcLose", "Meteor")}, "control_plane_faults must be a tuple of"),
     ({"control_plane_faults": ["RpcLose"]}, "control_plane_faults must be a tuple of"),
     ({"rescale_options": (("agg", (0,)),)}, "rescale_options must be"),
