@@ -1888,7 +1888,7 @@ class AnnounceCreditKind(_NetworkKind):
     moves_records = False
 
     def network_guard(self, net, ch):
-        if not net.is_credit_based:
+        if not net.credit_based:
             return "the pre-credit network stack announces no credit"
         if net.unannounced[ch] <= 0:
             return f"channel {ch} has no unannounced credit"

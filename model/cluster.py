@@ -1692,7 +1692,9 @@ def drain_choice(cluster: Cluster):
                 return a
     if cluster.job.stopping is not None or all(t.status == FINISHED for t in cluster.tasks):
         return None
-    raise RunStuck(f"the run is stuck after {cluster.now} steps: no action drains it further")
+    why = cluster.net.stall() if cluster.net.network else None  # a network connection not read
+    raise RunStuck(f"the run is stuck after {cluster.now} steps: no action drains it further"
+                   + (f" ({why})" if why else ""))
 
 
 def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:

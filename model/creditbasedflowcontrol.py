@@ -62,7 +62,10 @@ in the subpartition): ``credit[c]`` (the sender's), ``unannounced[c]``, ``requir
 ``FLOATING``, or ``UNBACKED`` for one received without a buffer), ``waiting[c]``
 (``isWaitingForFloatingBuffers``); per gate ``pool[g]`` (free floating buffers) and
 ``listeners[g]`` (the registered buffer listeners, in order); per connection ``staged[k]``
-(the channel whose buffer a pre-credit receiver could not place, or None).
+(the channel whose buffer a pre-credit receiver could not place, or None). Two flags are read
+from their definitions when the stack is built and kept as state, so that the guards, the drain
+policy and the spec see what a seam switched: ``credit_based`` (``is_credit_based``) and
+``reader_checks_credit`` (``checks_credit``).
 
 Invariant upheld: for every remote channel, ``credit + unannounced`` equals its available
 buffers; a data buffer is sent only with credit, so it always finds a buffer; every buffer is
@@ -114,7 +117,7 @@ class CreditBasedChannels(Channels):
 
     __slots__ = ("remote", "gate_of", "conn_of", "arrived", "credit", "unannounced", "required", "exclusive",
                  "floating", "held", "waiting", "pool", "listeners", "staged", "buffers_per_channel",
-                 "floating_per_gate", "aligned_blocks", "gate_channels", "credit_based")
+                 "floating_per_gate", "aligned_blocks", "gate_channels", "credit_based", "reader_checks_credit")
 
     network = True
 
@@ -145,9 +148,10 @@ class CreditBasedChannels(Channels):
         self.pool = [floating_per_gate] * len(self.gate_channels)
         self.listeners = [[] for _ in self.gate_channels]
         self.staged: list = []
-        #: ``is_credit_based`` when the stack was built (the spec reads it: a seam acts only
-        #: while a step runs)
+        #: ``is_credit_based`` and ``checks_credit`` when the stack was built: the guards, the
+        #: drain policy and the spec read these (a seam acts only while a step runs)
         self.credit_based = self.is_credit_based
+        self.reader_checks_credit = self.checks_credit
 
     # -- placement -----------------------------------------------------------------------------
     def place(self, tm_of) -> None:
@@ -172,7 +176,7 @@ class CreditBasedChannels(Channels):
         its partition request (``requestSubpartition``'s ``initialCredit``)."""
         b = self.buffers_per_channel
         self.exclusive[c] = b
-        self.credit[c] = b if self.is_credit_based else 0
+        self.credit[c] = b if self.credit_based else 0
         self.required[c] = b
         self.unannounced[c] = 0
         self.arrived[c] = 0
@@ -212,6 +216,12 @@ class CreditBasedChannels(Channels):
         pre-credit one (``PartitionRequestClientHandler``). Always true since Flink 1.11."""
         return True
 
+    @property
+    def checks_credit(self) -> bool:
+        """Whether the sender's ``CreditBasedSequenceNumberingViewReader`` writes a data buffer
+        only with credit (``getNextDataType``: ``numCreditsAvailable > 0 || isEvent()``)."""
+        return True
+
     # -- the sender --------------------------------------------------------------------------------
     def backlog(self, c: int) -> int:
         """``PipelinedSubpartition.getBuffersInBacklogUnsafe``: the unsent data buffers, 0
@@ -225,7 +235,7 @@ class CreditBasedChannels(Channels):
         """``PipelinedSubpartition.isBlocked``: an aligned barrier was sent and the consumer has
         not resumed consumption (the barrier is still in the receiver's queue, or the consumer's
         channel is blocked by the alignment). Never with the pre-credit stack."""
-        if not self.aligned_blocks or not self.is_credit_based:
+        if not self.aligned_blocks or not self.credit_based:
             return False
         if self.blocked[c]:
             return True
@@ -244,11 +254,11 @@ class CreditBasedChannels(Channels):
         k = self.conn_of[c]
         if self.staged[k] is not None:
             return f"channel {c}'s connection is not read (a buffer of channel {self.staged[k]} waits for a buffer)"
-        if not self.is_credit_based:
+        if not self.credit_based:
             return None
         if self.sender_blocked(c):
             return f"channel {c}'s subpartition is blocked by an aligned barrier until the consumer resumes"
-        if self.credit[c] <= 0 and not is_event(self.queues[c][self.arrived[c]]):
+        if self.reader_checks_credit and self.credit[c] <= 0 and not is_event(self.queues[c][self.arrived[c]]):
             return f"channel {c} has no credit for its next data buffer"
         return None
 
@@ -258,10 +268,10 @@ class CreditBasedChannels(Channels):
         e = self.queues[c][self.arrived[c]]
         if is_event(e):
             self.arrived[c] += 1  # an unpooled event buffer, no credit
-            if self.is_credit_based:
+            if self.credit_based:
                 self.on_sender_backlog(c, self.backlog(c))
             return
-        if not self.is_credit_based:
+        if not self.credit_based:
             self._receive_pre_credit(c)
             return
         self.credit[c] -= 1
@@ -364,6 +374,16 @@ class CreditBasedChannels(Channels):
                 self.staged[k] = None
                 self._receive_pre_credit(c)
 
+    def stall(self) -> str | None:
+        """What a stopped connection holds up (pre-credit), for a stuck run's message; None."""
+        for k, d in enumerate(self.staged):
+            if d is not None:
+                held = [c for c in range(len(self.queues)) if self.conn_of[c] == k and c != d
+                        and self.arrived[c] < len(self.queues[c])]
+                return (f"connection {k} is not read: a buffer of channel {d} waits for a free buffer"
+                        + (", holding up " + ", ".join(f"channel {c}" for c in held) if held else ""))
+        return None
+
     def add_priority_event(self, c: int) -> None:
         """An unaligned barrier was inserted among the first ``prio[c]`` elements: it arrived."""
         if self.remote[c]:
@@ -406,12 +426,8 @@ def _recycle_never(self, c: int, kind: str) -> None:
     return None
 
 
-@seams.override("sender-ignores-credit", CreditBasedChannels, "sender_refusal",
+@seams.override("sender-ignores-credit", CreditBasedChannels, "checks_credit",
                 "the sender writes a data buffer without credit (CreditBasedSequenceNumberingViewReader's "
                 "availability ignores numCreditsAvailable)")
-def _sender_refusal_without_credit(self, c: int) -> str | None:
-    if self.arrived[c] >= len(self.queues[c]):
-        return f"channel {c}'s subpartition has no unsent buffer"
-    if self.sender_blocked(c):
-        return f"channel {c}'s subpartition is blocked by an aligned barrier until the consumer resumes"
-    return None
+def _reader_ignores_credit(self) -> bool:
+    return False
