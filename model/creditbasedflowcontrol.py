@@ -375,13 +375,18 @@ class CreditBasedChannels(Channels):
                 self._receive_pre_credit(c)
 
     def stall(self) -> str | None:
-        """What a stopped connection holds up (pre-credit), for a stuck run's message; None."""
+        """What holds the network up, for a stuck run's message: a stopped connection and the
+        channels behind it (pre-credit), or channels without credit and none to announce; None."""
         for k, d in enumerate(self.staged):
             if d is not None:
                 held = [c for c in range(len(self.queues)) if self.conn_of[c] == k and c != d
                         and self.arrived[c] < len(self.queues[c])]
                 return (f"connection {k} is not read: a buffer of channel {d} waits for a free buffer"
                         + (", holding up " + ", ".join(f"channel {c}" for c in held) if held else ""))
+        starved = [c for c in range(len(self.queues)) if self.remote[c] and self.unannounced[c] == 0
+                   and (self.sender_refusal(c) or "").endswith("no credit for its next data buffer")]
+        if starved:
+            return ", ".join(f"channel {c}" for c in starved) + " has no credit for its next data buffer"
         return None
 
     def add_priority_event(self, c: int) -> None:
@@ -431,3 +436,10 @@ def _recycle_never(self, c: int, kind: str) -> None:
                 "availability ignores numCreditsAvailable)")
 def _reader_ignores_credit(self) -> bool:
     return False
+
+
+@seams.override("add-credit-lost", CreditBasedChannels, "announce",
+                "the receiver resets its unannounced credit but the AddCredit message never reaches the sender: the "
+                "credit is lost, and a channel that lost all of it never sends a data buffer again")
+def _announce_lost(self, c: int) -> None:
+    self.unannounced[c] = 0

@@ -837,6 +837,12 @@ _add(Variant(name="network-send-without-credit", description="the sender writes 
              config=RuntimeConfig(bugs=("sender-ignores-credit",), **_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 
+_add(Variant(name="network-add-credit-lost", description="the AddCredit message is lost after the receiver reset its "
+             "unannounced credit: the channel's credit never comes back and its data stops for good",
+             family="network", expected=("run_drains", "checkpoints_keep_completing"),
+             config=RuntimeConfig(bugs=("add-credit-lost",), **_NET), environment=Environment(**_F),
+             small=_NETWORK_SMALL))
+
 
 def job_variant(job: JobFile) -> Variant:
     """The safe variant of a user's job file: every run searches the file's job with its
