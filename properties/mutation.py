@@ -136,6 +136,8 @@ KILL_PROFILES: dict[str, KillProfile] = {
     # the ResourceManager alone (tests/test_resourcemanager.py), then driven through the control plane
     "resourcemanager": KillProfile(("tests/test_resourcemanager.py", "tests/test_controlplane.py",
                                     "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "taskexecutor": KillProfile(("tests/test_taskexecutor.py", "tests/test_controlplane.py",
+                                 "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
 }
 
 
