@@ -619,7 +619,7 @@ _add(Variant(name="cp-restart-all", description="as cp-region-failover with rest
              config=RuntimeConfig(failover_strategy="full", **_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
              "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150,
-             # five subtasks under lost RPCs: 195,675 states at depth 107, the deepest small space
+             # five subtasks under lost RPCs: 195,237 states at depth 107, the deepest small space
              small=attrs.evolve(_CP_BLOCKING_SMALL, search_seconds=600.0)))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
