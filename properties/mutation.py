@@ -138,6 +138,8 @@ KILL_PROFILES: dict[str, KillProfile] = {
                                     "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
     "taskexecutor": KillProfile(("tests/test_taskexecutor.py", "tests/test_controlplane.py",
                                  "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "jobmaster": KillProfile(("tests/test_jobmaster.py", "tests/test_controlplane.py",
+                              "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
 }
 
 
