@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from model import highavailability as ha
+from model import seams
 from model.highavailability import (
     BadVersion,
     NoChildrenForEphemerals,
@@ -92,3 +93,114 @@ def test_the_lowest_sequence_number_leads_and_its_token_is_unique():
     assert ha.latch_leader(s) == latches[1]  # a rejoining contender queues behind
     tokens = {ha.token_of(p) for p in latches + [rejoined]}
     assert len(tokens) == 4 and min(tokens) >= 1
+
+
+def test_error_codes_are_zookeepers_keeper_exception_codes():
+    """The codes ``tests/test_zookeeper_differential.py`` compares with a real server's
+    (``KeeperException.Code``)."""
+    assert [e.code for e in (NoNode, NodeExists, BadVersion, NotEmpty, NoChildrenForEphemerals, SessionExpired)] == \
+        ["NONODE", "NODEEXISTS", "BADVERSION", "NOTEMPTY", "NOCHILDRENFOREPHEMERALS", "SESSIONEXPIRED"]
+    assert issubclass(NoNode, ha.StoreError)
+
+
+def test_a_new_store_holds_only_the_root_and_sessions_count_from_one():
+    s = ZooKeeperStore()
+    assert s.nodes == {"/": ha.ZNode()} and s.kids == {"/": set()}
+    assert ha.ZNode() == ha.ZNode(data=None, version=0, cversion=0, seq=0, owner=0)
+    assert (s.sessions, s.suspended) == (set(), set())
+    assert [s.open_session() for _ in range(3)] == [1, 2, 3]
+    assert s.sessions == {1, 2, 3}
+
+
+def test_created_nodes_hold_their_data_and_owner_and_the_parents_index():
+    s = ZooKeeperStore()
+    sid = s.open_session()
+    assert s.create("/a", "x") == "/a"
+    assert s.create("/a/b", 7, session=sid) == "/a/b"  # not ephemeral: persistent whatever the session
+    assert s.create("/a/e", ephemeral=True, session=sid) == "/a/e"
+    assert s.nodes["/a"] == ha.ZNode(data="x", cversion=2, seq=2)
+    assert s.nodes["/a/b"].owner == 0 and s.nodes["/a/e"].owner == sid
+    assert s.get("/a/b") == (7, 0)
+    assert s.children("/") == ["a"] and s.children("/a") == ["b", "e"] and s.children("/a/b") == []
+    assert s.create("/q-", sequential=True) == "/q-0000000001"  # the root's second child
+    assert s.kids["/"] == {"a", "q-0000000001"}
+
+
+def test_make_parents_creates_every_missing_ancestor():
+    s = ZooKeeperStore()
+    s.create("/x")
+    assert s.create("/x/y/z/leaf", 1, make_parents=True) == "/x/y/z/leaf"
+    assert [p for p in sorted(s.nodes)] == ["/", "/x", "/x/y", "/x/y/z", "/x/y/z/leaf"]
+    assert s.children("/x/y") == ["z"] and s.children("/x/y/z") == ["leaf"]
+    assert s.get("/x/y") == (None, 0) and s.nodes["/x"].cversion == 1
+
+
+def test_reads_of_a_missing_node_fail_with_no_node():
+    s = ZooKeeperStore()
+    s.create("/a")
+    assert s.exists("/a") and not s.exists("/b")
+    for op in (s.get, s.children, s.delete):
+        with pytest.raises(NoNode):
+            op("/b")
+
+
+def test_a_deletion_updates_the_parents_cversion_and_children():
+    s = ZooKeeperStore()
+    s.create("/a")
+    s.create("/a/b", 1)
+    s.create("/a/c")
+    s.set_data("/a/b", 2)
+    s.delete("/a/b", 1)  # the version it has
+    assert s.children("/a") == ["c"] and "/a/b" not in s.kids
+    assert (s.nodes["/a"].cversion, s.nodes["/a"].seq) == (3, 2)
+    s.delete("/a/c")
+    s.delete("/a")
+    assert s.children("/") == [] and s.nodes["/"].cversion == 2
+
+
+def test_expiry_removes_every_ephemeral_node_of_the_session_in_path_order():
+    s = ZooKeeperStore()
+    s.create("/l")
+    s.create("/m")
+    sid, other = s.open_session(), s.open_session()
+    s.create("/m/e", ephemeral=True, session=sid)
+    s.create("/l/e", ephemeral=True, session=sid)
+    s.create("/l/f", ephemeral=True, session=other)
+    assert s.expire_session(sid) == ["/l/e", "/m/e"]
+    assert s.children("/l") == ["f"] and s.children("/m") == [] and s.sessions == {other}
+    assert s.expire_session(sid) == []
+
+
+def test_a_suspended_connection_keeps_the_session_and_its_nodes_until_it_reconnects_or_expires():
+    """Curator's SUSPENDED: the server keeps the session (its ephemeral nodes stay);
+    RECONNECTED: the same session again, nothing changed; LOST: the session expired."""
+    s = ZooKeeperStore()
+    s.create("/l")
+    sid, other = s.open_session(), s.open_session()
+    e = s.create("/l/n-", ephemeral=True, sequential=True, session=sid)
+    s.suspend(sid)
+    s.suspend(99)  # no such session: nothing to suspend
+    assert s.suspended == {sid} and s.exists(e) and sid in s.sessions
+    s.reconnect(sid)
+    assert s.suspended == set() and s.exists(e)
+    s.suspend(sid)
+    s.suspend(other)
+    assert s.expire_session(sid) == [e]
+    assert s.suspended == {other}
+
+
+def test_the_leader_is_the_lowest_sequence_suffix_whatever_the_node_names():
+    """Curator's LeaderLatch sorts its latch nodes by the sequence suffix only."""
+    s = ZooKeeperStore()
+    s.create(ha.LATCH, make_parents=True)
+    s.create(ha.LATCH + "/zz-", sequential=True)
+    s.create(ha.LATCH + "/aa-", sequential=True)
+    assert ha.latch_leader(s) == ha.LATCH + "/zz-0000000000"
+    assert ha.token_of(ha.LATCH + "/aa-0000000041") == 42
+    assert ha.latch_leader(ZooKeeperStore()) is None  # no latch path at all
+
+
+def test_the_checkpoint_id_counter_lives_in_the_store_unless_the_seam_is_on():
+    assert ha.checkpoint_id_counter_in_store() is True
+    with seams.active(("checkpoint-counter-in-memory",)):
+        assert ha.checkpoint_id_counter_in_store() is False
