@@ -266,3 +266,18 @@ def test_variant_pre_credit_stall_holds_up_another_gates_channel():
     assert "network_stall_confined_to_gate" in _violations(bad)
     other = next(ch for ch in range(len(net.queues)) if net.gate_of[ch] != net.gate_of[x] and net.unsent(ch))
     assert "not read" in bad.why_not_enabled(SendBuffer(other))
+
+
+def test_the_viewer_shows_buffers_credit_and_backlog_per_remote_channel_in_network_mode_only():
+    from properties.timeline import snapshot  # the viewer's state panel (properties/timeline.py)
+
+    c = _cluster("network-credit-aligned")
+    a = _channel_of(c, 0)
+    c.step(SourceEmit(c.source_tasks[0].id))
+    c.step(SendBuffer(a))
+    shown = snapshot(_Run(c))["channels"][f"ch{a}"]["network"]
+    assert shown["arrived"] == 1 and shown["credit"] == 0 and shown["unannounced"] == 1
+    assert shown["held"] == EXCLUSIVE and shown["floating"] == 1 and shown["gate_pool"] == 0
+    assert shown["backlog"] == 0 and shown["blocked_upstream"] is False
+    coarse = Cluster.from_scenario(small_scenario(variant("aligned-2pc")))
+    assert all("network" not in ch for ch in snapshot(_Run(coarse))["channels"].values())
