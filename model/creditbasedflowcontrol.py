@@ -159,6 +159,7 @@ class CreditBasedChannels(Channels):
         -> TaskManager id or None). Called at deployment and after a new slot allocation; a
         channel whose locality changes is one whose end was redeployed, reset already."""
         conns: dict = {}
+        staged = [d for d in self.staged if d is not None]
         for c in range(len(self.queues)):
             p, q = tm_of(self.producer_of[c]), tm_of(self.consumer_of[c])
             remote = not self.blocking[c] and p is not None and q is not None and p != q
@@ -168,8 +169,10 @@ class CreditBasedChannels(Channels):
                 self._release(c)
             self.remote[c] = remote
             self.conn_of[c] = conns.setdefault((p, q), len(conns)) if remote else -1
-        if len(self.staged) != len(conns):
-            self.staged = [None] * len(conns)
+        self.staged = [None] * len(conns)
+        for d in staged:  # a stopped connection stays stopped under its new index
+            if self.remote[d]:
+                self.staged[self.conn_of[d]] = d
 
     def _setup(self, c: int) -> None:
         """A new RemoteInputChannel: its exclusive buffers, announced as the initial credit of
@@ -211,9 +214,11 @@ class CreditBasedChannels(Channels):
     # -- the flag the pre-credit seam switches ---------------------------------------------------
     @property
     def is_credit_based(self) -> bool:
-        """``NettyShuffleEnvironmentConfiguration.isCreditBased`` (Flink 1.5 to 1.10): the
-        credit-based stack (``CreditBasedPartitionRequestClientHandler``) rather than the
-        pre-credit one (``PartitionRequestClientHandler``). Always true since Flink 1.11."""
+        """``NettyShuffleEnvironmentConfiguration.isCreditBased``: the credit-based stack
+        (``CreditBasedPartitionRequestClientHandler``) rather than the pre-credit one
+        (``PartitionRequestClientHandler``). Flink 1.5 added the credit-based stack beside the
+        old one (``taskmanager.network.credit-model``, default true); later versions have only
+        the credit-based one."""
         return True
 
     @property
