@@ -281,3 +281,20 @@ def test_the_viewer_shows_buffers_credit_and_backlog_per_remote_channel_in_netwo
     assert shown["backlog"] == 0 and shown["blocked_upstream"] is False
     coarse = Cluster.from_scenario(small_scenario(variant("aligned-2pc")))
     assert all("network" not in ch for ch in snapshot(_Run(coarse))["channels"].values())
+
+
+def test_a_new_placement_keeps_a_stopped_connection_stopped_and_makes_a_local_channel_coarse():
+    c = _cluster("network-pre-credit", floating_buffers_per_gate=0)
+    net = c.net
+    a, b = _channel_of(c, 0), _channel_of(c, 1)
+    src = c.source_tasks[1].id
+    for act in (SourceEmit(src), SendBuffer(b), SourceEnd(src), SendBuffer(b)):
+        c.step(act)
+    assert net.staged == [b]
+    agg = c.tasks[net.consumer_of[a]].id
+    # a placement where source 0 shares the keyed count's TaskManager: channel a turns local
+    # (its buffers go back), b's connection keeps its stop under its new index
+    net.place(lambda s: "tm1" if s in (agg, c.source_tasks[0].id) else "tm0")
+    assert not net.remote[a] and net.remote[b] and net.exclusive[a] == 0 and net.pool == [0]
+    assert net.staged == [b] and net.conn_of[b] == 0
+    assert _violations(c) == []
