@@ -30,7 +30,9 @@ a checkpoint id is never handed out twice: ``CheckpointIDCounter.getAndIncrement
 through the HA services across JobManager failovers, whose restarted tasks are new attempts
 anyway); a source that induces its own checkpoints (``ExternallyInducedSourceReader``:
 ``SourceOperatorStreamTask`` holds a trigger until the source asks for it); the trigger RPC
-failing at the TaskExecutor (an attempt that is gone: the message dies with the attempt).
+failing at the TaskExecutor (an attempt that is gone: the message dies with the attempt); the
+bound on remembered aborts (``maxRecordAbortedCheckpoints``: the model's runs never abort
+that many checkpoints).
 
 Deliberate differences: there are no network buffers (a channel holds elements, its
 capacity counts elements); a task whose output channels are full does not start processing
