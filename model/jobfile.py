@@ -13,7 +13,9 @@ Besides the StreamGraph, a job spec file may hold three optional tables:
   as many TaskManagers as the job needs, as an active resource manager starts them).
 * ``[environment]`` -- what the world around the job may do in a run (:data:`ENVIRONMENT_KEYS`,
   ``model.environment``): how many failures (task failure, TaskManager loss, JobManager
-  failover) a run may inject. Not a Flink option: the search's fault budget.
+  failover) a run may inject, and whether the CheckpointCoordinator's trigger RPCs reach the
+  sources at once or in any order. Not Flink options: the search's fault budget and its
+  environment.
 * ``[input]`` -- the records the sources read (:data:`INPUT_KEYS`): ``records`` per source
   subtask, the ``keys`` they carry, their ``out_of_orderness`` (how far an event time may lag
   the largest one before it in its split) and the ``seed`` that draws them. A key left out is
@@ -35,7 +37,7 @@ from typing import Any
 import attrs
 
 from model.cluster import CHECKPOINTING_MODES, JobInput, RuntimeConfig
-from model.environment import Environment
+from model.environment import TRIGGER_DELIVERY, Environment
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.inputfiles import INT_MAX, INT_MIN, InputError, read_json_or_toml, short
 from model.streamgraph import MAX_NAME, StreamGraph, check_execution_size, stream_graph_from_dict
@@ -65,6 +67,9 @@ RUNTIME_KEYS = {
 ENVIRONMENT_KEYS = {
     "max_failures": ("failures (task failure, TaskManager loss, JobManager failover) a run may inject; "
                      "0 = failure-free runs (not a Flink option: the search's fault budget)", "2"),
+    "trigger_delivery": ("how the CheckpointCoordinator's trigger RPCs reach the sources: `at_once` (in the "
+                         "step that triggers the checkpoint) or `any_order` (in any order, also after the "
+                         "checkpoint was aborted)", "at_once"),
 }
 #: [input] key -> (meaning, default)
 INPUT_KEYS = {
@@ -132,8 +137,12 @@ def _table(data: dict, table: str, known: dict) -> dict:
 def environment(data: dict) -> Environment:
     """The Environment of a job file's [environment] table (``data`` is the whole file)."""
     d = _table(data, "environment", ENVIRONMENT_KEYS)
+    delivery = d.get("trigger_delivery", "at_once")
+    if delivery not in TRIGGER_DELIVERY:
+        raise InvalidJobSpec("[environment] trigger_delivery",
+                             f"must be one of {', '.join(TRIGGER_DELIVERY)}, not {short(delivery)}")
     return Environment(max_failures=_int("environment", "max_failures", d.get("max_failures", DEFAULT_MAX_FAILURES),
-                                         0, MAX_FAILURES))
+                                         0, MAX_FAILURES), trigger_delivery=delivery)
 
 
 def runtime_config(data: dict, graph: StreamGraph) -> RuntimeConfig:

@@ -68,8 +68,8 @@ def test_without_tables_the_runtime_takes_flinks_defaults(tmp_path):
             c.failover_strategy) == ("exactly_once", False, None, 1, "region")
     # taskmanager.numberOfTaskSlots = 1, and as many TaskManagers as the job's 1 slot needs
     assert (c.slots_per_task_manager, c.task_managers) == (1, 1)
-    # the search's fault budget when [environment] names none
-    assert job.environment.max_failures == 2
+    # the search's fault budget when [environment] names none, triggers reaching the sources at once
+    assert job.environment.max_failures == 2 and job.environment.trigger_delivery == "at_once"
 
 
 def test_runtime_table_sets_the_configuration(tmp_path):
@@ -83,10 +83,12 @@ task_managers = 3
 slots_per_task_manager = 2
 [environment]
 max_failures = 0
+trigger_delivery = "any_order"
 """
     job = load_job_file(write(tmp_path, text))
     c = job.config
     assert c.barrier_mode == "alternating" and c.aligned_checkpoint_timeout == 4
+    assert job.environment.trigger_delivery == "any_order"
     assert (c.max_concurrent_checkpoints, c.failover_strategy, job.environment.max_failures, c.task_managers,
             c.slots_per_task_manager) == (2, "full", 0, 3, 2)
 
@@ -100,6 +102,7 @@ max_failures = 0
     ("[runtime]\nmax_failures = 1", "[runtime] max_failures: belongs in [environment], not in [runtime]"),
     ("[environment]\nunaligned = true", "[environment] unaligned: belongs in [runtime], not in [environment]"),
     ("[environment]\nmax_checkpoints = 1", "[environment]: unknown key 'max_checkpoints'"),
+    ('[environment]\ntrigger_delivery = "late"', "[environment] trigger_delivery: must be one of at_once, any_order"),
     ("[runtime]\nmax_concurrent_checkpoints = 0", "[runtime] max_concurrent_checkpoints: must be an integer"),
     ('[runtime]\nfailover_strategy = "restart-all"', "[runtime] failover_strategy: must be 'region' or 'full'"),
     ("[runtime]\nunaligned = 1", "[runtime] unaligned: must be a boolean"),
