@@ -32,7 +32,8 @@ counts the steps taken; a barrier's timestamp is the step at which the Checkpoin
 triggered it, and the aligned checkpoint timeout is measured in steps.
 
 Deliberate differences from Flink: the trigger RPC reaches every running source at once
-(one step); a finished task acknowledges a checkpoint immediately with its final state
+(one step), unless ``Environment.trigger_delivery`` is "any_order" (then each is a message to
+its task, ``StreamTask.triggers``, delivered by ``DeliverCheckpointTrigger``); a finished task acknowledges a checkpoint immediately with its final state
 (FLIP-147 without the "finished on restore" bookkeeping); the coordinator's periodic
 scheduler is replaced by the ``TriggerCheckpoint`` action, which an engine chooses; once
 every task finished, a final checkpoint lets two-phase-commit sinks commit (FLIP-147's
