@@ -11,6 +11,7 @@ later checkpoint).
 from __future__ import annotations
 
 from model.creditbasedflowcontrol import EXCLUSIVE, FLOATING, UNBACKED, is_event
+from spec.coverage import goal
 from spec.invariant import Violation, invariant
 
 
@@ -126,3 +127,39 @@ def network_stall_confined_to_gate(run) -> Violation | None:
                                  message=f"connection {k} stopped for channel {d} (gate {g}) holds up channel {c} "
                                          f"of gate {net.gate_of[c]}")
     return None
+
+
+# -- coverage goals: the search reaches the network stack's mechanisms ------------------------------
+
+def _network(scenario) -> bool:
+    """The scenario runs in network mode (``RuntimeConfig.buffers_per_channel``)."""
+    return scenario.config.buffers_per_channel is not None
+
+
+@goal("sender_out_of_credit", "CreditBasedSequenceNumberingViewReader (no credit for the next data buffer)",
+      "A remote channel's sender had a data buffer to send and no credit for it: credit held it back.",
+      applies=_network, floor=5)
+def sender_out_of_credit(run, new_events) -> bool:
+    net = run.cluster.net
+    if not net.network:
+        return False
+    return any(net.remote[c] and (net.sender_refusal(c) or "").endswith("no credit for its next data buffer")
+               for c in range(len(net.queues)))
+
+
+@goal("floating_buffers_exhausted", "BufferManager.requestFloatingBuffers (a buffer listener of the LocalBufferPool)",
+      "A remote channel asked its gate for floating buffers when the gate's pool was empty and registered as a "
+      "buffer listener.", applies=_network, floor=5)
+def floating_buffers_exhausted(run, new_events) -> bool:
+    net = run.cluster.net
+    return net.network and any(net.listeners)
+
+
+@goal("subpartition_blocked_with_data", "PipelinedSubpartition.isBlocked (an aligned barrier blocks upstream)",
+      "A remote channel's subpartition held unsent buffers while an aligned barrier it had sent blocked it.",
+      applies=lambda s: _network(s) and s.config.barrier_mode in ("aligned", "alternating"), floor=5)
+def subpartition_blocked_with_data(run, new_events) -> bool:
+    net = run.cluster.net
+    if not net.network:
+        return False
+    return any(net.remote[c] and net.unsent(c) and net.sender_blocked(c) for c in range(len(net.queues)))
