@@ -417,7 +417,12 @@ class CreditBasedChannels(Channels):
                 "unannounced": self.unannounced[c], "backlog": self.backlog(c),
                 "exclusive": self.exclusive[c], "floating": self.floating[c],
                 "held": "".join(self.held[c]), "gate_pool": self.pool[self.gate_of[c]],
-                "blocked_upstream": self.sender_blocked(c)}
+                "blocked_upstream": self.sender_blocked(c), "connection": self._connection_text(c)}
+
+    def _connection_text(self, c: int) -> str:
+        k = self.conn_of[c]
+        d = self.staged[k]
+        return f"{k}" if d is None else f"{k}, not read: a buffer of channel {d} waits for a free buffer"
 
 
 # -- known-unsafe changes (model.seams) ----------------------------------------------------------
