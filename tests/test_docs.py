@@ -246,7 +246,16 @@ def test_the_documented_commands_leave_a_fresh_clone_as_it_was(tmp_path):
     assert (tmp_path / "tmp" / "cx.html").is_file() and (tmp_path / "tmp" / "report.html").is_file()
 
 
-@pytest.mark.parametrize("cmd", sorted(c for c, d in DECLARED.items() if d[0] == "small"))
+def _small_argument_commands() -> list:
+    """The long commands, on their small arguments; ``bench spark`` only in the slow run: it
+    starts two Spark sessions of its own whatever the runs (about 40 s of session start-up;
+    the default run's Spark tests start theirs once, and test_spark_replay.py's
+    ``test_bench_spark_same_fingerprint_three_ways`` holds the bench to its figures)."""
+    return [pytest.param(c, marks=pytest.mark.slow) if " bench spark" in c else c
+            for c in sorted(c for c, d in DECLARED.items() if d[0] == "small")]
+
+
+@pytest.mark.parametrize("cmd", _small_argument_commands())
 def test_long_documented_commands_on_small_arguments(cmd, tmp_path, monkeypatch):
     assert _run(_with(_argv(cmd), DECLARED[cmd][2]), tmp_path, monkeypatch) == DECLARED[cmd][1]
 
