@@ -196,3 +196,22 @@ class RecordingTask:
 
     def register_timer(self, checkpoint_id, deadline):
         self.log.append(("timer", checkpoint_id, deadline))
+
+
+def safe_twin(scenario):
+    """``scenario`` with none of its seams switched on: the safe twin of an unsafe variant's run."""
+    import attrs  # (attrs is only needed by the twin helpers)
+
+    return attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
+
+
+def assert_safe_twin_takes_the_same_actions(scenario, actions) -> None:
+    """Each of ``actions`` is enabled in the safe twin in turn and violates nothing, and the
+    drained run passes: what the unsafe run broke is its seams' doing."""
+    from properties.engines import Run  # tests/ helper: the engines only where a test judges a run
+
+    run = Run(safe_twin(scenario))
+    for a in actions:
+        assert run.cluster.why_not_enabled(a) is None, a
+        assert run.step(a) is None
+    assert run.finish() is None

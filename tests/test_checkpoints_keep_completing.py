@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import attrs
-
 from model.actions import KINDS, CheckpointTimeout, FailTask, TriggerCheckpoint
 from model.variants import generate, variant
 from properties.engines import Run, random_walk, replay, shrink
+from scenario_util import safe_twin
 from spec.checkpoint import checkpoints_keep_completing, last_disturbance
 
 
@@ -31,7 +30,7 @@ def test_variant_unchecked_cancellation_id_is_caught_and_the_safe_twin_survives_
     v, _ = replay(scenario, actions, finish=True)
     assert v is not None and v.invariant == "checkpoints_keep_completing"
     assert "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER" in v.message
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
+    safe = safe_twin(scenario)
     # the safe twin takes the same actions (the deliveries of the markers and declines only the
     # knob produced are not enabled there and are skipped) and every checkpoint completes
     run, skipped = Run(safe), 0

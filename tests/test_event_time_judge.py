@@ -13,6 +13,7 @@ from model.environment import Environment
 from model.streamgraph import StreamGraphBuilder
 from model.variants import VARIANTS, Scenario, generate, variant
 from properties.engines import Run, offered_kinds, random_walk, replay, replay_lenient, shrink
+from scenario_util import safe_twin
 from spec.declarative import event_time_judged, input_disordered, window_result_problems
 
 
@@ -221,7 +222,7 @@ def test_variant_window_lateness_ignored_is_caught_and_the_safe_twin_survives_th
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and "its window still accepts it" in v.message
     assert any(type(a).__name__ == "SourceIdle" for a in actions)
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
+    safe = safe_twin(scenario)
     v_safe, run = replay_lenient(safe, actions)
     assert v_safe is None and run.timing_dependent
 

@@ -3,11 +3,10 @@ unsafe variant they catch."""
 
 from __future__ import annotations
 
-import attrs
-
 from model.variants import generate, small_scenario, variant
 from properties.engines import random_walk, replay, replay_lenient
 from properties.explore import Limits, explore
+from scenario_util import safe_twin
 
 
 def test_the_source_may_be_rescaled_on_restore():
@@ -32,7 +31,7 @@ def test_variant_operator_state_by_index_loses_splits_and_round_robin_survives_t
     v, _ = replay(scenario, actions)
     assert v is not None and v.invariant == "exactly_once" and "missing" in v.message
     assert any(type(a).__name__ == "RestartFromSavepoint" and "'source'" in repr(a) for a in actions)
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
+    safe = safe_twin(scenario)
     # after the restore the safe twin still has the splits to read, so a SourceEnd of the
     # unsafe run is not enabled there: the same actions where enabled, then drained
     v_safe, run = replay_lenient(safe, actions)

@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import attrs
-
 from model.variants import generate, variant
 from properties.engines import Run, random_walk, replay, shrink
+from scenario_util import assert_safe_twin_takes_the_same_actions
 
 
 def _found():
@@ -27,12 +26,7 @@ def test_variant_unchecked_barrier_order_is_caught_and_the_safe_twin_survives_th
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and v.invariant == "snapshots_in_checkpoint_order"
     assert "took a snapshot of checkpoint" in v.message
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
-    run = Run(safe)
-    for a in actions:
-        assert run.cluster.why_not_enabled(a) is None, a
-        assert run.step(a) is None
-    assert run.finish() is None
+    assert_safe_twin_takes_the_same_actions(scenario, actions)
 
 
 def test_safe_runs_acknowledge_in_increasing_order():
@@ -104,12 +98,7 @@ def test_variant_unchecked_trigger_order_is_caught_and_the_safe_twin_survives_th
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and v.invariant == "snapshots_in_checkpoint_order"
     assert any(type(a).__name__ == "DeliverCheckpointTrigger" for a in actions)
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
-    run = Run(safe)
-    for a in actions:
-        assert run.cluster.why_not_enabled(a) is None, a
-        assert run.step(a) is None
-    assert run.finish() is None
+    assert_safe_twin_takes_the_same_actions(scenario, actions)
 
 
 def test_late_trigger_goals_meet_their_floors_on_the_quick_profile():

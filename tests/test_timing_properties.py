@@ -3,13 +3,13 @@ nor never), and the unsafe variants each one catches survive as their safe twins
 
 from __future__ import annotations
 
-import attrs
 import pytest
 
 from model.cluster import RuntimeConfig
 from model.errors import FlinkspecError
 from model.variants import generate, variant
 from properties.engines import Run, random_walk, replay, shrink
+from scenario_util import assert_safe_twin_takes_the_same_actions
 from spec.checkpoint import aligned_checkpoint_timeout_honoured
 
 INV = "aligned_checkpoint_timeout_honoured"
@@ -34,12 +34,7 @@ def test_variant_alignment_timer_is_caught_and_the_safe_timer_survives_the_same_
     actions = shrink(scenario, list(r.actions), INV)
     v, _ = replay(scenario, actions, finish=False)
     assert v is not None and v.invariant == INV and words in v.message
-    safe = attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
-    run = Run(safe)
-    for a in actions:
-        assert run.cluster.why_not_enabled(a) is None, a
-        assert run.step(a) is None
-    assert run.finish() is None
+    assert_safe_twin_takes_the_same_actions(scenario, actions)
 
 
 def test_an_early_switch_to_unaligned_is_named_as_such():
