@@ -116,6 +116,10 @@ def test_a_slot_offered_under_a_new_allocation_replaces_the_pools_older_one():
     assert jm.on_offer(cp, rpc.OfferSlots(1, 0, JM, ((0, a(8)),))) == {0, 1}
     assert jm.pool == {a(6): (2, 0, 0), a(8): (1, 0, 0)}
     assert jm.group_slot == {1: a(6)} and a(5) not in jm.deployed
+    # two slots offered anew in one offer: the subtasks of both replaced allocations fail
+    jm.pool = {a(5): (1, 0, 0), a(6): (1, 0, 1)}
+    jm.deployed = {a(5): ((0, 10),), a(6): ((2, 12),)}
+    assert jm.on_offer(cp, rpc.OfferSlots(1, 0, JM, ((0, a(10)), (1, a(11))))) == {0, 2}
     # a new incarnation connects (its count starts at 0)
     jm.missed[2] = 3
     jm.on_offer(cp, rpc.OfferSlots(2, 1, JM, ()))
@@ -179,7 +183,7 @@ def test_a_free_slot_is_released_after_the_idle_timeout_while_the_pool_holds_mor
     cp, jm = control_plane(), job(groups=((0,),), attempts=(10,))
     jm.pool = {a(5): (1, 0, 0), a(6): (2, 0, 3), a(7): (2, 0, 4)}
     jm.group_slot = {0: a(7)}
-    jm.deployed = {a(5): ((0, 9),)}
+    jm.deployed = {a(5): ((0, 9),), a(6): ((1, 3),)}  # (1, 3) confirmed by a report already
     jm.unconfirmed = {(0, 9): 0}
     jm.idle = {a(5): 0, a(6): 0}
     assert jm.release_idle_slots(cp, 2) == []
