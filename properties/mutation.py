@@ -380,8 +380,9 @@ class Result:
 
     @property
     def properties_blind(self) -> bool:
-        """The unit judge killed it, the quick check of the covering suites did not."""
-        return self.outcome == "killed" and self.quick is not None and self.quick.outcome != "killed"
+        """The unit judge killed it, the quick check of the covering suites did not (a mutant the
+        quick judge did not run, its budget spent, is not known to be either)."""
+        return self.outcome == "killed" and self.quick is not None and self.quick.outcome not in ("killed", "not_run")
 
     def to_json(self, *, with_diff: bool) -> dict:
         m = self.mutant

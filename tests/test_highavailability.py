@@ -204,3 +204,24 @@ def test_the_checkpoint_id_counter_lives_in_the_store_unless_the_seam_is_on():
     assert ha.checkpoint_id_counter_in_store() is True
     with seams.active(("checkpoint-counter-in-memory",)):
         assert ha.checkpoint_id_counter_in_store() is False
+
+
+def test_an_ephemeral_node_needs_a_live_session():
+    """Without a session (0: persistent nodes only) an ephemeral create fails, even while
+    other sessions live."""
+    s = ZooKeeperStore()
+    assert s.open_session() == 1
+    with pytest.raises(SessionExpired):
+        s.create("/e", ephemeral=True)
+    assert not s.exists("/e")
+
+
+def test_the_leader_is_the_lowest_whole_sequence_number():
+    """After a million contenders the suffixes still sort by the whole number."""
+    s = ZooKeeperStore()
+    s.create(ha.LATCH, make_parents=True)
+    s.nodes[ha.LATCH].seq = 999_999
+    first = s.create(ha.LATCH + "/latch-", sequential=True)
+    s.create(ha.LATCH + "/latch-", sequential=True)
+    assert first == ha.LATCH + "/latch-0000999999"
+    assert ha.latch_leader(s) == first
