@@ -25,6 +25,16 @@ Leaves out: resource profiles and fine-grained resources (a requirement is a num
 equal slots), requesting new workers from a resource provider (TaskExecutors are restarted
 by the environment, ``StartTaskExecutor``), slot request timeouts (a lost answer is repaired
 by reconciliation), redundant TaskManagers, and blocklists.
+
+Where the model deliberately differs: a PENDING slot that a heartbeat's ``SlotReport`` shows
+free becomes FREE at once (and the rule may request it again). Flink's
+``DefaultSlotStatusSyncer.reportSlotStatus`` keeps a PENDING slot as it is ("we might wait for
+the next slot report or the acknowledgement of the allocation request") and frees it when the
+``requestSlot`` RPC fails or times out (``taskManagerRequestTimeout``). The model has no RPC
+timeout, so the report stands in for it: without it a lost ``RequestSlot`` would leave the slot
+PENDING for ever. A second request for a slot whose first is still in flight ends as Flink's
+race does: the TaskExecutor answers the later one with ``SlotOccupiedException`` and the slot
+becomes its holder's.
 """
 
 from __future__ import annotations
