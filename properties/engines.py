@@ -11,8 +11,9 @@
   action list by delta debugging (ddmin) while it keeps the same violated invariant.
 
 Everything is deterministic from (variant, seed, swarm, max_steps): the walk's random
-choices come from ``random.Random(f"walk:{variant}:{seed}")`` and the scenario from
-``model.variants.generate``.
+choices come from ``random.Random(f"walk:{variant}:{seed}")``, each optional kind's swarm
+draw from a stream of its own (:func:`swarm_kinds`: a kind added to the registry shifts no
+other draw), and the scenario from ``model.variants.generate``.
 """
 
 from __future__ import annotations
@@ -342,10 +343,18 @@ def trace_hash(actions: Iterable) -> str:
     return h.hexdigest()[:16]
 
 
-def swarm_kinds(rng: random.Random, swarm: bool) -> tuple:
+#: the chance that swarm testing switches an optional action kind on for a run
+SWARM_ON = 0.7
+
+
+def swarm_kinds(variant: str, seed: int, swarm: bool) -> tuple:
+    """The optional kinds a walk of ``variant`` for ``seed`` may take: every one without swarm
+    testing; with it, each kind is on with probability :data:`SWARM_ON`, drawn from a stream of
+    its own (``random.Random(f"swarm:{variant}:{seed}:{kind}")``), so adding, removing or
+    renaming one kind changes no other kind's draw and none of the walk's choices."""
     if not swarm:
         return SWARM_KINDS
-    return tuple(k for k in SWARM_KINDS if rng.random() < 0.7)
+    return tuple(k for k in SWARM_KINDS if random.Random(f"swarm:{variant}:{seed}:{k}").random() < SWARM_ON)
 
 
 def random_walk(variant: str | Variant, seed: int, *, swarm: bool = True, max_steps: int | None = None) -> RunResult:
@@ -355,7 +364,7 @@ def random_walk(variant: str | Variant, seed: int, *, swarm: bool = True, max_st
     scenario = generate(v, seed)
     rng = random.Random(f"walk:{v.name}:{seed}")
     run = Run(scenario)
-    kinds = (set(CORE_KINDS) | set(swarm_kinds(rng, swarm))) & run.offered
+    kinds = (set(CORE_KINDS) | set(swarm_kinds(v.name, seed, swarm))) & run.offered
     c = run.cluster
     budget = v.max_steps if max_steps is None else max_steps
     violation = run.violation
