@@ -168,14 +168,14 @@ def test_a_focused_page_shows_what_the_machine_observed_at_each_operation(page, 
 def _long_counterexample(tmp_path: Path) -> Path:
     """A genuine counterexample of more than 200 steps: the first walk of an unsafe variant that
     violates its invariant after step 199, stored unshrunk."""
-    v = variant("FLINK-17075")
+    v = variant("cp-no-slot-reconciliation")
     for seed in range(80):
         r = random_walk(v, seed, max_steps=600)
         if r.verdict == "violation" and r.violation["step"] >= 199:
             vio = Violation.from_dict(r.violation)
             return write_counterexample(tmp_path, variant=v.name, expected=v.expected, engine="random_walk", seed=seed,
                                         scenario=generate(v, seed), actions=r.actions[: vio.step + 1], violation=vio)
-    raise AssertionError("no walk of FLINK-17075 violates after step 199 (seeds 0-79)")
+    raise AssertionError(f"no walk of {v.name} violates after step 199 (seeds 0-79)")
 
 
 def test_a_200_step_trace_loads_in_under_2_seconds(page, tmp_path):
