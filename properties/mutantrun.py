@@ -6,7 +6,10 @@ How a failure is told apart (``run_tests``): a test whose exception is an ``Asse
 (an ``assert``, ``pytest.raises`` not raising, ``pytest.fail``, or a named invariant violation:
 ``properties.machines.ViolationFound`` is one) is a *kill*; any other exception escaping the
 model (``TypeError``, ``AttributeError``, ``RecursionError``, ...) or a test module that no
-longer imports or collects is a *crash*, reported with the exception's type and the test.
+longer imports or collects is a *crash*, reported with the exception's type and the test. Where a
+crash was raised is recorded too (``raised_at``: the innermost traceback frame in the mutated
+module's file, its line and function): ``properties/mutation.py`` judges a crash raised on the
+mutant's own lines *incompetent* (the mutated line could not run), any other a crash.
 
 Two ways to put a mutant in place, both used by ``properties/mutation.py``:
 
@@ -114,6 +117,38 @@ def swap_code(fullname: str, qualname: str, source: str) -> None:
     fn.__code__ = new  # ValueError if the free variables differ
 
 
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions of a group (Hypothesis reporting several), recursively; else ``[exc]``."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for e in exc.exceptions for leaf in _leaves(e)]
+    return [exc]
+
+
+def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
+    """Where in the file ``path`` (the mutated module) ``exc`` was raised: the innermost frame of
+    its traceback whose code comes from that file, as ``{"line": N, "function": qualified name,
+    "message": the exception's text, shortened}``; None when no frame is in that file (the
+    exception was raised elsewhere without the module on the stack) or there is no exception.
+    A group answers only when every one of its exceptions was raised at the same place."""
+    if exc is None or not path:
+        return None
+    target = os.path.realpath(path)
+    places = []
+    for leaf in _leaves(exc):
+        where, tb = None, leaf.__traceback__
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename == path or os.path.realpath(code.co_filename) == target:
+                where = {"line": tb.tb_lineno, "function": code.co_qualname}
+            tb = tb.tb_next
+        if where is None:
+            return None
+        places.append(dict(where, message=f"{type(leaf).__name__}: {leaf}"[:200]))
+    if not places or any((p["line"], p["function"]) != (places[0]["line"], places[0]["function"]) for p in places):
+        return None
+    return places[0]
+
+
 def _is_assertion(exc: BaseException | None) -> bool:
     """A failing assertion: ``AssertionError`` (``ViolationFound`` is one), pytest's own
     ``Failed`` (``pytest.fail``, ``pytest.raises`` that did not raise), or a group of
@@ -126,13 +161,16 @@ def _is_assertion(exc: BaseException | None) -> bool:
 
 
 class _Recorder:
-    """pytest plugin: the first failing test (its node id), its exception's type and whether it
-    is an assertion, and how many tests ran."""
+    """pytest plugin: the first failing test (its node id), its exception's type, whether it
+    is an assertion and where in the mutated module (``module_file``) it was raised, and how many
+    tests ran."""
 
-    def __init__(self):
+    def __init__(self, module_file: str | None = None):
+        self.module_file = module_file
         self.failed: str | None = None
         self.exception: str | None = None
         self.assertion = False
+        self.raised_at: dict | None = None
         self.ran = 0
 
     def _first(self, nodeid: str, exc: BaseException | None, what: str | None = None) -> None:
@@ -140,6 +178,7 @@ class _Recorder:
             self.failed = nodeid
             self.exception = what or (type(exc).__name__ if exc is not None else None)
             self.assertion = _is_assertion(exc)
+            self.raised_at = None if self.assertion else raised_at(exc, self.module_file)
 
     def pytest_exception_interact(self, node, call, report):
         # pytest calls it after the failed report was logged: it names the exception
@@ -158,15 +197,17 @@ class _Recorder:
             self._first(report.nodeid, None)
 
 
-def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True) -> int:
+def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True,
+              module_file: str | None = None) -> int:
     """Run ``nodeids`` with pytest, stopping at the first failure; write ``{"failed": nodeid or
-    null, "exception": its type's name, "ran": N}`` to ``result_path``; return :data:`KILLED`
+    null, "exception": its type's name, "raised_at": where in ``module_file`` (the mutated
+    module) a crash was raised (see :func:`raised_at`), "ran": N}`` to ``result_path``; return :data:`KILLED`
     when a test failed on an assertion, :data:`CRASHED` when one failed on another exception
     or a test module did not collect, :data:`SURVIVED` when all passed (:data:`ERROR` when
     pytest could not run them)."""
     import pytest  # here, not at the top: a fresh interpreter must install the hook before pytest loads conftest
 
-    rec = _Recorder()
+    rec = _Recorder(module_file)
     # a suite run inside a test re-raises a crash of the model instead of recording it as the
     # suite's error, so that the test fails with the crash and not with an assertion on the result
     os.environ[RAISE_MODEL_CRASHES] = "1"
@@ -184,22 +225,28 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
         outcome = SURVIVED if rc == 0 else (CRASHED if rc == 1 else ERROR)
     if result_path:
         with open(result_path, "w") as f:
-            json.dump({"failed": rec.failed, "exception": rec.exception, "ran": rec.ran, "pytest_rc": int(rc)}, f)
+            json.dump({"failed": rec.failed, "exception": rec.exception, "raised_at": rec.raised_at, "ran": rec.ran,
+                       "pytest_rc": int(rc)}, f)
     return outcome
 
 
-def run_suites(names: list[str], result_path: str | None, *, runs: int | None, base_seed: int) -> int:
+def run_suites(names: list[str], result_path: str | None, *, runs: int | None, base_seed: int,
+               module_file: str | None = None) -> int:
     """The quick judge: run the check suites ``names`` (``flinkspec check --profile quick``, at
     most ``runs`` random walks per safe cluster suite, seeds from ``base_seed``, nothing shrunk or
     written), stopping at the first one not as expected; write ``{"failed": suite, "exception":
-    the invariant or exception, "ran": N}``. :data:`KILLED` when a suite judged an invariant
-    violated (a safe suite's violation, or an unsafe suite no longer finding its expected one
-    only), :data:`CRASHED` when the model raised (the suite's error), else :data:`SURVIVED`."""
+    the invariant or exception, "raised_at": where in ``module_file`` a crash was raised, "ran":
+    N}``. :data:`KILLED` when a suite judged an invariant violated (a safe suite's violation, or
+    an unsafe suite no longer finding its expected one only), :data:`CRASHED` when the model
+    raised (the suite's error), else :data:`SURVIVED`."""
     from model.variants import VARIANTS  # lazy: in a fresh interpreter only after the hook is installed
     from properties.focused import FOCUSED  # lazy: as above
     from properties.suites import run_variant_suite  # lazy: as above
 
-    outcome, failed, what, ran = SURVIVED, None, None, 0
+    # a crash of the model escapes the suite (instead of being recorded as its error, a text),
+    # so that where it was raised is known
+    os.environ[RAISE_MODEL_CRASHES] = "1"
+    outcome, failed, what, ran, at = SURVIVED, None, None, 0, None
     for name in names:
         try:
             if name in VARIANTS:
@@ -209,7 +256,7 @@ def run_suites(names: list[str], result_path: str | None, *, runs: int | None, b
             else:
                 res = FOCUSED[name].run("quick", base_seed)
         except Exception as e:  # noqa: BLE001 - a crash escaping the suite is the mutant's crash
-            outcome, failed, what = CRASHED, name, type(e).__name__
+            outcome, failed, what, at = CRASHED, name, type(e).__name__, raised_at(e, module_file)
             break
         ran += 1
         if res.error:
@@ -223,7 +270,7 @@ def run_suites(names: list[str], result_path: str | None, *, runs: int | None, b
             break
     if result_path:
         with open(result_path, "w") as f:
-            json.dump({"failed": failed, "exception": what, "ran": ran}, f)
+            json.dump({"failed": failed, "exception": what, "raised_at": at, "ran": ran}, f)
     return outcome
 
 
@@ -239,9 +286,10 @@ def main(argv: list[str]) -> int:
     install_source(spec["module"], spec["path"], spec["source"])
     t0 = time.perf_counter()
     if spec.get("suites") is not None:
-        rc = run_suites(spec["suites"], spec["result"], runs=spec.get("runs"), base_seed=spec.get("seed", 0))
+        rc = run_suites(spec["suites"], spec["result"], runs=spec.get("runs"), base_seed=spec.get("seed", 0),
+                        module_file=spec["path"])
     else:
-        rc = run_tests(spec["tests"], spec["result"])
+        rc = run_tests(spec["tests"], spec["result"], module_file=spec["path"])
     if spec.get("result"):
         with open(spec["result"]) as f:
             res = json.load(f)

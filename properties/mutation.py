@@ -11,12 +11,12 @@
          ▼
     each mutant: the profile's tests that execute its lines (at most 30, round-robin over the
     profile's parts), stopping at the first failure, within a time limit
-    ─► killed (which test) / crashed (which test, which exception) / survived (the diff) / timeout
+    ─► killed (which test) / incompetent (raised on its own lines) / crashed (which test, which
+       exception, where) / survived (the diff) / timeout
          │
-         ▼  with ``judge="quick"``, a second, independent judge of every killed, crashed or
-    surviving mutant: the quick check (``flinkspec check --profile quick``) of the check suites
+         ▼  with ``judge="quick"``, a second, independent judge of every mutant that ran: the quick check (``flinkspec check --profile quick``) of the check suites
     that execute its lines (found by a baseline of every suite under coverage, one context per
-    suite), seeded ─► killed / crashed / survived by the properties alone
+    suite), seeded ─► killed / incompetent / crashed / survived by the properties alone
 
 **Generation.** mutmut's mutation operators (``mutmut.mutation.file_mutation.MutationVisitor``
 with ``mutmut.mutation.mutators.mutation_operators``: numbers +1, ``<``/``<=`` and the other
@@ -46,16 +46,27 @@ type and the test: the mutant was noticed, but by the Python runtime, not by a s
 Flink does. (A suite run inside a test re-raises a crash of the model instead of recording it, so
 that ``test_safe_variant_passes`` fails with the crash, not with an assertion on its result.)
 
+**Incompetent.** A crash raised by the mutated code itself -- the innermost traceback frame in
+the mutated module's file is in the mutated function, on one of the lines the mutant changed (a
+``d.pop(k, None)`` made ``d.pop(k)`` raising ``KeyError`` there, an argument made ``None`` that
+the same line adds to) -- is ``incompetent`` (mutation testing's "incompetent" or "run error"
+mutant): in the state the test reached, the mutated line could not run at all, so the mutant
+produced no behaviour for an assertion to judge. It is reported apart, with its exception and
+line, and left out of the scores like an equivalent mutant. A crash raised anywhere else (a
+``None`` the mutant stored that a later line or another function trips over) stays ``crashed``:
+the mutant ran and its behaviour went unjudged.
+
 **Score.** ``killed / (killed + crashed + survived + timeout)`` per module: crashes and timeouts
 count as not killed. ``score_with_crashes`` counts crashes as killed (the suite noticed the
 mutant, by a crash), ``score_with_timeouts`` counts timeouts as killed (a run that never ends is
-noticed, but could be a slow machine). Equivalent mutants are outside all three.
+noticed, but could be a slow machine). Equivalent and incompetent mutants are outside all three.
 
 **The quick judge** (``judge="quick"``) scores the same mutants a second time, by the property
 suites alone: ``quick`` per module is the same summary (killed, crashed, survived, timeout and
 the three scores) judged by the quick check of the covering suites, and every mutant the unit
 judge killed but the quick judge did not is listed as ``properties_blind`` (the properties do
-not see that bug; only a unit test does).
+not see that bug; only a unit test does; a mutant the quick judge found incompetent is not known
+to be either).
 """
 
 from __future__ import annotations
@@ -86,7 +97,7 @@ EQUIVALENTS_FILE = ROOT / "properties" / "mutants-equivalent.toml"
 TARGET_MODULES = ("checkpointcoordinator", "checkpointbarrierhandler", "watermarkstatus", "failover",
                   "stateassignment", "keygroups", "sinks")
 ID_RE = re.compile(r"^[a-z_][a-z0-9_]*:[0-9a-f]{10}(~[0-9]+)?$")
-OUTCOMES = ("killed", "crashed", "survived", "timeout", "equivalent", "not_run")
+OUTCOMES = ("killed", "incompetent", "crashed", "survived", "timeout", "equivalent", "not_run")
 #: the judges of a mutant: the module's kill profile (unit tests, focused suites, scenarios,
 #: cluster runs), and the quick check of the suites covering the module
 JUDGES = ("unit", "quick")
@@ -183,6 +194,23 @@ class Mutant:
     @property
     def lines(self) -> range:
         return range(self.stmt_line, self.end_line + 1)
+
+    def changed_lines(self, mutated_source: str) -> range:
+        """The lines the mutant changed, numbered as in its own (mutated) source: from its
+        statement's first line to the replacement's last."""
+        last = mutated_source[:self.start + len(self.replacement)].count("\n") + 1
+        return range(self.stmt_line, max(last, self.line) + 1)
+
+    def raised_itself(self, mutated_source: str, at: dict | None) -> bool:
+        """A crash raised at ``at`` (``{"line", "function"}``: the innermost traceback frame in
+        the mutated module's file) was raised by the mutated code itself: on a changed line, in
+        the mutated function (or a lambda or generator expression inside it)."""
+        if not at or at.get("line") not in self.changed_lines(mutated_source):
+            return False
+        if self.function is None:
+            return True
+        fn = at.get("function") or ""
+        return fn == self.function or fn.startswith(self.function + ".<locals>.")
 
 
 def module_path(module: str) -> Path:
@@ -376,13 +404,15 @@ class Result:
     tests: int = 0  # tests selected
     reason: str | None = None  # equivalent: the triage reason; survived: "no test executes it" etc.
     exception: str | None = None  # crashed: the exception's type (or "collection error", "signal N")
+    raised_at: dict | None = None  # crashed, incompetent: line, function and message of the raise
     quick: "Result | None" = None  # the quick judge's verdict on the same mutant
 
     @property
     def properties_blind(self) -> bool:
         """The unit judge killed it, the quick check of the covering suites did not (a mutant the
         quick judge did not run, its budget spent, is not known to be either)."""
-        return self.outcome == "killed" and self.quick is not None and self.quick.outcome not in ("killed", "not_run")
+        return self.outcome == "killed" and self.quick is not None and self.quick.outcome not in (
+            "killed", "not_run", "incompetent")
 
     def to_json(self, *, with_diff: bool) -> dict:
         m = self.mutant
@@ -395,9 +425,11 @@ class Result:
             d["exception"] = self.exception
         if self.reason:
             d["reason"] = self.reason
+        if self.raised_at:
+            d["raised_at"] = self.raised_at
         if self.quick is not None:
             q = {"outcome": self.quick.outcome, "seconds": round(self.quick.seconds, 2), "suites": self.quick.tests}
-            for k in ("killed_by", "exception", "reason"):
+            for k in ("killed_by", "exception", "reason", "raised_at"):
                 if getattr(self.quick, k):
                     q[k] = getattr(self.quick, k)
             d["quick"] = q
@@ -653,10 +685,12 @@ def _start(job: Job, tmp: str) -> _Running:
                 mutantrun.swap_code(f"model.{job.mutant.module}", job.mutant.function, job.source)
             except (ValueError, KeyError, AttributeError):
                 return SWAP_FAILED
+            path = str(module_path(job.mutant.module))
             if job.suites:
                 _quiet_fds()
-                return mutantrun.run_suites(list(job.tests), result_path, runs=job.runs, base_seed=job.seed)
-            return mutantrun.run_tests(list(job.tests), result_path)
+                return mutantrun.run_suites(list(job.tests), result_path, runs=job.runs, base_seed=job.seed,
+                                            module_file=path)
+            return mutantrun.run_tests(list(job.tests), result_path, module_file=path)
 
         return _Running(job, result_path, pid=_fork(child))
     spec_path = result_path + ".spec"
@@ -685,8 +719,11 @@ def _judge(job: Job, status: int | None, seconds: float, result_path: str) -> Re
         return Result(job.mutant, "killed", seconds, killed_by=info.get("failed") or "a failed run",
                       exception=info.get("exception") if job.suites else None, tests=n)
     if status == CRASHED:
-        return Result(job.mutant, "crashed", seconds, killed_by=info.get("failed"),
-                      exception=info.get("exception") or "an exception", tests=n)
+        at = info.get("raised_at")
+        # raised by the mutated line itself: the mutant could not run, it is incompetent (not judged)
+        outcome = "incompetent" if job.mutant.raised_itself(job.source, at) else "crashed"
+        return Result(job.mutant, outcome, seconds, killed_by=info.get("failed"),
+                      exception=info.get("exception") or "an exception", raised_at=at, tests=n)
     # a signal (segfault, out of memory), pytest unable to run, or the child's own failure
     what = f"signal {-status}" if status < 0 else f"exit {status}"
     return Result(job.mutant, "crashed", seconds, killed_by=info.get("failed"), exception=what, tests=n)
@@ -807,7 +844,8 @@ class ModuleReport:
 
 
 def scores(outcomes: list[str]) -> dict:
-    """Counts per outcome and the three scores (see the module docstring)."""
+    """Counts per outcome and the three scores (see the module docstring): equivalent and
+    incompetent mutants are outside them."""
     c = {o: sum(1 for x in outcomes if x == o) for o in OUTCOMES}
     judged = c["killed"] + c["crashed"] + c["survived"] + c["timeout"]
 
@@ -846,7 +884,7 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
                   note: Callable[[str], None], judge: str = "unit", quick_runs: int | None = None,
                   seed: int = 0) -> ModuleReport:
     """Generate, triage, run and judge the mutants of one module; with ``judge="quick"`` judge
-    every killed, crashed or surviving mutant a second time by the quick check of the suites
+    every mutant that ran (killed, incompetent, crashed, survived) a second time by the quick check of the suites
     that execute its lines (at most ``quick_runs`` random walks per cluster suite, seeds from
     ``seed``)."""
     t0 = time.monotonic()
@@ -881,7 +919,7 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
     if judge == "quick" and deadline is not None and time.monotonic() >= deadline:
         note(f"model/{module}.py: quick judge: --budget-s spent, not run")
         results = [attrs.evolve(r, quick=Result(r.mutant, "not_run", reason="--budget-s spent"))
-                   if r.outcome in ("killed", "crashed", "survived") else r for r in results]
+                   if r.outcome in ("killed", "incompetent", "crashed", "survived") else r for r in results]
         quick_suites = ()
     elif judge == "quick":
         t1 = time.monotonic()
@@ -894,7 +932,7 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
              + (f"; not as expected without a mutant, left out: {', '.join(qb.failing)}" if qb.failing else ""))
         qjobs, qknown = [], {}
         for r in results:
-            if r.outcome not in ("killed", "crashed", "survived"):
+            if r.outcome not in ("killed", "incompetent", "crashed", "survived"):
                 continue
             suites = qb.tests_for(r.mutant, 0)
             if not suites:

@@ -227,7 +227,7 @@ def _run_planted_suites(tmp_path, old: str, new: str, suites: list[str]) -> tupl
 
 @pytest.mark.slow
 def test_the_quick_judge_kills_by_an_invariant_and_tells_a_crash_apart(tmp_path):
-    """Three fresh interpreters running a suite (~20 s): slow; the scoring of its verdicts is in the
+    """Four fresh interpreters running a suite (~20 s): slow; the scoring of its verdicts is in the
     default run (test_the_judge_counts_only_assertions_as_kills_and_scores_crashes_apart)."""
     from properties import mutantrun
 
@@ -240,7 +240,138 @@ def test_the_quick_judge_kills_by_an_invariant_and_tells_a_crash_apart(tmp_path)
     code, res = _run_planted_suites(tmp_path, "SharedStateEntry(checkpoint_id, checkpoint_id)",
                                     "SharedStateEntry(None, checkpoint_id)", ["rocksdb-incremental"])
     assert code == mutantrun.CRASHED and res["exception"] == "TypeError", res
+    # ... raised in another function than the mutated constructor call: a crash, not incompetent
+    assert res["raised_at"]["function"] != "SharedStateRegistry.register_reference", res
+    assert _judge_planted_suite(tmp_path, code, "SharedStateEntry(checkpoint_id, checkpoint_id)",
+                                "SharedStateEntry(None, checkpoint_id)", "SharedStateRegistry.register_reference"
+                                ).outcome == "crashed"
+    # the mutated line itself raises: incompetent, with its line
+    code, res = _run_planted_suites(tmp_path, "        return e.last_used\n", "        return e.last_used + 'x'\n",
+                                    ["rocksdb-incremental"])
+    assert code == mutantrun.CRASHED and res["exception"] == "TypeError", res
+    judged = _judge_planted_suite(tmp_path, code, "        return e.last_used\n", "        return e.last_used + 'x'\n",
+                                  "SharedStateRegistry.last_use")
+    assert judged.outcome == "incompetent" and judged.raised_at["function"] == "SharedStateRegistry.last_use"
     # the unmutated registry: the suite is as expected
     code, res = _run_planted_suites(tmp_path, "        return e.last_used\n", "        return e.last_used\n",
                                     ["rocksdb-incremental"])
     assert code == mutantrun.SURVIVED and res["failed"] is None, res
+
+
+def _judge_planted_suite(tmp_path, code: int, old: str, new: str, function: str):
+    """The verdict ``flinkspec mutate`` gives the planted registry mutant (``old`` as ``new`` in
+    ``function``) whose quick-check run ended with ``code`` and wrote tmp_path/result.json."""
+    source = M.module_path("sharedstateregistry").read_text()
+    start = source.index(old)
+    line = source[:start].count("\n") + 1
+    m = M.Mutant(id="sharedstateregistry:0000000000", module="sharedstateregistry", index=1, operator="planted",
+                 line=line, end_line=line, stmt_line=line, function=function, start=start, end=start + len(old),
+                 replacement=new, diff="")
+    job = M.Job(m, m.source(source), ("rocksdb-incremental",), 60.0, suites=True)
+    return M._judge(job, code, 1.0, str(tmp_path / "result.json"))
+
+
+# -- incompetent mutants: a crash raised by the mutated line itself --------------------------------
+
+#: hand-planted mutants of ``_regions`` in model/failover.py, as (old text, new text, qualified
+#: name of the function holding it): the mutated line itself raises; a ``None`` stored by the
+#: mutant raises on a later line of the same function; a ``None`` returned raises in the caller
+PLANTED = {
+    "own line": ("if a != b:", "if a != b + 'x':", "_regions"),
+    "later line": ("raw = [frozenset(c) for c in nx.connected_components(g)]", "raw = None", "_regions"),
+    "caller": ("    return merged\n", "    return None\n", "_regions"),
+}
+
+_RUN_PLANTED_JOBS = r'''
+import json, sys
+from properties import mutation as M
+planted, test, fresh = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3] == "fresh"
+source = M.module_path("failover").read_text()
+M.warm_up([M.KillProfile((test,))])
+jobs = []
+for i, (old, new, function) in enumerate(planted):
+    start = source.index(old)
+    line = source[:start].count("\n") + 1
+    m = M.Mutant(id=f"failover:{i:010d}", module="failover", index=i + 1, operator="planted", line=line,
+                 end_line=line + old.count("\n"), stmt_line=line, function=function, start=start,
+                 end=start + len(old), replacement=new, diff="")
+    jobs.append(M.Job(m, m.source(source), (test,), 120.0, fresh=fresh))
+results = M.run_local(jobs, workers=1, deadline=None, progress=lambda r: None)
+print(json.dumps({r.mutant.index - 1: r.to_json(with_diff=False) for r in results}))
+'''
+
+
+def _judge_planted(names: list[str], *, fresh: bool) -> dict[str, dict]:
+    """Run the planted mutants ``names`` against the region test the way ``flinkspec mutate``
+    does (a forked child swapping ``_regions``' code in, or a fresh interpreter with the import
+    hook) and judge them: each one's result as ``--json`` writes it."""
+    planted = [PLANTED[n] for n in names]
+    r = subprocess.run([sys.executable, "-c", _RUN_PLANTED_JOBS, json.dumps(planted), REGION_TEST,
+                        "fresh" if fresh else "fork"], cwd=ROOT, env=ENV, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    return {n: got[str(i)] for i, n in enumerate(names)}
+
+
+def _own_line(old: str) -> int:
+    return M.module_path("failover").read_text().split(old)[0].count("\n") + 1
+
+
+def test_a_crash_raised_on_the_mutated_line_is_incompetent_and_one_raised_elsewhere_is_crashed():
+    """The forked way (the mutated function's code swapped in): a TypeError the mutated line
+    raises is incompetent, with its exception and line; a None the mutant stored that a later
+    line or the caller trips over is a crash (not a kill, not left out)."""
+    got = _judge_planted(["own line", "later line", "caller"], fresh=False)
+    own = got["own line"]
+    assert own["outcome"] == "incompetent" and own["exception"] == "TypeError", own
+    assert own["raised_at"]["line"] == _own_line("if a != b:") and own["raised_at"]["function"] == "_regions"
+    assert own["killed_by"] == REGION_TEST
+    later = got["later line"]
+    assert later["outcome"] == "crashed" and later["exception"] == "TypeError", later
+    assert later["raised_at"]["function"] == "_regions"
+    assert later["raised_at"]["line"] > _own_line("raw = [frozenset(c)")  # the `for ... in enumerate(raw)`
+    caller = got["caller"]
+    assert caller["outcome"] == "crashed" and caller["exception"] == "TypeError", caller
+    assert caller["raised_at"]["function"] == "pipelined_regions"
+    # incompetent mutants are outside the score, like equivalent ones; a crash counts as not killed
+    s = M.scores(["killed", "incompetent", "incompetent", "crashed", "survived"])
+    assert s["incompetent"] == 2 and (s["score"], s["score_with_crashes"]) == (33.3, 66.7)
+
+
+@pytest.mark.slow
+def test_the_fresh_interpreter_way_tells_incompetent_from_crashed_too():
+    """The same planted mutants, each in a fresh interpreter with the import hook serving the
+    mutated module (the way of a mutant outside a function body, and on Spark): ~10 s."""
+    got = _judge_planted(["own line", "caller"], fresh=True)
+    assert got["own line"]["outcome"] == "incompetent", got
+    assert got["own line"]["raised_at"]["line"] == _own_line("if a != b:")
+    assert got["caller"]["outcome"] == "crashed" and got["caller"]["raised_at"]["function"] == "pipelined_regions"
+
+
+def test_where_a_crash_was_raised_is_the_innermost_frame_in_the_mutated_module():
+    from properties import mutantrun
+
+    path = str(M.module_path("failover"))
+    src = "def inner(d):\n    return d.pop('k')\n\ndef outer():\n    return inner({})\n"
+    code = compile(src, path, "exec")
+    ns: dict = {}
+    exec(code, ns)
+    with pytest.raises(KeyError) as info:
+        ns["outer"]()
+    e = info.value
+    at = mutantrun.raised_at(e, path)
+    assert (at["line"], at["function"]) == (2, "inner") and at["message"].startswith("KeyError")
+    assert mutantrun.raised_at(e, "/elsewhere.py") is None  # not raised with that module on the stack
+    # a group (Hypothesis reporting several errors) is placed only when all were raised at one place
+    assert mutantrun.raised_at(ExceptionGroup("two", [e, e]), path)["line"] == 2
+    assert mutantrun.raised_at(ExceptionGroup("two", [e, ValueError("x")]), path) is None
+    # the judge: on a changed line of the mutated function (or a lambda inside it) only
+    m = M.Mutant(id="failover:0000000000", module="failover", index=1, operator="op", line=2, end_line=2,
+                 stmt_line=2, function="inner", start=src.index("d.pop"), end=src.index("d.pop") + 10,
+                 replacement="d.pop('k')", diff="")
+    assert m.raised_itself(src, {"line": 2, "function": "inner"})
+    assert m.raised_itself(src, {"line": 2, "function": "inner.<locals>.<lambda>"})
+    assert not m.raised_itself(src, {"line": 5, "function": "outer"})
+    assert not m.raised_itself(src, {"line": 2, "function": "outer"})
+    assert not m.raised_itself(src, None)

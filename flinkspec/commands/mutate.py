@@ -6,9 +6,11 @@ module's kill profile -- its unit tests, the focused suites and scenarios of its
 the safe variants' seeded cluster runs, only those tests that execute the mutated lines (at most
 ``--tests-per-mutant``, round-robin over the profile's parts), stopping at the first failure,
 within a time limit per mutant -- to see whether the suite notices. Each mutant is killed (a test
-failed on an assertion or a named invariant violation: the test is named), crashed (a test failed
-on another exception escaping the model, TypeError, AttributeError, ..., or did not collect, or
-the run died of a signal: the exception and the test are named; not a kill), survived (its diff
+failed on an assertion or a named invariant violation: the test is named), incompetent (a test
+failed on another exception raised on the mutant's own lines: the mutated code could not run;
+left out of the score), crashed (a test failed on another exception escaping the model elsewhere,
+TypeError, AttributeError, ..., or did not collect, or the run died of a signal: the exception,
+the test and where it was raised are named; not a kill), survived (its diff
 is shown), timeout, or equivalent (triaged by hand in properties/mutants-equivalent.toml with a
 reason, never run). ``--judge quick`` judges every killed, crashed or surviving mutant a second
 time by the quick check (``flinkspec check --profile quick``, seeded by ``--seed``, at most
@@ -18,8 +20,8 @@ Mutants run in parallel processes (``--workers``, default the number of cores), 
 with ``--master``. The mutant list is deterministic; ``--only ID`` re-runs one mutant,
 ``--list`` prints the list without running anything. Results go to a new run directory
 ``results/mutate-<UTC time>/`` (one JSON file per module, and summary.json). Exit 0 when every
-module's score reaches ``--min-score`` (and, with ``--only``, when the mutants were killed or
-are equivalent), 1 otherwise, 2 on bad input (an unknown module, an unknown mutant id, a
+module's score reaches ``--min-score`` (and, with ``--only``, when the mutants were killed,
+incompetent or equivalent), 1 otherwise, 2 on bad input (an unknown module, an unknown mutant id, a
 malformed triage file).
 """
 
@@ -151,7 +153,8 @@ def run(args) -> int:
         print(text, file=sys.stderr, flush=True)
 
     def progress(module: str, res, done: int, total: int) -> None:
-        extra = (f" ({res.exception})" if res.exception else "") + (f" by {res.killed_by}" if res.killed_by else "")
+        extra = ((f" ({res.exception}" + (f" at line {res.raised_at['line']}" if res.raised_at else "") + ")"
+                  if res.exception else "") + (f" by {res.killed_by}" if res.killed_by else ""))
         print(f"[{module} {done}/{total}] {res.mutant.id} line {res.mutant.line}: {res.outcome}{extra} "
               f"({res.seconds:.1f} s)", file=sys.stderr, flush=True)
 
@@ -196,8 +199,9 @@ def run(args) -> int:
     _print_table(summaries)
     for rep in reports:
         for r in rep.results:
-            if r.outcome in ("crashed", "survived", "timeout"):
-                why = f" ({r.reason})" if r.reason else (f" ({r.exception} in {r.killed_by})" if r.exception else "")
+            if r.outcome in ("incompetent", "crashed", "survived", "timeout"):
+                at = f" raised at line {r.raised_at['line']} in {r.raised_at['function']}" if r.raised_at else ""
+                why = f" ({r.reason})" if r.reason else (f" ({r.exception}{at} in {r.killed_by})" if r.exception else "")
                 print(f"\n{r.outcome.upper()} {r.mutant.id} line {r.mutant.line} in "
                       f"{r.mutant.function or 'module level'} [{r.mutant.operator}]{why}")
                 print(r.mutant.diff.rstrip("\n"))
@@ -215,17 +219,17 @@ def run(args) -> int:
 
 
 def _print_table(summaries) -> None:
-    head = ("module", "mutants", "killed", "crashed", "survived", "timeout", "equivalent", "not_run", "score %",
-            "with crashes %")
+    head = ("module", "mutants", "killed", "incompetent", "crashed", "survived", "timeout", "equivalent", "not_run",
+            "score %", "with crashes %")
     pct = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
     rows = []
     for s in summaries:
-        rows.append((s["module"], s["mutants"], s["killed"], s["crashed"], s["survived"], s["timeout"],
+        rows.append((s["module"], s["mutants"], s["killed"], s["incompetent"], s["crashed"], s["survived"], s["timeout"],
                      s["equivalent"], s["not_run"], pct(s["score"]), pct(s["score_with_crashes"])))
         if "quick" in s:
             q = s["quick"]
-            rows.append(("  quick judge", q["mutants"], q["killed"], q["crashed"], q["survived"], q["timeout"],
-                         "", q["not_run"], pct(q["score"]), pct(q["score_with_crashes"])))
+            rows.append(("  quick judge", q["mutants"], q["killed"], q["incompetent"], q["crashed"], q["survived"],
+                         q["timeout"], "", q["not_run"], pct(q["score"]), pct(q["score_with_crashes"])))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     for row in (head, *rows):
         print("  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths))))
