@@ -177,14 +177,16 @@ class _Recorder:
         if self.failed is None or (self.failed == nodeid and self.exception is None):
             self.failed = nodeid
             self.exception = what or (type(exc).__name__ if exc is not None else None)
-            self.assertion = _is_assertion(exc)
-            self.raised_at = None if self.assertion else raised_at(exc, self.module_file)
+            self.assertion = what is None and _is_assertion(exc)
+            # a module that did not import: pytest wraps an ImportError, the import's own error is its cause
+            self.raised_at = None if self.assertion else (raised_at(exc, self.module_file) or
+                                                          raised_at(getattr(exc, "__cause__", None), self.module_file))
 
     def pytest_exception_interact(self, node, call, report):
         # pytest calls it after the failed report was logged: it names the exception
         exc = call.excinfo.value if call.excinfo else None
         collecting = getattr(report, "when", None) == "collect"  # a CollectReport: the module did not import
-        self._first(report.nodeid or node.nodeid, None if collecting else exc, "collection error" if collecting else None)
+        self._first(report.nodeid or node.nodeid, exc, "collection error" if collecting else None)
 
     def pytest_collectreport(self, report):
         if report.failed:

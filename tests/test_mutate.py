@@ -187,6 +187,12 @@ def test_a_mutant_breaking_an_assert_is_killed_and_one_raising_typeerror_is_cras
                              "        if a != b:\n            rg.add_edge(a, b)\nraise ImportError('planted')",
                              [REGION_TEST])
     assert code == mutantrun.CRASHED and res["exception"] == "collection error"
+    assert res["raised_at"] is None  # not even compiled (an IndentationError): raised nowhere in the module
+    # a module-level statement raising at import: where is known (a mutant on that line is incompetent)
+    code, res = _run_planted(tmp_path, "def _regions(eg)", "raise ImportError('planted')\n\n\ndef _regions(eg)",
+                             [REGION_TEST])
+    assert code == mutantrun.CRASHED and res["exception"] == "collection error"
+    assert res["raised_at"]["function"] == "<module>" and "planted" in res["raised_at"]["message"], res
 
 
 def test_the_judge_counts_only_assertions_as_kills_and_scores_crashes_apart():
