@@ -185,6 +185,9 @@ class ActionKind:
     #: whether the kind belongs to the control plane (offered only with
     #: ``RuntimeConfig.control_plane``: a data-plane run never even forms its candidates)
     control_plane: bool = False
+    #: whether the kind belongs to the deployment modes (offered only with
+    #: ``RuntimeConfig.deployment_mode``, and then alone: ``model.clusterentrypoint``)
+    deployment: bool = False
     #: HTML swimlane mark: "dot", "square" or "cross", and its color
     shape: str = "dot"
     color: str = "#7b3fb5"
@@ -1237,6 +1240,9 @@ def component_lanes(c) -> tuple:
     TaskExecutor (``te<i>``) and the HA store when the control plane runs; checkpoint storage
     with a state backend. The ids are the ``lane`` / ``from_lane`` of the kinds' marks."""
     out = []
+    if c.deployment is not None:
+        out.append({"id": DEPLOYMENT_RM_LANE, "name": "ResourceManager"})
+        out += [{"id": f"job{r.index}", "name": f"job {r.index}"} for r in c.deployment.jobs]
     if c.cp is not None:
         out += [{"id": f"jm{p.index}", "name": f"JobManager {p.index}"} for p in c.cp.jms]
         out += [{"id": f"te{t.index}", "name": f"TaskExecutor {t.index}"} for t in c.cp.tes]
@@ -1903,6 +1909,324 @@ class AnnounceCreditKind(_NetworkKind):
                 f"{a.channel} to {_name(c, ch.producer)} (AddCredit)")
 
 
+# -- the deployment modes (model/clusterentrypoint.py): offered only with RuntimeConfig.deployment_mode --
+
+@attrs.frozen(slots=True)
+class SubmitJob:
+    """A job is submitted to the session cluster's Dispatcher (``Dispatcher.submitJob``)."""
+
+
+@attrs.frozen(slots=True)
+class JobTaskFinished:
+    """Task ``task`` of job ``job`` finishes."""
+
+    job: int
+    task: int
+
+
+@attrs.frozen(slots=True)
+class JobTaskFailed:
+    """Task ``task`` of job ``job`` fails (the job fails: restart-strategy none)."""
+
+    job: int
+    task: int
+
+
+@attrs.frozen(slots=True)
+class CancelJob:
+    """The user cancels job ``job``."""
+
+    job: int
+
+
+@attrs.frozen(slots=True)
+class RevokeJobLeadership:
+    """Job ``job``'s JobManagerRunner loses its leadership: its JobMaster stops (the job is SUSPENDED)."""
+
+    job: int
+
+
+@attrs.frozen(slots=True)
+class GrantJobLeadership:
+    """Job ``job``'s JobManagerRunner is granted leadership again: a new JobMaster recovers the job."""
+
+    job: int
+
+
+@attrs.frozen(slots=True)
+class TaskTerminated:
+    """The cancelled task ``(job, task, attempt)`` in slot ``slot`` of worker ``worker`` ends."""
+
+    worker: int
+    slot: int
+    job: int
+    task: int
+    attempt: int
+
+
+@attrs.frozen(slots=True)
+class RegisterWorker:
+    """The resource provider started pending worker ``worker`` and its TaskExecutor registers."""
+
+    worker: int
+
+
+@attrs.frozen(slots=True)
+class DeploymentTick:
+    """One heartbeat interval of the ActiveResourceManager: registration and idle timeouts."""
+
+
+#: the ResourceManager's swimlane in a deployment mode (``component_lanes``)
+DEPLOYMENT_RM_LANE = "rm"
+
+
+class _DeploymentKind(ActionKind):
+    deployment = True
+    optional = False
+    color = "#2a6f97"
+
+    def precondition(self, c):
+        d = c.deployment
+        if d is None:
+            return "no deployment mode (RuntimeConfig.deployment_mode)"
+        if d.dispatcher.shut_down:
+            return "the application cluster was shut down"
+        return None
+
+    def mark(self, c, a):
+        job = getattr(a, "job", None)
+        return {"lane": DEPLOYMENT_RM_LANE if job is None else f"job{job}", "shape": self.shape, "color": self.color}
+
+
+class _JobKind(_DeploymentKind):
+    """An action on job ``a.job`` (and, with ``per_task``, its task ``a.task``)."""
+
+    per_task = False
+    #: the job statuses the action needs
+    statuses = ("RUNNING",)
+
+    def candidates(self, c):
+        d = c.deployment
+        if d is None:
+            return ()
+        if self.per_task:
+            return [_interned(self.action, r.index, t) for r in d.jobs for t in range(len(r.tasks))]
+        return [_interned(self.action, r.index) for r in d.jobs]
+
+    def admits(self, c, a):
+        jobs = c.deployment.jobs
+        if not _is_id(a.job, len(jobs)):
+            return f"there is no job {a.job!r}"
+        r = jobs[a.job]
+        if r.status not in self.statuses:
+            return f"job {a.job} is {r.status}"
+        if self.per_task:
+            if not _is_id(a.task, len(r.tasks)):
+                return f"job {a.job} has no task {a.task!r}"
+            if r.tasks[a.task] != "DEPLOYED":
+                return f"task {a.task} of job {a.job} is {r.tasks[a.task]}, not running"
+        return self.job_guard(c, r, a)
+
+    def job_guard(self, c, r, a):
+        return None
+
+
+class _DeploymentFault(_JobKind):
+    """A fault or an operator action on a job: counted against ``max_failures``."""
+
+    disturbs = True
+    shape = "cross"
+    color = "#d00"
+
+    def precondition(self, c):
+        why = _DeploymentKind.precondition(self, c)
+        if why is None and not c.failures_left():
+            why = "no failure may be injected now (the failure budget is spent)"
+        return why
+
+    def apply(self, c, a):
+        c.job.failures += 1
+        self.fault(c, a)
+
+
+@register
+class SubmitJobKind(_DeploymentKind):
+    action = SubmitJob
+    weight = 1.0
+
+    def candidates(self, c):
+        return (SubmitJob(),) if c.deployment is not None else ()
+
+    def precondition(self, c):
+        why = _DeploymentKind.precondition(self, c)
+        if why is None:
+            d = c.deployment
+            if d.mode != "session":
+                why = "an application cluster runs the one job it started with"
+            elif len(d.jobs) >= c.environment.job_submissions:
+                why = f"{len(d.jobs)} job(s) submitted (Environment.job_submissions={c.environment.job_submissions})"
+        return why
+
+    def apply(self, c, a):
+        r = c.deployment.submit_job()
+        c.events.append(("dm_job_submitted", c.now, r.index))
+
+    def describe(self, c, a):
+        return f"job {len(c.deployment.jobs)} is submitted to the Dispatcher"
+
+    def mark(self, c, a):
+        return {"lane": f"job{len(c.deployment.jobs)}", "shape": "square", "color": self.color}
+
+
+@register
+class JobTaskFinishedKind(_JobKind):
+    action = JobTaskFinished
+    per_task = True
+    weight = 1.0
+    drain = 23
+
+    def apply(self, c, a):
+        c.deployment.task_finished(c, a.job, a.task)
+
+    def describe(self, c, a):
+        return f"task {a.task} of job {a.job} finishes"
+
+
+@register
+class JobTaskFailedKind(_DeploymentFault):
+    action = JobTaskFailed
+    per_task = True
+    weight = 0.3
+
+    def fault(self, c, a):
+        c.deployment.task_failed(c, a.job, a.task)
+
+    def describe(self, c, a):
+        return f"task {a.task} of job {a.job} fails (the job fails: restart-strategy none)"
+
+
+@register
+class CancelJobKind(_DeploymentFault):
+    action = CancelJob
+    weight = 0.3
+    color = "#b5651d"
+
+    def fault(self, c, a):
+        c.deployment.cancel_job(c, a.job)
+
+    def describe(self, c, a):
+        return f"the user cancels job {a.job}"
+
+
+@register
+class RevokeJobLeadershipKind(_DeploymentFault):
+    action = RevokeJobLeadership
+    weight = 0.3
+
+    def fault(self, c, a):
+        c.deployment.revoke_leadership(c, a.job)
+
+    def describe(self, c, a):
+        return f"job {a.job}'s JobManagerRunner loses leadership: its JobMaster stops and releases its slots"
+
+
+@register
+class GrantJobLeadershipKind(_JobKind):
+    action = GrantJobLeadership
+    statuses = ("SUSPENDED",)
+    weight = 1.0
+    drain = 21
+
+    def job_guard(self, c, r, a):
+        if not c.deployment.dispatcher.recoverable(r):
+            return f"job {a.job}'s JobGraph is not in the JobGraphStore"
+        return None
+
+    def apply(self, c, a):
+        c.deployment.grant_leadership(c, a.job)
+
+    def describe(self, c, a):
+        return f"job {a.job}'s JobManagerRunner is granted leadership: a new JobMaster recovers the job"
+
+
+@register
+class TaskTerminatedKind(_DeploymentKind):
+    action = TaskTerminated
+    weight = 2.0
+    drain = 20
+
+    def candidates(self, c):
+        d = c.deployment
+        if d is None:
+            return ()
+        return [TaskTerminated(w, s, *e[:3]) for w in sorted(d.workers) for s, ts in sorted(d.workers[w].tasks.items())
+                for e in ts if e[3] == "CANCELING"]
+
+    def admits(self, c, a):
+        t = c.deployment.workers.get(a.worker)
+        if t is None:
+            return f"there is no registered worker {a.worker!r}"
+        if (a.job, a.task, a.attempt, "CANCELING") not in t.tasks.get(a.slot, ()):
+            return f"no cancelled task {a.task} of job {a.job} (attempt {a.attempt}) in slot {a.slot} of worker {a.worker}"
+        return None
+
+    def apply(self, c, a):
+        c.deployment.task_terminated(c, a.worker, a.slot, (a.job, a.task, a.attempt, "CANCELING"))
+
+    def describe(self, c, a):
+        return f"the cancelled task {a.task} of job {a.job} (attempt {a.attempt}) in worker {a.worker}/slot {a.slot} ends"
+
+
+@register
+class RegisterWorkerKind(_DeploymentKind):
+    action = RegisterWorker
+    weight = 1.0
+    drain = 22
+
+    def candidates(self, c):
+        d = c.deployment
+        if d is None or d.active is None:
+            return ()
+        return [RegisterWorker(w) for w in sorted(d.active.pending)]
+
+    def admits(self, c, a):
+        if c.deployment.active is None or a.worker not in c.deployment.active.pending:
+            return f"worker {a.worker!r} is not pending"
+        return None
+
+    def apply(self, c, a):
+        c.deployment.register_worker(c, a.worker)
+
+    def describe(self, c, a):
+        return f"the requested worker {a.worker} starts and its TaskExecutor registers"
+
+    def mark(self, c, a):
+        return {"lane": DEPLOYMENT_RM_LANE, "shape": "square", "color": self.color}
+
+
+@register
+class DeploymentTickKind(_DeploymentKind):
+    action = DeploymentTick
+    weight = 0.5
+    drain = 24
+    shape = "square"
+
+    def candidates(self, c):
+        return (DeploymentTick(),) if c.deployment is not None else ()
+
+    def precondition(self, c):
+        why = _DeploymentKind.precondition(self, c)
+        if why is None and not c.deployment.ticking():
+            why = "no timeout of the ActiveResourceManager is running"
+        return why
+
+    def apply(self, c, a):
+        c.deployment.tick(c)
+
+    def describe(self, c, a):
+        return "a heartbeat interval of the ActiveResourceManager passes"
+
+
 # -- views generated from the registry ------------------------------------------------------
 
 ACTION_TYPES = tuple(KINDS)
@@ -1916,8 +2240,10 @@ SWARM_KINDS = tuple(u.name for u in KINDS.values() if u.optional)
 #: relative weight of picking an action of each kind (then uniform within the kind)
 WEIGHTS = {u.name: u.weight for u in KINDS.values()}
 #: the data plane's kinds, and every kind (a cluster without the control plane uses the first)
-DATA_UNITS = tuple(u for u in KINDS.values() if not u.control_plane)
-ALL_UNITS = tuple(KINDS.values())
+DATA_UNITS = tuple(u for u in KINDS.values() if not u.control_plane and not u.deployment)
+ALL_UNITS = tuple(u for u in KINDS.values() if not u.deployment)
+#: the deployment modes' kinds (a cluster with ``RuntimeConfig.deployment_mode`` uses them alone)
+DEPLOYMENT_UNITS = tuple(u for u in KINDS.values() if u.deployment)
 #: the control plane's fault kinds (``Environment.control_plane_faults`` names a subset)
 CONTROL_PLANE_FAULTS = tuple(u.name for u in KINDS.values() if getattr(u, "cp_fault", False))
 #: the drain policy's order of kinds

@@ -62,6 +62,7 @@ from model.checkpointstorage import CheckpointStorage, flatten
 from model.sharedstateregistry import RESTORE_MODES
 from model.statebackend import BACKENDS, make_backend, restored_files_are_the_base
 from model.controlplane import ControlPlane
+from model.clusterentrypoint import DEPLOYMENT_MODES, ClusterEntrypoint
 from model.checkpointcoordinator import (
     CheckpointAborted,
     CheckpointCompleted,
@@ -268,6 +269,23 @@ class RuntimeConfig:
     #: intervals; here as many intervals as ``heartbeat_timeout``'s default): a free slot of the
     #: SlotPool idle this long, and not needed, is released to its TaskExecutor.
     slot_idle_timeout: int = 2
+    # -- deployment modes (model/clusterentrypoint.py, docs/deployment.md) --
+    #: the cluster the jobs run on: None (the default: one job on TaskExecutors the
+    #: environment provides, as before), "session" (``SessionClusterEntrypoint``: jobs
+    #: submitted over time share a fixed set of TaskExecutors; Flink's ``execution.target``
+    #: ``remote``, ``yarn-session`` or ``kubernetes-session``) or "application"
+    #: (``ApplicationClusterEntrypoint``: one job, an ActiveResourceManager requesting and
+    #: releasing workers, the cluster shut down when the job is globally terminal;
+    #: ``execution.target`` ``yarn-application`` or ``kubernetes-application``, and the
+    #: deprecated per-job targets). Set, the jobs are the deployment's (``model.dispatcher``)
+    #: and the data plane is not run.
+    deployment_mode: str | None = None
+    #: ``resourcemanager.taskmanager-registration.timeout`` in heartbeat intervals (Flink: 5 min):
+    #: a requested worker not registered by then is stopped (application mode).
+    taskmanager_registration_timeout: int = 1
+    #: ``resourcemanager.taskmanager-timeout`` in heartbeat intervals (Flink: 30 s): a registered
+    #: worker idle this long is released (application mode).
+    taskmanager_idle_timeout: int = 1
 
     def __attrs_post_init__(self):
         if self.checkpointing_mode not in CHECKPOINTING_MODES:
@@ -311,6 +329,21 @@ class RuntimeConfig:
             raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
         if self.slot_idle_timeout < 1:
             raise FlinkspecError(f"slot_idle_timeout must be >= 1, not {self.slot_idle_timeout}")
+        if self.deployment_mode is not None:
+            if self.deployment_mode not in DEPLOYMENT_MODES:
+                raise FlinkspecError(f"deployment_mode must be one of {DEPLOYMENT_MODES} or None, "
+                                     f"not {self.deployment_mode!r}")
+            if self.control_plane:
+                raise FlinkspecError("deployment_mode and control_plane cannot be combined (the deployment "
+                                     "modes model their own ResourceManager and JobMasters)")
+            if self.slots_per_task_manager is not None and (type(self.slots_per_task_manager) is not int
+                                                            or self.slots_per_task_manager < 1):
+                raise FlinkspecError(f"slots_per_task_manager must be an int >= 1 or None, "
+                                     f"not {self.slots_per_task_manager!r}")
+        for knob in ("taskmanager_registration_timeout", "taskmanager_idle_timeout"):
+            v = getattr(self, knob)
+            if type(v) is not int or v < 1:
+                raise FlinkspecError(f"{knob} must be an int >= 1, not {v!r}")
         unknown = set(self.bugs) - set(known_bugs())
         if unknown:
             raise FlinkspecError(f"unknown seam(s) {sorted(unknown)} in bugs; known: {', '.join(known_bugs())}")
@@ -449,6 +482,9 @@ class Cluster:
             self.cp = ControlPlane(self)
             for t in self.tasks:
                 t.status = "CREATED"  # deployed by a JobMaster once it holds slots
+        #: the deployment mode's cluster (model.clusterentrypoint), or None (and no such field)
+        if self.config.deployment_mode is not None:
+            self.deployment = ClusterEntrypoint(self)
         if self.environment.savepoints:
             # the ExecutionGraphs a restart from a savepoint may deploy, compiled now rather than
             # inside a step (a compile leaves its own graphs to the cyclic garbage collector,
@@ -468,10 +504,15 @@ class Cluster:
 
     #: the control plane (an instance attribute only when it is on)
     cp = None
+    #: the deployment mode's cluster (an instance attribute only when a mode is set)
+    deployment = None
 
     @property
     def _units(self) -> tuple:
-        """The action kinds of this cluster: the data plane's, or every kind with the control plane."""
+        """The action kinds of this cluster: the data plane's, every kind but the deployment
+        modes' with the control plane, the deployment modes' alone in a deployment mode."""
+        if self.deployment is not None:
+            return A.DEPLOYMENT_UNITS
         return A.DATA_UNITS if self.cp is None else A.ALL_UNITS
 
     # -- the run's history, for readers (``history`` holds it) ---------------------------------
@@ -548,6 +589,8 @@ class Cluster:
             self._fail_job_on_checkpoint_failures()
         if self.cp is not None:
             self.cp.after_step(self)
+        if self.deployment is not None:
+            self.deployment.after_step(self)
         self._forget_acknowledgements()
         self.now += 1
         self.history.trace.append(action)
@@ -1559,7 +1602,10 @@ class Cluster:
 
     # -- whole runs -------------------------------------------------------------------------
     def is_drained(self) -> bool:
-        """Every task finished, nothing in flight, and every sink's output committed."""
+        """Every task finished, nothing in flight, and every sink's output committed (in a
+        deployment mode: the deployment's end, ``ClusterEntrypoint.finished``)."""
+        if self.deployment is not None:
+            return self.deployment.finished()
         if any(t.status != FINISHED for t in self.tasks):
             return False
         if self.job.notifications or self.coordinator.num_pending or self.net.in_flight():
@@ -1688,10 +1734,13 @@ def drain_choice(cluster: Cluster):
     if cluster.is_drained():
         return None
     for unit in A.DRAIN_ORDER:
+        if cluster.deployment is not None and not unit.deployment:
+            continue  # (a deployment mode runs no data plane)
         for a in unit.enabled(cluster):
             if unit.drains(cluster, a):
                 return a
-    if cluster.job.stopping is not None or all(t.status == FINISHED for t in cluster.tasks):
+    if cluster.deployment is None and (cluster.job.stopping is not None
+                                       or all(t.status == FINISHED for t in cluster.tasks)):
         return None
     why = cluster.net.stall() if cluster.net.network else None  # a network connection not read
     raise RunStuck(f"the run is stuck after {cluster.now} steps: no action drains it further"

@@ -34,6 +34,8 @@ environment. Every action of an environment kind is offered only while its budge
   after the step that ended the session). The deliveries "at_once" leaves out change
   nothing, so both reach the same states less those letters and give the same verdicts;
   "at_once" has far fewer interleavings to explore;
+* ``job_submissions`` -- how many jobs may be submitted to a session cluster (SubmitJob;
+  ``RuntimeConfig.deployment_mode = "session"``);
 * ``trigger_delivery`` -- how the CheckpointCoordinator's ``triggerCheckpoint`` RPCs reach the
   tasks it triggers (the sources): "at_once" (in the step that triggers the checkpoint, at
   every such task) or "any_order" (one message per task, each delivered by its own
@@ -73,6 +75,7 @@ class Environment:
     rpc_capacity: int | None = None
     dead_letters: str = "on_delivery"
     trigger_delivery: str = "at_once"
+    job_submissions: int = 0
 
     def __attrs_post_init__(self):
         from model.actions import CONTROL_PLANE_FAULTS  # here: the action kinds import the runtime, which imports this
@@ -87,6 +90,8 @@ class Environment:
             raise FlinkspecError(f"max_checkpoint_rescales must be an int >= 0, not {self.max_checkpoint_rescales!r}")
         if self.rpc_capacity is not None and (type(self.rpc_capacity) is not int or self.rpc_capacity < 1):
             raise FlinkspecError(f"rpc_capacity must be an int >= 1 or None, not {self.rpc_capacity!r}")
+        if type(self.job_submissions) is not int or self.job_submissions < 0:
+            raise FlinkspecError(f"job_submissions must be an int >= 0, not {self.job_submissions!r}")
         if self.dead_letters not in DEAD_LETTERS:
             raise FlinkspecError(f"dead_letters must be one of {DEAD_LETTERS}, not {self.dead_letters!r}")
         if self.trigger_delivery not in TRIGGER_DELIVERY:

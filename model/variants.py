@@ -347,6 +347,17 @@ def _network_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return StreamGraph(name="network-job", operators=ops, edges=edges).validate()
 
 
+def _deployment_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """The shape of a deployment mode's jobs (``model.clusterentrypoint``): sources of p=1..2
+    rebalanced to a sink of p=1, so a job needs one or two slots (its execution slot sharing
+    groups); the job has no records (the deployment modes run no data plane)."""
+    p = rng.choice([1, 2])
+    ops = (OperatorSpec(name="source", kind="source", parallelism=p, watermark_out_of_orderness=0),
+           OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind))
+    return StreamGraph(name="deployment-job", operators=ops,
+                       edges=(EdgeSpec(source="source", target="sink", partitioner="rebalance"),)).validate()
+
+
 FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
             # as "rescale", and a restore from a savepoint may also change the sources' parallelism
             "rescale_source": _rescale_job,
@@ -354,7 +365,9 @@ FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_
             "late_window": _late_window_job,
             "state_backend": _state_backend_job,
             # every keyed channel remote, over one connection (the network stack's variants)
-            "network": _network_job}
+            "network": _network_job,
+            # the deployment modes' jobs: one or two slots each, no records
+            "deployment": _deployment_job}
 
 
 def generate(variant: Variant, seed: int) -> Scenario:
@@ -373,6 +386,10 @@ def generate(variant: Variant, seed: int) -> Scenario:
         graph = _blocking_job(rng, sink_kind, cyclic=False)
     else:
         graph = FAMILIES[variant.family](rng, sink_kind)
+    if variant.family == "deployment":
+        src = graph.operators[0]
+        return Scenario(graph=graph, job_input=JobInput({"source": tuple(() for _ in range(src.parallelism))}),
+                        config=variant.config, seed=seed, environment=variant.environment)
     negative = variant.family == "keyed" and rng.random() < 0.3
     # state backends: fewer records (the storage mechanisms need checkpoints, stops and
     # restarts, not long inputs; short runs keep the walks and their shrinking cheap)
@@ -397,7 +414,11 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     src = OperatorSpec(name="source", kind="source", parallelism=sm.sources, watermark_out_of_orderness=0,
                        slot_sharing_group="sources" if variant.family == "blocking" else None)
     sink = OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind)
-    if sm.single_task:
+    if variant.family == "deployment":
+        # one slot per source subtask (``sources``): the job's tasks as a slot sees them
+        ops = (src, sink)
+        edges = (EdgeSpec(source="source", target="sink", partitioner="rebalance"),)
+    elif sm.single_task:
         ops = (src, sink)
         edges = (EdgeSpec(source="source", target="sink", partitioner="forward"),)
     elif variant.family in ("keyed", "late_window", "state_backend"):
@@ -842,6 +863,54 @@ _add(Variant(name="network-add-credit-lost", description="the AddCredit message 
              family="network", expected=("run_drains", "checkpoints_keep_completing"),
              config=RuntimeConfig(bugs=("add-credit-lost",), **_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
+
+
+# -- deployment modes (model/clusterentrypoint.py, docs/deployment.md): family "deployment" ------
+#: a session cluster: one TaskExecutor whose two slots the jobs share, jobs submitted over time
+_SESSION = dict(deployment_mode="session", task_managers=1, slots_per_task_manager=2)
+_SESSION_ENV = dict(job_submissions=3, max_failures=2)
+#: two jobs of one slot each (no records: the deployment modes run no data plane), one fault
+_SESSION_SMALL = Small(records=0, checkpoints=0, failures=1, environment=(("job_submissions", 2),))
+#: an application cluster: an ActiveResourceManager requesting workers of one slot
+_APPLICATION = dict(deployment_mode="application", slots_per_task_manager=1)
+_APPLICATION_ENV = dict(max_failures=2)
+_APPLICATION_SMALL = Small(records=0, checkpoints=0, failures=1)
+_add(Variant(name="session-cluster", description="a session cluster: jobs submitted over time to one Dispatcher, "
+             "each with its own JobMaster, share the slots of one TaskExecutor; task failures, cancellations and "
+             "JobMaster leadership losses of one job touch no other job's tasks or slots", family="deployment",
+             config=RuntimeConfig(**_SESSION), environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
+_add(Variant(name="session-cluster-contended", description="a session cluster with one slot for jobs submitted "
+             "over time: a job waits for the slot another job releases, which is freed only once that job's "
+             "cancelled task ended", family="deployment",
+             config=RuntimeConfig(**(_SESSION | dict(slots_per_task_manager=1))),
+             environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
+_add(Variant(name="application-cluster", description="an application cluster with an ActiveResourceManager: "
+             "workers requested when the requirements exceed the registered slots, stopped when they do not "
+             "register in time, released when idle; the cluster shuts down (and cleans its HA data) when the job is "
+             "globally terminal", family="deployment",
+             config=RuntimeConfig(**_APPLICATION), environment=Environment(**_APPLICATION_ENV),
+             small=_APPLICATION_SMALL))
+_add(Variant(name="session-slot-freed-before-tasks-terminated", description="freeSlot frees a slot whose task is "
+             "still being cancelled (no RELEASING state): the slot is allocated to the next job while the old "
+             "job's task still runs in it", family="deployment", expected=("slot_isolation",),
+             config=RuntimeConfig(bugs=("slot-freed-before-tasks-terminated",), **(_SESSION | dict(slots_per_task_manager=1))),
+             environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
+_add(Variant(name="application-rm-ignores-pending-workers", description="the ActiveResourceManager compares the "
+             "declared workers with the registered ones only: while a requested worker starts, each check requests "
+             "another", family="deployment", expected=("active_rm_pending_workers_within_requirements",),
+             config=RuntimeConfig(bugs=("active-rm-ignores-pending-workers",), **_APPLICATION),
+             environment=Environment(**_APPLICATION_ENV), small=_APPLICATION_SMALL))
+_add(Variant(name="FLINK-13554", flink_key="FLINK-13554", description="no timeout for worker registration: a "
+             "requested worker that does not register stays pending for ever", family="deployment",
+             expected=("active_rm_timeouts_honoured",),
+             config=RuntimeConfig(bugs=("FLINK-13554",), **_APPLICATION), environment=Environment(**_APPLICATION_ENV),
+             small=_APPLICATION_SMALL))
+_add(Variant(name="FLINK-19154", flink_key="FLINK-19154", description="the application cluster shuts down and "
+             "cleans its HA data when its job only lost its JobMaster (SUSPENDED, not globally terminal): the job "
+             "can never be recovered", family="deployment",
+             expected=("ha_data_cleaned_only_when_globally_terminal", "application_shutdown_only_when_globally_terminal"),
+             config=RuntimeConfig(bugs=("FLINK-19154",), **_APPLICATION), environment=Environment(**_APPLICATION_ENV),
+             small=_APPLICATION_SMALL))
 
 
 def job_variant(job: JobFile) -> Variant:

@@ -10,7 +10,7 @@ INVARIANT_MODULES = ("spec.checkpoint", "spec.exactly_once", "spec.recovery", "s
                      "spec.placement", "spec.watermarks", "spec.focused",
                      "spec.declarative",
                      "spec.statebackend", "spec.controlplane", "spec.causality", "spec.timeliness",
-                     "spec.network")
+                     "spec.network", "spec.deployment")
 
 
 def load_all():
