@@ -135,6 +135,15 @@ class TaskSlotTable:
         return False
 
 
+@seams.override("cancel-task-without-job-id", TaskSlotTable, "cancel_task",
+                "cancelTask picks the task by its index in the job graph alone, not by the JobID it belongs to: "
+                "cancelling one job's task cancels the task of the same index of every other job on the "
+                "TaskExecutor")
+def _cancel_task_of_every_job(self, job: int, task: int) -> None:
+    for i, ts in list(self.tasks.items()):
+        self.tasks[i] = tuple((j, t, a, CANCELING) if t == task else (j, t, a, st) for j, t, a, st in ts)
+
+
 @seams.override("slot-freed-before-tasks-terminated", TaskSlotTable, "free_slot",
                 "freeSlot frees a slot at once although its tasks are still being cancelled (no RELEASING state): "
                 "the slot is reported free and may be allocated to another job while the old job's task still "

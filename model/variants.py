@@ -869,12 +869,16 @@ _add(Variant(name="network-add-credit-lost", description="the AddCredit message 
 #: a session cluster: one TaskExecutor whose two slots the jobs share, jobs submitted over time
 _SESSION = dict(deployment_mode="session", task_managers=1, slots_per_task_manager=2)
 _SESSION_ENV = dict(job_submissions=3, max_failures=2)
-#: two jobs of one slot each (no records: the deployment modes run no data plane), one fault
-_SESSION_SMALL = Small(records=0, checkpoints=0, failures=1, environment=(("job_submissions", 2),))
+#: three jobs of one slot each on the TaskExecutor's two slots (two run side by side, the third
+#: waits; no records: the deployment modes run no data plane), two faults: 1,439 states
+_SESSION_SMALL = Small(records=0, checkpoints=0, failures=2, environment=(("job_submissions", 3),))
+#: three jobs of one slot each for one slot, two faults: 470 states
+_CONTENDED_SMALL = Small(records=0, checkpoints=0, failures=2, environment=(("job_submissions", 3),))
 #: an application cluster: an ActiveResourceManager requesting workers of one slot
 _APPLICATION = dict(deployment_mode="application", slots_per_task_manager=1)
 _APPLICATION_ENV = dict(max_failures=2)
-_APPLICATION_SMALL = Small(records=0, checkpoints=0, failures=1)
+#: a job of two slots (two workers), one fault: 505 states (two faults: 17,947)
+_APPLICATION_SMALL = Small(sources=2, records=0, checkpoints=0, failures=1)
 _add(Variant(name="session-cluster", description="a session cluster: jobs submitted over time to one Dispatcher, "
              "each with its own JobMaster, share the slots of one TaskExecutor; task failures, cancellations and "
              "JobMaster leadership losses of one job touch no other job's tasks or slots", family="deployment",
@@ -883,7 +887,7 @@ _add(Variant(name="session-cluster-contended", description="a session cluster wi
              "over time: a job waits for the slot another job releases, which is freed only once that job's "
              "cancelled task ended", family="deployment",
              config=RuntimeConfig(**(_SESSION | dict(slots_per_task_manager=1))),
-             environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
+             environment=Environment(**_SESSION_ENV), small=_CONTENDED_SMALL))
 _add(Variant(name="application-cluster", description="an application cluster with an ActiveResourceManager: "
              "workers requested when the requirements exceed the registered slots, stopped when they do not "
              "register in time, released when idle; the cluster shuts down (and cleans its HA data) when the job is "
@@ -894,6 +898,11 @@ _add(Variant(name="session-slot-freed-before-tasks-terminated", description="fre
              "still being cancelled (no RELEASING state): the slot is allocated to the next job while the old "
              "job's task still runs in it", family="deployment", expected=("slot_isolation",),
              config=RuntimeConfig(bugs=("slot-freed-before-tasks-terminated",), **(_SESSION | dict(slots_per_task_manager=1))),
+             environment=Environment(**_SESSION_ENV), small=_CONTENDED_SMALL))
+_add(Variant(name="session-cancel-task-without-job-id", description="cancelTask picks the task by its index "
+             "alone, not by its JobID: cancelling or failing one job cancels the task of the same index of another "
+             "job sharing the TaskExecutor", family="deployment", expected=("running_job_tasks_run",),
+             config=RuntimeConfig(bugs=("cancel-task-without-job-id",), **_SESSION),
              environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
 _add(Variant(name="application-rm-ignores-pending-workers", description="the ActiveResourceManager compares the "
              "declared workers with the registered ones only: while a requested worker starts, each check requests "

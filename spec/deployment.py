@@ -85,6 +85,36 @@ def slot_allocated_to_one_job(run) -> Violation | None:
     return None
 
 
+@invariant(
+    "running_job_tasks_run",
+    kind="always",
+    concept="isolation of a session cluster's jobs (a JobMaster cancels, fails and frees only its own job's "
+            "executions and slots: TaskExecutor.cancelTask, freeSlot, disconnectJobManager by JobID)",
+    statement="In a deployment mode every task a RUNNING job's JobMaster deployed runs in the slot it was deployed "
+              "to: what happens to another job (a failure, a cancellation, a lost JobMaster) never cancels it.",
+)
+def running_job_tasks_run(run) -> Violation | None:
+    d = _deployment(run)
+    if d is None:
+        return None
+    for r in d.jobs:
+        if r.status != "RUNNING":
+            continue
+        for task, state in enumerate(r.tasks):
+            if state != "DEPLOYED":
+                continue
+            w, s = r.pool[r.task_slot[task]]
+            t = d.workers.get(w)
+            entries = [] if t is None else [e for e in t.tasks.get(s, ()) if e[:3] == (r.index, task, r.attempt)]
+            if [e[3] for e in entries] != ["RUNNING"]:
+                return Violation(invariant="running_job_tasks_run", expected="RUNNING",
+                                 actual={"job": r.index, "task": task, "worker": int(w), "slot": s,
+                                         "at the TaskExecutor": [e[3] for e in entries]},
+                                 message=f"job {r.index} runs, but its task {task} in worker {w} slot {s} is "
+                                         f"{entries[0][3] if entries else 'gone'}")
+    return None
+
+
 def _terminated_holdings(d) -> list:
     """What globally terminal jobs still hold: slots in any view, and tasks in slots."""
     done = {r.index for r in d.jobs if r.globally_terminal}
