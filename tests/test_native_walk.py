@@ -59,7 +59,9 @@ def test_the_c_walks_agree_with_the_python_walks_on_every_variant(name, native):
     kept and dropped); a C copy and a Python copy have the original's form; stepping a C copy leaves the
     original's form as it was."""
     checked = 0
-    for seed in (0, 1):
+    for seed in range(12):
+        if seed >= 2 and checked >= 10:
+            break  # (a variant whose runs end after a few steps -- an application cluster's -- takes more seeds)
         for c in _states(name, seed, 40):
             for drop in (False, True):
                 assert F._native.canonical(c, drop) == F.py_canonical(c, drop), (name, seed, c.now, drop)
