@@ -203,6 +203,41 @@ def _control_plane(cp, names: list) -> dict:
             "rpc_in_flight": [repr(m) for m in cp.net.in_flight], "ha_store": store}
 
 
+def _deployment(d, names: list) -> dict:
+    """A deployment mode's cluster (``model.clusterentrypoint``, docs/deployment.md): each job
+    apart (its status, JobMaster attempt, tasks with the subtasks they hold, slot pool), each
+    worker's slots with the job they are allocated to and the tasks in them, the SlotManager,
+    the ActiveResourceManager's workers and the Dispatcher's HA data."""
+    groups = d.setup.groups
+    jobs = {}
+    for r in d.jobs:
+        jobs[f"job {r.index}"] = {
+            "status": r.status, "job_master_attempt": r.attempt,
+            "tasks": [f"task {t} ({', '.join(names[s] for s in groups[t] if s < len(names))}): {state}"
+                      for t, state in enumerate(r.tasks)],
+            "slot_pool": [f"allocation {a} in worker {w}/slot {s}" for a, (w, s) in sorted(r.pool.items())],
+            "requirement": d.slot_manager.requirements.get(r.index, 0),
+            "job_graph_in_ha_store": r.index in d.dispatcher.job_graphs,
+            "result": d.dispatcher.results.get(r.index, "-")}
+    workers = {}
+    for w in sorted(d.workers):
+        t = d.workers[w]
+        workers[f"worker {w}"] = {
+            f"slot {i}": ("FREE" if v is None else f"allocation {v[0]} of job {v[1]}" +
+                          (" (RELEASING)" if v[2] == "RELEASING" else "")) +
+                         "".join(f"; job {j} task {k} attempt {a} {st}" for j, k, a, st in t.tasks.get(i, ()))
+            for i, v in enumerate(t.slots)}
+    out = {"mode": d.mode, "jobs": jobs, "workers": workers,
+           "slot_manager": {f"worker {w}/slot {s}": "FREE" if v is None else f"allocation {v[0]} of job {v[1]}"
+                            for (w, s), v in sorted(d.slot_manager.slots.items())},
+           "dispatcher": {"shut_down": d.dispatcher.shut_down, "ha_data_cleaned": d.dispatcher.ha_cleaned}}
+    if d.active is not None:
+        out["active_resource_manager"] = {
+            "pending_workers": [f"worker {w} ({n} interval(s) pending)" for w, n in sorted(d.active.pending.items())],
+            "idle_workers": [f"worker {w} ({n} interval(s) idle)" for w, n in sorted(d.active.idle.items())]}
+    return out
+
+
 def _storage(st) -> dict:
     """Checkpoint storage (``model.checkpointstorage``): every file (existing, scheduled for
     deletion, deleted and by whom), the SharedStateRegistry's entries, and which snapshots
@@ -300,6 +335,8 @@ def snapshot(run) -> dict:
     }
     if c.cp is not None:
         out["control_plane"] = _control_plane(c.cp, names)
+    if c.deployment is not None:  # the jobs of a session cluster apart (docs/deployment.md)
+        out["deployment"] = _deployment(c.deployment, names)
     if c.storage is not None:
         out["storage"] = _storage(c.storage)
     return out

@@ -62,6 +62,8 @@ DECLARED = {
     ".venv/bin/flinkspec check --only at-least-once-2pc --seed 3": ("run", 0, None),
     ".venv/bin/flinkspec check --only cp-no-fencing --no-write": ("run", 0, None),
     ".venv/bin/flinkspec check --only network-pre-credit --no-write": ("run", 0, None),
+    ".venv/bin/flinkspec check --only FLINK-19154 --no-write": ("run", 0, None),
+    ".venv/bin/flinkspec explore --variant session-cluster --small --no-write": ("run", 0, None),
     ".venv/bin/flinkspec corpus update --dry-run": ("run", 0, None),
     ".venv/bin/flinkspec explore --variant unaligned-without-channel-state --small": ("run", 0, None),
     # every variant for up to 120 s each: ~20 minutes; tests/test_explore.py runs the explorer itself
