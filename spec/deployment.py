@@ -55,10 +55,10 @@ def slot_isolation(run) -> Violation | None:
             jobs = sorted({e[0] for e in ts})
             owner = None if t.slots[s] is None else t.slots[s][1]
             if len(jobs) > 1 or jobs[0] != owner:
+                held = "free" if owner is None else f"allocated to job {owner}"
                 return Violation(invariant="slot_isolation", expected={"slot owner": owner, "tasks of": [owner]},
                                  actual={"worker": int(w), "slot": s, "tasks of jobs": jobs},
-                                 message=f"worker {w} slot {s} is {'free' if owner is None else f'allocated to job {owner}'}"
-                                         f" but holds tasks of job(s) {jobs}")
+                                 message=f"worker {w} slot {s} is {held} but holds tasks of job(s) {jobs}")
     return None
 
 
@@ -240,6 +240,7 @@ def application_shutdown_only_when_globally_terminal(run) -> Violation | None:
     for r in d.jobs:
         if not r.globally_terminal:
             return Violation(invariant="application_shutdown_only_when_globally_terminal",
-                             expected=f"the job in one of {GLOBALLY_TERMINAL}", actual={"job": r.index, "status": r.status},
+                             expected=f"the job in one of {GLOBALLY_TERMINAL}",
+                             actual={"job": r.index, "status": r.status},
                              message=f"the application cluster shut down while job {r.index} is {r.status}")
     return None

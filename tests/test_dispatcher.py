@@ -6,8 +6,8 @@ them, and FLINK-19154 breaking what its safe twin keeps.
 
 from __future__ import annotations
 
-from model.actions import (CancelJob, GrantJobLeadership, JobTaskFailed, JobTaskFinished, RegisterWorker, RevokeJobLeadership,
-                           SubmitJob, TaskTerminated)
+from model.actions import (CancelJob, GrantJobLeadership, JobTaskFailed, JobTaskFinished, RegisterWorker,
+                           RevokeJobLeadership, SubmitJob, TaskTerminated)
 from model.cluster import Cluster
 from model.dispatcher import GLOBALLY_TERMINAL, ApplicationDispatcherBootstrap, Dispatcher
 from model.variants import small_scenario, variant
