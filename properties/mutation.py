@@ -112,6 +112,8 @@ SWAP_FAILED = 42
 CLUSTER_RUNS = ("tests/test_engines.py::test_safe_variant_passes",)
 #: the data-plane and failure scenarios (hand-written runs of the whole Cluster)
 SCENARIOS = ("tests/test_runtime_scenarios.py", "tests/test_failure_scenarios.py")
+#: Flink's own unit tests ported to the model (the peer suite, tests/peer/*.json), each case once
+PEER_CASES = "tests/test_peer.py::test_ported_case_agrees_with_flink"
 #: tests of a profile's files left out: they judge files, replays and error messages of the
 #: focused suites (slow, and no semantics the suites themselves do not judge)
 EXCLUDED = ("writes_a_file", "malformed", "reproducible_from_their_seed", "no_longer_reproduces")
@@ -151,6 +153,19 @@ KILL_PROFILES: dict[str, KillProfile] = {
                                  "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
     "jobmaster": KillProfile(("tests/test_jobmaster.py", "tests/test_controlplane.py",
                               "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
+    # the backends alone and their hand-written cluster runs (tests/test_statebackend.py), then the
+    # scenarios and the safe variants' runs (the rocksdb and hashmap variants among them)
+    "statebackend": KillProfile(("tests/test_statebackend.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "checkpointstorage": KillProfile(("tests/test_statebackend.py", "tests/test_sharedstateregistry.py",
+                                      *SCENARIOS, *CLUSTER_RUNS)),
+    # Flink's own test cases ported (the peer suite: StateAssignmentOperationTest's channel state,
+    # WindowOperatorTest and the window assigners' tests) beside the module's unit tests
+    "channelstaterescaling": KillProfile(("tests/test_channelstaterescaling.py", PEER_CASES,
+                                          "tests/test_rescale_source.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "windowing": KillProfile(("tests/test_windowing.py", PEER_CASES, "tests/test_event_time_judge.py",
+                              "tests/test_focused_machines.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "creditbasedflowcontrol": KillProfile(("tests/test_creditbasedflowcontrol.py", PEER_CASES, *SCENARIOS,
+                                           *CLUSTER_RUNS)),
 }
 
 

@@ -314,3 +314,130 @@ def test_a_stop_with_savepoint_completing_after_every_task_finished_is_not_the_e
     assert not c.is_drained()
     assert run.finish() is None            # drained through the restart, exactly-once holds
     assert any(e[0] == "rescaled" for e in c.events) and c.is_drained()
+
+
+# -- the backends' rules at their edges ---------------------------------------------------------
+
+def test_the_asynchronous_phase_waits_until_the_task_would_acknowledge():
+    """``AsyncCheckpointRunnable`` runs once the task would acknowledge (its channel state
+    complete): a synchronous phase alone does not make a snapshot ready."""
+    b = HashMapStateBackend("t", [])
+    b.sync_phase(_snap(1, {"agg": {1: "a"}}))
+    assert b.ready_ids() == []
+    b.ready(_snap(2, {}))                       # a checkpoint without a synchronous phase: ignored
+    assert b.ready_ids() == [] and 2 not in b.pending
+    b.ready(_snap(1, {"agg": {1: "a"}}))
+    assert b.ready_ids() == [1]
+
+
+def test_a_heap_snapshot_is_one_private_file_in_the_checkpoint_or_the_savepoint_directory():
+    """``HeapSnapshotStrategy`` writes one ``KeyGroupsStateHandle`` per task: private state (not
+    registered in the SharedStateRegistry), under the checkpoint's ``chk-<id>`` directory or the
+    savepoint's own directory."""
+    b = HashMapStateBackend("t", [])
+    storage = CheckpointStorage()
+    b.sync_phase(_snap(1, {"agg": {1: "a", 2: "b"}}))
+    h1 = b.async_phase(1, storage, savepoint=False).state_handle
+    assert h1 == KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False, ())
+    assert dict(storage.files["chk-1/t"]) == {("agg", 1): "a", ("agg", 2): "b"}
+    b.sync_phase(_snap(2, {"agg": {1: "c"}}))
+    h2 = b.async_phase(2, storage, savepoint=True).state_handle
+    assert h2 == KeyedStateHandle(2, (("t", "sp-2/t"),), ("sp-2/t",), False, ())
+
+
+def test_a_heap_restore_reads_the_handle_and_without_one_takes_the_redistributed_values():
+    storage = CheckpointStorage()
+    storage.write("chk-1/t", ((("agg", 1), "a"),))
+    handle = KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False)
+    other = {"agg": {7: "z"}}                   # what a rescaled restore hands over instead
+    assert HashMapStateBackend("t", []).restore(handle, storage, other, keep_base=False) == {"agg": {1: "a"}}
+    assert HashMapStateBackend("t", []).restore(None, storage, other, keep_base=False) == other
+
+
+def _take(b, storage, cid, keyed, savepoint=False):
+    b.sync_phase(_snap(cid, keyed))
+    return b.async_phase(cid, storage, savepoint=savepoint).state_handle
+
+
+def test_a_full_rocksdb_checkpoint_uploads_every_sst_as_private_state_even_after_a_confirmed_one():
+    """Without incremental checkpoints (``RocksFullSnapshotStrategy``) every checkpoint writes
+    all of its state into its own ``chk-<id>`` directory, private (nothing shared, nothing
+    referenced), whatever was confirmed before."""
+    b = RocksDBStateBackend("t", [], incremental=False)
+    storage = CheckpointStorage()
+    _take(b, storage, 1, {"agg": {1: "a"}})
+    b.notify_complete(1)
+    h2 = _take(b, storage, 2, {"agg": {1: "a", 2: "b"}})
+    assert h2.paths and h2.uploaded == h2.paths and h2.placeholders == () and h2.shared is False
+    assert all(p.startswith("chk-2/") for p in h2.paths), h2.paths
+    assert fold(storage.files[p] for p in h2.paths) == {("agg", 1): "a", ("agg", 2): "b"}
+
+
+def test_a_rocksdb_savepoint_copies_every_sst_and_its_notification_keeps_the_incremental_base():
+    """A savepoint in the native format is self-contained: every SST copied into its own
+    directory, nothing referenced from a checkpoint, not shared. Its completion notification
+    does not move the base of the next incremental checkpoint (FLINK-23949:
+    ``notifyCheckpointComplete`` confirms only a checkpoint whose uploads it recorded), so the
+    next checkpoint still references the files of the last confirmed checkpoint."""
+    b = RocksDBStateBackend("t", [], incremental=True)
+    storage = CheckpointStorage()
+    h1 = _take(b, storage, 1, {"agg": {1: "a"}})
+    b.notify_complete(1)
+    sp = _take(b, storage, 2, {"agg": {1: "a"}}, savepoint=True)
+    assert sp.paths and sp.uploaded == sp.paths and sp.placeholders == () and sp.shared is False
+    assert all(p.startswith("sp-2/") for p in sp.paths), sp.paths
+    b.notify_complete(2)                        # the savepoint's notification
+    h3 = _take(b, storage, 3, {"agg": {1: "a", 3: "c"}})
+    assert set(h1.paths) <= set(h3.placeholders) and set(h3.placeholders) == set(h1.paths)
+    assert len(h3.uploaded) == 1 and h3.shared
+
+
+def test_the_unconfirmed_files_seam_reuses_the_last_snapshot_taken_without_placeholders():
+    """``incremental-reuses-unconfirmed-files``: the base is the last snapshot taken, confirmed
+    or not, and the reused files are sent as if they were new (no placeholder the JobManager
+    would check against its SharedStateRegistry)."""
+    b = RocksDBStateBackend("t", [], incremental=True)
+    storage = CheckpointStorage()
+    with seams.active(("incremental-reuses-unconfirmed-files",)):
+        h1 = _take(b, storage, 1, {"agg": {1: "a"}})
+        h2 = _take(b, storage, 2, {"agg": {1: "a", 2: "b"}})   # 1 never confirmed
+    assert set(h1.paths) <= set(h2.paths) and not set(h1.paths) & set(h2.uploaded)
+    assert h2.placeholders == ()
+
+
+def test_a_rocksdb_restore_without_a_handle_puts_the_values_into_one_new_sst():
+    """A rescaled restore (canonical, as a savepoint's): the redistributed values are inserted
+    into the new instance, one SST, and the next checkpoint writes them."""
+    b = RocksDBStateBackend("t", [], incremental=True)
+    keyed = {"agg": {1: "a", 2: "b"}}
+    assert b.restore(None, CheckpointStorage(), keyed, keep_base=False) == keyed
+    assert len(b.live) == 1 and dict(b.ssts[b.live[0]]) == {("agg", 1): "a", ("agg", 2): "b"}
+    storage = CheckpointStorage()
+    h = _take(b, storage, 1, keyed)
+    assert fold(storage.files[p] for p in h.paths) == {("agg", 1): "a", ("agg", 2): "b"}
+
+
+def test_a_rocksdb_task_is_told_of_completed_checkpoints():
+    """``RocksIncrementalSnapshotStrategy`` is a ``CheckpointListener``: the completion of a
+    checkpoint reaches every task with a RocksDB backend (here the source's, which holds no
+    other listener), since it confirms that task's uploads."""
+    sc = _sc("rocksdb-incremental")
+    eg = Cluster.from_scenario(sc).eg
+    src = sub(eg, "source", 0)
+    c = Cluster.from_scenario(sc)
+    _complete_checkpoint(c)
+    assert NotifyCheckpointComplete(src, c.completed_ids[-1]) in c.enabled_actions()
+
+
+def test_a_rocksdb_restore_reads_a_deleted_file_as_empty_so_the_loss_is_judged_not_crashed():
+    """A handle naming a file that no longer exists (deleted too early, the bug class of
+    FLINK-26985) restores to the state of the other files: the restore goes on and
+    ``retained_checkpoints_restorable`` and the restored-state check name the loss, where
+    Flink's restore would fail on the missing file."""
+    storage = CheckpointStorage()
+    storage.write("shared/a", ((("agg", 1), "a"),))
+    handle = KeyedStateHandle(1, (("t-0", "shared/a"), ("t-1", "shared/gone")), (), True)
+    b = RocksDBStateBackend("t", [], incremental=True)
+    assert b.restore(handle, storage, {}, keep_base=True) == {"agg": {1: "a"}}
+    assert b.ssts["t-1"] == () and b.live == ["t-0", "t-1"]
+    assert b.uploads == {1: {"t-0": "shared/a", "t-1": "shared/gone"}} and b.confirmed == 1
