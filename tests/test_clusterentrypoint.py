@@ -203,3 +203,20 @@ def test_the_views_disagreeing_on_a_slots_job_is_a_violation():
     c.deployment.slot_manager.slots[key] = (99, 1)  # (a hand-made disagreement)
     v = slot_allocated_to_one_job(_Run(c))
     assert v is not None and "jobs [0, 1]" in v.message
+
+
+def test_the_viewer_shows_the_jobs_of_a_session_cluster_apart():
+    from model.actions import component_lanes  # the viewer's lanes: only this test draws them
+    from properties.timeline import snapshot  # the viewer's state panel: only this test reads it
+
+    run = Run(small_scenario(variant("session-cluster")))
+    for a in (SubmitJob(), SubmitJob(), RevokeJobLeadership(0)):
+        run.step(a)
+    d = snapshot(run)["deployment"]
+    assert d["mode"] == "session" and sorted(d["jobs"]) == ["job 0", "job 1"]
+    assert d["jobs"]["job 0"]["status"] == "SUSPENDED" and d["jobs"]["job 0"]["slot_pool"] == []
+    assert d["jobs"]["job 1"]["status"] == "RUNNING"
+    assert d["jobs"]["job 1"]["slot_pool"] == ["allocation 2 in worker 0/slot 1"]
+    assert d["workers"]["worker 0"]["slot 0"] == "allocation 1 of job 0 (RELEASING); job 0 task 0 attempt 0 CANCELING"
+    assert [lane["id"] for lane in component_lanes(run.cluster)] == ["rm", "job0", "job1"]
+    assert "deployment" not in snapshot(Run(small_scenario(variant("aligned-2pc"))))
