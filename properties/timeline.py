@@ -415,6 +415,28 @@ def component_refs(text: str) -> set:
     return out
 
 
+def deployment_refs(actual, msg: str) -> set:
+    """The deployment mode's element ids (docs/deployment.md) a violation names: ``job:<n>`` (a
+    job of the session), ``slot:w<w>/<s>`` (a slot of worker ``w``), ``worker:<w>``, and the
+    ActiveResourceManager's ``workers:pending`` / ``workers:idle``."""
+    out = set()
+    if isinstance(actual, dict):
+        job, w, s = actual.get("job"), actual.get("worker"), actual.get("slot")
+        if type(job) is int:
+            out.add(f"job:{job}")
+        if type(w) is int:
+            out.add(f"worker:{w}" if type(s) is not int else f"slot:w{w}/{s}")
+        if "pending_workers" in actual or "pending for" in actual:  # the ActiveResourceManager's workers
+            out.add("workers:pending")
+        if "idle for" in actual:
+            out.add("workers:idle")
+        out.update(f"worker:{x}" for x in actual.get("pending_workers", ()) if type(x) is int)
+    out.update(f"job:{n}" for n in re.findall(r"\bjob\(?s?\)? (\d+)", msg))
+    out.update(f"slot:w{w}/{s}" for w, s in re.findall(r"\bworker (\d+) slot (\d+)", msg))
+    out.update(f"worker:{w}" for w in re.findall(r"\bworker (\d+)\b(?! slot)", msg))
+    return out
+
+
 def concerns(violation, eg) -> tuple:
     """The ids of the elements the violation names: ``ch<N>``, ``cp<N>``, ``kg<N>``,
     ``task<N>``, ``rec:<record>``, ``key:<key>``, ``sink:<operator>`` and the components'
@@ -432,6 +454,7 @@ def concerns(violation, eg) -> tuple:
         out.update(f"task{t}" for t in set(exp["restart"]) - set(act["restart"]) if type(t) is int)
     msg = violation.message or ""
     out.update(component_refs(" ".join(str(x) for x in (exp, act, msg))))
+    out.update(deployment_refs(act, msg))
     if type(exp) is int and "checkpoint" in msg:  # e.g. the latest checkpoint a restore should have used
         out.add(f"cp{exp}")
     out.update(f"cp{m}" for m in re.findall(r"\b(?:checkpoint|savepoint) (\d+)", msg))
@@ -465,6 +488,18 @@ def state_refs(path: str, names: dict) -> tuple:
             refs.append(f"te:{p}")
         elif FILE_PATH.fullmatch(p):
             refs.append(f"file:{p}")
+    if parts[0] == "deployment":  # a deployment mode's jobs, workers and slots (deployment_refs)
+        for i, p in enumerate(parts):
+            if re.fullmatch(r"job \d+", p):
+                refs.append(f"job:{p[4:]}")
+            elif re.fullmatch(r"worker \d+", p):
+                slot = parts[i + 1] if i + 1 < len(parts) else ""
+                refs.append(f"slot:w{p[7:]}/{slot[5:]}" if re.fullmatch(r"slot \d+", slot) else f"worker:{p[7:]}")
+            elif re.fullmatch(r"worker \d+/slot \d+", p):
+                w, s = re.findall(r"\d+", p)
+                refs.append(f"slot:w{w}/{s}")
+            elif p in ("pending_workers", "idle_workers"):
+                refs.append(f"workers:{p[:-8]}")
     return tuple(refs)
 
 

@@ -165,9 +165,11 @@ def active_rm_pending_workers_within_requirements(run) -> Violation | None:
         return None
     need = needed_pending_workers(d)
     if len(d.active.pending) > need:
-        return Violation(invariant="active_rm_pending_workers_within_requirements", expected=f"<= {need}",
-                         actual=len(d.active.pending),
-                         message=f"{len(d.active.pending)} worker(s) pending, the requirements need {need}")
+        pending = sorted(int(w) for w in d.active.pending)
+        return Violation(invariant="active_rm_pending_workers_within_requirements", expected=f"<= {need} pending",
+                         actual={"pending_workers": pending, "needed": need},
+                         message=f"{len(pending)} worker(s) pending ({', '.join(f'worker {w}' for w in pending)}), "
+                                 f"the requirements need {need}")
     return None
 
 
