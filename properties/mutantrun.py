@@ -126,24 +126,32 @@ def _leaves(exc: BaseException) -> list[BaseException]:
 
 def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
     """Where in the file ``path`` (the mutated module) ``exc`` was raised: the innermost frame of
-    its traceback whose code comes from that file, as ``{"line": N, "function": qualified name,
-    "message": the exception's text, shortened}``; None when no frame is in that file (the
-    exception was raised elsewhere without the module on the stack) or there is no exception.
+    its traceback whose code comes from that file (or, when none does, of the exception it was
+    raised from or while handling), as ``{"line": N, "function": qualified name, "message": the
+    exception's text, shortened}``; None when no frame is in that file (the exception was raised
+    elsewhere without the module on the stack) or there is no exception.
     A group answers only when every one of its exceptions was raised at the same place."""
     if exc is None or not path:
         return None
     target = os.path.realpath(path)
     places = []
     for leaf in _leaves(exc):
-        where, tb = None, leaf.__traceback__
-        while tb is not None:
-            code = tb.tb_frame.f_code
-            if code.co_filename == path or os.path.realpath(code.co_filename) == target:
-                where = {"line": tb.tb_lineno, "function": code.co_qualname}
-            tb = tb.tb_next
+        where, e, seen = None, leaf, 0
+        # an exception raised while handling another (a runner wrapping the model's TypeError in
+        # its own error, pytest wrapping an ImportError): the one it was raised from, if the
+        # module is not on its own traceback
+        while where is None and e is not None and seen < 5:
+            tb = e.__traceback__
+            while tb is not None:
+                code = tb.tb_frame.f_code
+                if code.co_filename == path or os.path.realpath(code.co_filename) == target:
+                    where = {"line": tb.tb_lineno, "function": code.co_qualname,
+                             "message": f"{type(e).__name__}: {e}"[:200]}
+                tb = tb.tb_next
+            e, seen = e.__cause__ or e.__context__, seen + 1
         if where is None:
             return None
-        places.append(dict(where, message=f"{type(leaf).__name__}: {leaf}"[:200]))
+        places.append(where)
     if not places or any((p["line"], p["function"]) != (places[0]["line"], places[0]["function"]) for p in places):
         return None
     return places[0]
@@ -178,9 +186,7 @@ class _Recorder:
             self.failed = nodeid
             self.exception = what or (type(exc).__name__ if exc is not None else None)
             self.assertion = what is None and _is_assertion(exc)
-            # a module that did not import: pytest wraps an ImportError, the import's own error is its cause
-            self.raised_at = None if self.assertion else (raised_at(exc, self.module_file) or
-                                                          raised_at(getattr(exc, "__cause__", None), self.module_file))
+            self.raised_at = None if self.assertion else raised_at(exc, self.module_file)
 
     def pytest_exception_interact(self, node, call, report):
         # pytest calls it after the failed report was logged: it names the exception

@@ -369,6 +369,15 @@ def test_where_a_crash_was_raised_is_the_innermost_frame_in_the_mutated_module()
     at = mutantrun.raised_at(e, path)
     assert (at["line"], at["function"]) == (2, "inner") and at["message"].startswith("KeyError")
     assert mutantrun.raised_at(e, "/elsewhere.py") is None  # not raised with that module on the stack
+    # a runner wrapping the model's error in its own (``from None`` hides it from the report, not
+    # from ``__context__``): placed where the model's error was raised
+    with pytest.raises(RuntimeError) as wrapped:
+        try:
+            ns["outer"]()
+        except KeyError:
+            raise RuntimeError("malformed case") from None
+    assert (mutantrun.raised_at(wrapped.value, path)["line"], mutantrun.raised_at(wrapped.value, path)["function"]) \
+        == (2, "inner")
     # a group (Hypothesis reporting several errors) is placed only when all were raised at one place
     assert mutantrun.raised_at(ExceptionGroup("two", [e, e]), path)["line"] == 2
     assert mutantrun.raised_at(ExceptionGroup("two", [e, ValueError("x")]), path) is None
