@@ -14,7 +14,9 @@ from model.channelstaterescaling import (
     ChannelStateRescalingError,
     ambiguous_targets,
     assign_channel_state,
+    gate_descriptor,
     is_identity,
+    keeps,
     new_to_old_mapping,
     old_subtasks,
 )
@@ -139,3 +141,51 @@ def test_broadcast_state_copies_only_reported_handles():
     assert repartition_broadcast([None, None], 2) == [[], []]
     # every subtask reported: new i gets old i % oldP's copy, as before
     assert repartition_broadcast([[1], [2]], 3) == [[1], [2], [1]]
+
+
+# -- the rules at their edges -------------------------------------------------------------------
+
+
+def test_identity_needs_every_new_subtask_to_read_exactly_its_own_old_one():
+    """``RescaleMappings.isIdentity``: as many new subtasks as old ones is not enough; FULL at an
+    unchanged parallelism has every new subtask read every old one."""
+    assert not is_identity(new_to_old_mapping("FULL", 2, 2), 2)
+    assert not is_identity(((0,), (1,)), 3)       # one old subtask read by no one
+    assert is_identity(new_to_old_mapping("ROUND_ROBIN", 3, 3), 3)
+
+
+def test_a_gate_is_identity_only_when_both_sides_are_and_reads_old_state():
+    """``getInflightDataGateOrPartitionRescalingDescriptor``: IDENTITY only when this side's and
+    the other side's mappings are both the identity (or the subtask reads no old subtask);
+    an upstream rescaled under an unchanged downstream makes the gate RESCALING."""
+    d = gate_descriptor("RANGE", "ARBITRARY", 0, 2, 2, 2, 3)
+    assert d["type"] == "RESCALING" and d["old_indices"] == [0] and d["mappings"] == [[0], [1], []]
+    assert gate_descriptor("RANGE", "ARBITRARY", 0, 2, 2, 2, 2)["type"] == "IDENTITY"
+    assert gate_descriptor("ROUND_ROBIN", "ARBITRARY", 2, 2, 3, 2, 3)["type"] == "IDENTITY"  # reads nothing old
+
+
+def test_only_a_hash_exchange_filters_recovered_records():
+    """``RecordFilter``: a partitioner that does not route by the record keeps everything it
+    recovers; a hash exchange keeps a record only on the subtask owning its key group."""
+    for partitioner in ("rebalance", "broadcast", "forward", "rescale"):
+        assert keeps(partitioner, ("k", 1, 0), 1, 128, 2)
+    owner = assign_key_to_parallel_operator("k", 128, 2)
+    assert keeps("hash", ("k", 1, 0), owner, 128, 2) and not keeps("hash", ("k", 1, 0), 1 - owner, 128, 2)
+
+
+def test_an_empty_old_channel_does_not_end_the_reassignment():
+    """Old channels are reassigned one after the other; one with no records in flight is
+    skipped, the later ones still go to their new owners."""
+    recs = {(0, 0): [], (0, 1): [("a", 1, 0)], (1, 2): [("b", 2, 0)]}
+    out = assign_channel_state(recs, "rebalance", 2, 2, 3, 2, 128)
+    assert Counter(r for rs in out.values() for r in rs) == Counter({("a", 1, 0): 1, ("b", 2, 0): 1})
+
+
+def test_the_old_index_variant_drops_exactly_the_channels_of_indices_that_no_longer_exist():
+    """``inflight-by-old-index``: each old channel's records go back to the channel with the same
+    indices; a channel whose upstream or downstream index is gone loses its records, and an
+    empty channel leaves no entry."""
+    recs = {(0, 0): [("a", 1, 0)], (1, 1): [], (0, 2): [("b", 2, 0)], (2, 1): [("c", 3, 0)]}
+    with seams.active(("inflight-by-old-index",)):
+        out = assign_channel_state(recs, "hash", 3, 2, 3, 2, 128)
+    assert out == {(0, 0): [("a", 1, 0)]}
