@@ -169,24 +169,45 @@ def _is_assertion(exc: BaseException | None) -> bool:
 
 
 class _Recorder:
-    """pytest plugin: the first failing test (its node id), its exception's type, whether it
-    is an assertion and where in the mutated module (``module_file``) it was raised, and how many
-    tests ran."""
+    """pytest plugin: the test that decides (the first failing on an assertion, else the first
+    failing at all: its node id), its exception's type, whether it is an assertion and where in
+    the mutated module (``module_file``) it was raised, and how many tests ran. It stops the run
+    at the first failing assertion; after a crash the run goes on through the ``cheap`` tests
+    that follow (one of them may still fail on an assertion) and stops at the first other one."""
 
-    def __init__(self, module_file: str | None = None):
+    def __init__(self, module_file: str | None = None, cheap=()):
         self.module_file = module_file
+        self.cheap = frozenset(cheap)
         self.failed: str | None = None
         self.exception: str | None = None
         self.assertion = False
         self.raised_at: dict | None = None
         self.ran = 0
+        self.session = None
+        self.next_of: dict = {}
 
     def _first(self, nodeid: str, exc: BaseException | None, what: str | None = None) -> None:
-        if self.failed is None or (self.failed == nodeid and self.exception is None):
+        assertion = what is None and _is_assertion(exc)
+        if (self.failed is None or (self.failed == nodeid and self.exception is None)
+                or (assertion and not self.assertion)):  # an assertion after a crash decides: a kill
             self.failed = nodeid
             self.exception = what or (type(exc).__name__ if exc is not None else None)
-            self.assertion = what is None and _is_assertion(exc)
+            self.assertion = assertion
             self.raised_at = None if self.assertion else raised_at(exc, self.module_file)
+
+    def pytest_sessionstart(self, session):
+        self.session = session
+
+    def pytest_collection_finish(self, session):
+        items = [it.nodeid for it in session.items]
+        self.next_of = dict(zip(items, items[1:] + [None]))
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        if self.failed is None or self.session is None:
+            return
+        nxt = self.next_of.get(nodeid)
+        if self.assertion or nxt is None or nxt not in self.cheap:
+            self.session.shouldstop = "killed" if self.assertion else "crashed, and no cheap test is left"
 
     def pytest_exception_interact(self, node, call, report):
         # pytest calls it after the failed report was logged: it names the exception
@@ -206,20 +227,21 @@ class _Recorder:
 
 
 def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True,
-              module_file: str | None = None) -> int:
-    """Run ``nodeids`` with pytest, stopping at the first failure; write ``{"failed": nodeid or
-    null, "exception": its type's name, "raised_at": where in ``module_file`` (the mutated
-    module) a crash was raised (see :func:`raised_at`), "ran": N}`` to ``result_path``; return :data:`KILLED`
-    when a test failed on an assertion, :data:`CRASHED` when one failed on another exception
-    or a test module did not collect, :data:`SURVIVED` when all passed (:data:`ERROR` when
-    pytest could not run them)."""
+              module_file: str | None = None, cheap=()) -> int:
+    """Run ``nodeids`` with pytest, stopping at the first failing assertion, or after a crash at
+    the first test not in ``cheap`` (the cheap tests after a crash still run: one may fail on an
+    assertion); write ``{"failed": nodeid or null, "exception": its type's name, "raised_at":
+    where in ``module_file`` (the mutated module) a crash was raised (see :func:`raised_at`),
+    "ran": N}`` to ``result_path``; return :data:`KILLED` when a test failed on an assertion,
+    :data:`CRASHED` when none did and one failed on another exception or a test module did not
+    collect, :data:`SURVIVED` when all passed (:data:`ERROR` when pytest could not run them)."""
     import pytest  # here, not at the top: a fresh interpreter must install the hook before pytest loads conftest
 
-    rec = _Recorder(module_file)
+    rec = _Recorder(module_file, cheap)
     # a suite run inside a test re-raises a crash of the model instead of recording it as the
     # suite's error, so that the test fails with the crash and not with an assertion on the result
     os.environ[RAISE_MODEL_CRASHES] = "1"
-    args = ["-x", "-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-o", "addopts=",
+    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-o", "addopts=",
             *nodeids]
     if quiet:
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -297,7 +319,7 @@ def main(argv: list[str]) -> int:
         rc = run_suites(spec["suites"], spec["result"], runs=spec.get("runs"), base_seed=spec.get("seed", 0),
                         module_file=spec["path"])
     else:
-        rc = run_tests(spec["tests"], spec["result"], module_file=spec["path"])
+        rc = run_tests(spec["tests"], spec["result"], module_file=spec["path"], cheap=spec.get("cheap", ()))
     if spec.get("result"):
         with open(spec["result"]) as f:
             res = json.load(f)

@@ -10,7 +10,8 @@
          │    is left out of the profile and named)
          ▼
     each mutant: the profile's tests that execute its lines (at most 30, round-robin over the
-    profile's parts), stopping at the first failure, within a time limit
+    profile's parts), stopping at the first failing assertion (after a crash only the remaining
+    cheap tests run: one may still fail on an assertion), within a time limit
     ─► killed (which test) / incompetent (raised on its own lines) / crashed (which test, which
        exception, where) / survived (the diff) / timeout
          │
@@ -646,6 +647,7 @@ class Job:
     suites: bool = False  # the quick judge: ``tests`` are check suites, run with ``runs``/``seed``
     runs: int | None = None
     seed: int = 0
+    cheap: tuple[str, ...] = ()  # the cheap ones among ``tests``: after a crash they still run
 
 
 def time_limit(baseline_seconds: float, override: float | None) -> float:
@@ -657,7 +659,7 @@ def time_limit(baseline_seconds: float, override: float | None) -> float:
 def _subprocess_spec(job: Job, result_path: str) -> dict:
     spec = {"root": str(ROOT), "module": f"model.{job.mutant.module}",
             "path": str(module_path(job.mutant.module)), "source": job.source, "tests": list(job.tests),
-            "result": result_path}
+            "result": result_path, "cheap": list(job.cheap)}
     if job.suites:
         spec.update(suites=list(job.tests), runs=job.runs, seed=job.seed)
     return spec
@@ -705,7 +707,7 @@ def _start(job: Job, tmp: str) -> _Running:
                 _quiet_fds()
                 return mutantrun.run_suites(list(job.tests), result_path, runs=job.runs, base_seed=job.seed,
                                             module_file=path)
-            return mutantrun.run_tests(list(job.tests), result_path, module_file=path)
+            return mutantrun.run_tests(list(job.tests), result_path, module_file=path, cheap=job.cheap)
 
         return _Running(job, result_path, pid=_fork(child))
     spec_path = result_path + ".spec"
@@ -889,7 +891,9 @@ def plan(module: str, mutants: list[Mutant], baseline: Baseline, equivalents: di
         if not tests:
             known.append(Result(m, "survived", reason="no test of the kill profile executes this line"))
             continue
-        jobs.append(Job(m, m.source(source), tuple(tests), time_limit(baseline.seconds_for(tests), timeout)))
+        cheap = tuple(t for t in tests if baseline.seconds.get(t, 0.0) <= CHEAP_TEST_S)
+        jobs.append(Job(m, m.source(source), tuple(tests), time_limit(baseline.seconds_for(tests), timeout),
+                        cheap=cheap))
     return jobs, known
 
 

@@ -390,3 +390,35 @@ def test_where_a_crash_was_raised_is_the_innermost_frame_in_the_mutated_module()
     assert not m.raised_itself(src, {"line": 5, "function": "outer"})
     assert not m.raised_itself(src, {"line": 2, "function": "outer"})
     assert not m.raised_itself(src, None)
+
+
+_RUN_TESTS = r'''
+import json, sys
+from properties import mutantrun
+nodeids, cheap = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+sys.exit(mutantrun.run_tests(nodeids, sys.argv[3], cheap=cheap))  # quiet: stdout goes nowhere
+'''
+
+
+def test_an_assertion_after_a_crash_still_kills_and_only_cheap_tests_run_after_a_crash(tmp_path):
+    """The first test crashes (a TypeError), a later cheap one fails on an assertion: killed by
+    the later one. A test after a crash that is not cheap does not run: the crash decides."""
+    from properties import mutantrun
+
+    f = tmp_path / "test_planted.py"
+    f.write_text("def test_crash():\n    None + 1\n\n\ndef test_ok():\n    pass\n\n\n"
+                 "def test_assert():\n    assert 1 == 2\n")
+    crash, ok, fails = (f"{f.name}::test_crash", f"{f.name}::test_ok", f"{f.name}::test_assert")  # as pytest names them
+
+    def run(cheap):
+        r = subprocess.run([sys.executable, "-c", _RUN_TESTS, json.dumps([crash, ok, fails]), json.dumps(cheap),
+                            str(tmp_path / "result.json")], cwd=tmp_path, env=ENV, capture_output=True, text=True,
+                           timeout=300)
+        return {"code": r.returncode, **json.loads((tmp_path / "result.json").read_text())}
+
+    got = run([crash, ok, fails])
+    assert got["code"] == mutantrun.KILLED and got["failed"] == fails and got["exception"] == "AssertionError", got
+    assert got["ran"] == 3
+    got = run([crash, ok])  # the assertion's test is not cheap: the run ends before it
+    assert got["code"] == mutantrun.CRASHED and got["failed"] == crash and got["exception"] == "TypeError", got
+    assert got["ran"] == 2

@@ -4,7 +4,8 @@ Plants one small bug at a time in a model module (mutmut's mutation operators: a
 swapped, a number off by one, a condition negated, an argument dropped, ...) and runs the
 module's kill profile -- its unit tests, the focused suites and scenarios of its mechanism and
 the safe variants' seeded cluster runs, only those tests that execute the mutated lines (at most
-``--tests-per-mutant``, round-robin over the profile's parts), stopping at the first failure,
+``--tests-per-mutant``, round-robin over the profile's parts), stopping at the first failing
+assertion (after a crash only the cheap tests left run),
 within a time limit per mutant -- to see whether the suite notices. Each mutant is killed (a test
 failed on an assertion or a named invariant violation: the test is named), incompetent (a test
 failed on another exception raised on the mutant's own lines: the mutated code could not run;
