@@ -2134,7 +2134,7 @@ class RevokeJobLeadershipKind(_DeploymentFault):
 class GrantJobLeadershipKind(_JobKind):
     action = GrantJobLeadership
     statuses = ("SUSPENDED",)
-    weight = 1.0
+    weight = 0.3  # (a leaderless while in which heartbeat intervals pass: idle workers are released)
     drain = 21
 
     def job_guard(self, c, r, a):
@@ -2207,7 +2207,7 @@ class RegisterWorkerKind(_DeploymentKind):
 @register
 class DeploymentTickKind(_DeploymentKind):
     action = DeploymentTick
-    weight = 0.5
+    weight = 1.0
     drain = 24
     shape = "square"
 

@@ -406,6 +406,7 @@ class ClusterEntrypoint:
         held = t.slots[slot]
         if t.remove_task(slot, entry):
             self._slot_available(w, slot, held[0])
+            c.events.append(("dm_releasing_slot_freed", c.now, w, slot, held[1]))
         job, task, attempt, _ = entry
         r = self.jobs[job]
         if attempt == r.attempt and r.tasks[task] == "DEPLOYED":

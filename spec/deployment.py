@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from model.clusterentrypoint import needed_pending_workers
 from model.dispatcher import GLOBALLY_TERMINAL
+from spec.coverage import goal
 from spec.invariant import Violation, invariant
 
 
@@ -246,3 +247,48 @@ def application_shutdown_only_when_globally_terminal(run) -> Violation | None:
                              actual={"job": r.index, "status": r.status},
                              message=f"the application cluster shut down while job {r.index} is {r.status}")
     return None
+
+
+# -- coverage goals: the deployment family's walks reach its mechanisms ---------------------------
+
+def _mode(mode: str):
+    return lambda scenario: scenario.config.deployment_mode == mode
+
+
+def _events(new_events, kind: str) -> list:
+    return [e for e in new_events if e[0] == kind]
+
+
+@goal("slot_passed_between_jobs", "SlotManager allocation across a session cluster's jobs",
+      "A slot that one job of a session cluster held was allocated to another job.",
+      applies=_mode("session"), floor=5)
+def slot_passed_between_jobs(run, new_events) -> bool:
+    new = _events(new_events, "dm_slot_allocated")  # ("dm_slot_allocated", step, job, worker, slot, allocation)
+    if not new:
+        return False
+    held: dict = {}
+    for e in run.cluster.events:
+        if e[0] == "dm_slot_allocated" and not any(e is n for n in new):
+            held.setdefault((e[3], e[4]), set()).add(e[2])
+    return any(held.get((e[3], e[4]), set()) - {e[2]} for e in new)
+
+
+@goal("releasing_slot_freed", "TaskSlotTable (a RELEASING slot freed when its last task ended)",
+      "A slot freed while its task was still being cancelled (RELEASING) was freed, and reported to the "
+      "SlotManager, once the task ended.", applies=_mode("session"), floor=5)
+def releasing_slot_freed(run, new_events) -> bool:
+    return bool(_events(new_events, "dm_releasing_slot_freed"))
+
+
+@goal("pending_worker_timed_out", "ActiveResourceManager worker registration timeout",
+      "A requested worker that had not registered within resourcemanager.taskmanager-registration.timeout was "
+      "stopped.", applies=_mode("application"), floor=5)
+def pending_worker_timed_out(run, new_events) -> bool:
+    return bool(_events(new_events, "dm_worker_registration_timeout"))
+
+
+@goal("idle_worker_released", "ActiveResourceManager idle workers (resourcemanager.taskmanager-timeout)",
+      "A registered worker without allocated slots was released after resourcemanager.taskmanager-timeout.",
+      applies=_mode("application"), floor=5)
+def idle_worker_released(run, new_events) -> bool:
+    return bool(_events(new_events, "dm_idle_worker_released"))
