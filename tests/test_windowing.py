@@ -338,3 +338,135 @@ def test_keyed_aggregate_snapshot_restore_split():
         b.process_element(key, 10, 1, out_b)
     assert out_b.records == [(1, 11, 1), (3, 13, 1), (5, 15, 1), (7, 17, 1)]
     assert b.key_groups() == (1, 3)
+
+
+# ---------------------------------------------------------------------------- the rules at their edges
+
+
+def test_bad_arguments_name_the_parameter():
+    """One clear line naming the problem: the class and parameter a bad value was given for."""
+    for make, name in ((lambda: TumblingEventTimeWindows("x"), "TumblingEventTimeWindows.size"),
+                       (lambda: TumblingEventTimeWindows(10, "x"), "TumblingEventTimeWindows.offset"),
+                       (lambda: SlidingEventTimeWindows("x", 5), "SlidingEventTimeWindows.size"),
+                       (lambda: SlidingEventTimeWindows(10, "x"), "SlidingEventTimeWindows.slide"),
+                       (lambda: SlidingEventTimeWindows(10, 5, "x"), "SlidingEventTimeWindows.offset"),
+                       (lambda: tumbling(lateness="x"), "WindowOperator.allowed_lateness"),
+                       (lambda: tumbling(aggregate="max"), "WindowOperator.aggregate"),
+                       (lambda: KeyedAggregateOperator("max", KG), "KeyedAggregateOperator.aggregate")):
+        with pytest.raises(InvalidArgument, match=name.replace(".", r"\.")):
+            make()
+    with pytest.raises(InvalidArgument, match=r"^TumblingEventTimeWindows\.assign_windows: record has Long"):
+        TumblingEventTimeWindows(10).assign_windows(LONG_MIN)
+    with pytest.raises(InvalidArgument, match=r"^SlidingEventTimeWindows\.assign_windows: record has Long"):
+        SlidingEventTimeWindows(10, 5).assign_windows(LONG_MIN)
+
+
+def test_assigners_and_operators_print_as_built():
+    assert repr(TumblingEventTimeWindows(10, 3)) == "TumblingEventTimeWindows(10, 3)"
+    assert repr(TumblingEventTimeWindows(10, legacy_window_start=True)) == \
+        "TumblingEventTimeWindows(10, 0, legacy_window_start=True)"
+    assert repr(SlidingEventTimeWindows(10, 5, 1)) == "SlidingEventTimeWindows(10, 5, 1)"
+    assert repr(SlidingEventTimeWindows(10, 5, legacy_window_start=True)) == \
+        "SlidingEventTimeWindows(10, 5, 0, legacy_window_start=True)"
+    assert repr(tumbling()).startswith("WindowOperator(TumblingEventTimeWindows(10, 0), 'count', 0, ...)")
+    assert repr(KeyedAggregateOperator("sum", KG)) == "KeyedAggregateOperator('sum', ...)"
+
+
+def test_legacy_sliding_windows_start_after_the_element_flink_26334():
+    """The pre-FLINK-26334 start for sliding windows: ts=-17, slide 5 -> the last start is
+    -17 - (-12 % 5) = -15 (Java's %), after the element; the current formula starts at -20."""
+    legacy = SlidingEventTimeWindows(10, 5, legacy_window_start=True)
+    assert legacy.assign_starts(-17) == (-15, -20, -25)
+    assert SlidingEventTimeWindows(10, 5).assign_starts(-17) == (-20, -25)
+    assert legacy.assign_starts(17) == SlidingEventTimeWindows(10, 5).assign_starts(17) == (15, 10)
+
+
+def test_sliding_windows_near_the_ends_of_the_long_range_as_in_java():
+    """Timestamps near Long.MAX_VALUE: Flink's loop, exact (no overflow); near Long.MIN_VALUE
+    ``timestamp - size`` overflows in Java, so the loop ``start > timestamp - size`` runs not
+    once: the element gets no window."""
+    ts = LONG_MAX - 2
+    assert SlidingEventTimeWindows(10, 5).assign_starts(ts) == tuple(brute_force_starts(ts, 0, 10, 5))
+    assert SlidingEventTimeWindows(10, 5, 3).assign_starts(ts) == tuple(brute_force_starts(ts, 3, 10, 5))
+    assert SlidingEventTimeWindows(10, 5).assign_starts(LONG_MIN + 3) == ()
+
+
+def test_count_counts_elements_whatever_their_values():
+    op, out = tumbling(aggregate="count"), RecordingWindowOutput()
+    op.process_element(1, 5, 1, out)
+    op.process_element(1, 7, 2, out)
+    op.advance_watermark(9, out)
+    assert out.records == [(1, 2, 9)]
+
+
+def test_an_element_whose_windows_end_past_long_max_is_dropped_and_counted():
+    """``TimeWindow(start, start + size)``: past Long.MAX_VALUE the end wraps (Java long), so
+    ``maxTimestamp()`` is near Long.MIN_VALUE and every window is late at watermark 0, while
+    the element itself is not late: ``WindowOperator`` drops it and counts it in
+    ``numLateRecordsDropped``; nothing goes to the late side output."""
+    op, out = tumbling(), RecordingWindowOutput()
+    assert op.num_late_records_dropped == 0
+    op.advance_watermark(0, out)
+    op.process_element(1, 1, LONG_MAX - 1, out)
+    op.process_element(2, 1, LONG_MAX - 3, out)
+    assert op.num_late_records_dropped == 2 and out.records == [] and out.late == []
+
+
+def test_a_window_past_long_max_fires_at_its_wrapped_max_timestamp():
+    """At watermark Long.MIN_VALUE the same window is not late: its timer is at the wrapped
+    ``maxTimestamp()`` (Long.MIN_VALUE + 1), where it fires."""
+    op, out = tumbling(), RecordingWindowOutput()
+    op.process_element(1, 1, LONG_MAX - 1, out)
+    op.advance_watermark(LONG_MIN + 1, out)
+    assert out.records == [(1, 1, LONG_MIN + 1)]
+
+
+def test_an_element_records_every_sliding_window_it_skipped_as_late():
+    """size 15, slide 5, watermark 14: the element at 7 belongs to [5,20), [0,15) and [-5,10);
+    the last two are late (``isWindowLate``) and skipped, each noted with its max timestamp."""
+    op = WindowOperator(SlidingEventTimeWindows(15, 5), "sum", 0, KG)
+    out = RecordingWindowOutput()
+    op.advance_watermark(14, out)
+    op.process_element(3, 4, 7, out)
+    assert out.skipped == [(3, 4, 7, 14), (3, 4, 7, 9)] and out.late == [] and op.num_late_records_dropped == 0
+    op.advance_watermark(19, out)
+    assert out.records == [(3, 4, 19)]
+
+
+def test_a_snapshot_is_canonical_whatever_the_order_of_the_elements():
+    """Two operators that saw the same elements in another order have equal snapshots (keys of
+    one key group, one window, timers included)."""
+    a, b, out = tumbling(), tumbling(), RecordingWindowOutput()
+    for key in (1, 5, 9):  # one key group (1)
+        a.process_element(key, 1, 3, out)
+    for key in (9, 5, 1):
+        b.process_element(key, 1, 3, out)
+    assert a.snapshot_state() == b.snapshot_state()
+    w = TimeWindow(0, 10)
+    assert a.snapshot_state()[1] == WindowKeyGroupState(contents=((1, w, 1), (5, w, 1), (9, w, 1)),
+                                                        timers=((9, 1, w), (9, 5, w), (9, 9, w)))
+    k1, k2 = KeyedAggregateOperator("sum", KG), KeyedAggregateOperator("sum", KG)
+    for key in (1, 5, 9):
+        k1.process_element(key, 10 - key, 3, out)
+    for key in (9, 5, 1):
+        k2.process_element(key, 10 - key, 3, out)
+    assert k1.snapshot_state() == k2.snapshot_state()
+    assert k1.snapshot_state()[1].values == ((1, 9), (5, 5), (9, 1))
+
+
+def test_watermarks_are_not_state_and_key_groups_come_from_the_key():
+    """A restored operator starts at Long.MIN_VALUE again (the watermark is not checkpointed);
+    the keyed aggregate only records the watermark; both place a key in its key group."""
+    op, out = tumbling(), RecordingWindowOutput()
+    assert op.key_group(6) == 2 and op.key_group(6) == 2
+    op.process_element(1, 1, 3, out)
+    op.advance_watermark(5, out)
+    snap = op.snapshot_state()
+    op.restore_state(snap)
+    assert op.current_watermark == LONG_MIN
+    k = KeyedAggregateOperator("count", KG)
+    assert k.current_watermark == LONG_MIN and k.key_group(6) == 2 and k.key_group(6) == 2
+    k.advance_watermark(5, out)
+    assert k.current_watermark == 5
+    k.restore_state(k.snapshot_state())
+    assert k.current_watermark == LONG_MIN
