@@ -470,3 +470,45 @@ def test_watermarks_are_not_state_and_key_groups_come_from_the_key():
     assert k.current_watermark == 5
     k.restore_state(k.snapshot_state())
     assert k.current_watermark == LONG_MIN
+
+
+def test_sliding_windows_stop_where_javas_loop_would_wrap_around():
+    """Near Long.MIN_VALUE ``start - slide`` wraps to a huge start; Flink's loop would go on
+    through the whole long range. The model stops there, with the windows found so far."""
+    assert SlidingEventTimeWindows(10, 10).assign_starts(LONG_MIN + 12) == (LONG_MIN + 8,)
+
+
+def test_a_restored_key_group_keeps_every_timer():
+    """Three keys of one key group, one timer each: all three fire after a restore."""
+    a, out = tumbling(), RecordingWindowOutput()
+    for key in (1, 5, 9):
+        a.process_element(key, 1, 3, out)
+    b = tumbling()
+    b.restore_state(a.snapshot_state())
+    b.advance_watermark(9, out)
+    assert out.records == [(1, 1, 9), (5, 1, 9), (9, 1, 9)]
+
+
+def test_an_element_is_late_at_the_boundary_and_when_its_lateness_overflows():
+    """``isElementLate``: ``timestamp + allowedLateness <= currentWatermark`` in Java long
+    arithmetic -- late exactly at equality, and late when the sum overflows (it wraps negative)."""
+    op, out = tumbling(lateness=5), RecordingWindowOutput()
+    op.advance_watermark(24, out)
+    op.process_element(1, 1, 19, out)          # [10,20): cleanup 24 <= 24; 19 + 5 <= 24: late
+    assert out.late == [(1, 1, 19)] and op.num_late_records_dropped == 0
+    op2, out2 = tumbling(lateness=5), RecordingWindowOutput()
+    op2.advance_watermark(0, out2)
+    op2.process_element(1, 1, LONG_MAX - 1, out2)  # its window wraps (late); ts + 5 wraps: late too
+    assert out2.late == [(1, 1, LONG_MAX - 1)] and op2.num_late_records_dropped == 0
+
+
+def test_a_window_ending_at_long_max_is_cleaned_up_at_long_max():
+    """A window whose max timestamp is Long.MAX_VALUE has no cleanup timer (its cleanup time is
+    Long.MAX_VALUE, ``registerCleanupTimer`` skips it), yet at watermark Long.MAX_VALUE its
+    timer both fires it and, being its cleanup time, clears it."""
+    op = WindowOperator(TumblingEventTimeWindows(10, 8), "count", 1, KG)
+    out = RecordingWindowOutput()
+    op.process_element(1, 1, LONG_MAX - 3, out)
+    assert op.snapshot_state()[1].timers == ((LONG_MAX, 1, TimeWindow(LONG_MAX - 9, LONG_MIN)),)
+    op.advance_watermark(LONG_MAX, out)
+    assert out.records == [(1, 1, LONG_MAX)] and op.key_groups() == ()
