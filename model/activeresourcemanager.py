@@ -110,9 +110,11 @@ class ActiveResourceManager:
         self.pending.pop(worker, None)
 
     def tick(self, registration_timeout: int, idle_timeout: int, idle_workers) -> tuple[list, list]:
-        """One heartbeat interval: pending workers age and those past the registration timeout
-        are stopped; idle registered workers (``idle_workers``) age and those past
-        ``taskmanager-timeout`` are released. Counters saturate one past their timeout.
+        """One heartbeat interval: pending workers age and those pending for more than the
+        registration timeout are stopped; idle registered workers (``idle_workers``) age and
+        those idle for more than ``taskmanager-timeout`` intervals are released (as the control
+        plane's heartbeat timeout: "more than" the timeout's intervals). Counters saturate one
+        past their timeout.
         Returns (pending workers stopped, idle workers released)."""
         timed_out = []
         armed = self.registration_timeout_armed()
@@ -125,7 +127,7 @@ class ActiveResourceManager:
         self.idle = {w: n for w, n in self.idle.items() if w in idle_workers}
         released = []
         for w in sorted(idle_workers):
-            self.idle[w] = min(self.idle.get(w, -1) + 1, idle_timeout + 1)
+            self.idle[w] = min(self.idle.get(w, 0) + 1, idle_timeout + 1)
             if self.idle[w] > idle_timeout:
                 released.append(w)
         for w in released:
@@ -136,7 +138,7 @@ class ActiveResourceManager:
         """Whether a heartbeat interval would change anything (a counter below its saturation)."""
         if any(n <= registration_timeout for n in self.pending.values()):
             return True
-        return any(self.idle.get(w, -1) <= idle_timeout for w in idle_workers)
+        return any(self.idle.get(w, 0) <= idle_timeout for w in idle_workers)
 
 
 _DRIVER = ResourceManagerDriver()

@@ -877,7 +877,7 @@ _CONTENDED_SMALL = Small(records=0, checkpoints=0, failures=2, environment=(("jo
 #: an application cluster: an ActiveResourceManager requesting workers of one slot
 _APPLICATION = dict(deployment_mode="application", slots_per_task_manager=1)
 _APPLICATION_ENV = dict(max_failures=2)
-#: a job of two slots (two workers), one fault: 505 states (two faults: 17,947)
+#: a job of two slots (two workers), one fault: 353 states
 _APPLICATION_SMALL = Small(sources=2, records=0, checkpoints=0, failures=1)
 _add(Variant(name="session-cluster", description="a session cluster: jobs submitted over time to one Dispatcher, "
              "each with its own JobMaster, share the slots of one TaskExecutor; task failures, cancellations and "

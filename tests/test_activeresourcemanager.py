@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from model.actions import DeploymentTick, JobTaskFinished, RegisterWorker, RevokeJobLeadership
+from model.actions import DeploymentTick, JobTaskFinished, RegisterWorker, RevokeJobLeadership, TaskTerminated
 from model.activeresourcemanager import ActiveResourceManager
 from model.cluster import Cluster, drain
 from model.clusterentrypoint import needed_pending_workers
@@ -56,11 +56,10 @@ def test_a_pending_worker_is_stopped_once_the_registration_timeout_passed():
 
 def test_an_idle_worker_is_released_after_the_idle_timeout_and_a_busy_one_forgets_its_idle_time():
     arm = ActiveResourceManager()
-    assert arm.tick(3, 1, [7]) == ([], []) and arm.idle == {7: 0}
+    assert arm.tick(3, 1, [7]) == ([], []) and arm.idle == {7: 1}
     assert arm.tick(3, 1, []) == ([], []) and arm.idle == {}, "busy again: its idle time starts over"
     arm.tick(3, 1, [7])
-    arm.tick(3, 1, [7])
-    assert arm.tick(3, 1, [7]) == ([], [7])
+    assert arm.tick(3, 1, [7]) == ([], [7]), "idle for more than one interval: released"
     assert arm.ticking(3, 1, []) is False, "nothing pending, nothing idle: a tick would change nothing"
 
 
@@ -144,3 +143,24 @@ def test_variant_flink_13554_keeps_a_worker_pending_past_its_registration_timeou
 @pytest.mark.parametrize("name", ["application-rm-ignores-pending-workers", "FLINK-13554"])
 def test_the_unsafe_variants_switch_one_seam_of_the_active_resource_manager(name):
     assert variant(name).seam.startswith("ActiveResourceManager.")
+
+
+def test_the_timeouts_reach_the_application_goals():
+    run = Run(small_scenario(variant("application-cluster")))
+    run.step(DeploymentTick())
+    assert not run.goals["pending_worker_timed_out"]
+    run.step(DeploymentTick())
+    assert run.goals["pending_worker_timed_out"] == 1
+    for w in sorted(run.cluster.deployment.active.pending):
+        run.step(RegisterWorker(w))
+    run.step(RevokeJobLeadership(0))
+    d = run.cluster.deployment
+    assert d.idle_workers() == [], "their slots are RELEASING while the cancelled tasks run"
+    for w in sorted(d.workers):
+        for s, ((job, task, attempt, _),) in sorted(d.workers[w].tasks.items()):
+            run.step(TaskTerminated(w, s, job, task, attempt))
+    assert len(d.idle_workers()) == 2
+    run.step(DeploymentTick())
+    assert not run.goals["idle_worker_released"]
+    run.step(DeploymentTick())
+    assert run.goals["idle_worker_released"] == 1 and run.cluster.deployment.workers == {}

@@ -220,3 +220,13 @@ def test_the_viewer_shows_the_jobs_of_a_session_cluster_apart():
     assert d["workers"]["worker 0"]["slot 0"] == "allocation 1 of job 0 (RELEASING); job 0 task 0 attempt 0 CANCELING"
     assert [lane["id"] for lane in component_lanes(run.cluster)] == ["rm", "job0", "job1"]
     assert "deployment" not in snapshot(Run(small_scenario(variant("aligned-2pc"))))
+
+
+def test_a_lost_job_masters_slot_passed_to_the_next_job_once_its_task_ended_reaches_the_session_goals():
+    run = Run(small_scenario(variant("session-cluster-contended")))
+    for a in (SubmitJob(), SubmitJob(), RevokeJobLeadership(0)):
+        run.step(a)
+    assert not run.goals["releasing_slot_freed"] and not run.goals["slot_passed_between_jobs"]
+    run.step(TaskTerminated(0, 0, 0, 0, 0))
+    assert run.goals["releasing_slot_freed"] == 1, "the RELEASING slot was freed when its task ended"
+    assert run.goals["slot_passed_between_jobs"] == 1, "and allocated to job 1"
