@@ -53,13 +53,14 @@ from model.slotsharing import compute_execution_slot_sharing_groups
 
 DEPLOYMENT_MODES = ("session", "application")
 
-ACTIVE, RELEASING = "ACTIVE", "RELEASING"
+ACTIVE, ALLOCATED, RELEASING = "ACTIVE", "ALLOCATED", "RELEASING"
 RUNNING, CANCELING = "RUNNING", "CANCELING"
 
 
 class TaskSlotTable:
     """One TaskExecutor's slots: ``slots[i]`` is None (free) or ``(allocation, job, state)``
-    with state ACTIVE or RELEASING; ``tasks[i]`` the tasks in slot ``i``,
+    with state ACTIVE (accepted by the job's JobMaster), ALLOCATED (allocated, accepted by no
+    JobMaster: inactive) or RELEASING; ``tasks[i]`` the tasks in slot ``i``,
     ``((job, task, attempt, RUNNING or CANCELING), ...)``."""
 
     __slots__ = ("slots", "tasks")
@@ -78,12 +79,20 @@ class TaskSlotTable:
         """No slot allocated and no task left (``TaskExecutor`` is idle for the SlotManager)."""
         return all(s is None for s in self.slots) and not self.tasks
 
-    def allocate(self, slot: int, allocation, job: int) -> bool:
-        """``allocateSlot``: only a free slot (else ``SlotOccupiedException``)."""
+    def allocate(self, slot: int, allocation, job: int, state: str = ACTIVE) -> bool:
+        """``allocateSlot``: only a free slot (else ``SlotOccupiedException``); ACTIVE once the
+        job's JobMaster accepted its offer (the same step), else ALLOCATED."""
         if self.slots[slot] is not None:
             return False
-        self.slots[slot] = (allocation, job, ACTIVE)
+        self.slots[slot] = (allocation, job, state)
         return True
+
+    def free_inactive_slots(self, job: int) -> list:
+        """``freeInactiveSlots``: free the job's slots no JobMaster accepted. Returns their indices."""
+        freed = [i for i, v in enumerate(self.slots) if v is not None and v[1] == job and v[2] == ALLOCATED]
+        for i in freed:
+            self.slots[i] = None
+        return freed
 
     def add_task(self, allocation, job: int, task: int, attempt: int) -> bool:
         """``addTask``: into the ACTIVE slot of ``allocation`` allocated to ``job``."""
@@ -181,6 +190,19 @@ class SlotManager:
 
     def free(self) -> list:
         return sorted(k for k, v in self.slots.items() if v is None)
+
+    def reclaims_inactive_slots(self) -> bool:
+        """Whether clearing a job's requirements frees the slots allocated to it that no
+        JobMaster accepted (``TaskExecutorGateway.freeInactiveSlots``, FLINK-31444): yes."""
+        return True
+
+
+@seams.override("FLINK-31444", SlotManager, "reclaims_inactive_slots",
+                "clearing a finished job's requirements does not reclaim its inactive slots: a slot whose release "
+                "reached the SlotManager before the requirement was cleared is allocated to the finished job again "
+                "and stays with it")
+def _inactive_slots_kept(self) -> bool:
+    return False
 
 
 @value  # never changed after the cluster started: a copy shares it
@@ -347,15 +369,33 @@ class ClusterEntrypoint:
             self._terminal(c, r, "FAILED" if r.status == "FAILING" else "CANCELED")
 
     def _release_slots(self, r: JobManagerRunner) -> None:
-        """The JobMaster releases every slot of its pool (``freeSlot``); a slot the
-        TaskExecutor freed is free for the SlotManager (``notifySlotAvailable``)."""
+        """The JobMaster stops: it releases every slot of its pool (``freeSlot``; a slot the
+        TaskExecutor freed is free for the SlotManager: ``notifySlotAvailable``) and disconnects
+        from the ResourceManager, which clears the job's requirement. The two race (FLINK-31444):
+        the model takes the order in which the freed slots reach the SlotManager first, whose
+        rule allocates them to the job again (the JobMaster that would accept them is gone:
+        they stay inactive); clearing the requirement then frees them
+        (``freeInactiveSlots``)."""
+        sm = self.slot_manager
         for alloc, (w, s) in sorted(r.pool.items()):
             t = self.workers.get(w)
             if t is not None and t.free_slot(alloc):
                 self._slot_available(w, s, alloc)
         r.pool.clear()
         r.task_slot.clear()
-        self.slot_manager.requirements.pop(r.index, None)
+        need = sm.requirements.get(r.index, 0) - sm.allocated_to(r.index)
+        for w, s in sm.free():
+            if need <= 0:
+                break
+            alloc = self.new_allocation()
+            if self.workers[w].allocate(s, alloc, r.index, ALLOCATED):
+                sm.slots[(w, s)] = (alloc, r.index)
+                need -= 1
+        sm.requirements.pop(r.index, None)
+        if sm.reclaims_inactive_slots():
+            for w in sorted(self.workers):
+                for s in self.workers[w].free_inactive_slots(r.index):
+                    sm.slots[(w, s)] = None
 
     def _slot_available(self, w, s: int, alloc) -> None:
         """``notifySlotAvailable``: the SlotManager frees the slot if it still holds that allocation."""
@@ -459,13 +499,14 @@ class ClusterEntrypoint:
 
     # -- the end -----------------------------------------------------------------------------
     def finished(self) -> bool:
-        """Session: every submitted job is globally terminal and every slot is free and empty.
+        """Session: every submitted job is globally terminal and no task is left in a slot
+        (whether their slots came back is ``terminated_job_slots_returned``'s to judge).
         Application: the cluster was shut down."""
         if self.mode == "application":
             return self.dispatcher.shut_down
         if not all(r.globally_terminal for r in self.jobs):
             return False
-        return all(t.idle() for t in self.workers.values())
+        return not any(t.tasks for t in self.workers.values())
 
 
 def needed_pending_workers(ep) -> int:

@@ -904,6 +904,12 @@ _add(Variant(name="session-cancel-task-without-job-id", description="cancelTask 
              "job sharing the TaskExecutor", family="deployment", expected=("running_job_tasks_run",),
              config=RuntimeConfig(bugs=("cancel-task-without-job-id",), **_SESSION),
              environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
+_add(Variant(name="FLINK-31444", flink_key="FLINK-31444", description="a finished job's slots are allocated to it "
+             "again when their release reaches the SlotManager before the job's requirement is cleared, and clearing "
+             "the requirement does not reclaim them: the slots stay with the finished job", family="deployment",
+             expected=("terminated_job_slots_returned", "run_drains"),
+             config=RuntimeConfig(bugs=("FLINK-31444",), **_SESSION), environment=Environment(**_SESSION_ENV),
+             small=_SESSION_SMALL))
 _add(Variant(name="application-rm-ignores-pending-workers", description="the ActiveResourceManager compares the "
              "declared workers with the registered ones only: while a requested worker starts, each check requests "
              "another", family="deployment", expected=("active_rm_pending_workers_within_requirements",),

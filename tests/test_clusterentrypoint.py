@@ -230,3 +230,26 @@ def test_a_lost_job_masters_slot_passed_to_the_next_job_once_its_task_ended_reac
     run.step(TaskTerminated(0, 0, 0, 0, 0))
     assert run.goals["releasing_slot_freed"] == 1, "the RELEASING slot was freed when its task ended"
     assert run.goals["slot_passed_between_jobs"] == 1, "and allocated to job 1"
+
+
+def test_inactive_slots_of_a_job_are_freed_by_free_inactive_slots_only():
+    t = TaskSlotTable(3)
+    t.allocate(0, 7, job=0)
+    t.allocate(1, 8, job=0, state="ALLOCATED")
+    t.allocate(2, 9, job=1, state="ALLOCATED")
+    assert t.free_inactive_slots(0) == [1]
+    assert t.slots[0] == (7, 0, ACTIVE) and t.slots[1] is None and t.slots[2] == (9, 1, "ALLOCATED")
+
+
+def test_variant_flink_31444_leaves_a_finished_jobs_slot_allocated_to_it():
+    sc = small_scenario(variant("FLINK-31444"))
+    actions = [SubmitJob(), JobTaskFinished(0, 0)]
+    run = Run(sc)
+    assert [run.step(a) for a in actions] == [None, None]
+    d = run.cluster.deployment
+    slot, tasks = _slot(run.cluster, 0, 0)
+    assert d.jobs[0].status == "FINISHED" and slot[1:] == (0, "ALLOCATED") and tasks == ()
+    assert d.slot_manager.slots[next(iter(d.workers)), 0][1] == 0, "the SlotManager gave it back to the finished job"
+    v = run.finish()
+    assert v is not None and v.invariant == "terminated_job_slots_returned"
+    assert_safe_twin_takes_the_same_actions(sc, actions)
