@@ -46,15 +46,12 @@ from properties import explore as explore_module
 from properties.explore import Limits, explore
 
 
-def _deepcopy(c: Cluster, created: list | None = None) -> Cluster:
+def _deepcopy(c: Cluster) -> Cluster:
     """What ``Cluster.copy`` did with ``copy.deepcopy`` (same shared deployment data)."""
     memo = {id(o): o for o in (c.eg, c.job_input, c.config, c.environment, c.strategy, c.task_managers, c._ops, *c.eg.subtasks)}
     for history in (c.trace, c.events, c.restored_from, c.trigger_results, c.completed_ids, c.channel_rescales):
         memo[id(history)] = list(history)
-    y = copy.deepcopy(c, memo)
-    if created is not None:  # what the copy made, for ``Run.dispose``
-        created.extend(v for k, v in memo.items() if id(v) != k and k != id(memo))
-    return y
+    return copy.deepcopy(c, memo)
 
 
 def _sample_states(name: str, n: int, seed: int) -> list[tuple[Cluster, object]]:

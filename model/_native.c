@@ -213,12 +213,10 @@ static PyObject *s_value, *s_custom;
 /* The copy's memo: original -> copy (an AddrMap holding both, so no address is reused while
  * the walk runs), seeded with what the caller's memo dict pre-maps. The dict itself is written
  * only around a class that customizes copying (handed to copy.deepcopy with every mapping so
- * far, and read back after). Each object the walk creates, and each pre-mapped copy that is
- * not its original, is appended to `created` (if given): what dispose empties. */
+ * far, and read back after). */
 typedef struct {
     AddrMap map;
     PyObject *dict;    /* the caller's memo: id(original) -> copy */
-    PyObject *created; /* a list, or NULL */
 } CopyMemo;
 
 /* x's copy (borrowed), or NULL */
@@ -244,9 +242,7 @@ cm_put(CopyMemo *m, PyObject *x, PyObject *y)
 static int
 cm_created(CopyMemo *m, PyObject *x, PyObject *y)
 {
-    if (cm_put(m, x, y) < 0)
-        return -1;
-    return m->created ? PyList_Append(m->created, y) : 0;
+    return cm_put(m, x, y);
 }
 
 static void
@@ -277,8 +273,6 @@ cm_read_dict(CopyMemo *m)
             continue; /* copy.deepcopy's list of objects it keeps alive is under id(memo) */
         if (cm_put(m, x, v) < 0)
             return -1;
-        if (m->created && v != x && PyList_Append(m->created, v) < 0)
-            return -1;
     }
     return 0;
 }
@@ -300,11 +294,10 @@ cm_write_dict(CopyMemo *m)
 }
 
 static int
-cm_init(CopyMemo *m, PyObject *dict, PyObject *created)
+cm_init(CopyMemo *m, PyObject *dict)
 {
     addrmap_init(&m->map);
     m->dict = dict;
-    m->created = created;
     return cm_read_dict(m);
 }
 
@@ -687,15 +680,12 @@ fail:
     return NULL;
 }
 
-/* deep_copy(x, memo, created=None): memo pre-maps id(original) -> copy; created, a list, is
- * appended every object the copy creates (and every pre-mapped copy that is not its
- * original) */
+/* deep_copy(x, memo): memo pre-maps id(original) -> copy */
 static PyObject *
 native_deep_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs < 2 || nargs > 3 || !PyDict_Check(args[1]) ||
-        (nargs == 3 && args[2] != Py_None && !PyList_CheckExact(args[2]))) {
-        PyErr_SetString(PyExc_TypeError, "deep_copy(x, memo: dict, created: list | None = None)");
+    if (nargs != 2 || !PyDict_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "deep_copy(x, memo: dict)");
         return NULL;
     }
     if (c_info == NULL) {
@@ -704,87 +694,10 @@ native_deep_copy(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     CopyMemo memo;
     PyObject *out = NULL;
-    if (cm_init(&memo, args[1], nargs == 3 && args[2] != Py_None ? args[2] : NULL) == 0)
+    if (cm_init(&memo, args[1]) == 0)
         out = dc(args[0], &memo);
     cm_free(&memo);
     return out;
-}
-
-/* dispose(created): empty every object a copy created (deep_copy's `created`), so that a copy
- * nobody needs any more is freed by reference counting instead of waiting, in its reference
- * cycles, for the cyclic garbage collector. The list is emptied too. */
-static PyObject *
-native_dispose(PyObject *self, PyObject *created)
-{
-    if (!PyList_CheckExact(created)) {
-        PyErr_SetString(PyExc_TypeError, "dispose(created: list)");
-        return NULL;
-    }
-    PyObject *values = PyList_GetSlice(created, 0, PyList_GET_SIZE(created));
-    if (values == NULL)
-        return NULL;
-    if (PyList_SetSlice(created, 0, PyList_GET_SIZE(created), NULL) < 0) {
-        Py_DECREF(values);
-        return NULL;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(values);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *x = PyList_GET_ITEM(values, i);
-        PyTypeObject *t = Py_TYPE(x);
-        if (t == &PyList_Type) {
-            if (PyList_SetSlice(x, 0, PyList_GET_SIZE(x), NULL) < 0)
-                goto fail;
-        } else if (t == &PyDict_Type) {
-            PyDict_Clear(x);
-        } else if (t == &PySet_Type) {
-            if (PySet_Clear(x) < 0)
-                goto fail;
-        } else if ((PyObject *)t == c_deque_type) {
-            PyObject *r = PyObject_CallMethod(x, "clear", NULL);
-            if (r == NULL)
-                goto fail;
-            Py_DECREF(r);
-        } else {
-            CopyType *te = copy_type(t);
-            if (te == NULL)
-                goto fail;
-            PyObject *info = te->info;
-            if (info == NULL || !PyTuple_Check(info))
-                continue; /* a value, or a class copy.deepcopy copied: left as it is */
-            PyObject *slots = PyTuple_GET_ITEM(info, 0);
-            PyObject *descrs = PyTuple_GET_ITEM(info, 3);
-            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(slots); j++) {
-                Py_ssize_t off = member_offset(PyTuple_GET_ITEM(descrs, j));
-                if (off >= 0) { /* del x.slot, directly */
-                    PyObject **p = (PyObject **)((char *)x + off);
-                    PyObject *old = *p;
-                    *p = NULL;
-                    Py_XDECREF(old);
-                    continue;
-                }
-                if (PyObject_GenericSetAttr(x, PyTuple_GET_ITEM(slots, j), NULL) < 0) {
-                    if (!PyErr_ExceptionMatches(PyExc_AttributeError))
-                        goto fail;
-                    PyErr_Clear();
-                }
-            }
-            if (PyObject_IsTrue(PyTuple_GET_ITEM(info, 2))) {
-                PyObject *d = PyObject_GetAttr(x, s_dict);
-                if (d == NULL) {
-                    PyErr_Clear();
-                } else {
-                    if (PyDict_Check(d))
-                        PyDict_Clear(d);
-                    Py_DECREF(d);
-                }
-            }
-        }
-    }
-    Py_DECREF(values);
-    Py_RETURN_NONE;
-fail:
-    Py_DECREF(values);
-    return NULL;
 }
 
 static PyObject *
@@ -1999,34 +1912,12 @@ native_canonical_bytes(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     return out;
 }
 
-/* -- clear_slots ----------------------------------------------------------------------- */
-
-/* clear_slots(x, names, descrs): setattr(x, name, None) for each name (directly where its
- * member descriptor allows, as set_slot does) -- model.statecopy.clear_slots */
-static PyObject *
-native_clear_slots(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 3 || !PyTuple_Check(args[1]) || !PyTuple_Check(args[2]) ||
-        PyTuple_GET_SIZE(args[1]) != PyTuple_GET_SIZE(args[2])) {
-        PyErr_SetString(PyExc_TypeError, "clear_slots(x, names, descrs): two tuples of one length");
-        return NULL;
-    }
-    PyObject *x = args[0], *names = args[1], *descrs = args[2];
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++)
-        if (set_slot(x, PyTuple_GET_ITEM(names, i), PyTuple_GET_ITEM(descrs, i), Py_None) < 0)
-            return NULL;
-    Py_RETURN_NONE;
-}
-
 static PyMethodDef methods[] = {
     {"deep_copy", (PyCFunction)(void (*)(void))native_deep_copy, METH_FASTCALL,
-     "deep_copy(x, memo, created=None): model.statecopy.py_deep_copy, in C"},
+     "deep_copy(x, memo): model.statecopy.py_deep_copy, in C"},
     {"canonical", (PyCFunction)(void (*)(void))native_canonical, METH_FASTCALL,
      "canonical(x, drop_time): model.fingerprint.py_canonical, in C"},
-    {"dispose", native_dispose, METH_O, "dispose(created): empty every object a copy created (see model.statecopy)"},
     {"configure_copy", native_configure_copy, METH_VARARGS, "set the copier's per-class decisions (model.statecopy)"},
-    {"clear_slots", (PyCFunction)(void (*)(void))native_clear_slots, METH_FASTCALL,
-     "clear_slots(x, names, descrs): model.statecopy.clear_slots, in C"},
     {"canonical_bytes", (PyCFunction)(void (*)(void))native_canonical_bytes, METH_FASTCALL,
      "canonical_bytes(x, drop_time): model.fingerprint.encode(py_canonical(x, drop_time)), in C"},
     {"configure_canonical", native_configure_canonical, METH_VARARGS,

@@ -545,7 +545,8 @@ class SourceIdleKind(_SourceKind):
         return "the source is idle already" if src.wm_output.is_idle else None
 
     def apply(self, c, a):
-        c.tasks[a.subtask].source.wm_output.mark_idle()
+        t = c.tasks[a.subtask]
+        t.source.wm_output.mark_idle(t)
         if c.environment.max_idle_periods is not None:  # counted only under a budget: an unbounded
             c.job.idle_periods += 1                 # run's IDLE/ACTIVE toggles return to one state
 
@@ -565,7 +566,8 @@ class SourceActiveKind(_SourceKind):
         return None if src.wm_output.is_idle else "the source is active already"
 
     def apply(self, c, a):
-        c.tasks[a.subtask].source.wm_output.mark_active()
+        t = c.tasks[a.subtask]
+        t.source.wm_output.mark_active(t)
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} becomes ACTIVE again"

@@ -16,7 +16,10 @@ AlternatingCollectingBarriers, AlternatingCollectingBarriersUnaligned), ``Checkp
 and FLIP-147 (with checkpoints after tasks finish, an EndOfPartition counts as that
 channel's barrier; without, it aborts the pending checkpoint).
 
-The handler talks to its task through a small context (``ctx``):
+The handler talks to its task through a small context (``ctx``), an argument of each call
+that can change the task (``process_barrier(ctx, barrier, channel, now)``, ...), never held by
+the handler: Flink's handler holds its task (``toNotifyOnCheckpoint``), the model passes it, so
+that a task's state has no reference cycle through its handler. The context offers
 ``block(ch)``/``resume(ch)``/``resume_all()``, ``trigger(barrier, unaligned)`` (snapshot the
 operators and emit the barrier downstream), ``abort(checkpoint_id, reason)`` (decline to
 the coordinator and send a CancelCheckpointMarker downstream), ``start_persisting(checkpoint_id,
@@ -69,7 +72,6 @@ class SingleCheckpointBarrierHandler:
     ``"alternating"`` (aligned with ``aligned_checkpoint_timeout``, switching to unaligned)."""
 
     __slots__ = (
-        "ctx",
         "mode",
         "timeout",
         "num_open_channels",
@@ -83,9 +85,8 @@ class SingleCheckpointBarrierHandler:
         "finished",
     )
 
-    def __init__(self, ctx, num_channels: int, mode: str, *, timeout: int | None = None,
+    def __init__(self, num_channels: int, mode: str, *, timeout: int | None = None,
                  checkpoints_after_tasks_finish: bool = True):
-        self.ctx = ctx
         self.mode = mode
         self.timeout = timeout
         self.num_open_channels = num_channels
@@ -125,13 +126,13 @@ class SingleCheckpointBarrierHandler:
         barrier below its current checkpoint id, and one of a checkpoint it no longer waits for)."""
         return self.current_id > b.id or (self.current_id == b.id and not self.pending)
 
-    def on_obsolete_barrier(self, b: CheckpointBarrier, ch: int) -> None:
+    def on_obsolete_barrier(self, ctx, b: CheckpointBarrier, ch: int) -> None:
         """A barrier of a checkpoint this handler already finished or skipped: an aligned one
         blocked its channel upstream when it was sent, so the channel is resumed."""
         if not b.unaligned:
-            self.ctx.resume(ch)
+            ctx.resume(ch)
         if b.id < self.current_id and snapshots_obsolete_barriers():
-            self.ctx.trigger(b, b.unaligned)  # (only with the unsafe seam: the older checkpoint is snapshotted now)
+            ctx.trigger(b, b.unaligned)  # (only with the unsafe seam: the older checkpoint is snapshotted now)
 
     def alignment_deadline(self, b: CheckpointBarrier) -> int | None:
         """When the aligned checkpoint of timeoutable barrier ``b`` turns unaligned: its
@@ -139,14 +140,13 @@ class SingleCheckpointBarrierHandler:
         (``registerAlignmentTimer``)."""
         return b.timestamp + self.timeout
 
-    def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
-        ctx = self.ctx
+    def process_barrier(self, ctx, b: CheckpointBarrier, ch: int, now: int) -> None:
         if self.is_obsolete(b):
-            self.on_obsolete_barrier(b, ch)
+            self.on_obsolete_barrier(ctx, b, ch)
             return
         if b.id > self.current_id:
             if self.pending:
-                self._abort(self.current_id, DECLINED_SUBSUMED)
+                self._abort(ctx, self.current_id, DECLINED_SUBSUMED)
             self.current_id = b.id
             self.aligned.clear()
             self.target = self.num_open_channels
@@ -165,90 +165,89 @@ class SingleCheckpointBarrierHandler:
         state = self.state
         if state == WAITING or state == COLLECTING:
             if len(self.aligned) == self.target:
-                self._finish_aligned(b)
+                self._finish_aligned(ctx, b)
             else:
                 self.state = COLLECTING
         elif state == ALT_WAITING or state == ALT_COLLECTING:
             if b.unaligned:
-                self._timeout_to_unaligned()
+                self._timeout_to_unaligned(ctx)
                 return
             if len(self.aligned) == self.target:
-                self._finish_aligned(b)
+                self._finish_aligned(ctx, b)
             elif self._is_timed_out(b, now):
-                self._timeout_to_unaligned()
+                self._timeout_to_unaligned(ctx)
             else:
                 self.state = ALT_COLLECTING
         else:  # AlternatingCollectingBarriersUnaligned
             ctx.stop_persisting(ch)
             if len(self.aligned) == self.target:
-                self._finish_unaligned()
+                self._finish_unaligned(ctx)
 
     def _is_timed_out(self, b: CheckpointBarrier, now: int) -> bool:
         return (b.timeoutable and b.id <= self.current_id and self.timeout is not None
                 and self.timeout < now - b.timestamp)
 
-    def _finish_aligned(self, b: CheckpointBarrier) -> None:
+    def _finish_aligned(self, ctx, b: CheckpointBarrier) -> None:
         self.aligned.clear()
         self.last_done_id = self.current_id
-        self.ctx.trigger(b, False)
-        self.ctx.resume_all()
+        ctx.trigger(b, False)
+        ctx.resume_all()
         self.state = self._start_state()
 
-    def _finish_unaligned(self) -> None:
+    def _finish_unaligned(self, ctx) -> None:
         self.aligned.clear()
         self.last_done_id = self.current_id
-        self.ctx.channel_state_complete(self.current_id)
-        self.ctx.resume_all()
+        ctx.channel_state_complete(self.current_id)
+        ctx.resume_all()
         self.state = self._start_state()
 
-    def _timeout_to_unaligned(self) -> None:
+    def _timeout_to_unaligned(self, ctx) -> None:
         """AlternatingCollectingBarriers.alignmentTimeout (or an unaligned barrier arriving):
         trigger an unaligned checkpoint of the current barrier now; open channels whose barrier
         has not arrived persist their input (a finished channel's EndOfPartition stands for its
         barrier: Flink counts it among ``alignedChannels``)."""
-        ctx = self.ctx
         others = [c for c in ctx.barrier_channels if c not in self.aligned and c not in self.finished]
         ctx.start_persisting(self.current_id, others)
         ctx.trigger(_as_unaligned(self.barrier), True)
         ctx.resume_all()
         self.state = ALT_COLLECTING_UNALIGNED
         if len(self.aligned) == self.target:
-            self._finish_unaligned()
+            self._finish_unaligned(ctx)
 
-    def on_alignment_timeout(self, checkpoint_id: int) -> None:
+    def on_alignment_timeout(self, ctx, checkpoint_id: int) -> None:
         """The alignment timer of ``checkpoint_id`` fired."""
         if checkpoint_id != self.current_id or not self.pending:
             return
         if self.state == ALT_COLLECTING:
-            self._timeout_to_unaligned()
+            self._timeout_to_unaligned(ctx)
 
     def timer_due(self, now: int, deadline: int) -> bool:
         return self.state == ALT_COLLECTING and now >= deadline
 
     # -- cancellation and end of partition --------------------------------------------------
-    def process_cancellation(self, checkpoint_id: int) -> None:
+    def process_cancellation(self, ctx, checkpoint_id: int) -> None:
         if checkpoint_id > self.current_id or (checkpoint_id == self.current_id and self.aligned):
-            self._abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
+            self._abort(ctx, checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
         else:
-            self.on_obsolete_cancellation(checkpoint_id)
+            self.on_obsolete_cancellation(ctx, checkpoint_id)
 
-    def on_obsolete_cancellation(self, checkpoint_id: int) -> None:
+    def on_obsolete_cancellation(self, ctx, checkpoint_id: int) -> None:
         """A CancelCheckpointMarker of a checkpoint older than the one being aligned is ignored
         (``processCancellationBarrier`` compares its id with the current one)."""
         return None
 
-    def _abort(self, checkpoint_id: int, reason: str) -> None:
+    def _abort(self, ctx, checkpoint_id: int, reason: str) -> None:
         self.current_id = max(checkpoint_id, self.current_id)
         self.last_done_id = max(self.last_done_id, checkpoint_id)
         self.aligned.clear()
         was_unaligned = self.state in (ALT_COLLECTING_UNALIGNED,)
         self.state = self._start_state()
-        self.ctx.resume_all()
+        ctx.resume_all()
         if was_unaligned:
-            self.ctx.stop_persisting_all()
-        self.ctx.abort(checkpoint_id, reason)
+            ctx.stop_persisting_all()
+        ctx.abort(checkpoint_id, reason)
 
-    def process_end_of_partition(self, ch: int, now: int | None = None) -> None:
+    def process_end_of_partition(self, ctx, ch: int, now: int | None = None) -> None:
         """An EndOfPartition on channel ``ch`` at logical time ``now`` (``None``: the caller has
         no clock, so the alignment deadline is not looked at)."""
         self.num_open_channels -= 1
@@ -256,25 +255,25 @@ class SingleCheckpointBarrierHandler:
         if not self.pending:
             return
         if not self.checkpoints_after_tasks_finish:
-            self._abort(self.current_id, DECLINED_INPUT_END_OF_STREAM)
+            self._abort(ctx, self.current_id, DECLINED_INPUT_END_OF_STREAM)
             return
         # FLIP-147: the EndOfPartition stands for this channel's barrier.
         if ch in self.aligned:
             self.aligned.discard(ch)
         self.target -= 1
         if self.state in (ALT_COLLECTING_UNALIGNED,):
-            self.ctx.stop_persisting(ch)
+            ctx.stop_persisting(ch)
             if len(self.aligned) >= self.target:
-                self._finish_unaligned()
+                self._finish_unaligned(ctx)
         elif self.state in (COLLECTING, ALT_COLLECTING):
             if len(self.aligned) >= self.target and self.barrier is not None:
-                self._finish_aligned(self.barrier)
+                self._finish_aligned(ctx, self.barrier)
             elif self.state == ALT_COLLECTING and now is not None and self._is_timed_out(self.barrier, now):
                 # AlternatingCollectingBarriers.endOfPartitionReceived: the deadline passed while
                 # the alignment waited (the timer has not fired yet): the EndOfPartition itself
                 # switches to an unaligned checkpoint (alignmentTimeout), then counts as the
                 # channel's barrier in AlternatingCollectingBarriersUnaligned
-                self._timeout_to_unaligned()
+                self._timeout_to_unaligned(ctx)
 
 
 def _as_unaligned(b: CheckpointBarrier) -> CheckpointBarrier:
@@ -303,12 +302,11 @@ class CheckpointBarrierTracker:
 
     MAX_CHECKPOINTS_TO_TRACK = 50
 
-    __slots__ = ("ctx", "num_open_channels", "pending", "latest_pending_id", "checkpoints_after_tasks_finish",
+    __slots__ = ("num_open_channels", "pending", "latest_pending_id", "checkpoints_after_tasks_finish",
                  "recreate_aborted")
 
-    def __init__(self, ctx, num_channels: int, *, checkpoints_after_tasks_finish: bool = True,
+    def __init__(self, num_channels: int, *, checkpoints_after_tasks_finish: bool = True,
                  recreate_aborted: bool = False):
-        self.ctx = ctx
         self.num_open_channels = num_channels
         self.checkpoints_after_tasks_finish = checkpoints_after_tasks_finish
         self.recreate_aborted = recreate_aborted
@@ -317,12 +315,12 @@ class CheckpointBarrierTracker:
         self.pending: list[list] = []
         self.latest_pending_id = -1
 
-    def process_barrier(self, b: CheckpointBarrier, ch: int, now: int) -> None:
+    def process_barrier(self, ctx, b: CheckpointBarrier, ch: int, now: int) -> None:
         if b.id > self.latest_pending_id and self.num_open_channels == 1:
             # fast path (Flink leaves latestPendingCheckpointID alone here; it is kept for has_seen,
             # which cannot change the outcome: the one open channel only brings newer ids)
             self.latest_pending_id = b.id
-            self.ctx.trigger(b, False)
+            ctx.trigger(b, False)
             return
         for pos, entry in enumerate(self.pending):
             if entry[0] == b.id:
@@ -330,7 +328,7 @@ class CheckpointBarrierTracker:
                 if len(entry[2]) == entry[4]:
                     del self.pending[: pos + 1]
                     if not entry[3]:
-                        self.ctx.trigger(entry[1], False)
+                        ctx.trigger(entry[1], False)
                 return
         if b.id > self.latest_pending_id:
             self.latest_pending_id = b.id
@@ -338,8 +336,7 @@ class CheckpointBarrierTracker:
             if len(self.pending) > self.MAX_CHECKPOINTS_TO_TRACK:
                 self.pending.pop(0)
 
-    def process_cancellation(self, checkpoint_id: int, ch: int) -> None:
-        ctx = self.ctx
+    def process_cancellation(self, ctx, checkpoint_id: int, ch: int) -> None:
         if checkpoint_id > self.latest_pending_id and self.num_open_channels == 1:
             self.latest_pending_id = checkpoint_id  # model bookkeeping for has_seen (as above)
             ctx.abort(checkpoint_id, DECLINED_ON_CANCELLATION_BARRIER)
@@ -365,14 +362,14 @@ class CheckpointBarrierTracker:
             # keep older entries; it is bounded by the run's length)
             self.pending.insert(0, [checkpoint_id, None, {ch}, True, self.num_open_channels])
 
-    def process_end_of_partition(self, ch: int, now: int | None = None) -> None:
+    def process_end_of_partition(self, ctx, ch: int, now: int | None = None) -> None:
         """``now`` is unused: the tracker has no alignment timer."""
         self.num_open_channels -= 1
         if not self.checkpoints_after_tasks_finish:
             while self.pending:
                 entry = self.pending.pop(0)
                 if not entry[3]:
-                    self.ctx.abort(entry[0], DECLINED_INPUT_END_OF_STREAM)
+                    ctx.abort(entry[0], DECLINED_INPUT_END_OF_STREAM)
             return
         # checkAlignmentOnEndOfPartitionIfEnabled: newest first, the EndOfPartition stands for
         # this channel's barrier; the newest entry it completes triggers, older ones are dropped.
@@ -382,10 +379,10 @@ class CheckpointBarrierTracker:
             if len(entry[2]) == entry[4]:
                 del self.pending[: pos + 1]
                 if not entry[3]:
-                    self.ctx.trigger(entry[1], False)
+                    ctx.trigger(entry[1], False)
                 return
 
-    def on_alignment_timeout(self, checkpoint_id: int) -> None:  # never registered
+    def on_alignment_timeout(self, ctx, checkpoint_id: int) -> None:  # never registered
         return None
 
     def has_seen(self, checkpoint_id: int) -> bool:
@@ -403,12 +400,12 @@ class CheckpointBarrierTracker:
 @seams.override("FLINK-20645", SingleCheckpointBarrierHandler, "on_obsolete_barrier",
                 "a late barrier of an older checkpoint (an aligned savepoint overtaken by an unaligned "
                 "checkpoint) switches the channel's channel-state persistence off")
-def _on_obsolete_barrier_flink_20645(self, b: CheckpointBarrier, ch: int) -> None:
+def _on_obsolete_barrier_flink_20645(self, ctx, b: CheckpointBarrier, ch: int) -> None:
     if not b.unaligned:
-        self.ctx.resume(ch)
+        ctx.resume(ch)
     # the bug: the channel's persister is switched off, so in-flight data of the current
     # unaligned checkpoint behind this late barrier is not persisted
-    self.ctx.stop_persisting(ch)
+    ctx.stop_persisting(ch)
 
 
 @seams.override("unchecked-barrier-order", sys.modules[__name__], "snapshots_obsolete_barriers",
@@ -421,9 +418,9 @@ def _obsolete_barriers_snapshotted() -> bool:
 @seams.override("unchecked-cancellation-id", SingleCheckpointBarrierHandler, "on_obsolete_cancellation",
                 "CancelCheckpointMarkers are taken without comparing their checkpoint id to the one being "
                 "aligned: a late marker of an older checkpoint aborts the current one")
-def _obsolete_cancellation_aborts_current(self, checkpoint_id: int) -> None:
+def _obsolete_cancellation_aborts_current(self, ctx, checkpoint_id: int) -> None:
     if self.pending:
-        self._abort(self.current_id, DECLINED_ON_CANCELLATION_BARRIER)
+        self._abort(ctx, self.current_id, DECLINED_ON_CANCELLATION_BARRIER)
 
 
 @seams.override("alignment-timer-immediate", SingleCheckpointBarrierHandler, "alignment_deadline",

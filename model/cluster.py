@@ -86,7 +86,6 @@ from model.keygroups import assign_key_to_parallel_operator, assign_to_key_group
 from model.rescaling import channel_rescale_refusal, rescale_channel_states, rescale_graph, rescale_states
 from model.statecopy import deep_copy
 from model.streamtask import (
-    DataOutput,
     FINISHED,
     RUNNING,
     BroadcastPartitioner,
@@ -628,23 +627,15 @@ class Cluster:
         c.environment = attrs.evolve(self.environment, max_checkpoints=None)
         return c
 
-    def copy(self, created: list | None = None) -> "Cluster":
+    def copy(self) -> "Cluster":
         """An independent copy: stepping one never changes the other. The ExecutionGraph, the
-        job input, the configuration and the environment (immutable) are shared. ``created``: a list that is
-        appended every object the copy made (``model.statecopy.dispose`` frees a copy by it)."""
+        job input, the configuration and the environment (immutable) are shared."""
         memo = {id(self.eg): self.eg, id(self.job_input): self.job_input, id(self.config): self.config,
                 id(self.environment): self.environment, id(self.task_managers): self.task_managers}
         for st in self.eg.subtasks:
             memo[id(st)] = st
         memo[id(self.history)] = self.history.copy()  # (its entries are immutable: new lists of them)
-        return deep_copy(self, memo, created)
-
-    def release(self) -> None:
-        """Drop the reference cycles of this state's tasks (``StreamTask.release``): for a state
-        nobody uses again, so that reference counting frees it without the cyclic garbage
-        collector. The state must not be used afterwards."""
-        for t in self.tasks:
-            t.release()
+        return deep_copy(self, memo)
 
     def fingerprint(self) -> str:
         """A canonical hash of the state (``model.fingerprint``): the run's history and the last
@@ -702,12 +693,9 @@ class Cluster:
         self._write_delta().allocation_changed = True
         if net.network:
             net.place(self._task_manager_of)
-        replaced = getattr(self, "tasks", ())  # a redeployment (rescale): the old attempts are dropped
         self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
         for st in execution_graph.subtasks:
             self.tasks[st.id] = self._deploy(st)
-        for t in replaced:
-            t.release()
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         if restored is not None:
             self._restore_tasks(set(range(len(self.tasks))), restored, keep_base)
@@ -784,22 +772,22 @@ class Cluster:
             ooo = head_spec.watermark_out_of_orderness
             mine = [[j, tuple(s), 0, BoundedOutOfOrdernessWatermarks(ooo)]
                     for j, s in enumerate(splits) if j % st.parallelism == st.subtask_index]
-            task.source = SourceReader(head_spec.name, mine, ooo, self._source_output(task))
+            task.source = SourceReader(head_spec.name, mine, ooo, self._source_output())
         else:
-            task.valve = StatusWatermarkValve(len(input_channels), DataOutput(task))
-            task.handler = self._barrier_handler(task, len(task.barrier_channels))
+            task.valve = StatusWatermarkValve(len(input_channels))
+            task.handler = self._barrier_handler(len(task.barrier_channels))
         return task
 
-    def _barrier_handler(self, task, n):
+    def _barrier_handler(self, n):
         cfg = self.config
         mode = cfg.barrier_mode
         if mode == "at_least_once":
-            return CheckpointBarrierTracker(task, n, checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
+            return CheckpointBarrierTracker(n, checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
         # with unaligned checkpoints enabled Flink always builds the *alternating* handler
         # (InputProcessorUtil.createCheckpointBarrierHandler): unaligned checkpoint barriers take
         # its timeout path at once, savepoints (always aligned) are aligned by it
         return SingleCheckpointBarrierHandler(
-            task, n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
+            n, "aligned" if mode == "aligned" else "alternating", timeout=cfg.aligned_checkpoint_timeout,
             checkpoints_after_tasks_finish=cfg.checkpoints_after_tasks_finish)
 
     def _keyed_operator(self, spec, max_parallelism):
@@ -819,10 +807,10 @@ class Cluster:
             assigner = SlidingEventTimeWindows(spec.window_size, spec.window_slide, spec.window_offset)
         return WindowOperator(assigner, spec.aggregate, spec.allowed_lateness, key_group_of)
 
-    def _source_output(self, task) -> "WatermarkToDataOutput":
+    def _source_output(self) -> "WatermarkToDataOutput":
         """The output of a source subtask's reader (``SourceOperator``'s ``WatermarkToDataOutput``:
         once it marked itself idle the source emits nothing until it is active again)."""
-        return WatermarkToDataOutput(DataOutput(task))
+        return WatermarkToDataOutput()
 
     def _sink(self, spec, st):
         """The sink writer of subtask ``st``. Its owner id (transaction owner and the subtask
@@ -1129,12 +1117,12 @@ class Cluster:
     # path, are applied by their units directly) ---------------------------------------------------
     def source_watermark(self, t: StreamTask) -> None:
         src = t.source
-        src.wm_output.emit_watermark(src.current_watermark())
+        src.wm_output.emit_watermark(src.current_watermark(), t)
 
     def source_end(self, t: StreamTask) -> None:
         src = t.source
-        src.wm_output.mark_active()
-        src.wm_output.emit_watermark(LONG_MAX)
+        src.wm_output.mark_active(t)
+        src.wm_output.emit_watermark(LONG_MAX, t)
         src.ended = True
         t.finish()
 
@@ -1200,7 +1188,7 @@ class Cluster:
     def alignment_timeout(self, t: StreamTask) -> None:
         cid = t.timer[0]
         t.timer = None
-        t.handler.on_alignment_timeout(cid)
+        t.handler.on_alignment_timeout(t, cid)
 
     # -- failures and recovery ------------------------------------------------------------------
     def fail_task(self, subtask: int) -> None:
@@ -1361,8 +1349,7 @@ class Cluster:
             self.tasks[tid].status = "CANCELED"
         eg = self.eg
         for tid in sorted(restart):
-            old, self.tasks[tid] = self.tasks[tid], self._deploy(eg.subtasks[tid])
-            old.release()
+            self.tasks[tid] = self._deploy(eg.subtasks[tid])
         self.source_tasks = [t for t in self.tasks if t.source is not None]
         allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
         if allocation != self.allocation:  # (an unchanged placement was judged when it was made)
@@ -1655,24 +1642,24 @@ class _IdleSourceReadingOn(WatermarkToDataOutput):
 
     __slots__ = ("told_idle",)
 
-    def __init__(self, output):
-        super().__init__(output)
+    def __init__(self):
+        super().__init__()
         self.told_idle = False
 
-    def mark_idle(self) -> None:
+    def mark_idle(self, output) -> None:
         if not self.told_idle:
-            self.output.emit_watermark_status(True)
+            output.emit_watermark_status(True)
             self.told_idle = True
 
-    def mark_active(self) -> None:
+    def mark_active(self, output) -> None:
         if self.told_idle:
-            self.output.emit_watermark_status(False)
+            output.emit_watermark_status(False)
             self.told_idle = False
 
-    def emit_watermark(self, ts: int) -> bool:
+    def emit_watermark(self, ts: int, output) -> bool:
         if ts > self.max_watermark_so_far:
-            self.mark_active()
-        return super().emit_watermark(ts)
+            self.mark_active(output)
+        return super().emit_watermark(ts, output)
 
 
 #: ``Cluster.task_manager_busy``'s cache: id of a slot allocation -> (the allocation, busy per
@@ -1763,5 +1750,5 @@ def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
 @seams.override("idle-source-keeps-emitting", Cluster, "_source_output",
                 "a source that marked itself idle sends IDLE downstream but reads on: its records follow the IDLE "
                 "status, and it sends ACTIVE only before its next watermark")
-def _source_output_reading_on(self, task) -> _IdleSourceReadingOn:
-    return _IdleSourceReadingOn(DataOutput(task))
+def _source_output_reading_on(self) -> _IdleSourceReadingOn:
+    return _IdleSourceReadingOn()

@@ -18,6 +18,9 @@ Flink classes followed:
   ``Long.MIN_VALUE`` is never forwarded); otherwise it first marks the output ACTIVE again
   if it was idle (emitting ``WatermarkStatus.ACTIVE``) and then forwards the watermark.
   ``markIdle`` emits IDLE once; ``markActive`` emits ACTIVE only if currently idle.
+  Deliberate difference: Flink's ``WatermarkToDataOutput`` holds its ``DataOutput``; here the
+  output is an argument of each call (as ``StatusWatermarkValve``'s is in Flink), so that a
+  source task's state holds no reference cycle through it (task -> reader -> output -> task).
 
 Left out: the Duration type (the bound is a plain int of milliseconds), the
 ``OnWatermarkEmitted`` listener (watermark alignment), split-level combination
@@ -148,31 +151,30 @@ class WatermarkToDataOutput:
     the open issue FLINK-40504, reproduced here as Flink behaves).
     """
 
-    __slots__ = ("output", "max_watermark_so_far", "is_idle")
+    __slots__ = ("max_watermark_so_far", "is_idle")
 
-    def __init__(self, output: WatermarkStatusOutput):
-        self.output = output
+    def __init__(self):
         self.max_watermark_so_far = LONG_MIN
         self.is_idle = False
 
-    def emit_watermark(self, ts: int) -> bool:
+    def emit_watermark(self, ts: int, output: WatermarkStatusOutput) -> bool:
         if ts <= self.max_watermark_so_far:
             return False
         self.max_watermark_so_far = ts
         if self.is_idle:
-            self.output.emit_watermark_status(False)
+            output.emit_watermark_status(False)
             self.is_idle = False
-        self.output.emit_watermark(ts)
+        output.emit_watermark(ts)
         return True
 
-    def mark_idle(self) -> None:
+    def mark_idle(self, output: WatermarkStatusOutput) -> None:
         if self.is_idle:
             return
-        self.output.emit_watermark_status(True)
+        output.emit_watermark_status(True)
         self.is_idle = True
 
-    def mark_active(self) -> None:
+    def mark_active(self, output: WatermarkStatusOutput) -> None:
         if not self.is_idle:
             return
-        self.output.emit_watermark_status(False)
+        output.emit_watermark_status(False)
         self.is_idle = False

@@ -68,7 +68,6 @@ def reference_output(graph: StreamGraph, job_input, bugs: tuple = ()) -> dict[st
     cluster = Cluster(eg, job_input, RuntimeConfig(bugs=tuple(bugs)), seed=0)
     drain(cluster)
     out = sink_output_by_operator(cluster)
-    cluster.release()  # (its tasks' reference cycles: freed now, not by the cyclic collector)
     return out
 
 

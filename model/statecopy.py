@@ -228,24 +228,6 @@ def member_descriptors(t, names: tuple) -> tuple:
     return tuple(out)
 
 
-#: ``(class, names) -> member descriptors`` for ``clear_slots``
-_CLEAR: dict = {}
-
-
-def clear_slots(obj, names: tuple) -> None:
-    """``setattr(obj, name, None)`` for each of ``names`` (in C when it is built: a replaced
-    task's fields are cleared on every failover and every dropped state of a search)."""
-    t = type(obj)
-    descrs = _CLEAR.get((t, names))
-    if descrs is None:
-        descrs = _CLEAR[t, names] = member_descriptors(t, names)
-    if _impl is py_deep_copy:
-        for n in names:
-            setattr(obj, n, None)
-    else:
-        _native.clear_slots(obj, names, descrs)
-
-
 if _native is not None:
     _native.configure_copy(frozenset(_ATOMIC), {}, _copy_info, _copy.deepcopy, deque, _VALUE_MARK, _CUSTOM_MARK)
 
@@ -264,52 +246,13 @@ def native_available() -> bool:
     return _native is not None
 
 
-def deep_copy(x, memo: dict, created: list | None = None):
+def deep_copy(x, memo: dict):
     """``copy.deepcopy(x, memo)`` for model state (see the module docstring). ``memo`` pre-maps
-    ``id(original) -> copy`` (what the copy shares, or replaces); ``created``, if given, is
-    appended every object the copy creates and every pre-mapped copy that is not its original:
-    what :func:`dispose` empties. (The C walk keeps its memo in a table of its own, and writes
-    ``memo`` only around a class that customizes copying.)"""
+    ``id(original) -> copy`` (what the copy shares, or replaces). (The C walk keeps its memo in
+    a table of its own, and writes ``memo`` only around a class that customizes copying.)"""
     if _impl is py_deep_copy:
-        y = py_deep_copy(x, memo)
-        if created is not None:
-            created.extend(v for k, v in memo.items() if id(v) != k and k != id(memo))
-        return y
-    return _native.deep_copy(x, memo, created)
-
-
-def py_dispose(created: list) -> None:
-    """``model._native.dispose`` in Python (see :func:`dispose`)."""
-    owned = list(created)
-    created.clear()
-    for x in owned:
-        t = type(x)
-        if t is list or t is dict or t is set or t is deque:
-            x.clear()
-            continue
-        info = _copy_info(t)
-        if type(info) is not tuple:
-            continue
-        for n in info[0]:
-            try:
-                object.__delattr__(x, n)
-            except AttributeError:
-                pass
-        if info[2]:
-            x.__dict__.clear()
-
-
-def dispose(created: list) -> None:
-    """Empty every object that a copy created (``deep_copy``'s ``created``, which is emptied
-    too), so that a copy nobody needs any more is freed by reference counting at once instead
-    of by the cyclic garbage collector: the model's tasks, valves and
-    partitioners refer to each other, so every copy is a web of reference cycles, and collecting
-    them was a quarter to a third of an exhaustive search's time. The copy must not be used
-    afterwards; its original is untouched (nothing in ``created`` belongs to it)."""
-    if _impl is py_deep_copy:
-        py_dispose(created)
-    else:
-        _native.dispose(created)
+        return py_deep_copy(x, memo)
+    return _native.deep_copy(x, memo)
 
 
 use_native(os.environ.get("FLINKSPEC_NATIVE", "1") != "0")

@@ -52,7 +52,6 @@ from model import seams
 from model.checkpointbarrierhandler import (CheckpointBarrierTracker, SingleCheckpointBarrierHandler,
                                             snapshots_obsolete_barriers)
 from model.messages import AcknowledgeCheckpoint, DeclineCheckpoint, TaskFinished
-from model.statecopy import clear_slots
 from model.events import (
     ACTIVE,
     IDLE,
@@ -477,18 +476,6 @@ class SourceReader:
         return [(s[0], s[2]) for s in self.splits]
 
 
-class DataOutput:
-    """``PushingAsyncDataInput.DataOutput`` of a task: where its StatusWatermarkValve (or a
-    source's WatermarkToDataOutput) emits watermarks and watermark status. Watermarks go
-    straight to the head of the chain; the status goes to the task's outputs."""
-
-    __slots__ = ("emit_watermark", "emit_watermark_status")
-
-    def __init__(self, task: "StreamTask"):
-        self.emit_watermark = task.head.watermark
-        self.emit_watermark_status = task.emit_watermark_status
-
-
 @value  # never changed after the deployment: every copy shares it
 @beside_state
 class LocalIndex:
@@ -568,14 +555,6 @@ class StreamTask:
         #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
         self.backend = None
 
-    def release(self) -> None:
-        """Drop what this cancelled attempt holds, once a new attempt replaced it (Flink
-        releases a cancelled task's resources): its valve, barrier handler, source reader and
-        chain refer back to it, so the replaced attempt would otherwise be a web of reference
-        cycles that only the cyclic garbage collector frees -- which an exhaustive search keeps
-        switched off. Keeps ``id`` and ``status``; nothing else may be read afterwards."""
-        clear_slots(self, _RELEASED)
-
     @property
     def checkpoint_listener(self) -> bool:
         """Whether notifyCheckpointComplete changes anything in this task: an operator of its
@@ -584,7 +563,9 @@ class StreamTask:
         return any(n.checkpoint_listener for n in self.nodes) or (
             self.backend is not None and self.backend.checkpoint_listener)
 
-    # -- valve output ---------------------------------------------------------------------
+    # -- the task as its valve's (or its source reader's) ``PushingAsyncDataInput.DataOutput``:
+    # passed to each call, never held by them (no reference cycle through the task's parts).
+    # Watermarks go straight to the head of the chain; the status goes to the task's outputs.
     def emit_watermark(self, ts: int) -> None:
         self.head.watermark(ts)
 
@@ -777,23 +758,23 @@ class StreamTask:
         ch = self.local_of[c]
         t = type(e)
         if t is Watermark:
-            self.valve.input_watermark(e.timestamp, ch)
+            self.valve.input_watermark(e.timestamp, ch, self)
         elif t is WatermarkStatus:
-            self.valve.input_watermark_status(e.idle, ch)
+            self.valve.input_watermark_status(e.idle, ch, self)
         elif t is CheckpointBarrier:
             if not e.unaligned and self.config.checkpointing_mode == "exactly_once":
                 self.net.blocked[c] = True
-            self.handler.process_barrier(e, ch, now)
+            self.handler.process_barrier(self, e, ch, now)
         elif t is CancelCheckpointMarker:
             if isinstance(self.handler, CheckpointBarrierTracker):
-                self.handler.process_cancellation(e.checkpoint_id, ch)
+                self.handler.process_cancellation(self, e.checkpoint_id, ch)
             else:
-                self.handler.process_cancellation(e.checkpoint_id)
+                self.handler.process_cancellation(self, e.checkpoint_id)
         elif t is EndOfPartitionEvent:
             self.eop_seen += 1
             if not self.net.blocking[c]:
                 # the barrier handler counts only the channels that carry barriers
-                self.handler.process_end_of_partition(ch, now)
+                self.handler.process_end_of_partition(self, ch, now)
             if self.eop_seen == len(self.input_channels):
                 self.finish()
 
@@ -808,7 +789,6 @@ class StreamTask:
 
 
 #: the fields a released (cancelled and replaced) attempt drops
-_RELEASED = tuple(n for n in StreamTask.__slots__ if n not in ("id", "status"))
 
 
 @seams.override("FLINK-17568", StreamTask, "trigger",

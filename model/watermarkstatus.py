@@ -136,13 +136,15 @@ VALVE_VARIANTS: dict[str, dict] = {
 class StatusWatermarkValve:
     """One input gate's valve (see the module docstring for the exact rules and variants).
 
-    ``input_watermark`` / ``input_watermark_status`` call ``output.emit_watermark(ts)`` and
-    ``output.emit_watermark_status(idle)`` synchronously, in Flink's order.
+    ``input_watermark(watermark, channel, output)`` / ``input_watermark_status(idle, channel,
+    output)`` call ``output.emit_watermark(ts)`` and ``output.emit_watermark_status(idle)``
+    synchronously, in Flink's order. The output is an argument of each call, as in Flink
+    (``inputWatermark(Watermark, int channelIndex, DataOutput<?> output)``): the valve holds no
+    reference to the task it feeds, so a task's state has no reference cycle through its valve.
     """
 
     __slots__ = (
         "num_channels",
-        "output",
         "flush_on_all_idle",
         "flink_40475",
         "check_aligned_nonempty",
@@ -157,7 +159,6 @@ class StatusWatermarkValve:
     def __init__(
         self,
         num_channels: int,
-        output: ValveOutput,
         *,
         flush_on_all_idle: bool = True,
         flink_40475: bool = False,
@@ -174,7 +175,6 @@ class StatusWatermarkValve:
             if not isinstance(flag, bool):
                 raise InvalidArgument(f"StatusWatermarkValve.{name}: {flag!r} must be true or false")
         self.num_channels = num_channels
-        self.output = output
         self.flush_on_all_idle = flush_on_all_idle
         self.flink_40475 = flink_40475
         self.check_aligned_nonempty = check_aligned_nonempty
@@ -187,7 +187,7 @@ class StatusWatermarkValve:
 
     # ------------------------------------------------------------------ inputs
 
-    def input_watermark(self, watermark: int, channel: int) -> None:
+    def input_watermark(self, watermark: int, channel: int, output: ValveOutput) -> None:
         if self._idle or not self._active[channel]:
             return
         wm = self._wm
@@ -195,9 +195,9 @@ class StatusWatermarkValve:
             wm[channel] = watermark
             if not self._aligned[channel] and watermark >= self._last:
                 self._aligned[channel] = True
-            self._new_min()
+            self._new_min(output)
 
-    def input_watermark_status(self, idle: bool, channel: int) -> None:
+    def input_watermark_status(self, idle: bool, channel: int, output: ValveOutput) -> None:
         active = self._active
         if idle:
             if not active[channel]:
@@ -208,11 +208,11 @@ class StatusWatermarkValve:
                 if self.flush_on_all_idle and (
                     self.flink_40475 or self._wm[channel] == self._last
                 ):
-                    self._flush_max()
+                    self._flush_max(output)
                 self._idle = True
-                self.output.emit_watermark_status(True)
+                output.emit_watermark_status(True)
             elif self._wm[channel] == self._last:
-                self._new_min()
+                self._new_min(output)
         else:
             if active[channel]:
                 return
@@ -221,13 +221,13 @@ class StatusWatermarkValve:
                 self._aligned[channel] = True
             if self._idle:
                 self._idle = False
-                self.output.emit_watermark_status(False)
+                output.emit_watermark_status(False)
             if self.flink_40475:
-                self._new_min()
+                self._new_min(output)
 
     # ------------------------------------------------------------------ helpers
 
-    def _new_min(self) -> None:
+    def _new_min(self, output: ValveOutput) -> None:
         m = None
         wm = self._wm
         for c, a in enumerate(self._aligned):
@@ -241,13 +241,13 @@ class StatusWatermarkValve:
             m = LONG_MAX  # pre-FLINK-7721: Long.MAX_VALUE, the min over no channel
         if m > self._last:
             self._last = m
-            self.output.emit_watermark(m)
+            output.emit_watermark(m)
 
-    def _flush_max(self) -> None:
+    def _flush_max(self, output: ValveOutput) -> None:
         m = max(self._wm)
         if m > self._last:
             self._last = m
-            self.output.emit_watermark(m)
+            output.emit_watermark(m)
 
     # ------------------------------------------------------------------ inspection
 

@@ -63,8 +63,6 @@ def contract_problems(c: Cluster) -> list[str]:
             d.step(a)
         except Exception as e:  # noqa: BLE001 -- any exception is the problem reported
             problems.append(f"step({a!r}) of an enabled action raised {type(e).__name__}: {e}")
-        finally:
-            d.release()
         if _snapshot(c) != before:
             problems.append(f"stepping a copy by {a!r} changed the original")
             return problems

@@ -30,7 +30,6 @@ import spec
 from model import actions as A
 from model.cluster import Cluster, RunStuck, drain_choice
 from model.errors import ActionNotEnabled, FlinkspecError, InvalidJobSpec
-from model.statecopy import dispose
 from model.variants import Scenario, Variant, generate, variant as get_variant
 from spec.exactly_once import Expected, idle_judged, run_drains
 from spec.invariant import Violation, invariants
@@ -110,22 +109,16 @@ class Run:
         self.violation: Violation | None = None
         #: ``history_key()`` of the current step, once computed
         self._history_key: tuple | None = None
-        #: the objects the copy this run was forked as created, while it may still be disposed
-        #: (``fork``)
-        self.created: list | None = None
         if check_always:
             # the initial deployment (its slot placement, its key groups) is judged too
             self.violation = self._check_always(step=0)
 
-    def fork(self, disposable: bool = False) -> "Run":
+    def fork(self) -> "Run":
         """An independent run from this run's state (``Cluster.copy``), judged the same way; its
-        goals start empty. ``disposable``: keep what the copy created, so that ``dispose`` can
-        free the run at once when nobody needs it (an explorer's successor of a state already
-        seen)."""
+        goals start empty."""
         r = Run.__new__(Run)
         r.scenario = self.scenario
-        r.created = [] if disposable else None
-        r.cluster = self.cluster.copy(r.created)
+        r.cluster = self.cluster.copy()
         r.expected = self.expected
         r.offered = self.offered
         r.check_always = self.check_always
@@ -139,25 +132,11 @@ class Run:
         return r
 
     def dispose(self) -> None:
-        """Free a run that nobody needs any more: its state's reference cycles are broken
-        (``Cluster.release``; for a run from ``fork(disposable=True)``, every object the copy
-        made is emptied, ``model.statecopy.dispose``), so reference counting frees it without
-        the cyclic garbage collector. It must not be used afterwards."""
-        c, self.cluster = self.cluster, None
-        if c is None:
-            return  # disposed already
-        if self.created is None:
-            c.release()
-            return
-        if c.delta.redeployed:
-            c.release()  # the tasks the step deployed anew, which the copy did not create
-        dispose(self.created)
-        self.created = None
-
-    def keep(self) -> None:
-        """Drop what the copy of a disposable run that is kept created (it would only hold
-        memory)."""
-        self.created = None
+        """Drop this run's state now (an explorer's successor of a state already seen, or a run
+        whose trace is all it keeps): a state holds no reference cycle, so reference counting
+        frees it at once, with the cyclic garbage collector off. It must not be used
+        afterwards."""
+        self.cluster = None
 
     def history_key(self) -> tuple:
         """What of this run's history the registered invariants can still depend on: each

@@ -309,7 +309,7 @@ def expand(run: Run, trace: tuple = (), sleep: frozenset = frozenset(), reduce: 
     done: list = []
     last = taken[-1] if consume and taken else None
     for a in taken:
-        child = run if a is last else run.fork(disposable=True)
+        child = run if a is last else run.fork()
         v = child.step(a)
         if v is None:
             if child.cluster.is_drained():
@@ -495,14 +495,12 @@ class LocalLevels:
                     continue
                 fp = child.fingerprint()
                 if fp in seen:
-                    child.dispose()  # freed now, not by the cyclic garbage collector
+                    child.dispose()  # freed now
                     continue
                 drained = child.cluster.is_drained()
                 if watch.compact:
                     child.dispose()  # kept as its trace: rebuilt when expanded
                     child = None
-                else:
-                    child.keep()
                 level.add(fp, (rank, repr(a)), trace + (a,), child, child_sleep, drained)
             report(len(level.states), level.transitions)
             level.stopped = watch.check()
@@ -517,9 +515,9 @@ def _without_cyclic_gc():
     walks every object allocated since the last one that is still alive -- every state kept
     for the next level, once or twice: with the collector on, a quarter to a third of a large
     search's CPU went to it (``flinkspec bench explore``). Nothing the search drops needs the collector:
-    a copy is disposed of (``Run.dispose``) or kept, a step leaves no reference cycle behind
-    (a cancelled task is released, ``StreamTask.release``), and every run left at the end is
-    disposed of (tests/test_explore.py checks that a search leaves no cyclic garbage). What is
+    a state holds no reference cycle (a task's valve, barrier handler and source reader are
+    handed the task per call, never hold it), so reference counting frees every copy the
+    search drops (tests/test_explore.py checks that a search leaves no cyclic garbage). What is
     alive before the search (modules, the scenario, the caller's data) is frozen out of the
     collections until it ends; garbage is collected first, or a previous search's cyclic
     garbage would be frozen with it and kept through this one. A caller that switched the

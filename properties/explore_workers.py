@@ -202,8 +202,6 @@ class _LevelWork:
             have = level.states.get(child_fp)
             if have is not None and key > have[0]:
                 child.dispose()  # a smaller trace reached this state here already: freed now
-            else:
-                child.keep()  # (Level.add disposes of the run it replaces)
             level.add(child_fp, key, t, child, child_sleep, have[4] if have is not None else child.cluster.is_drained())
         now = time.perf_counter()
         if now >= self.next_progress:

@@ -345,7 +345,7 @@ def make_valve_machine(knobs: dict | None = None, target_below: bool = False):
         def start(self, n):
             self.begin(n=n)
             out = RecordingValveOutput()
-            self.s = ValveSubject(StatusWatermarkValve(n, out, **knobs), out)
+            self.s = ValveSubject(StatusWatermarkValve(n, **knobs), out)
             self.n = n
 
         @rule(data=st.data(), wm=st.integers(-5, 30))
@@ -353,21 +353,21 @@ def make_valve_machine(knobs: dict | None = None, target_below: bool = False):
             self.apply("watermark", channel=data.draw(st.integers(0, self.n - 1), label="channel"), wm=wm)
 
         def do_watermark(self, channel, wm):
-            self.s.valve.input_watermark(wm, channel)
+            self.s.valve.input_watermark(wm, channel, self.s.out)
 
         @rule(data=st.data())
         def idle(self, data):
             self.apply("idle", channel=data.draw(st.integers(0, self.n - 1), label="channel"))
 
         def do_idle(self, channel):
-            self.s.valve.input_watermark_status(True, channel)
+            self.s.valve.input_watermark_status(True, channel, self.s.out)
 
         @rule(data=st.data())
         def active(self, data):
             self.apply("active", channel=data.draw(st.integers(0, self.n - 1), label="channel"))
 
         def do_active(self, channel):
-            self.s.valve.input_watermark_status(False, channel)
+            self.s.valve.input_watermark_status(False, channel, self.s.out)
 
         @precondition(lambda self: self.s is not None and not self.s.valve.is_idle
                       and len(set(self.s.valve.channel_watermarks)) > 1)
@@ -380,7 +380,7 @@ def make_valve_machine(knobs: dict | None = None, target_below: bool = False):
 
         def do_all_idle(self, order):
             for ch in order:
-                self.s.valve.input_watermark_status(True, ch)
+                self.s.valve.input_watermark_status(True, ch, self.s.out)
 
         def apply(self, name, **values):
             super().apply(name, **values)
@@ -532,10 +532,10 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             self.n = n
             self.ctx = RecordingBarrierContext(n, mode)
             if mode == "at_least_once":
-                self.h = CheckpointBarrierTracker(self.ctx, n, checkpoints_after_tasks_finish=flip147, **knobs)
+                self.h = CheckpointBarrierTracker(n, checkpoints_after_tasks_finish=flip147, **knobs)
             else:
                 self.h = SingleCheckpointBarrierHandler(
-                    self.ctx, n, mode, timeout=timeout if mode == "alternating" else None,
+                    n, mode, timeout=timeout if mode == "alternating" else None,
                     checkpoints_after_tasks_finish=flip147, **knobs)
             self.latest = triggered  # newest checkpoint id the coordinator triggered
             self.ts = {i: 0 for i in range(1, triggered + 1)}
@@ -584,7 +584,7 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             if mode != "at_least_once":
                 self.ctx.blocked.add(ch)  # an aligned barrier blocks its channel upstream (credit)
             b = CheckpointBarrier(cid, self.ts[cid], timeoutable=(mode == "alternating"))
-            self.h.process_barrier(b, ch, self.now)
+            self.h.process_barrier(self.ctx, b, ch, self.now)
 
         @precondition(lambda self: self.ctx is not None)
         @rule(data=st.data())
@@ -600,9 +600,9 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             if cid < max(self.last_id):
                 self.late_cancels += 1  # another channel already delivered a newer id
             if mode == "at_least_once":
-                self.h.process_cancellation(cid, ch)
+                self.h.process_cancellation(self.ctx, cid, ch)
             else:
-                self.h.process_cancellation(cid)
+                self.h.process_cancellation(self.ctx, cid)
 
         @precondition(lambda self: self.ctx is not None)
         @rule(data=st.data())
@@ -614,7 +614,7 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
         def do_end_of_partition(self, channel):
             self.now += 1
             self.ctx.closed.add(channel)
-            self.h.process_end_of_partition(channel)
+            self.h.process_end_of_partition(self.ctx, channel)
 
         @precondition(lambda self: self.ctx is not None and mode != "at_least_once")
         @rule(data=st.data())
@@ -628,7 +628,7 @@ def make_barrier_handler_machine(mode: str, knobs: dict | None = None):
             deadline = self.ctx.timers.pop(checkpoint, None)
             if deadline is not None:
                 self.now = max(self.now, deadline)
-            self.h.on_alignment_timeout(checkpoint)
+            self.h.on_alignment_timeout(self.ctx, checkpoint)
 
         def teardown(self):
             if self.ctx is not None:

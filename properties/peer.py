@@ -399,7 +399,7 @@ def run_operator_state_repartition_property(case: dict) -> list[str]:
 def run_valve(case: dict) -> list[str]:
     out: list[str] = []
     rec = RecordingValveOutput()
-    valve = StatusWatermarkValve(case["channels"], rec)
+    valve = StatusWatermarkValve(case["channels"])
     queue: list = []
 
     def drain():
@@ -410,11 +410,11 @@ def run_valve(case: dict) -> list[str]:
     for i, step in enumerate(case["steps"]):
         if "wm" in step:
             ts, ch = step["wm"]
-            valve.input_watermark(ts, ch)
+            valve.input_watermark(ts, ch, rec)
         elif "idle" in step:
-            valve.input_watermark_status(True, step["idle"])
+            valve.input_watermark_status(True, step["idle"], rec)
         elif "active" in step:
-            valve.input_watermark_status(False, step["active"])
+            valve.input_watermark_status(False, step["active"], rec)
         elif "pop" in step:
             drain()
             got = queue.pop(0) if queue else None

@@ -725,7 +725,6 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
                 if nb is None:
                     could.setdefault(pos, set()).update(describe_key(o) for o in obs)
                     tried.setdefault(pos, []).append((obs, bdict))
-                    c.release()
                     continue
                 pos, binding = pos + len(obs), tuple(sorted(nb.items()))
         if pos == total:

@@ -387,15 +387,15 @@ def replay(trace: Iterable[tuple], n: int, knobs: dict | None = None) -> list[tu
     Steps are 1-based; only steps with at least one violated property are listed.
     """
     out = RecordingValveOutput()
-    valve = StatusWatermarkValve(n, out, **(knobs or {}))
+    valve = StatusWatermarkValve(n, **(knobs or {}))
     result = []
     for step, inp in enumerate(trace, start=1):
         prev_last = valve.last_output_watermark
         out.clear()
         if inp[0] == "watermark":
-            valve.input_watermark(inp[2], inp[1])
+            valve.input_watermark(inp[2], inp[1], out)
         else:
-            valve.input_watermark_status(inp[0] == "idle", inp[1])
+            valve.input_watermark_status(inp[0] == "idle", inp[1], out)
         v = _py_violations(prev_last, valve, out.watermarks)
         if v:
             result.append((step, v))
@@ -414,7 +414,7 @@ def z3_accepts_run(
     knobs = knobs or {}
     z3_knobs = knobs if z3_knobs is None else z3_knobs
     out = RecordingValveOutput()
-    valve = StatusWatermarkValve(n, out, **knobs)
+    valve = StatusWatermarkValve(n, **knobs)
 
     def concrete(v: StatusWatermarkValve) -> ValveState:
         last, vidle, wms, idle, aligned = v.state()
@@ -444,9 +444,9 @@ def z3_accepts_run(
         nxt, emitted, _ = transition(s, z3.IntVal(kind), z3.IntVal(inp[1]), z3.IntVal(val), **z3_knobs)
         out.clear()
         if inp[0] == "watermark":
-            valve.input_watermark(inp[2], inp[1])
+            valve.input_watermark(inp[2], inp[1], out)
         else:
-            valve.input_watermark_status(inp[0] == "idle", inp[1])
+            valve.input_watermark_status(inp[0] == "idle", inp[1], out)
         py = valve.state() + (bool(out.watermarks),)
         zs = as_tuple(nxt, emitted)
         if py != zs:

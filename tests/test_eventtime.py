@@ -86,23 +86,23 @@ def test_bounded_out_of_orderness_long_min_event_keeps_start():
 
 def test_watermark_to_data_output_drops_non_increasing():
     out = RecordingValveOutput()
-    w = WatermarkToDataOutput(out)
-    assert w.emit_watermark(LONG_MIN) is False        # not above the initial Long.MIN_VALUE
-    assert [w.emit_watermark(x) for x in (5, 5, 3, 7)] == [True, False, False, True]
+    w = WatermarkToDataOutput()
+    assert w.emit_watermark(LONG_MIN, out) is False        # not above the initial Long.MIN_VALUE
+    assert [w.emit_watermark(x, out) for x in (5, 5, 3, 7)] == [True, False, False, True]
     assert out.events == [("watermark", 5), ("watermark", 7)]
 
 
 def test_watermark_to_data_output_reactivates_before_watermark():
     out = RecordingValveOutput()
-    w = WatermarkToDataOutput(out)
-    w.emit_watermark(10)
-    w.mark_idle()
-    w.mark_idle()                                     # idempotent
-    w.emit_watermark(9)                               # dropped, stays idle (FLINK-40504, open)
+    w = WatermarkToDataOutput()
+    w.emit_watermark(10, out)
+    w.mark_idle(out)
+    w.mark_idle(out)                                     # idempotent
+    w.emit_watermark(9, out)                               # dropped, stays idle (FLINK-40504, open)
     assert w.is_idle
-    w.emit_watermark(11)
+    w.emit_watermark(11, out)
     assert out.events == [("watermark", 10), ("status", "IDLE"), ("status", "ACTIVE"), ("watermark", 11)]
-    w.mark_active()                                   # already active: nothing
+    w.mark_active(out)                                   # already active: nothing
     assert len(out.events) == 4
 
 
@@ -111,10 +111,10 @@ def test_watermark_to_data_output_reactivates_before_watermark():
 def test_property_source_watermarks_never_exceed_max_minus_bound(ooo, timestamps):
     g = BoundedOutOfOrdernessWatermarks(ooo)
     out = RecordingValveOutput()
-    w = WatermarkToDataOutput(out)
+    w = WatermarkToDataOutput()
     for ts in timestamps:
         g.on_event(ts)
-        w.emit_watermark(g.on_periodic_emit())
+        w.emit_watermark(g.on_periodic_emit(), out)
     wms = out.watermarks
     assert wms == sorted(set(wms))
     if timestamps:

@@ -378,17 +378,17 @@ def test_list_state_invariants_fail_on_wrong_restores():
 
 def _tracker(n, **knobs):
     ctx = M.RecordingBarrierContext(n, "at_least_once")
-    return ctx, CheckpointBarrierTracker(ctx, n, **knobs)
+    return ctx, CheckpointBarrierTracker(n, **knobs)
 
 
 def _barrier(ctx, h, cid, ch):
     ctx.arrived.setdefault(cid, set()).add(ch)
-    h.process_barrier(CheckpointBarrier(cid, 0), ch, 0)
+    h.process_barrier(ctx, CheckpointBarrier(cid, 0), ch, 0)
 
 
 def _eop(ctx, h, ch):
     ctx.closed.add(ch)
-    h.process_end_of_partition(ch)
+    h.process_end_of_partition(ctx, ch)
 
 
 def test_tracker_end_of_partition_after_a_barrier_on_the_same_channel_counts_once():
@@ -410,9 +410,9 @@ def test_tracker_end_of_partition_after_a_barrier_on_the_same_channel_counts_onc
 def test_tracker_cancel_then_end_of_partition_then_cancel_aborts_once():
     """x: C1, EOP; then y: C1 (the trailing marker of an aborted checkpoint) -> one abort."""
     ctx, h = _tracker(2)
-    h.process_cancellation(1, 0)
+    h.process_cancellation(ctx, 1, 0)
     _eop(ctx, h, 0)
-    h.process_cancellation(1, 1)
+    h.process_cancellation(ctx, 1, 1)
     assert ctx.log == [("abort", 1, DECLINED_ON_CANCELLATION_BARRIER)]
 
 
@@ -428,9 +428,9 @@ def test_flink_5285_knob_aborts_a_checkpoint_twice_on_interleaved_cancels():
     mechanism re-creates an aborted entry for 1 and aborts it again."""
     for knob, expected in ((False, [1, 2]), (True, [1, 2, 1])):
         ctx, h = _tracker(2, recreate_aborted=knob)
-        h.process_cancellation(1, 0)
-        h.process_cancellation(2, 0)
-        h.process_cancellation(1, 1)
+        h.process_cancellation(ctx, 1, 0)
+        h.process_cancellation(ctx, 2, 0)
+        h.process_cancellation(ctx, 1, 1)
         assert [e[1] for e in ctx.log if e[0] == "abort"] == expected
         assert (F.handler_abort_once(ctx) is None) is (not knob)
 
@@ -466,10 +466,10 @@ def _search(machine):
 
 
 def test_aligned_machine_catches_a_handler_that_does_not_resume_after_the_snapshot(monkeypatch):
-    def finish_without_resume(self, b):
+    def finish_without_resume(self, ctx, b):
         self.aligned.clear()
         self.last_done_id = self.current_id
-        self.ctx.trigger(b, False)
+        ctx.trigger(b, False)
         self.state = self._start_state()
 
     monkeypatch.setattr(SingleCheckpointBarrierHandler, "_finish_aligned", finish_without_resume)
@@ -479,8 +479,8 @@ def test_aligned_machine_catches_a_handler_that_does_not_resume_after_the_snapsh
 def test_aligned_machine_catches_a_handler_that_miscounts_its_channels(monkeypatch):
     real = SingleCheckpointBarrierHandler.__init__
 
-    def one_short(self, ctx, num_channels, mode, **kw):
-        real(self, ctx, max(1, num_channels - 1), mode, **kw)
+    def one_short(self, num_channels, mode, **kw):
+        real(self, max(1, num_channels - 1), mode, **kw)
 
     monkeypatch.setattr(SingleCheckpointBarrierHandler, "__init__", one_short)
     assert _search(M.make_barrier_handler_machine("aligned")) == "handler_trigger_after_all_barriers"

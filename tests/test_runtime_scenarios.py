@@ -351,7 +351,7 @@ def test_all_idle_flush_skipped_by_flink_2_3_0_and_done_with_flink_40475():
     # FLINK-40475: the same scenario with the fixed valve constructed directly in the task
     c2 = fresh(g, inp, RuntimeConfig())
     t = c2.tasks[w]
-    t.valve = StatusWatermarkValve(len(t.input_channels), t, flink_40475=True)
+    t.valve = StatusWatermarkValve(len(t.input_channels), flink_40475=True)
     _three_channel_idle_sequence(c2)
     assert t.valve.last_output_watermark == 20
     assert c2.external.committed_records() == [("a", 1, 9), ("b", 1, 19)]
@@ -471,23 +471,23 @@ def test_aligned_barrier_n_plus_1_before_n_completes_subsumes_n():
     barrier 1 afterwards are ignored; checkpoint 2 completes.
     """
     ctx = _RecordingContext(3)
-    h = SingleCheckpointBarrierHandler(ctx, 3, "aligned")
+    h = SingleCheckpointBarrierHandler(3, "aligned")
     # 1. barrier 1 on x
-    h.process_barrier(CheckpointBarrier(1, 0), 0, 1)
+    h.process_barrier(ctx, CheckpointBarrier(1, 0), 0, 1)
     assert h.pending and h.current_id == 1
     # 2. barrier 2 on y: checkpoint 1 is aborted as subsumed (the task forwards a cancel marker)
-    h.process_barrier(CheckpointBarrier(2, 1), 1, 2)
+    h.process_barrier(ctx, CheckpointBarrier(2, 1), 1, 2)
     assert ("abort", 1, DECLINED_SUBSUMED) in ctx.log and h.current_id == 2
     # 3. the late cancel of checkpoint 1 on z: ignored
     n = len(ctx.log)
-    h.process_cancellation(1)
+    h.process_cancellation(ctx, 1)
     assert ctx.log[n:] == [] and h.pending
     # 4. late barrier 1 on z: obsolete, only resumes z
-    h.process_barrier(CheckpointBarrier(1, 0), 2, 3)
+    h.process_barrier(ctx, CheckpointBarrier(1, 0), 2, 3)
     assert ctx.log[n:] == [("resume", 2)]
     # 5. barrier 2 on x and z: checkpoint 2 triggers (aligned)
-    h.process_barrier(CheckpointBarrier(2, 1), 0, 4)
-    h.process_barrier(CheckpointBarrier(2, 1), 2, 5)
+    h.process_barrier(ctx, CheckpointBarrier(2, 1), 0, 4)
+    h.process_barrier(ctx, CheckpointBarrier(2, 1), 2, 5)
     assert ("trigger", 2, False) in ctx.log and not h.pending
 
 

@@ -76,14 +76,14 @@ def _random_case(rng: random.Random) -> dict:
 
 def _model_events(case: dict, **knobs) -> tuple[list, list]:
     out = RecordingValveOutput()
-    valve = StatusWatermarkValve(case["num_channels"], out, **knobs)
+    valve = StatusWatermarkValve(case["num_channels"], **knobs)
     per_input = []
     for inp in case["inputs"]:
         before = len(out.events)
         if inp[0] == "watermark":
-            valve.input_watermark(inp[2], inp[1])
+            valve.input_watermark(inp[2], inp[1], out)
         else:
-            valve.input_watermark_status(inp[0] == "idle", inp[1])
+            valve.input_watermark_status(inp[0] == "idle", inp[1], out)
         per_input.append(len(out.events) - before)
     return [list(e) for e in out.events], per_input
 
