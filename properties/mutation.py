@@ -157,7 +157,10 @@ KILL_PROFILES: dict[str, KillProfile] = {
     # the backends alone and their hand-written cluster runs (tests/test_statebackend.py), then the
     # scenarios and the safe variants' runs (the rocksdb and hashmap variants among them)
     "statebackend": KillProfile(("tests/test_statebackend.py", *SCENARIOS, *CLUSTER_RUNS)),
-    "checkpointstorage": KillProfile(("tests/test_statebackend.py", "tests/test_sharedstateregistry.py",
+    # the storage alone (tests/test_checkpointstorage.py), the backends that write into it, the
+    # registry, and the peer suite's ported CheckpointCoordinatorTest cases of discarded state
+    "checkpointstorage": KillProfile(("tests/test_checkpointstorage.py", "tests/test_statebackend.py",
+                                      "tests/test_sharedstateregistry.py", PEER_CASES,
                                       *SCENARIOS, *CLUSTER_RUNS)),
     # Flink's own test cases ported (the peer suite: StateAssignmentOperationTest's channel state,
     # WindowOperatorTest and the window assigners' tests) beside the module's unit tests
