@@ -62,6 +62,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import heapq
 import os
 import pickle
 import time
@@ -76,6 +77,8 @@ from model.cluster import Cluster, drain_choice
 from model.errors import FlinkspecError
 from model.variants import Scenario, Variant, small_scenario
 from properties.engines import Run
+from properties.explore_spill import (
+    BLOCK, SeenSet, Spill, SpilledFrontier, SpillLimit, read_records, write_records)
 from properties.safe_io import write_atomic
 
 
@@ -92,6 +95,23 @@ class Limits:
     max_seconds: float | None = None
     max_memory: int | None = None
     frontier: str = attrs.field(default="auto", validator=attrs.validators.in_(("auto", "runs", "traces")))
+    #: bytes the seen set in memory and the level being built may take (half each) before they
+    #: are written to disk (``properties.explore_spill``); None: a quarter of ``max_memory``
+    spill_memory: int | None = None
+    #: False: nothing is written to disk (past ``max_memory`` the search ends ``bounded``)
+    spill: bool = True
+    #: the folder in which the search's spill folder is made (None: the system's temporary folder)
+    spill_dir: str | None = None
+    #: bytes the spill files may hold; past it the search ends ``bounded`` (``max_disk=...``)
+    max_disk: int | None = None
+
+    def spill_budget(self) -> int | None:
+        """The memory budget of the spill (``spill_memory``), None when the search does not spill."""
+        if not self.spill:
+            return None
+        if self.spill_memory is not None:
+            return self.spill_memory
+        return None if self.max_memory is None else self.max_memory // 4
 
 
 def default_max_memory() -> int:
@@ -370,6 +390,11 @@ class Level:
     violations: list = attrs.field(factory=list)
     transitions: int = 0
     stopped: str | None = None
+    #: with a spill (``explore_spill.Spill``): the files the states were written to (``flush``),
+    #: in fingerprint order each, and how many records they hold
+    spill: object = None
+    files: list = attrs.field(factory=list)
+    spilled: int = 0
 
     def add(self, fp: str, key: tuple, trace: tuple, run, sleep: frozenset, drained: bool) -> None:
         """A state reached at this level: the smallest trace represents it (the other's run, if
@@ -386,9 +411,67 @@ class Level:
             self.states[fp] = have[:3] + (have[3] & sleep, have[4])
 
     def drop(self) -> None:
-        """Dispose of the runs this level holds (a search that ends with it)."""
+        """Dispose of the runs this level holds (a search that ends with it), and remove its files."""
         for entry in self.states.values():
             _drop(entry[2])
+        self.remove_files()
+
+    def remove_files(self) -> None:
+        for path, size in self.files:
+            self.spill.remove(path, size)
+        self.files = []
+
+    def full(self) -> bool:
+        """Whether the states in memory are more than the spill's budget (then :meth:`flush`)."""
+        return self.spill is not None and len(self.states) > self.spill.level_budget
+
+    def flush(self) -> None:
+        """Write the states in memory to a file, in fingerprint order, as their traces (their
+        runs disposed: rebuilt when expanded), and forget them; :func:`merged` reads them back."""
+        states, self.states = self.states, {}
+
+        def records():
+            for fp in sorted(states):
+                key, trace, run, sleep, drained = states.pop(fp)
+                _drop(run)
+                yield fp, key, trace, sleep, drained
+
+        n = len(states)
+        self.files.append(write_records(self.spill, "level", records()))
+        self.spilled += n
+
+    def size(self) -> int:
+        """The states this level reached so far (a state written to a file and reached again
+        counts twice: for progress only)."""
+        return len(self.states) + self.spilled
+
+
+def merged(level: Level):
+    """The new states of ``level``, each once, in fingerprint order: its files and its states in
+    memory merged, of the records of one state the smallest key keeping it, the sleep sets
+    intersected (``Level.add``'s rule). Yields ``(fp, key, trace, run, sleep, drained)``."""
+    sources = [((fp, k, t, None, z, d) for fp, k, t, z, d in read_records(path)) for path, _b in level.files]
+    states = level.states
+    sources.append((fp, *states[fp]) for fp in sorted(states))
+    return _grouped(heapq.merge(*sources, key=lambda r: r[0]) if len(sources) > 1 else sources[0])
+
+
+def _grouped(stream):
+    have = None
+    for r in stream:
+        if have is None:
+            have = r
+        elif r[0] != have[0]:
+            yield have
+            have = r
+        elif r[1] < have[1]:
+            _drop(have[3])
+            have = r[:4] + (r[4] & have[4], r[5])
+        else:
+            _drop(r[3])
+            have = have[:4] + (have[4] & r[4], have[5])
+    if have is not None:
+        yield have
 
 
 def _drop(run) -> None:
@@ -462,10 +545,14 @@ class LocalLevels:
         states' transitions are then counted (the level's transitions, as a search that takes
         them all reports) but not taken, and no child of the level is fingerprinted any more
         (the search ends with this level)."""
-        level = Level()
+        # with a spill, the level being built is written to disk past its budget once its
+        # states are kept as traces (not with a frontier of runs: a run is not written)
+        level = Level(spill=seen.spill if watch.frontier != "runs" else None)
         rebuild = Rebuilder(self.scenario)
         try:
             self._expand(frontier, seen, watch, report, level, rebuild)
+        except SpillLimit as e:  # the level cannot be written: the search ends as at a limit
+            level.stopped = e.reason
         finally:
             rebuild.close()
         return level
@@ -477,7 +564,8 @@ class LocalLevels:
         for rank, (trace, run, sleep) in enumerate(frontier):
             if run is None:
                 run = rebuild.run_of(trace)
-            frontier[rank] = (trace, None, sleep)  # the run is consumed here (its trace stays)
+            else:
+                frontier[rank] = (trace, None, sleep)  # the run is consumed here (its trace stays)
             if self.inspect is not None:
                 self.inspect(run)
             if level.violations:
@@ -502,7 +590,9 @@ class LocalLevels:
                     child.dispose()  # kept as its trace: rebuilt when expanded
                     child = None
                 level.add(fp, (rank, repr(a)), trace + (a,), child, child_sleep, drained)
-            report(len(level.states), level.transitions)
+            if level.full() and watch.compact:
+                level.flush()
+            report(level.size(), level.transitions)
             level.stopped = watch.check()
             if level.stopped is not None:
                 break
@@ -552,8 +642,10 @@ class SearchCheckpoint:
     every: float = 60.0
 
 
-#: the checkpoint file's format (a file of another format is refused, not misread)
-CHECKPOINT_FORMAT = "flinkspec-explore-checkpoint/1"
+#: the checkpoint file's format (a file of another format is refused, not misread); format 1
+#: (the fingerprints as a list of hex strings) is still read
+CHECKPOINT_FORMAT = "flinkspec-explore-checkpoint/2"
+_READ_FORMATS = ("flinkspec-explore-checkpoint/1", CHECKPOINT_FORMAT)
 
 
 def scenario_digest(scenario: Scenario, reduce: bool) -> str:
@@ -563,19 +655,20 @@ def scenario_digest(scenario: Scenario, reduce: bool) -> str:
 
 
 def write_checkpoint(cp: SearchCheckpoint, scenario: Scenario, reduce: bool, *, depth: int, transitions: int,
-                     drained: int, seconds: float, seen: set, frontier: list) -> None:
+                     drained: int, seconds: float, seen, frontier) -> None:
     """Write the search's state at a level boundary (``frontier``: ``(trace, run, sleep)``, the
-    runs left out) atomically to ``cp.path``."""
+    runs left out; ``seen``: a :class:`SeenSet`, its fingerprints on disk as well, 16 bytes
+    each) atomically to ``cp.path``."""
     body = {"format": CHECKPOINT_FORMAT, "scenario": scenario_digest(scenario, reduce), "depth": depth,
-            "transitions": transitions, "drained": drained, "seconds": seconds, "seen": sorted(seen),
-            "frontier": [(t, z) for t, _r, z in frontier]}
+            "transitions": transitions, "drained": drained, "seconds": seconds,
+            "seen": b"".join(seen.digests()), "frontier": [(t, z) for t, _r, z in frontier]}
     write_atomic(cp.path, zlib.compress(pickle.dumps(body, protocol=pickle.HIGHEST_PROTOCOL), 3),
                  what="search checkpoint")
 
 
 def read_checkpoint(path: Path, scenario: Scenario, reduce: bool) -> dict:
     """The search state a checkpoint file holds, checked to belong to ``scenario`` (one clear
-    error otherwise)."""
+    error otherwise); its ``seen`` as hex fingerprints."""
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -585,11 +678,14 @@ def read_checkpoint(path: Path, scenario: Scenario, reduce: bool) -> dict:
         body = pickle.loads(zlib.decompress(data))
     except Exception:  # noqa: BLE001 -- any damage to the file is one clear error
         raise FlinkspecError(f"{path}: not a flinkspec search checkpoint (damaged or another kind of file)") from None
-    if not isinstance(body, dict) or body.get("format") != CHECKPOINT_FORMAT:
+    if not isinstance(body, dict) or body.get("format") not in _READ_FORMATS:
         raise FlinkspecError(f"{path}: not a flinkspec search checkpoint of format {CHECKPOINT_FORMAT}")
     if body.get("scenario") != scenario_digest(scenario, reduce):
         raise FlinkspecError(f"{path}: the checkpoint was written by the search of another scenario "
                              "(another variant, job, seed, budget or --no-reduce): resume it with the same arguments")
+    if isinstance(body["seen"], bytes):
+        raw = body["seen"]
+        body["seen"] = (raw[i:i + 16].hex() for i in range(0, len(raw), 16))
     return body
 
 
@@ -610,7 +706,9 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     every reachable state), or it raises; ``release=False``: the runs held when the search ends
     are left to the caller, not disposed of one by one: a process about to exit (after a bounded
     search of a million states, disposing takes many seconds) keeps them referenced and ends
-    without the interpreter's teardown."""
+    without the interpreter's teardown. With a spill budget (``Limits.spill_budget``) the seen
+    set and the frontier go to disk past it (``properties.explore_spill``); the files are
+    removed when the search ends, however it ends."""
     live: dict = {}
     if inspect is not None:
         if levels is not None:
@@ -619,39 +717,129 @@ def explore(scenario: Scenario, limits: Limits = Limits(), *,
     if checkpoint is not None and levels is not None and not isinstance(levels, LocalLevels):
         raise FlinkspecError("a search checkpoint is written by the search in one process (not with worker processes "
                              "or Spark); such a search can resume from one")
+    budget = limits.spill_budget()
+    spill = None
+    if budget is not None:
+        spill = Spill(budget, limits.spill_dir, limits.max_disk,
+                      None if limits.max_disk is None else f"max_disk={format_bytes(limits.max_disk)}")
     with _without_cyclic_gc():
         try:
-            return _explore(scenario, limits, progress, reduce, levels, live, stop, checkpoint, resume)
+            return _explore(scenario, limits, progress, reduce, levels, live, stop, checkpoint, resume, spill)
         finally:  # the runs still held when the search ended (it stopped early) are disposed of
             if not release:  # kept referenced: dropped here, they would be freed one by one
                 _LEFT_TO_THE_CALLER.append(live.copy())
                 live.clear()
-            for _t, run, _z in live.get("frontier", ()):
-                _drop(run)
+            if isinstance(live.get("frontier"), list):  # (a frontier on disk holds no run)
+                for _t, run, _z in live["frontier"]:
+                    _drop(run)
             if live.get("level") is not None:
                 live["level"].drop()
+            if spill is not None:  # every file of the search, wherever it ended
+                spill.close()
 
 
-def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, checkpoint, resume) -> Exploration:
+def _settle(level: Level, seen: SeenSet, keep: bool, traces: bool):
+    """The end of a level: its new states -- each once, those already seen at an earlier level
+    (on disk: ``fp in seen`` asked the set in memory only) dropped -- added to ``seen`` and, in
+    trace-key order, made the next frontier: ``(frontier, new states, drained states)``. With
+    ``keep`` False only counted. With ``traces`` (the frontier may be kept as traces) a frontier
+    larger than the spill's budget is written to disk (``SpilledFrontier``)."""
+    spill = seen.spill
+    if spill is None or (not level.files and not seen.runs and len(level.states) <= spill.level_budget):
+        new, drained = len(level.states), sum(1 for e in level.states.values() if e[4])
+        if not keep:
+            return None, new, drained
+        seen.update(level.states)
+        seen.settle()
+        return [(t, r, z) for (_k, t, r, z, _d) in sorted(level.states.values(), key=lambda x: x[0])], new, drained
+    lookup = seen.lookup()
+    adder = seen.adder() if keep else None
+    chunks: list = []
+    buf: list = []
+    new = drained = 0
+    stream = merged(level)
+    level.states = {}  # (the runs are in the stream now)
+    try:
+        batch: list = []
+        for done in (False, True):
+            for r in (stream if not done else ()):
+                batch.append(r)
+                if len(batch) < BLOCK:
+                    continue
+                new, drained = _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained)
+                batch = []
+            if done and batch:
+                new, drained = _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained)
+    finally:
+        lookup.close()
+    level.remove_files()
+    if not keep:
+        return None, new, drained
+    adder.close()
+    seen.settle()
+    if not chunks:
+        buf.sort(key=lambda x: x[0])
+        return [(t, r, z) for _k, t, r, z in buf], new, drained
+    chunks.append(_chunk(spill, buf))
+    return SpilledFrontier(spill, chunks, new), new, drained
+
+
+def _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained):
+    digests = [bytes.fromhex(r[0]) for r in batch]
+    known = lookup.known(digests) if lookup.cursors else ()
+    for d, (fp, key, trace, run, sleep, is_drained) in zip(digests, batch):
+        if known and d in known:
+            _drop(run)
+            continue
+        new += 1
+        drained += is_drained
+        if adder is None:
+            _drop(run)
+            continue
+        adder.add(fp)
+        buf.append((key, trace, run, sleep))
+        if traces and len(buf) > spill.level_budget:
+            chunks.append(_chunk(spill, buf))
+            buf.clear()
+    return new, drained
+
+
+def _chunk(spill: Spill, buf: list) -> tuple:
+    """``buf``'s states written to the frontier's next chunk in key order, their runs disposed."""
+    buf.sort(key=lambda x: x[0])
+    for e in buf:
+        _drop(e[2])
+    return write_records(spill, "frontier", ((k, t, z) for k, t, _r, z in buf))
+
+
+def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, checkpoint, resume, spill) -> Exploration:
     """The search; ``live`` is kept holding the frontier and the level being expanded (what
     the caller disposes of when it ends)."""
     t0 = time.perf_counter()
     levels = levels if levels is not None else LocalLevels(scenario, reduce)
     deadline = t0 + limits.max_seconds if limits.max_seconds is not None else None
     watch = Watch(deadline, limits.max_memory, stop, limits.max_seconds, limits.frontier)
+    # the frontier may be written to disk as traces (not when asked for runs, nor when worker
+    # processes hold its states)
+    traces = limits.frontier != "runs" and not getattr(levels, "holds_states", False)
     before = 0.0  # seconds spent before a resume
     if resume is not None:
         body = read_checkpoint(resume, scenario, reduce)
-        seen = set(body["seen"])
+        seen = SeenSet((), spill)
+        adder = seen.adder()  # (the checkpoint's fingerprints are sorted)
+        for fp in body["seen"]:
+            adder.add(fp)
+        adder.close()
         frontier = [(t, None, z) for t, z in body["frontier"]]
         transitions, drained, depth, before = body["transitions"], body["drained"], body["depth"], body["seconds"]
+        del body
     else:
         root = Run(scenario, track_goals=False)
         if root.violation is not None:
             return Exploration(verdict="violation", distinct_states=1, transitions=0, depth=0, complete=False,
                                seconds=time.perf_counter() - t0, drained_states=0, trace=(),
                                violation=root.violation, workers=levels.workers, reduced=reduce)
-        seen = {root.fingerprint()}
+        seen = SeenSet({root.fingerprint()}, spill)
         frontier = [((), root, frozenset())]
         transitions = 0
         drained = 1 if root.cluster.is_drained() else 0
@@ -670,8 +858,8 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, check
                              seconds=elapsed(), seen=seen, frontier=frontier)
             written[0] = time.perf_counter()
 
-    def result(verdict, *, complete, limit=None, trace=(), violation=None):
-        return Exploration(verdict=verdict, distinct_states=len(seen), transitions=transitions, depth=depth,
+    def result(verdict, *, complete, limit=None, trace=(), violation=None, more=0):
+        return Exploration(verdict=verdict, distinct_states=len(seen) + more, transitions=transitions, depth=depth,
                            complete=complete, seconds=elapsed(), drained_states=drained, trace=trace,
                            violation=violation, limit=limit, workers=levels.workers, reduced=reduce)
 
@@ -694,17 +882,27 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, check
             # level's smallest)
             save()  # the boundary before this level: the level is expanded again on resume
             transitions += level.transitions
-            seen.update(level.states)
-            return result("bounded", complete=False, limit=level.stopped)
+            try:
+                _f, new, _d = _settle(level, seen, False, traces)
+            except SpillLimit:  # (reading only: a level written to disk is counted without writing)
+                new = 0
+            return result("bounded", complete=False, limit=level.stopped, more=new)
         transitions += level.transitions
         depth += 1
         if level.violations:  # (the smallest: a level stopped early ends only after whole states, in rank order)
             _k, t, v = min(level.violations, key=lambda x: x[0])
             return result("violation", complete=False, trace=t, violation=v)
-        seen.update(level.states)
-        drained += sum(1 for e in level.states.values() if e[4])
-        frontier = live["frontier"] = [(t, r, z) for (_k, t, r, z, _d) in
-                                       sorted(level.states.values(), key=lambda x: x[0])]
+        counted = len(seen)
+        try:
+            new_frontier, _new, new_drained = _settle(level, seen, True, traces)
+        except SpillLimit as e:  # the seen set or the frontier cannot be written: the figures are
+            depth -= 1           # those of the boundary before the level (no checkpoint is written:
+            transitions -= level.transitions  # the seen set is part written; the last one stands)
+            return result("bounded", complete=False, limit=e.reason, more=counted - len(seen))
+        drained += new_drained
+        if isinstance(frontier, SpilledFrontier):
+            frontier.close()
+        frontier = live["frontier"] = new_frontier
         live["level"] = None
         if progress is not None:
             progress(Progress(depth=depth, distinct_states=len(seen), transitions=transitions,

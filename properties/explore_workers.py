@@ -275,7 +275,9 @@ def _worker(conn, scenario, reduce: bool) -> None:
                     traces.append(t)
                 conn.send(("traces", traces))
                 continue
-            _, own, new, watch = msg
+            _, own, new, watch, forget = msg
+            if forget:
+                seen.clear()
             seen.update(new)
             _level(scenario, reduce, own, held, seen, watch, conn)
     except (EOFError, KeyboardInterrupt, BrokenPipeError):
@@ -292,6 +294,9 @@ class ProcessLevels:
     processes start at the first level (inside the search, so they inherit its garbage-collector
     settings) and stop at :meth:`close`; use it as a context manager."""
 
+    #: the frontier's states are held by the workers (the search does not write it to disk)
+    holds_states = True
+
     def __init__(self, scenario, reduce: bool, workers: int, inspect=None):
         if workers < 1:
             raise FlinkspecError(f"the number of workers must be at least 1, not {workers}")
@@ -304,6 +309,8 @@ class ProcessLevels:
         self._conns: list = []
         #: how many states idle workers took from busy ones (work stealing), over the search
         self.stolen = 0
+        #: the driver's seen set's flushes the workers' copies followed
+        self._flushes = 0
 
     def __enter__(self) -> "ProcessLevels":
         return self
@@ -351,12 +358,17 @@ class ProcessLevels:
                 new.append(run.fingerprint)
             else:  # the root (built again by the worker from the scenario)
                 own[rank % self.workers].append((rank, None, trace, sleep, 1))
-        if first:
-            new = list(seen)
+        # each worker's copy of the seen set: the driver's set in memory; once that was written
+        # to disk (``explore_spill.SeenSet``), the copies are emptied too and start again from the
+        # frontier's states (a child seen on disk only is dropped by the driver at the level's end)
+        forget = seen.flushes != self._flushes
+        self._flushes = seen.flushes
+        if first or forget:
+            new = list(seen.memory) + new
         self._balance(own)
         share = watch.share(self.workers)
         for w, c in enumerate(self._conns):
-            c.send(("level", own[w], new, share))
+            c.send(("level", own[w], new, share, forget))
         return self._collect(report, watch)
 
     def _balance(self, own: list) -> None:
