@@ -250,6 +250,8 @@ class Exploration:
     #: how many processes expanded the levels, and whether sleep sets pruned transitions
     workers: int = 1
     reduced: bool = False
+    #: the most bytes the search's spill files held at once (0: nothing was written to disk)
+    spilled_bytes: int = 0
 
     @property
     def decided_after(self) -> int | None:
@@ -861,7 +863,8 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, check
     def result(verdict, *, complete, limit=None, trace=(), violation=None, more=0):
         return Exploration(verdict=verdict, distinct_states=len(seen) + more, transitions=transitions, depth=depth,
                            complete=complete, seconds=elapsed(), drained_states=drained, trace=trace,
-                           violation=violation, limit=limit, workers=levels.workers, reduced=reduce)
+                           violation=violation, limit=limit, workers=levels.workers, reduced=reduce,
+                           spilled_bytes=0 if spill is None else spill.peak_disk)
 
     def report(new_states: int, level_transitions: int) -> None:
         """What a level expander calls as it goes: the new states and transitions of the level so far."""

@@ -16,7 +16,11 @@ executors (the same result either way); sleep-set partial-order reduction is on 
 
 Limits: ``--max-seconds`` (default 600), ``--max-states``, ``--max-depth`` and ``--max-memory``
 (default: half the machine's memory; above half of it the frontier's states are kept as their
-traces and rebuilt when expanded, past it the search ends). A search ended by a limit, or by
+traces and rebuilt when expanded, past it the search ends). Past ``--spill-memory`` (default: a
+quarter of ``--max-memory``) the set of states seen, the level being built and the frontier are
+written to a folder made under ``--spill-dir`` (default: the system's temporary folder) and
+removed when the search ends; past ``--max-disk`` or on a full disk the search ends;
+``--no-spill`` keeps everything in memory. A search ended by a limit, or by
 SIGTERM or SIGINT (Ctrl-C) -- within a second or two, with the figures so far, exit 130 --
 is ``bounded``. ``--checkpoint DIR`` writes what the search needs to go on into DIR (at the end
 of a level every ``--checkpoint-every`` seconds, and when it ends early); ``--resume DIR``
@@ -74,6 +78,16 @@ def register(sub) -> None:
     p.add_argument("--frontier", choices=("auto", "runs", "traces"), default="auto",
                    help="how the frontier keeps its states: as runs (fast, tens of KB each), as traces (a few hundred "
                         "bytes each, rebuilt when expanded), or auto: runs up to half of --max-memory (default)")
+    p.add_argument("--spill-memory", metavar="SIZE",
+                   help="memory for the set of states seen and the level being built before they are written to "
+                        "disk (default: a quarter of --max-memory)")
+    p.add_argument("--spill-dir", metavar="DIR",
+                   help="where the search's spill folder is made (default: the system's temporary folder); it is "
+                        "removed when the search ends")
+    p.add_argument("--max-disk", metavar="SIZE",
+                   help="the most the spill files may hold; past it (or on a full disk) the search ends bounded")
+    p.add_argument("--no-spill", action="store_true",
+                   help="keep the seen set and the frontier in memory (past --max-memory the search ends bounded)")
     p.add_argument("--checkpoint", metavar="DIR",
                    help="write what each variant's search needs to be resumed into DIR (one file a variant)")
     p.add_argument("--checkpoint-every", type=float, metavar="S", default=60.0,
@@ -118,6 +132,15 @@ def run(args) -> int:
     if not args.max_seconds > 0 or args.max_seconds == float("inf"):
         raise FlinkspecError(f"--max-seconds must be a positive finite number, not {args.max_seconds}")
     max_memory = parse_bytes(args.max_memory) if args.max_memory is not None else default_max_memory()
+    if args.no_spill and (args.spill_memory or args.spill_dir or args.max_disk):
+        raise FlinkspecError("--no-spill goes without --spill-memory, --spill-dir and --max-disk")
+    spill_memory = parse_bytes(args.spill_memory) if args.spill_memory is not None else None
+    max_disk = parse_bytes(args.max_disk) if args.max_disk is not None else None
+    spill_dir = None
+    if args.spill_dir is not None:
+        from properties.safe_io import check_output_dir  # start-up: flinkspec.cli imports every command module
+
+        spill_dir = str(check_output_dir(Path(args.spill_dir), what="--spill-dir folder"))
     if not args.checkpoint_every > 0:
         raise FlinkspecError(f"--checkpoint-every must be a positive number of seconds, not {args.checkpoint_every}")
     if args.checkpoint is not None and args.resume is not None and Path(args.checkpoint) != Path(args.resume):
@@ -156,7 +179,8 @@ def run(args) -> int:
     checkpoint_dir = _checkpoint_dir(args.checkpoint or args.resume, args)  # (made only for valid arguments)
     rows: list = []
     limits = Limits(max_depth=args.max_depth, max_states=args.max_states, max_seconds=args.max_seconds,
-                    max_memory=max_memory, frontier=args.frontier)
+                    max_memory=max_memory, frontier=args.frontier, spill=not args.no_spill,
+                    spill_memory=spill_memory, spill_dir=spill_dir, max_disk=max_disk)
     out_dir_holder: list = [None]
     shrunk = _shrunk_lengths()
     failed = 0
@@ -292,7 +316,7 @@ def _report(args, v, scenario, ex, shrunk: dict, out_dir_holder: list, rows: lis
         "variant": v.name, "expected": list(v.expected), "verdict": ex.verdict, "invariant": invariant,
         "distinct_states": ex.distinct_states, "transitions": ex.transitions, "depth": ex.depth,
         "complete": ex.complete, "seconds": round(ex.seconds, 3), "states_per_s": round(ex.states_per_s, 1),
-        "workers": ex.workers, "reduced": ex.reduced, "small": args.small, "seed": args.seed, "limit": ex.limit,
+        "workers": ex.workers, "reduced": ex.reduced, "spilled_bytes": ex.spilled_bytes, "small": args.small, "seed": args.seed, "limit": ex.limit,
         "failures": scenario.environment.max_failures,
         "counterexample_steps": len(ex.trace) if ex.verdict == "violation" else None,
         "decided_after_steps": ex.decided_after,
@@ -332,6 +356,9 @@ def _line(row: dict) -> str:
                 if decided is not None else f"shortest counterexample {row['counterexample_steps']} steps")
         return f"{head} — {what}{vs} — {cover}" + (
             f" — {row['file']}" if row["file"] else "")
+    if row.get("spilled_bytes"):
+        n = row["spilled_bytes"]
+        cover += f"; at most {f'{n / (1 << 20):,.1f} MB' if n >= 1 << 20 else f'{n / 1024:,.0f} KB'} spilled to disk"
     if row["verdict"] == "bounded":
         cover += f"; stopped by {row['limit']}"
     pc = row["progress_check"]
