@@ -114,7 +114,32 @@ def swap_code(fullname: str, qualname: str, source: str) -> None:
     fn = _function_object(module, qualname)
     if not isinstance(fn, types.FunctionType):
         raise ValueError(f"{qualname}: not a plain function")
+    if _made_at_import(module, fn.__code__):
+        raise ValueError(f"{qualname}: functions it made at import (a property's accessors) keep its old code")
     fn.__code__ = new  # ValueError if the free variables differ
+
+
+def _made_at_import(module, code: types.CodeType) -> bool:
+    """Whether a function of ``module``'s namespace or of one of its classes (a property's
+    accessors, a static or class method) was made by a call of ``code`` -- its code is one of
+    the functions ``code`` defines: a factory called at import, whose products a swap of its
+    own code would not reach."""
+    nested, todo = set(), [code]
+    while todo:
+        for const in todo.pop().co_consts:
+            if isinstance(const, types.CodeType):
+                nested.add(const)
+                todo.append(const)
+    if not nested:
+        return False
+    values = list(vars(module).values())
+    values += [v for cls in values if isinstance(cls, type) and cls.__module__ == module.__name__
+               for v in vars(cls).values()]
+    for v in values:
+        for f in (v.fget, v.fset, v.fdel) if isinstance(v, property) else (getattr(v, "__func__", v),):
+            if getattr(f, "__code__", None) in nested:
+                return True
+    return False
 
 
 def _leaves(exc: BaseException) -> list[BaseException]:

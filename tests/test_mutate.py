@@ -422,3 +422,22 @@ def test_an_assertion_after_a_crash_still_kills_and_only_cheap_tests_run_after_a
     got = run([crash, ok])  # the assertion's test is not cheap: the run ends before it
     assert got["code"] == mutantrun.CRASHED and got["failed"] == crash and got["exception"] == "TypeError", got
     assert got["ran"] == 2
+
+
+def test_a_function_whose_products_were_made_at_import_is_not_swapped_but_run_afresh():
+    """``model.checkpointstorage._note`` makes the storage's note properties when the class is
+    defined: swapping its code in a forked child would leave the properties' accessors as they
+    were (every mutant a false survivor), so the swap refuses and the mutant runs in a fresh
+    interpreter. A function whose lambdas are made per call (``nest``'s sort key) is swapped."""
+    import model.checkpointstorage as cs
+    from properties import mutantrun
+
+    source = Path(cs.__file__).read_text()
+    mutated = source.replace("lambda self: getattr(self.notes, name)", "lambda self: None")
+    assert mutated != source
+    with pytest.raises(ValueError, match="made at import"):
+        mutantrun.swap_code("model.checkpointstorage", "_note", mutated)
+    assert cs.CheckpointStorage().last_change == -1  # untouched
+    nest = cs.nest
+    mutantrun.swap_code("model.checkpointstorage", "nest", source)  # the same code again: no change
+    assert cs.nest is nest and cs.nest({("b", 1): "x", ("a", 2): "y"}) == {"a": {2: "y"}, "b": {1: "x"}}
