@@ -51,13 +51,13 @@ def _write(st, *paths):
 
 def test_a_new_storage_holds_nothing_and_owes_nothing():
     st = CheckpointStorage()
+    assert isinstance(st.notes, StorageNotes)
     assert (st.files, st.deleted, st.scheduled, st.handles) == ({}, {}, {}, {})
     assert (st.owned, st.savepoints, st.unclaimed) == (set(), set(), set())
     assert st.restored is None and st.released is False and st.completed_since_restore is False
     assert isinstance(st.registry, SharedStateRegistry) and st.registry.entries == {}
     assert st.registry.highest_not_claimed == -1
     assert (st.last_deleted, st.last_restore, st.last_change) == (None, None, -1)
-    assert isinstance(st.notes, StorageNotes)
     assert st.busy is False
     assert st.kept(()) == {} and st.referenced(()) == {}
     assert repr(st) == "<CheckpointStorage files=0 deleted=0 scheduled=0 handles=[]>"
@@ -70,6 +70,8 @@ def test_a_new_notes_object_has_seen_no_step():
 
 def test_the_notes_are_read_and_written_through_the_storage():
     st = CheckpointStorage()
+    st.notes.last_deleted, st.notes.last_restore, st.notes.last_change = (3, "g"), (3, ()), 3
+    assert (st.last_deleted, st.last_restore, st.last_change) == ((3, "g"), (3, ()), 3)
     st.last_change = 4
     st.last_deleted = (4, "f")
     assert (st.notes.last_change, st.notes.last_deleted) == (4, (4, "f"))
@@ -84,6 +86,11 @@ def test_a_file_reads_back_its_content_and_a_missing_one_reads_none():
     assert st.read("chk-1/t") == ((("agg", 1), "a"),)
     st.write("chk-1/t", ((("agg", 1), "b"),))  # a write replaces the file
     assert st.files == {"chk-1/t": ((("agg", 1), "b"),)}
+
+
+def test_nothing_flattens_nests_and_folds_to_nothing():
+    assert nest({}) == {} and flatten({}) == {} and fold([]) == {}
+    assert fold([(), ()]) == {}
 
 
 def test_flatten_and_nest_are_inverse_and_nest_drops_deletion_markers():
@@ -125,7 +132,8 @@ def test_materialize_restores_the_files_in_handle_order_and_names_every_missing_
 
 def test_a_handle_defaults_to_private_state_with_nothing_reused():
     h = KeyedStateHandle(4)
-    assert (h.files, h.uploaded, h.shared, h.placeholders, h.paths) == ((), (), False, (), ())
+    assert h.files == () and h.uploaded == () and h.shared is False and h.placeholders == ()
+    assert h.paths == ()
 
 
 # -- asynchronous deletes ------------------------------------------------------------------------
@@ -249,6 +257,8 @@ def test_with_no_checkpoint_retained_nothing_shared_is_unregistered():
     _write(st, "shared/1")
     assert st.complete(1, {0: _snap(_shared(1, "shared/1"))}, False, (), (), 1) == 0
     assert st.scheduled == {} and list(st.registry.entries) == ["shared/1"]
+    e = st.registry.entries["shared/1"]
+    assert (e.created_by, e.last_used, e.confirmed) == (1, 1, True)
 
 
 def test_subsume_discards_only_owned_checkpoints_private_files_once():
@@ -292,6 +302,9 @@ def test_an_aborted_checkpoint_discards_what_it_uploaded_never_what_it_reuses():
     st = CheckpointStorage()
     _write(st, "shared/old", "shared/new", "chk-2/t")
     h = _shared(2, "shared/old", "shared/new", uploaded=("shared/new",), placeholders=("shared/old",))
+    st.discard_uploads([_snap(h)], "late acknowledgement of checkpoint 2")
+    assert st.scheduled == {"shared/new": "late acknowledgement of checkpoint 2"}
+    st.scheduled.clear()
     st.discard_uploads([_snap(h), _snap(None), _snap(_private(2, "chk-2/t"))], "aborted checkpoint 2")
     assert st.scheduled == {"shared/new": "aborted checkpoint 2", "chk-2/t": "aborted checkpoint 2"}
     assert set(st.files) == {"shared/old", "shared/new", "chk-2/t"}
@@ -308,6 +321,7 @@ def test_a_new_job_has_an_empty_registry_and_owns_nothing_while_files_and_delete
     st.schedule_delete(["chk-1/t"], "before the cancellation")
     old = st.registry
     st.new_job()
+    assert isinstance(st.registry, SharedStateRegistry)
     assert st.registry is not old and st.registry.entries == {} and st.registry.highest_not_claimed == -1
     assert st.owned == set()
     assert st.scheduled == {"chk-1/t": "before the cancellation"}
@@ -379,6 +393,15 @@ def test_the_user_deleting_a_no_claim_snapshot_deletes_its_files_as_the_user():
     assert st.kept(()) == {}
 
 
+def test_the_user_may_delete_a_restored_snapshot_that_holds_no_state():
+    """A snapshot of a job without keyed state: nothing to delete, but released all the same."""
+    st = CheckpointStorage()
+    st.restore_from(4, "NO_CLAIM", shared=False, step=1)
+    assert st.referenced(()) == {}  # kept, but it names no file
+    assert st.kept(()) == {4: "snapshot restored in NO_CLAIM mode"}
+    assert st.release_restored(2) == () and st.released is True and st.kept(()) == {}
+
+
 # -- what the invariants read ----------------------------------------------------------------------
 
 
@@ -388,7 +411,7 @@ def test_kept_names_retained_checkpoints_savepoints_and_an_unreleased_no_claim_s
     st.savepoints.update({2, 7})
     assert st.kept((1, 2, 4)) == {1: "retained checkpoint", 2: "retained checkpoint", 7: "savepoint"}
     st.restored = (5, "NO_CLAIM")
-    assert st.kept(())[5] == "snapshot restored in NO_CLAIM mode"
+    assert st.kept(()) == {2: "savepoint", 7: "savepoint", 5: "snapshot restored in NO_CLAIM mode"}
     st.released = True
     assert 5 not in st.kept(())
     st.released = False
