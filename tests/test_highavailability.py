@@ -225,3 +225,68 @@ def test_the_leader_is_the_lowest_whole_sequence_number():
     s.create(ha.LATCH + "/latch-", sequential=True)
     assert first == ha.LATCH + "/latch-0000999999"
     assert ha.latch_leader(s) == first
+
+
+def _answer(op, *args, **kw):
+    """What a ZooKeeper client gets back from ``op``: its result, or the ``KeeperException``
+    code it fails with (an error is an answer of the store, compared like a result)."""
+    try:
+        return op(*args, **kw)
+    except ha.StoreError as e:
+        return e.code
+
+
+def test_the_paths_flink_keeps_in_zookeeper_are_distinct_absolute_paths_under_the_root():
+    assert ha.ROOT == "/"  # ZooKeeper's root node
+    paths = (ha.LATCH, ha.LEADER_INFO, ha.JOB_GRAPH, ha.CHECKPOINTS, ha.CHECKPOINT_COUNTER, ha.JOB_RESULT)
+    for p in paths:
+        assert isinstance(p, str) and p.startswith("/") and not p.endswith("/") and "//" not in p, p
+    assert len(set(paths)) == len(paths)
+
+
+def test_a_client_s_operations_get_zookeeper_s_answers_one_by_one():
+    """A client's session of operations, each answer (a result or the error code) as ZooKeeper
+    gives it: the answer right after each call, before a later call builds on it."""
+    s = ZooKeeperStore()
+    assert s.next_session == 1
+    sid = s.open_session()
+    script = [
+        (s.create, ("/a",), {}, "/a"),
+        (s.create, ("/a/b", 1), {}, "/a/b"),
+        (s.create, ("/a",), {}, "NODEEXISTS"),
+        (s.create, ("/x/y",), {}, "NONODE"),                      # the parent is missing
+        (s.create, ("/p/q/r",), {"make_parents": True}, "/p/q/r"),  # every missing ancestor
+        (s.exists, ("/p/q",), {}, True),
+        (s.get, ("/a/b",), {}, (1, 0)),
+        (s.set_data, ("/a/b", 2), {}, 1),                          # unconditional
+        (s.set_data, ("/a/b", 3, 1), {}, 2),                       # the version it has
+        (s.set_data, ("/a/b", 4, 1), {}, "BADVERSION"),            # a stale one
+        (s.get, ("/a/b",), {}, (3, 2)),
+        (s.children, ("/a",), {}, ["b"]),
+        (s.children, ("/",), {}, ["a", "p"]),
+        (s.children, ("/nope",), {}, "NONODE"),
+        (s.get, ("/nope",), {}, "NONODE"),
+        (s.set_data, ("/nope", 1), {}, "NONODE"),
+        (s.delete, ("/nope",), {}, "NONODE"),
+        (s.delete, ("/a",), {}, "NOTEMPTY"),
+        (s.delete, ("/a/b", 1), {}, "BADVERSION"),
+        (s.delete, ("/a/b", 2), {}, None),
+        (s.exists, ("/a/b",), {}, False),
+        (s.create, ("/a/c",), {}, "/a/c"),                         # a persistent node takes children
+        (s.create, ("/a/c/d",), {}, "/a/c/d"),
+        (s.create, ("/e",), {"ephemeral": True, "session": sid}, "/e"),
+        (s.create, ("/e/c",), {}, "NOCHILDRENFOREPHEMERALS"),
+        (s.create, ("/f",), {"ephemeral": True, "session": sid + 1}, "SESSIONEXPIRED"),
+        (s.create, ("/f",), {"session": sid + 1}, "/f"),            # persistent: no session needed
+        (s.create, ("/a/s-",), {"sequential": True}, "/a/s-0000000002"),  # b and c created before
+        (s.create, ("/s-",), {"sequential": True}, "/s-0000000004"),      # a, p, e and f before it
+    ]
+    for i, (op, args, kw, want) in enumerate(script):
+        assert _answer(op, *args, **kw) == want, (i, op.__name__, args, kw)
+
+
+def test_a_created_node_is_indexed_under_its_parent_at_once():
+    s = ZooKeeperStore()
+    s.create("/a")
+    assert s.kids == {"/": {"a"}, "/a": set()}
+    assert s.nodes["/a"] == ha.ZNode() and s.nodes["/"] == ha.ZNode(cversion=1, seq=1)
