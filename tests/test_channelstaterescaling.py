@@ -10,11 +10,15 @@ import pytest
 
 from model import seams
 from model.channelstaterescaling import (
+    AMBIGUOUS_MAPPERS,
+    PARTITIONER_MAPPERS,
+    SUBTASK_STATE_MAPPERS,
     UNSUPPORTED_MESSAGE,
     ChannelStateRescalingError,
     ambiguous_targets,
     assign_channel_state,
     gate_descriptor,
+    inheriting_upstream,
     is_identity,
     keeps,
     new_to_old_mapping,
@@ -189,3 +193,64 @@ def test_the_old_index_variant_drops_exactly_the_channels_of_indices_that_no_lon
     with seams.active(("inflight-by-old-index",)):
         out = assign_channel_state(recs, "hash", 3, 2, 3, 2, 128)
     assert out == {(0, 0): [("a", 1, 0)]}
+
+
+# -- Flink's answers, a refusal included -----------------------------------------------------------
+
+
+def _answer(fn, *args):
+    """Flink's answer to a restore: the result, or ``SubtaskStateMapper``'s refusal
+    (``UnsupportedOperationException``, here ``ChannelStateRescalingError``) with its message --
+    compared like a result, so a valid restore refused is a wrong answer, not an escaping error."""
+    try:
+        return fn(*args)
+    except ChannelStateRescalingError as e:
+        return ("refused", str(e))
+
+
+REFUSED = ("refused", UNSUPPORTED_MESSAGE)
+
+
+def test_the_mappers_are_flinks_subtask_state_mappers_and_range_and_full_are_ambiguous():
+    """``SubtaskStateMapper``'s values; ``isAmbiguous`` holds for FULL and RANGE only."""
+    assert SUBTASK_STATE_MAPPERS == ("ARBITRARY", "FIRST", "FULL", "RANGE", "ROUND_ROBIN", "UNSUPPORTED")
+    assert AMBIGUOUS_MAPPERS == frozenset({"FULL", "RANGE"})
+
+
+def test_every_mapper_answers_its_old_subtasks_or_flinks_refusal():
+    """Two new subtasks reading three old ones: each mapper's ``getOldSubtasks``, one new subtask
+    at a time, and its ``getNewToOldSubtasksMapping``."""
+    want = {
+        "ARBITRARY": ((0, 2), (1,)),
+        "ROUND_ROBIN": ((0, 2), (1,)),
+        "FIRST": ((0, 1, 2), ()),
+        "FULL": ((0, 1, 2), (0, 1, 2)),
+        "RANGE": ((0, 1), (1, 2)),
+        "UNSUPPORTED": (REFUSED, REFUSED),
+    }
+    for mapper, olds in want.items():
+        assert tuple(_answer(old_subtasks, mapper, k, 3, 2) for k in range(2)) == olds, mapper
+        assert _answer(new_to_old_mapping, mapper, 3, 2) == (REFUSED if mapper == "UNSUPPORTED" else olds), mapper
+
+
+def test_an_old_upstream_subtasks_data_goes_to_the_first_new_subtask_that_reads_it():
+    # ARBITRARY 3 -> 2: new 0 reads old 0 and 2, new 1 reads old 1
+    assert [_answer(inheriting_upstream, "ARBITRARY", u, 3, 2) for u in range(3)] == [0, 1, 0]
+    # RANGE 3 -> 2: new 0 reads old 0 and 1, new 1 reads old 1 and 2: old 1 goes to new 0
+    assert [_answer(inheriting_upstream, "RANGE", u, 3, 2) for u in range(3)] == [0, 0, 1]
+    # an unchanged upstream keeps its subtasks whatever its mapper; a rescaled pointwise one is refused
+    assert [_answer(inheriting_upstream, "UNSUPPORTED", u, 2, 2) for u in range(2)] == [0, 1]
+    assert _answer(inheriting_upstream, "UNSUPPORTED", 0, 2, 3) == REFUSED
+
+
+def test_an_edge_whose_ends_keep_their_parallelism_keeps_its_in_flight_data_in_place():
+    """Whatever its partitioner (pointwise ones included), an edge neither of whose ends was
+    rescaled gets its in-flight data back unmapped; a pointwise edge with either end rescaled is
+    refused."""
+    recs = {(0, 0): [("a", 1, 0)], (1, 1): [("b", 2, 0)]}
+    for partitioner in sorted(PARTITIONER_MAPPERS):
+        assert _answer(assign_channel_state, recs, partitioner, 2, 2, 2, 2, 128) == recs, partitioner
+    for up_new, down_new in ((3, 3), (2, 3), (3, 2)):
+        for partitioner in ("forward", "rescale"):
+            assert _answer(assign_channel_state, recs, partitioner, 2, up_new, 2, down_new, 128) == REFUSED, \
+                (partitioner, up_new, down_new)
