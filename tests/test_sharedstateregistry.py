@@ -66,3 +66,40 @@ def test_restore_modes_and_reprs():
     reg.register_reference("f", 1)
     assert repr(reg) == ("SharedStateRegistry({'f': SharedStateEntry(created_by=1, last_used=1)}, "
                          "highest_not_claimed=-1)")
+
+
+def test_a_new_registry_is_empty_and_has_claimed_everything():
+    reg = SharedStateRegistry()
+    assert reg.entries == {} and reg.highest_not_claimed == -1
+
+
+def test_a_new_entry_is_created_and_last_used_by_its_checkpoint_and_not_confirmed():
+    reg = SharedStateRegistry()
+    reg.register_reference("f", 3)
+    assert type(reg.entries["f"]) is SharedStateEntry
+    assert (reg.entries["f"].created_by, reg.entries["f"].last_used, reg.entries["f"].confirmed) == (3, 3, False)
+
+
+def test_a_key_already_registered_keeps_its_entry_and_creator():
+    """``registerReference`` of a known key (a placeholder, or the entries a restore registered)
+    only advances ``lastUsedCheckpointID``: the entry and its creator stay."""
+    reg = SharedStateRegistry()
+    e = SharedStateEntry(2, 2)
+    reg.entries["f"] = e
+    reg.register_reference("f", 5)
+    assert reg.entries["f"] is e and (e.created_by, e.last_used) == (2, 5)
+
+
+def test_register_all_registers_every_path_for_the_checkpoint():
+    reg = SharedStateRegistry()
+    reg.register_all(["b", "a"], 4)
+    assert {p: (e.created_by, e.last_used) for p, e in reg.entries.items()} == {"a": (4, 4), "b": (4, 4)}
+    reg.register_all([], 5)
+    assert len(reg.entries) == 2
+
+
+def test_the_files_of_a_restored_checkpoint_are_registered_by_its_id():
+    for mode in RESTORE_MODES:
+        reg = SharedStateRegistry()
+        reg.register_all_after_restored(["x", "y"], 6, mode)
+        assert {p: (e.created_by, e.last_used) for p, e in reg.entries.items()} == {"x": (6, 6), "y": (6, 6)}, mode
