@@ -33,8 +33,26 @@ bytes each instead of the run's tens of kilobytes) and rebuilt when expanded
 (:class:`Rebuilder`: the frontier is expanded in trace order, so it keeps the runs of the last
 rebuilt state's ancestors and steps each ancestor once). The states, counts and counterexample
 do not depend on which states were kept how. When the resident memory passes the limit itself
-the search ends, ``bounded`` by ``max_memory``. The set of fingerprints seen stays in memory
-(about a hundred bytes a state).
+the search ends, ``bounded`` by ``max_memory``.
+
+Spilling (``properties.explore_spill``, as TLC's disk-based fingerprint set and state queue):
+past ``Limits.spill_memory`` (default a quarter of ``max_memory``; ``Limits.spill=False``: never)
+the set of fingerprints seen, the level being built and the frontier go to files in a folder
+made for the search (under ``Limits.spill_dir``), removed when it ends, however it ends. The
+seen set keeps a set in memory up to half the budget, then writes it out as a sorted run of
+16-byte fingerprints; a child not in the set in memory is kept as a *candidate*, and at the end
+of its level the candidates, in fingerprint order, are looked up in the runs by one forward
+pass over each (``_settle``): those found are dropped as if they had been found in memory. The
+level being built (its states kept as traces) is written in fingerprint order past the other
+half of the budget and merged back at the level's end by the one rule (``merged``); the next
+frontier, once larger than the budget, is written in sorted chunks of trace keys and read back
+merged, in key order, as the next level is expanded. So every state is judged when a step
+reaches it, as before; the states, counts, depths and counterexample do not depend on what was
+spilled (nor on the workers: a worker's copy of the seen set follows the set in memory, and the
+driver drops the candidates found on disk). Past ``Limits.max_disk``, or on a full disk, the
+search ends ``bounded`` (``max_disk=...``, ``disk full (...)``). The frontier of a search on
+worker processes stays with the workers (its states are theirs), and one kept as runs
+(``frontier="runs"``) stays in memory; a checkpoint holds the fingerprints on disk too.
 
 Resuming: ``checkpoint`` (a :class:`SearchCheckpoint`) writes, at the end of a level and at
 most every ``every`` seconds, and when a limit or a stop request ends the search, what the
@@ -85,10 +103,11 @@ from properties.safe_io import write_atomic
 @attrs.frozen(slots=True, kw_only=True)
 class Limits:
     """When to stop: the deepest level to expand, the most distinct states, the wall time, the
-    process's resident memory in bytes (see the module docstring); and how the frontier keeps
+    process's resident memory in bytes (see the module docstring); how the frontier keeps
     its states: ``"auto"`` (as runs while the resident memory is below half of ``max_memory``,
     then as traces), ``"runs"`` or ``"traces"`` (always so: a trace costs a few hundred bytes and
-    a rebuild, a run tens of kilobytes)."""
+    a rebuild, a run tens of kilobytes); and when and where the search spills to disk, and how
+    much it may write there (the module docstring, "Spilling")."""
 
     max_depth: int | None = None
     max_states: int | None = None

@@ -23,7 +23,9 @@ DESCRIPTION = (
     "(docs/performance.md explains them). model: steps per second of the reference model on a fixed "
     "trace, against a loop that only moves the same records. explore: states per second of the "
     "exhaustive search and the cost of copying, stepping and fingerprinting a state. state-repr: what candidate "
-    "immutable representations of the state cost a step and a stored state. spark: the "
+    "immutable representations of the state cost a step and a stored state. spill: the exhaustive search with "
+    "its states seen and frontier spilled to disk under a small memory limit, against the search in memory. "
+    "spark: the "
     "Spark replay's runs per second with one and two local cores and in a plain 2-process pool, "
     "and whether all three give identical results (exit 1 if not). "
     "`flinkspec bench TARGET --help` lists a target's options."
@@ -238,4 +240,41 @@ def run_state_repr(args) -> int:
     return 0
 
 
-TARGETS = (register_spark, register_model, register_explore, register_state_repr)
+def register_spill(sub) -> None:
+    p = sub.add_parser(
+        "spill",
+        help="the exhaustive search spilled to disk against the search in memory: same figures, seconds, memory",
+        description=(
+            "Searches a variant's small scenario three times, each in a fresh process, the frontier kept as "
+            "traces: in memory with no memory limit, in memory under --max-memory (it ends bounded when the "
+            "search needs more), and under --max-memory with the states seen and the frontier written to disk "
+            "past --spill-memory. Prints one JSON line: each search's verdict, states, seconds, CPU seconds, "
+            "peak resident memory and spilled megabytes, whether the spilled search gave the figures of the "
+            "search in memory (exit 1 if not), and its time over the search in memory's."
+        ),
+    )
+    p.add_argument("--variant", metavar="NAME", default="unaligned-savepoints-2pc",
+                   help="the variant whose small scenario is searched (default unaligned-savepoints-2pc)")
+    p.add_argument("--max-memory", metavar="SIZE", default="250M",
+                   help="the memory limit of the second and third searches (default 250M)")
+    p.add_argument("--spill-memory", metavar="SIZE", default="8M",
+                   help="memory for the states seen and the level being built before they go to disk (default 8M)")
+    p.add_argument("--frontier", choices=("traces", "auto"), default="traces",
+                   help="how the frontier keeps its states (default traces: the spilled search writes them to disk)")
+    p.set_defaults(func=run_spill)
+
+
+def run_spill(args) -> int:
+    # lazy: the explorer is needed by this target only, not at flinkspec start-up
+    from benchmarks.spill_bench import bench_spill
+    from model.variants import variant  # lazy: as above
+    from properties.explore import parse_bytes  # lazy: as above
+
+    variant(args.variant)  # an unknown name is one line
+    parse_bytes(args.max_memory), parse_bytes(args.spill_memory)  # a bad size is one line
+    result = bench_spill(args.variant, args.max_memory, args.spill_memory, args.frontier)
+    print(json.dumps(result))
+    return 0 if result["same_figures"] and not result["spill_files_left"] else 1
+
+
+TARGETS = (register_spark, register_model, register_explore, register_state_repr, register_spill)
