@@ -162,7 +162,7 @@ def variant(name: str, description: str, *, base: str | None = None, job: str | 
             raise DesignError(f"{what}: expected invariant {e!r} is not registered")
     fields = attrs.fields_dict(RuntimeConfig)
     for k in config or {}:
-        if k not in fields or k == "bugs":
+        if k not in fields:
             raise DesignError(f"{what}: config key {k!r} is not a RuntimeConfig field"
                               + (" (switch seams with seams=)" if k == "bugs" else
                                  " (it is the run's environment: give it in environment=)"
@@ -172,13 +172,14 @@ def variant(name: str, description: str, *, base: str | None = None, job: str | 
             raise DesignError(f"{what}: environment key {k!r} is not an Environment field (known: "
                               f"{', '.join(ENVIRONMENT_FIELDS)})")
     try:
-        cfg = attrs.evolve(b.config, bugs=tuple(dict.fromkeys(b.config.bugs + tuple(names))), **(config or {}))
+        cfg = attrs.evolve(b.config, **(config or {}))
+        on = _seams.check(tuple(dict.fromkeys(b.seams + tuple(names))))
         env = attrs.evolve(b.environment, **(environment or {}))
     except (FlinkspecError, TypeError, ValueError) as e:
         raise DesignError(f"{what}: {e}") from None
     switches = tuple(k for k in b.switches
                      if k == "sink_kind" or getattr(cfg, k) != getattr(RuntimeConfig(), k))
-    v = attrs.evolve(b, name=name, description=description, expected=exp, config=cfg, environment=env, flink_key=None,
+    v = attrs.evolve(b, name=name, description=description, expected=exp, config=cfg, environment=env, seams=on, flink_key=None,
                      switches=switches, origin=d.path, small=small or b.small,
                      max_steps=max_steps or b.max_steps)
     try:

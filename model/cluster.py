@@ -54,6 +54,7 @@ import attrs
 
 from model import actions as A
 from model import seams, sinks, slotsharing
+from model.seams import check as seams_check
 from model.channels import Channels
 from model.creditbasedflowcontrol import CreditBasedChannels
 from model.checkpointbarrierhandler import CheckpointBarrierTracker, SingleCheckpointBarrierHandler
@@ -148,26 +149,31 @@ RETIRED_KNOBS = {
 }
 
 
-def migrate_config(cfg: dict) -> dict:
-    """``cfg`` (a ``RuntimeConfig`` as a dict) with every retired knob removed: at its unsafe
-    value it becomes its seam in ``bugs``; at its safe value it is dropped."""
-    out = {k: v for k, v in cfg.items() if k not in RETIRED_KNOBS}
-    seams_on = [n for k, v in cfg.items() if k in RETIRED_KNOBS for n in [_retired_seam(k, v)] if n]
-    if seams_on:
-        out["bugs"] = list(cfg.get("bugs") or ()) + [n for n in seams_on if n not in (cfg.get("bugs") or ())]
-    return out
+def migrate_config(cfg: dict) -> tuple[dict, list]:
+    """``cfg`` (a ``RuntimeConfig`` as a dict) without what left the configuration, and the
+    seams that stood in it, in order: each retired knob at its unsafe value becomes its seam (at
+    its safe value it is dropped), and the ``bugs`` list the configuration held before the
+    seams moved to the scenario (``Scenario.seams``) is moved out whole."""
+    out = {k: v for k, v in cfg.items() if k not in RETIRED_KNOBS and k != "bugs"}
+    names = list(cfg.get("bugs") or ())
+    names += [n for k, v in cfg.items() if k in RETIRED_KNOBS for n in [_retired_seam(k, v)] if n and n not in names]
+    return out, names
 
 
 def retired_knob_problem(cfg) -> str | None:
-    """Why the configuration dict ``cfg`` cannot be read as it is (it names a retired knob), or None."""
+    """Why the configuration dict ``cfg`` cannot be read as it is (it names a retired knob, or
+    the seams it held before they moved to the scenario), or None."""
     if not isinstance(cfg, dict):
         return None
+    fix = "`python tools/migrate_knobs.py FILE...` rewrites such files"
     for k, v in cfg.items():
         if k in RETIRED_KNOBS:
             seam = _retired_seam(k, v)
-            what = f"is the seam {seam!r} now: switch it on (bugs)" if seam else "is gone: drop it"
-            return (f"{k}={v!r} was an unsafe switch and {what}; "
-                    f"`python tools/migrate_knobs.py FILE...` rewrites such files")
+            what = f"is the seam {seam!r} now: switch it on (scenario.seams)" if seam else "is gone: drop it"
+            return f"{k}={v!r} was an unsafe switch and {what}; {fix}"
+    if "bugs" in cfg:
+        return (f"bugs={cfg['bugs']!r} in the configuration: the seams a run switches on are the scenario's "
+                f"now (scenario.seams), not Flink's configuration; {fix}")
     return None
 
 
@@ -177,12 +183,6 @@ def _retired_seam(knob: str, value) -> str | None:
     if isinstance(unsafe, dict):  # a knob with several unsafe values: value -> seam
         return unsafe.get(value) if isinstance(value, str) else None
     return seam if value == unsafe else None
-
-
-def known_bugs() -> tuple[str, ...]:
-    """Historical bug mechanisms the model can re-introduce (``RuntimeConfig.bugs``): the
-    registered seams (``model.seams``)."""
-    return seams.known_bugs()
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -230,11 +230,6 @@ class RuntimeConfig:
     task_managers: int = 2
     #: slots per TaskManager; None = just enough for the job (ceil(required / task_managers)).
     slots_per_task_manager: int | None = None
-    # -- known-unsafe variants (see model.variants) --
-    #: the seams a run switches on, by name (``model.seams``): each overrides one definition of
-    #: the model -- a re-introduced Flink bug (its FLINK key), a known-unsafe change, or a
-    #: user's design (``flinkspec.design``).
-    bugs: tuple = ()
     # -- state backends and checkpoint storage (model.statebackend, model.checkpointstorage) --
     #: ``state.backend.type``: "hashmap" or "rocksdb" switch on two-phase snapshots (the
     #: asynchronous phase is the FinishAsyncSnapshot action), state files in a DFS, the
@@ -343,12 +338,6 @@ class RuntimeConfig:
             v = getattr(self, knob)
             if type(v) is not int or v < 1:
                 raise FlinkspecError(f"{knob} must be an int >= 1, not {v!r}")
-        unknown = set(self.bugs) - set(known_bugs())
-        if unknown:
-            raise FlinkspecError(f"unknown seam(s) {sorted(unknown)} in bugs; known: {', '.join(known_bugs())}")
-        clash = seams.conflicts(self.bugs)
-        if clash:
-            raise FlinkspecError(f"bugs={self.bugs!r}: {clash}; a run switches on one change per definition")
 
     @property
     def barrier_mode(self) -> str:
@@ -441,10 +430,14 @@ class Cluster:
     strategy, the operators by name) is read through properties, not held."""
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0,
-                 environment: Environment | None = None):
+                 environment: Environment | None = None, seams: tuple = ()):
         self.eg = execution_graph
         self.job_input = job_input
         self.config = config or RuntimeConfig()
+        #: the seams this run switches on, by name (``model.seams``): each overrides one
+        #: definition of the model -- a re-introduced Flink bug (its FLINK key), a known-unsafe
+        #: change, or a user's design (``flinkspec.design``); they act in its steps
+        self.seams = seams_check(seams)
         #: the faults and operator actions this run may see (``model.environment``)
         self.environment = environment or Environment()
         self.seed = seed
@@ -497,9 +490,10 @@ class Cluster:
 
     @classmethod
     def from_scenario(cls, scenario) -> "Cluster":
-        """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, environment, seed)."""
+        """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, environment,
+        seed, seams)."""
         return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed,
-                   environment=scenario.environment)
+                   environment=scenario.environment, seams=scenario.seams)
 
     #: the control plane (an instance attribute only when it is on)
     cp = None
@@ -648,7 +642,7 @@ class Cluster:
     @property
     def strategy(self):
         """The configured FailoverStrategy of the current ExecutionGraph (derived, cached)."""
-        return _failover_strategy(self.eg, self.config)
+        return _failover_strategy(self.eg, self.config, self.seams)
 
     @property
     def _ops(self) -> dict:
@@ -1667,11 +1661,11 @@ class _IdleSourceReadingOn(WatermarkToDataOutput):
 _TM_BUSY: dict = {}
 
 
-def _failover_strategy(eg, config: RuntimeConfig):
+def _failover_strategy(eg, config: RuntimeConfig, seams: tuple):
     """The configured FailoverStrategy of ``eg`` (cached: it is static -- a copy of a state
     shares it -- and computing the pipelined regions on every redeployment of a rescaled
     job would be repeated work, and leave a graph with reference cycles behind)."""
-    key = (eg, config.failover_strategy, config.bugs)  # (a seam may change what is built)
+    key = (eg, config.failover_strategy, seams)  # (a seam may change what is built)
     strategy = _STRATEGIES.get(key)
     if strategy is None:
         if len(_STRATEGIES) > 64:

@@ -58,14 +58,13 @@ def sink_output_by_operator(cluster) -> dict[str, list[tuple]]:
     return out
 
 
-def reference_output(graph: StreamGraph, job_input, bugs: tuple = ()) -> dict[str, list[tuple]]:
+def reference_output(graph: StreamGraph, job_input, seams: tuple = ()) -> dict[str, list[tuple]]:
     """Run the reference job to the end and return its sink output per sink operator.
-    ``bugs``: the bug mechanisms (``RuntimeConfig.bugs``) the run under judgement
-    re-introduces; the reference runs the same model code, so a re-introduced bug in what it
+    ``seams``: the seams (``Scenario.seams``) the run under judgement switches on; the reference runs the same model code, so a re-introduced bug in what it
     shares with the run (an operator's semantics) shows in both, as a bug in the model would
     (the seams of checkpoints and failover never act in a failure-free run without checkpoints)."""
     eg = compile_stream_graph(reference_stream_graph(graph))
-    cluster = Cluster(eg, job_input, RuntimeConfig(bugs=tuple(bugs)), seed=0)
+    cluster = Cluster(eg, job_input, RuntimeConfig(), seed=0, seams=tuple(seams))
     drain(cluster)
     out = sink_output_by_operator(cluster)
     return out

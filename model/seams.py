@@ -10,7 +10,7 @@ and the change is a replacement for exactly one definition, registered beside it
 
 A definition is a method (plain, static, class method or property) defined in the body of
 one of the model's classes, or a function of one of the model's modules. A seam has a name
-(``RuntimeConfig.bugs`` lists the names a run switches on) and may carry a FLINK key (a
+(``Scenario.seams`` lists the names a run switches on) and may carry a FLINK key (a
 re-introduced bug); a design's seams need none.
 
 How a seam acts: while the model runs a step for a configuration that switches it on
@@ -20,10 +20,10 @@ definition is back. Invariants, the reference run's judge and anything else outs
 read the safe model. A replacement that needs the safe behaviour calls :func:`original`.
 
 Invariant upheld: a seam changes one definition, for the steps of the runs that switch it on;
-with ``bugs=()`` the model is exactly the safe model. Two seams that override the same
+with ``seams=()`` the model is exactly the safe model. Two seams that override the same
 definition cannot be switched on together (:func:`conflicts`). ``SEAMS`` lists every
 registered seam (its name, the definition it overrides, what it does, where it was
-declared); ``known_bugs()`` is what ``RuntimeConfig`` accepts.
+declared); :func:`check` is what a run (``Cluster``) accepts.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ import types
 from typing import Callable
 
 import attrs
+
+from model.errors import FlinkspecError
 
 
 class SeamError(ValueError):
@@ -139,6 +141,21 @@ def known_bugs() -> tuple[str, ...]:
     return tuple(SEAMS)
 
 
+def check(names) -> tuple[str, ...]:
+    """``names`` as the tuple of seams a run switches on, or a FlinkspecError naming the
+    problem: a name no seam is registered under, two seams overriding one definition."""
+    if isinstance(names, str) or not all(type(n) is str for n in names):
+        raise FlinkspecError(f"seams must be a list of seam names, not {names!r}")
+    names = tuple(names)
+    unknown = sorted(set(names) - set(SEAMS))
+    if unknown:
+        raise FlinkspecError(f"unknown seam(s) {unknown}; known: {', '.join(SEAMS)}")
+    clash = conflicts(names)
+    if clash:
+        raise FlinkspecError(f"seams={list(names)!r}: {clash}; a run switches on one change per definition")
+    return names
+
+
 def conflicts(names) -> str | None:
     """Why the seams ``names`` cannot be switched on together (two override one definition), or None."""
     seen: dict[str, str] = {}
@@ -209,11 +226,12 @@ def active(names):
 
 
 def within(method: Callable) -> Callable:
-    """Decorate a method of an object with a ``config.bugs``: the seams it names act while the
-    method runs (nothing is done when they act already: the common case of none)."""
+    """Decorate a method of an object with a ``seams`` attribute (the names a run switches on):
+    they act while the method runs (nothing is done when they act already: the common case of
+    none)."""
     @functools.wraps(method)
     def with_seams(self, *args, **kwargs):
-        names = self.config.bugs
+        names = self.seams
         if names == _ACTIVE[0]:
             return method(self, *args, **kwargs)
         with active(names):

@@ -44,13 +44,18 @@ class Scenario:
     seed: int
     #: the faults and operator actions the run may see (``model.environment``)
     environment: Environment = Environment()
+    #: the seams the run switches on, by name (``model.seams``): not Flink's configuration but
+    #: the changes to the model's definitions a known-unsafe variant or a design makes
+    seams: tuple = attrs.field(default=(), converter=tuple)
 
     def with_settings(self, **fields) -> "Scenario":
-        """This scenario with ``fields`` changed: each an ``Environment`` field (the faults and
-        operator actions) or else a ``RuntimeConfig`` field (Flink's configuration)."""
+        """This scenario with ``fields`` changed: ``seams`` (the seams switched on), each
+        ``Environment`` field (the faults and operator actions) or else a ``RuntimeConfig`` field
+        (Flink's configuration)."""
+        on = fields.pop("seams", self.seams)
         config, env = split_config(fields)
         return attrs.evolve(self, config=attrs.evolve(self.config, **config),
-                            environment=attrs.evolve(self.environment, **env))
+                            environment=attrs.evolve(self.environment, **env), seams=on)
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -106,6 +111,8 @@ class Variant:
     config: RuntimeConfig = RuntimeConfig()
     #: the faults and operator actions its runs may see (``model.environment``)
     environment: Environment = Environment()
+    #: the seams its runs switch on (``model.seams``, ``Scenario.seams``)
+    seams: tuple = attrs.field(default=(), converter=tuple)
     flink_key: str | None = None
     #: random-walk step budget before the run is drained.
     max_steps: int = 400
@@ -149,10 +156,10 @@ class Variant:
         """What this variant switches: the ``Class.method`` each re-introduced bug overrides
         (``model.seams``; a bug whose seam is not registered is named as its knob), then the
         unsafe knobs. None for a variant that switches nothing unsafe."""
-        parts = [seams.SEAMS[k].definition for k in self.config.bugs if k in seams.SEAMS]
-        pending = tuple(k for k in self.config.bugs if k not in seams.SEAMS)
+        parts = [seams.SEAMS[k].definition for k in self.seams if k in seams.SEAMS]
+        pending = tuple(k for k in self.seams if k not in seams.SEAMS)
         if pending:
-            parts.append(f"RuntimeConfig.bugs={pending!r}")
+            parts.append(f"seams={pending!r}")
         for knob in self.switches:
             if knob == "sink_kind":
                 parts.append(f"OperatorSpec.sink_kind={self.sink_kind!r}")
@@ -375,7 +382,7 @@ def generate(variant: Variant, seed: int) -> Scenario:
     if variant.job is not None:
         job = variant.job
         return Scenario(graph=job.graph, job_input=generate_input(job.graph, job.input, seed), config=job.config,
-                        seed=seed, environment=job.environment)
+                        seed=seed, environment=job.environment, seams=variant.seams)
     rng = random.Random(f"{variant.name}:{seed}")
     sink_kind = variant.sink_kind
     if variant.family == "keyed":
@@ -389,7 +396,7 @@ def generate(variant: Variant, seed: int) -> Scenario:
     if variant.family == "deployment":
         src = graph.operators[0]
         return Scenario(graph=graph, job_input=JobInput({"source": tuple(() for _ in range(src.parallelism))}),
-                        config=variant.config, seed=seed, environment=variant.environment)
+                        config=variant.config, seed=seed, environment=variant.environment, seams=variant.seams)
     negative = variant.family == "keyed" and rng.random() < 0.3
     # state backends: fewer records (the storage mechanisms need checkpoints, stops and
     # restarts, not long inputs; short runs keep the walks and their shrinking cheap)
@@ -400,7 +407,8 @@ def generate(variant: Variant, seed: int) -> Scenario:
     if variant.family in ("rescale", "rescale_source"):
         env = attrs.evolve(env, rescale_options=_rescale_options(
             graph, ("agg", "source") if variant.family == "rescale_source" else ("agg",)))
-    return Scenario(graph=graph, job_input=job_input, config=variant.config, seed=seed, environment=env)
+    return Scenario(graph=graph, job_input=job_input, config=variant.config, seed=seed, environment=env,
+                    seams=variant.seams)
 
 
 def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
@@ -475,7 +483,8 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
         env = attrs.evolve(env, rescale_options=(("agg", (2,)),))
     elif variant.family == "rescale_source":
         env = attrs.evolve(env, rescale_options=(("agg", (2,)), ("source", (1, 2))))
-    return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed, environment=env)
+    return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed, environment=env,
+                    seams=variant.seams)
 
 
 _F = dict(max_failures=2)
@@ -563,7 +572,7 @@ _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracki
              config=RuntimeConfig(checkpointing_mode="at_least_once"), environment=Environment(**_F), small=Small(sources=2)))
 _add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
              "in-flight data", expected=("consistent_cut",),
-             config=RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",), channel_capacity=3), environment=Environment(**_F)))
+             seams=("unaligned-drops-channel-state",), config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(**_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
                                                                         "exactly_once", "window_results_exactly_once"),
@@ -571,43 +580,43 @@ _add(Variant(name="append-sink-under-failures", description="a plain append sink
 _add(Variant(name="region-failover-skips-consumers", description="region failover that does not restart "
              "consumer regions, behind a rebalance edge", family="blocking",
              expected=("restart_set_sufficient", "exactly_once", "committed_output_within_reference"),
-             config=RuntimeConfig(bugs=("skip-consumer-regions",)), environment=Environment(**_F)))
+             seams=("skip-consumer-regions",), config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="region-failover-backtracks-available-partitions", description="region failover that also "
              "restarts the producers of blocking partitions that are still available: the job recovers with more "
              "restarts than Flink's restart set", family="blocking", expected=("restart_set_exact",),
-             config=RuntimeConfig(bugs=("backtrack-every-blocking-input",)), environment=Environment(**_F)))
+             seams=("backtrack-every-blocking-input",), config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="restore-pending-checkpoint", description="restoring the newest checkpoint even if it "
              "never completed", expected=("exactly_once", "committed_output_within_reference",
                                                 "window_results_exactly_once"),
-             config=RuntimeConfig(bugs=("restore-pending-checkpoints",), max_concurrent_checkpoints=2), environment=Environment(**_F),
+             seams=("restore-pending-checkpoints",), config=RuntimeConfig(max_concurrent_checkpoints=2), environment=Environment(**_F),
              small=Small(checkpoints=2)))
 _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assigns key groups by kg % p "
              "instead of by range", family="rescale", expected=("keyed_state_on_owner",),
-             config=RuntimeConfig(bugs=("keygroups-by-modulo",)), environment=Environment(savepoints=True), max_steps=500, small=_RESCALE_SMALL))
+             seams=("keygroups-by-modulo",), config=RuntimeConfig(), environment=Environment(savepoints=True), max_steps=500, small=_RESCALE_SMALL))
 _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an unaligned checkpoint that hands "
              "the in-flight data of the rescaled hash exchange to the subtask with the old index",
              family="rescale", expected=("inflight_on_key_group_owner", "inflight_preserved_on_rescale"),
-             config=RuntimeConfig(unaligned=True, bugs=("inflight-by-old-index",), channel_capacity=3), environment=Environment(rescale_from_checkpoints=True),
+             seams=("inflight-by-old-index",), config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(rescale_from_checkpoints=True),
              max_steps=500, small=_RESCALE_SMALL))
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "
              "the cut; a snapshot deferred past an element that never comes is never taken, so its checkpoint "
              "expires", expected=("consistent_cut", "checkpoints_keep_completing"),
-             config=RuntimeConfig(unaligned=True, bugs=("FLINK-17568",), channel_capacity=3)))
+             seams=("FLINK-17568",), config=RuntimeConfig(unaligned=True, channel_capacity=3)))
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
              "persistence off", expected=("consistent_cut",), family="two_stage",
-             config=RuntimeConfig(unaligned=True, bugs=("FLINK-20645",), max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True), small=_SAVEPOINT_OVERTAKEN_SMALL))
+             seams=("FLINK-20645",), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "
              "the producers of lost blocking partitions", family="blocking",
-             expected=("restart_set_sufficient",), config=RuntimeConfig(bugs=("FLINK-12068",)), environment=Environment(**_F)))
+             expected=("restart_set_sufficient",), seams=("FLINK-12068",), config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoint's completion commits "
              "two-phase-commit transactions, then a failure restores an older checkpoint: the committed "
              "output is written again", expected=("committed_output_within_reference", "exactly_once",
                                                        "window_results_exactly_once",
                                                        "transactions_follow_two_phase_commit"),
-             config=RuntimeConfig(bugs=("FLINK-10354",), max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F), small=Small(checkpoints=2)))
+             seams=("FLINK-10354",), config=RuntimeConfig(max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F), small=Small(checkpoints=2)))
 
 # -- the control plane (model/controlplane.py): family "control-plane" ------------------------
 _CP = dict(control_plane=True)
@@ -645,30 +654,30 @@ _add(Variant(name="cp-two-stage", description="the control plane with a two-stag
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
                                                           "deployments_agree"),
-             config=RuntimeConfig(bugs=("no-fencing",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
+             seams=("no-fencing",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
              "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
              "ids again", expected=("checkpoint_ids_increase",),
-             config=RuntimeConfig(bugs=("checkpoint-counter-in-memory",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("checkpoint-counter-in-memory",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=attrs.evolve(_CP_SMALL, checkpoints=2)))
 _add(Variant(name="cp-no-slot-reconciliation", description="the SlotManager ignores the slot reports of "
              "heartbeats: a lost slot-request answer leaves the slot tables disagreeing forever",
              expected=("slot_views_agree",),
-             config=RuntimeConfig(bugs=("no-slot-report-reconciliation",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
+             seams=("no-slot-report-reconciliation",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="cp-restore-from-memory", description="a new leader restores the latest checkpoint it has in "
              "memory (none, for a fresh process) instead of the HA store's",
              expected=("restore_uses_latest_checkpoint", "exactly_once", "committed_output_within_reference"),
-             config=RuntimeConfig(bugs=("restore-from-memory",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("restore-from-memory",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=attrs.evolve(_CP_SMALL, records=1)))
 _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deployment reconciliation: the "
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
              "cancellation stays unnoticed", expected=("deployments_agree",),
-             config=RuntimeConfig(bugs=("FLINK-17075",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
+             seams=("FLINK-17075",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="FLINK-18533", flink_key="FLINK-18533", description="pending deployments are not tolerated: "
              "a deployment report that does not show an execution yet (its submission is still in flight) makes "
              "the JobMaster fail it as missing; the job recovers, only the cause of the failover is wrong",
              expected=("disturbance_has_cause",),
-             config=RuntimeConfig(bugs=("FLINK-18533",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
+             seams=("FLINK-18533",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-blocking-regions", description="the control plane with a blocking exchange: the consumer "
              "region is deployed once its producers finished (lazy from sources), the producers' slots go back "
              "to the pool and are reused or released after slot.idle.timeout", family="blocking",
@@ -676,27 +685,27 @@ _add(Variant(name="cp-blocking-regions", description="the control plane with a b
 _add(Variant(name="cp-eager-blocking-regions", description="every pipelined region deployed at once, the consumers "
              "of blocking partitions before their producers finished (eager scheduling of a batch exchange)",
              family="blocking", expected=("region_deployed_after_blocking_inputs",),
-             config=RuntimeConfig(bugs=("eager-scheduling",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_BLOCKING_SMALL))
+             seams=("eager-scheduling",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
              "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",),
              # its mechanism needs a lost freeSlot and nothing else (ZooKeeper suspensions among
              # every control-plane fault dilute the walks)
-             config=RuntimeConfig(bugs=("no-allocated-slot-report-sync",), **_CP), environment=Environment(control_plane_faults=("RpcLose",), **_CP_ENV),
+             seams=("no-allocated-slot-report-sync",), config=RuntimeConfig(**_CP), environment=Environment(control_plane_faults=("RpcLose",), **_CP_ENV),
              max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's idle time restarts whenever its "
              "TaskExecutor's heartbeat answer reached the JobMaster: while heartbeats flow, a slot the job no longer "
              "needs is never released (a blocking exchange: a finished producer's slot goes idle while the job runs "
              "on); the output and every view of the slots stay consistent, only the release never comes in time",
              family="blocking", expected=("idle_slot_released_in_time",),
-             config=RuntimeConfig(bugs=("idle-time-restarted-by-heartbeat",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("idle-time-restarted-by-heartbeat",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=_CP_BLOCKING_SMALL))
 _add(Variant(name="heartbeat-timeout-one-interval-late", description="the JobMaster declares a silent TaskExecutor "
              "lost one heartbeat interval late (after heartbeat_timeout + 1 intervals without an answer): the job "
              "recovers all the same, only later than the configuration promises",
              expected=("silent_task_executor_disconnected_in_time",),
-             config=RuntimeConfig(bugs=("heartbeat-timeout-one-interval-late",), **_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("heartbeat-timeout-one-interval-late",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
              small=_CP_LOSS_SMALL))
 #: ZooKeeper connection states: 2 JobManager processes, 1 TaskExecutor, a one-subtask job, one
 #: SUSPENDED connection as the only fault (the session may then be LOST or RECONNECTED)
@@ -716,18 +725,18 @@ _add(Variant(name="cp-tolerate-suspended-no-fencing", description="a SUSPENDED c
              "nothing is fenced: the leader keeps acting while its session is LOST and another process is "
              "granted leadership, so two leaders act at once", expected=("no_split_brain", "task_in_owned_slot",
                                                                       "deployments_agree"),
-             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, bugs=("no-fencing",), **_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
+             seams=("no-fencing",), config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, **_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
              max_steps=350, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),
-             config=RuntimeConfig(bugs=("FLINK-11813",), **_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
+             seams=("FLINK-11813",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 
 
 _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
              "before FLINK-26334 (Java % on ts - offset + size): elements with negative timestamps land in the "
              "next window; the failure-free reference shares the bug, only the declarative spec sees it",
-             expected=("reference_matches_declarative_spec",), config=RuntimeConfig(bugs=("FLINK-26334",)), environment=Environment(**_F),
+             expected=("reference_matches_declarative_spec",), seams=("FLINK-26334",), config=RuntimeConfig(), environment=Environment(**_F),
              # the bug needs a timestamp below -size: (-5 - 0 + 4) % 4 is -1 in Java, so the record
              # lands in [-4, 0) instead of [-8, -4)
              small=Small(window=(4, 0), timestamps=((-5,),))))
@@ -739,7 +748,7 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              # the late snapshot of the older checkpoint misses what it should hold: when that
              # checkpoint completes, its cut is inconsistent too
              expected=("snapshots_in_checkpoint_order", "consistent_cut"),
-             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3, bugs=("unchecked-barrier-order",)), environment=Environment(trigger_savepoints=True, **_F),
+             seams=("unchecked-barrier-order",), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True, **_F),
              small=Small(checkpoints=2, records=2)))
 
 
@@ -755,7 +764,7 @@ _add(Variant(name="delayed-checkpoint-triggers", description="the CheckpointCoor
 _add(Variant(name="unchecked-trigger-order", description="a task takes a checkpoint trigger without comparing its "
              "id to the newest checkpoint it took: a trigger RPC of an older checkpoint that arrives after a newer "
              "one is snapshotted after it", expected=("snapshots_in_checkpoint_order",),
-             config=RuntimeConfig(max_concurrent_checkpoints=2, bugs=("unchecked-trigger-order",)),
+             seams=("unchecked-trigger-order",), config=RuntimeConfig(max_concurrent_checkpoints=2),
              environment=Environment(**_TRIGGERS_IN_FLIGHT, **_F), small=Small(checkpoints=2, failures=0)))
 
 
@@ -764,10 +773,10 @@ _add(Variant(name="unchecked-trigger-order", description="a task takes a checkpo
 _ALIGNMENT_SMALL = Small(sources=2)
 _add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
              "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
-             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3, bugs=("alignment-timer-immediate",)), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
+             seams=("alignment-timer-immediate",), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
 _add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
              "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
-             config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3, bugs=("alignment-timer-never",)), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
+             seams=("alignment-timer-never",), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
 
 
 #: two sources of one record each, rescaled together with the keyed operator by a stop-with-savepoint;
@@ -786,7 +795,7 @@ _add(Variant(name="rescale-source-state-by-index", description="a rescaled resto
              "old subtask i's split offsets: with fewer source subtasks the other splits are never read again",
              family="rescale_source", expected=("exactly_once", "window_results_exactly_once",
                                                "committed_output_within_reference"),
-             config=RuntimeConfig(bugs=("operator-state-by-index",)), environment=Environment(savepoints=True, max_failures=1, **_NO_IDLE),
+             seams=("operator-state-by-index",), config=RuntimeConfig(), environment=Environment(savepoints=True, max_failures=1, **_NO_IDLE),
              max_steps=500, small=_RESCALE_SOURCE_SMALL))
 
 
@@ -800,13 +809,13 @@ _add(Variant(name="window-lateness-ignored", description="window operators that 
              "a record arriving after its window fired (an idle source let the watermark pass it) is dropped "
              "although the window still accepts it", expected=("late_drop_justified",),
              family="late_window",
-             config=RuntimeConfig(bugs=("window-lateness-ignored",)), environment=Environment(**_F), small=_IDLE_SMALL))
+             seams=("window-lateness-ignored",), config=RuntimeConfig(), environment=Environment(**_F), small=_IDLE_SMALL))
 _add(Variant(name="idle-source-keeps-emitting", description="a source that goes IDLE tells its downstream tasks "
              "so but reads on, marking itself ACTIVE only before its next watermark: its records in between travel "
              "on a channel the window operator ignores for event time, so the source itself makes them late, and "
              "their drops look justified",
              expected=("source_output_active_and_on_time",), family="late_window",
-             config=RuntimeConfig(bugs=("idle-source-keeps-emitting",)), environment=Environment(**_F), small=_IDLE_SMALL))
+             seams=("idle-source-keeps-emitting",), config=RuntimeConfig(), environment=Environment(**_F), small=_IDLE_SMALL))
 _add(Variant(name="late-window-2pc", description="a tumbling window with allowed lateness behind two sources that go "
              "idle: late records judged by the event-time judge, without the failure-free reference",
              family="late_window", config=RuntimeConfig(), environment=Environment(**_F), small=_IDLE_SMALL))
@@ -845,23 +854,23 @@ _add(Variant(name="network-pre-credit", description="the network stack before Fl
              "and stops reading the connection its TaskManager shares with the sender's, so the other channels' "
              "barriers never arrive", family="network",
              expected=("run_drains", "network_stall_confined_to_gate", "checkpoints_keep_completing"),
-             config=RuntimeConfig(bugs=("pre-credit-network-stack",), **_NET), environment=Environment(**_F),
+             seams=("pre-credit-network-stack",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL_NO_FLOATING))
 _add(Variant(name="network-buffer-leak", description="a consumed data buffer is never recycled: the channel's "
              "exclusive buffers and the gate's floating buffers run out", family="network",
              expected=("network_buffers_conserved",),
-             config=RuntimeConfig(bugs=("network-buffer-never-recycled",), **_NET), environment=Environment(**_F),
+             seams=("network-buffer-never-recycled",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 _add(Variant(name="network-send-without-credit", description="the sender writes data buffers without credit: "
              "the receiver gets more buffers than it announced", family="network",
              expected=("credit_never_negative", "received_within_credit"),
-             config=RuntimeConfig(bugs=("sender-ignores-credit",), **_NET), environment=Environment(**_F),
+             seams=("sender-ignores-credit",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 
 _add(Variant(name="network-add-credit-lost", description="the AddCredit message is lost after the receiver reset its "
              "unannounced credit: the channel's credit never comes back and its data stops for good",
              family="network", expected=("run_drains", "checkpoints_keep_completing"),
-             config=RuntimeConfig(bugs=("add-credit-lost",), **_NET), environment=Environment(**_F),
+             seams=("add-credit-lost",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 
 
@@ -897,34 +906,34 @@ _add(Variant(name="application-cluster", description="an application cluster wit
 _add(Variant(name="session-slot-freed-before-tasks-terminated", description="freeSlot frees a slot whose task is "
              "still being cancelled (no RELEASING state): the slot is allocated to the next job while the old "
              "job's task still runs in it", family="deployment", expected=("slot_isolation",),
-             config=RuntimeConfig(bugs=("slot-freed-before-tasks-terminated",), **(_SESSION | dict(slots_per_task_manager=1))),
+             seams=("slot-freed-before-tasks-terminated",), config=RuntimeConfig(**(_SESSION | dict(slots_per_task_manager=1))),
              environment=Environment(**_SESSION_ENV), small=_CONTENDED_SMALL))
 _add(Variant(name="session-cancel-task-without-job-id", description="cancelTask picks the task by its index "
              "alone, not by its JobID: cancelling or failing one job cancels the task of the same index of another "
              "job sharing the TaskExecutor", family="deployment", expected=("running_job_tasks_run",),
-             config=RuntimeConfig(bugs=("cancel-task-without-job-id",), **_SESSION),
+             seams=("cancel-task-without-job-id",), config=RuntimeConfig(**_SESSION),
              environment=Environment(**_SESSION_ENV), small=_SESSION_SMALL))
 _add(Variant(name="FLINK-31444", flink_key="FLINK-31444", description="a finished job's slots are allocated to it "
              "again when their release reaches the SlotManager before the job's requirement is cleared, and clearing "
              "the requirement does not reclaim them: the slots stay with the finished job", family="deployment",
              expected=("terminated_job_slots_returned", "run_drains"),
-             config=RuntimeConfig(bugs=("FLINK-31444",), **_SESSION), environment=Environment(**_SESSION_ENV),
+             seams=("FLINK-31444",), config=RuntimeConfig(**_SESSION), environment=Environment(**_SESSION_ENV),
              small=_SESSION_SMALL))
 _add(Variant(name="application-rm-ignores-pending-workers", description="the ActiveResourceManager compares the "
              "declared workers with the registered ones only: while a requested worker starts, each check requests "
              "another", family="deployment", expected=("active_rm_pending_workers_within_requirements",),
-             config=RuntimeConfig(bugs=("active-rm-ignores-pending-workers",), **_APPLICATION),
+             seams=("active-rm-ignores-pending-workers",), config=RuntimeConfig(**_APPLICATION),
              environment=Environment(**_APPLICATION_ENV), small=_APPLICATION_SMALL))
 _add(Variant(name="FLINK-13554", flink_key="FLINK-13554", description="no timeout for worker registration: a "
              "requested worker that does not register stays pending for ever", family="deployment",
              expected=("active_rm_timeouts_honoured",),
-             config=RuntimeConfig(bugs=("FLINK-13554",), **_APPLICATION), environment=Environment(**_APPLICATION_ENV),
+             seams=("FLINK-13554",), config=RuntimeConfig(**_APPLICATION), environment=Environment(**_APPLICATION_ENV),
              small=_APPLICATION_SMALL))
 _add(Variant(name="FLINK-19154", flink_key="FLINK-19154", description="the application cluster shuts down and "
              "cleans its HA data when its job only lost its JobMaster (SUSPENDED, not globally terminal): the job "
              "can never be recovered", family="deployment",
              expected=("ha_data_cleaned_only_when_globally_terminal", "application_shutdown_only_when_globally_terminal"),
-             config=RuntimeConfig(bugs=("FLINK-19154",), **_APPLICATION), environment=Environment(**_APPLICATION_ENV),
+             seams=("FLINK-19154",), config=RuntimeConfig(**_APPLICATION), environment=Environment(**_APPLICATION_ENV),
              small=_APPLICATION_SMALL))
 
 
@@ -965,30 +974,30 @@ _add(Variant(name="heap-snapshot-without-copy-on-write", description="heap snaps
              "asynchronous phase reads the live state, so writes after the barrier leak into the snapshot",
              family="state_backend", expected=("snapshot_reflects_synchronous_phase", "incremental_restore_equals_full",
                                                "exactly_once", "committed_output_within_reference"),
-             config=RuntimeConfig(state_backend="hashmap", bugs=("heap-snapshot-without-copy-on-write",), **_SB), environment=Environment(**_SB_ENV),
+             seams=("heap-snapshot-without-copy-on-write",), config=RuntimeConfig(state_backend="hashmap", **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="shared-state-discarded-with-creator", description="incremental checkpoints whose shared files "
              "are discarded when the checkpoint that created them is subsumed, not the last that used them",
              family="state_backend", expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced"),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("shared-state-discarded-with-creator",), **_SB), environment=Environment(**_SB_ENV),
+             seams=("shared-state-discarded-with-creator",), config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="no-claim-first-checkpoint-incremental", description="after a NO_CLAIM restore the first "
              "checkpoint is incremental: it references the user's snapshot, which the user may delete",
              family="state_backend", expected=("retained_checkpoints_restorable",),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("no-claim-first-checkpoint-incremental",), **_SB), environment=Environment(**_SB_ENV),
+             seams=("no-claim-first-checkpoint-incremental",), config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="incremental-reuses-unconfirmed-files", description="an incremental snapshot reuses the files "
              "of the last snapshot taken although its checkpoint never completed; the JobManager discards what an "
              "aborted checkpoint uploaded", family="state_backend",
              expected=("retained_checkpoints_restorable", "file_deleted_only_when_unreferenced",
                        "snapshot_reflects_synchronous_phase"),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("incremental-reuses-unconfirmed-files",), **_SB), environment=Environment(**_SB_ENV),
+             seams=("incremental-reuses-unconfirmed-files",), config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 _add(Variant(name="FLINK-26985", flink_key="FLINK-26985", description="the SharedStateRegistry discards the shared "
              "files of a snapshot restored without claim once no checkpoint uses them", family="state_backend",
              expected=("no_claim_restore_keeps_snapshot", "retained_checkpoints_restorable",
                        "file_deleted_only_when_unreferenced"),
-             config=RuntimeConfig(state_backend="rocksdb", incremental=True, bugs=("FLINK-26985",), **_SB), environment=Environment(**_SB_ENV),
+             seams=("FLINK-26985",), config=RuntimeConfig(state_backend="rocksdb", incremental=True, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_SB_SMALL))
 #: one checkpoint, one failure: the asynchronous phase of a snapshot fails once
 _CFM_SMALL = Small(checkpoints=1, records=1, failures=1)
@@ -1001,7 +1010,7 @@ _add(Variant(name="FLINK-20675", flink_key="FLINK-20675", description="the Check
              "task's failed asynchronous snapshot (CHECKPOINT_ASYNC_EXCEPTION): with tolerable-failed-checkpoints 0 "
              "the job is not failed over when a checkpoint is declined so", family="state_backend",
              expected=("checkpoint_failures_tolerated",),
-             config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, bugs=("FLINK-20675",), **_SB), environment=Environment(**_SB_ENV),
+             seams=("FLINK-20675",), config=RuntimeConfig(state_backend="hashmap", tolerable_failed_checkpoints=0, **_SB), environment=Environment(**_SB_ENV),
              max_steps=_SB_STEPS, small=_CFM_SMALL))
 
 _add(Variant(name="unchecked-cancellation-id", description="cancellation markers taken without comparing their "
@@ -1009,7 +1018,7 @@ _add(Variant(name="unchecked-cancellation-id", description="cancellation markers
              "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
              "that overtook its barrier), although nothing failed", family="two_stage",
              expected=("checkpoints_keep_completing",),
-             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3, bugs=("unchecked-cancellation-id",)), environment=Environment(trigger_savepoints=True, **_F),
+             seams=("unchecked-cancellation-id",), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True, **_F),
              # the savepoint's alignment needs a map with two input channels (two sources), the stale
              # marker a keyed task with two (two maps); no record and no failure are needed. The
              # abort for no cause decides the invariant (``Invariant.doomed``): found at depth 6

@@ -75,6 +75,7 @@ def scenario_to_dict(s: Scenario) -> dict:
         "config": attrs.asdict(s.config),
         "environment": attrs.asdict(s.environment),
         "seed": s.seed,
+        **({"seams": list(s.seams)} if s.seams else {}),
     }
 
 

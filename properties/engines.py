@@ -70,13 +70,13 @@ _EXPECTED_CACHE: dict = {}
 
 
 def expected_for(scenario: Scenario) -> Expected:
-    bugs = tuple(scenario.config.bugs)
-    key = (repr(scenario.graph), repr(scenario.job_input), bugs)
+    seams = scenario.seams
+    key = (repr(scenario.graph), repr(scenario.job_input), seams)
     exp = _EXPECTED_CACHE.get(key)
     if exp is None:
         if len(_EXPECTED_CACHE) > 256:
             _EXPECTED_CACHE.clear()
-        exp = _EXPECTED_CACHE[key] = Expected(scenario.graph, scenario.job_input, bugs)
+        exp = _EXPECTED_CACHE[key] = Expected(scenario.graph, scenario.job_input, seams)
     return exp
 
 

@@ -62,7 +62,7 @@ def explain(cx, *, all_state: bool = False) -> str:
     cfg = sc.config
     out.append(f"configuration: {cfg.barrier_mode} checkpoints, failover {cfg.failover_strategy}, "
                f"max concurrent {cfg.max_concurrent_checkpoints}, channel capacity {cfg.channel_capacity}"
-               + (f", bugs {list(cfg.bugs)}" if cfg.bugs else ""))
+               + (f", seams {list(sc.seams)}" if sc.seams else ""))
     for name, splits in sc.job_input.splits.items():
         for j, s in enumerate(splits):
             out.append(f"input {name} split {j}: {list(s)}")

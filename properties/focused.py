@@ -195,7 +195,7 @@ def job_hypothesis_suite(v: Variant) -> FocusedSuite:
                         (PASS,), _machine_test("hypothesis-cluster", M.make_cluster_machine, v))
 
 
-def _rescaling_test(*bugs) -> Search:
+def _rescaling_test(*seam_names) -> Search:
     def make(st, base_seed, counter):
         @hseed(base_seed)
         @st
@@ -203,9 +203,9 @@ def _rescaling_test(*bugs) -> Search:
         def test(args):
             counter["n"] += 1
             with _first_violation(counter):
-                M.check_rescaling(args, bugs)
+                M.check_rescaling(args, seam_names)
         return test
-    return Search(make, "rescaling", _call(M.check_rescaling, **({"bugs": bugs} if bugs else {})))
+    return Search(make, "rescaling", _call(M.check_rescaling, **({"seam_names": seam_names} if seam_names else {})))
 
 
 def _barrier_test(*args) -> Search:

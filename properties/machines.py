@@ -167,11 +167,11 @@ class FocusedMachine(RuleBasedStateMachine):
     and replayed without Hypothesis (:meth:`replay`)."""
 
     SUBJECT = ""
-    #: the key of this machine in FOCUSED_MACHINES; KNOBS: what its factory was given; BUGS:
+    #: the key of this machine in FOCUSED_MACHINES; KNOBS: what its factory was given; SEAMS:
     #: the seams (``model.seams``) that act while each operation runs
     MACHINE = ""
     KNOBS: dict = {}
-    BUGS: tuple = ()
+    SEAMS: tuple = ()
 
     def observed(self):
         """The subject of the invariants, refreshed from the machine; None before ``start``."""
@@ -185,7 +185,7 @@ class FocusedMachine(RuleBasedStateMachine):
     def apply(self, name: str, **values) -> None:
         """Record the operation, then run it (with the machine's seams acting)."""
         self.ops.append(FocusedOp(name, tuple((k, _plain(v)) for k, v in values.items())))
-        with seams.active(self.BUGS):
+        with seams.active(self.SEAMS):
             getattr(self, f"do_{name}")(**values)
 
     def scenario(self) -> FocusedScenario:
@@ -664,13 +664,13 @@ class CoordinatorSubject:
                 self.acked_at_completion[e.checkpoint_id] = frozenset(self.acked.get(e.checkpoint_id, ()))
 
 
-def make_coordinator_machine(bugs: tuple = ()):
+def make_coordinator_machine(seam_names: tuple = ()):
     """A machine driving one CheckpointCoordinator: trigger checkpoints and savepoints, acks and
     declines from tasks, task failures, region failover (abort pending), JobManager failover,
-    time passing (min pause, checkpoint timeout) and restores. ``bugs``: the seams that act on
+    time passing (min pause, checkpoint timeout) and restores. ``seam_names``: the seams that act on
     its operations (e.g. the unsafe ``restore-pending-checkpoints`` / ``FLINK-10354``). Judges
     every registered ``coordinator`` invariant."""
-    bugs = tuple(bugs)
+    seam_names = tuple(seam_names)
 
     class CoordinatorMachine(FocusedMachine):
         SUBJECT = "coordinator"
@@ -797,9 +797,9 @@ def make_coordinator_machine(bugs: tuple = ()):
                     if type(e) is CheckpointCompleted and not e.properties.is_savepoint]
             self.s.restores.append((self.c.restore_latest_checkpointed_state(), max(done) if done else None))
 
-    CoordinatorMachine.__name__ = f"CoordinatorMachine{list(bugs) or ''}"
-    CoordinatorMachine.MACHINE, CoordinatorMachine.KNOBS = "coordinator", ({"bugs": list(bugs)} if bugs else {})
-    CoordinatorMachine.BUGS = bugs
+    CoordinatorMachine.__name__ = f"CoordinatorMachine{list(seam_names) or ''}"
+    CoordinatorMachine.MACHINE, CoordinatorMachine.KNOBS = "coordinator", ({"seams": list(seam_names)} if seam_names else {})
+    CoordinatorMachine.SEAMS = seam_names
     return CoordinatorMachine
 
 
@@ -822,13 +822,13 @@ def _rescale_case(draw_maxp):
 rescale_args = _rescale_case(st.one_of(st.integers(1, 24), st.just(128)))
 
 
-def check_rescaling(args, bugs: tuple = ()):
+def check_rescaling(args, seam_names: tuple = ()):
     """Snapshot keyed state (by old ranges), list, union and broadcast state with ``old p``,
-    restore it with ``new p`` through ``model.stateassignment`` (the seams ``bugs`` acting on
+    restore it with ``new p`` through ``model.stateassignment`` (the seams ``seam_names`` acting on
     the restore, e.g. the unsafe ``keygroups-by-modulo``); raise ViolationFound on the first
     registered ``rescaling`` invariant that fails (one restore is a whole run: *always* and
     *eventually* invariants are both checked)."""
-    bugs = tuple(bugs)
+    seam_names = tuple(seam_names)
     maxp, oldp, newp, kgs, sizes = args
     kgs = set(kgs)
     s = RescaleSubject()
@@ -838,7 +838,7 @@ def check_rescaling(args, bugs: tuple = ()):
     for i in range(oldp):
         mine = set(SA.key_groups_for(maxp, oldp, i))
         s.old_keyed.append({kg: ("v", kg) for kg in sorted(kgs & mine)})
-    with seams.active(bugs):
+    with seams.active(seam_names):
         s.new_keyed = SA.assign_keyed_state(s.old_keyed, maxp, newp)
     # list state: per state name, old subtask i holds sizes[name][i % len] distinct entries
     s.old_lists, s.new_split = [], []
@@ -855,7 +855,7 @@ def check_rescaling(args, bugs: tuple = ()):
     try:
         judge("rescaling", s)
     except ViolationFound as e:
-        sc = FocusedScenario("rescaling", {"bugs": list(bugs)} if bugs else {}, {"args": _plain(args)})
+        sc = FocusedScenario("rescaling", {"seams": list(seam_names)} if seam_names else {}, {"args": _plain(args)})
         raise ViolationFound(e.violation, (), sc) from None
 
 
@@ -925,10 +925,10 @@ def _one_shot(check):
 FOCUSED_MACHINES = {
     "valve": _stateful(make_valve_machine),
     "barrier_handler": _stateful(make_barrier_handler_machine),
-    "coordinator": _stateful(make_coordinator_machine),
+    "coordinator": _stateful(lambda seams=(): make_coordinator_machine(seams)),
     "window": _one_shot(lambda legacy, ts, size, offset, slide: check_window_assignment(ts, size, offset, slide,
                                                                                           legacy)),
-    "rescaling": _one_shot(lambda args, bugs=(): check_rescaling(tuple(args), bugs)),
+    "rescaling": _one_shot(lambda args, seams=(): check_rescaling(tuple(args), seams)),
 }
 
 
@@ -1012,7 +1012,7 @@ def _constructor_knobs(*classes):
 
 
 def _seam_names(v):
-    """A ``bugs`` knob: registered seams (``model.seams``), no two overriding one definition."""
+    """A ``seams`` knob: registered seams (``model.seams``), no two overriding one definition."""
     if not isinstance(v, list) or any(type(n) is not str for n in v):
         return "a list of seam names"
     unknown = [n for n in v if n not in seams.SEAMS]
@@ -1034,15 +1034,16 @@ RETIRED_FOCUSED_KNOBS: dict = {
 def migrate_focused_knobs(machine: str, knobs: dict) -> dict:
     """``knobs`` of a focused counterexample with every retired knob replaced by its seams."""
     retired = RETIRED_FOCUSED_KNOBS.get(machine, {})
-    if not isinstance(knobs, dict) or not any(k in retired for k in knobs):
+    if not isinstance(knobs, dict) or not any(k in retired or k == "bugs" for k in knobs):
         return knobs
     out = {k: v for k, v in knobs.items() if k not in retired}
-    bugs = list(out.get("bugs") or ())
+    old, now = out.pop("bugs", None), out.get("seams")
+    names = [n for n in (old if isinstance(old, list) else []) + (now if isinstance(now, list) else [])]
     for k, v in knobs.items():
         if k in retired:
-            bugs += [n for n in migrate_config(retired[k](v)).get("bugs", ()) if n not in bugs]
-    if bugs:
-        out["bugs"] = bugs
+            names += [n for n in migrate_config(retired[k](v))[1] if n not in names]
+    if names:
+        out["seams"] = names
     return out
 
 
@@ -1050,9 +1051,9 @@ KNOB_FIELDS: dict = {
     "valve": {"knobs": _constructor_knobs(StatusWatermarkValve), "target_below": _flag},
     "barrier_handler": {"mode": _one_of("aligned", "alternating", "at_least_once"),
                         "knobs": _constructor_knobs(SingleCheckpointBarrierHandler, CheckpointBarrierTracker)},
-    "coordinator": {"bugs": _seam_names},
+    "coordinator": {"seams": _seam_names},
     "window": {"legacy": _flag},
-    "rescaling": {"bugs": _seam_names},
+    "rescaling": {"seams": _seam_names},
 }
 
 
@@ -1093,7 +1094,7 @@ def focused_scenario_from_dict(d: dict) -> FocusedScenario:
     if not isinstance(d.get("knobs"), dict) or not isinstance(d.get("init"), dict):
         raise ValueError("'knobs' and 'init' must be objects")
     if migrate_focused_knobs(d["machine"], d["knobs"]) != d["knobs"]:
-        raise ValueError(f"the knobs {d['knobs']} were unsafe switches and are seams now (bugs); "
+        raise ValueError(f"the knobs {d['knobs']} were unsafe switches and are seams now (the knob 'seams'); "
                          f"`python tools/migrate_knobs.py FILE...` rewrites such files")
     check_knobs(d["machine"], d["knobs"])
     check_init(d["machine"], d["init"])

@@ -628,6 +628,6 @@ def _config_text(scenario) -> str:
              f"max concurrent {cfg.max_concurrent_checkpoints}", f"channel capacity {cfg.channel_capacity}"]
     if scenario.environment.max_failures:
         parts.append(f"max failures {scenario.environment.max_failures}")
-    if cfg.bugs:
-        parts.append("bugs " + ", ".join(cfg.bugs))
+    if scenario.seams:
+        parts.append("seams " + ", ".join(scenario.seams))
     return ", ".join(parts)

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import attrs
 
-from model import actions as A
+from model import actions as A, seams
 from model.cluster import JobInput, RuntimeConfig
 from model.environment import Environment
 from model.errors import FlinkspecError, InvalidJobSpec
@@ -85,8 +85,6 @@ SCHEMA_ID = "https://flinkspec.invalid/schemas/"
 
 def _config_field_schema(f, owner: str = "RuntimeConfig") -> dict:
     t = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", str(f.type))
-    if f.name == "bugs":
-        return {"type": "array", "maxItems": 100, "items": string_schema(MAX_NAME)}
     if f.name == "control_plane_faults":
         return {"anyOf": [{"type": "array", "maxItems": len(A.CONTROL_PLANE_FAULTS), "uniqueItems": True,
                            "items": {"type": "string", "enum": list(A.CONTROL_PLANE_FAULTS)}}, {"type": "null"}]}
@@ -149,7 +147,10 @@ def counterexample_schemas() -> dict[str, dict]:
                          "required": ["graph", "job_input", "config", "environment", "seed"],
                          "properties": {"graph": graph, "job_input": job_input_schema(),
                                         "config": config_schema(), "environment": environment_schema(),
-                                        "seed": int_schema()}},
+                                        "seed": int_schema(),
+                                        # the seams the run switches on (model.seams): none when absent
+                                        "seams": {"type": "array", "maxItems": 100, "uniqueItems": True,
+                                                  "items": string_schema(MAX_NAME)}}},
             # a variant declared in a design file (flinkspec.design): the file show and replay load
             "design": {"type": "object", "additionalProperties": False, "required": ["path", "sha256"],
                        "properties": {"path": string_schema(4096),
@@ -268,8 +269,6 @@ def scenario_from_dict(d: dict, source: str = "scenario", where: str = "") -> Sc
     if total > MAX_RECORDS:
         raise InputError(source, f"{at}scenario.job_input", f"{total} records, more than the limit of {MAX_RECORDS}")
     cfg = dict(d["config"])
-    if cfg.get("bugs") is not None:
-        cfg["bugs"] = tuple(cfg["bugs"])
     env = dict(d["environment"])
     if env.get("control_plane_faults") is not None:
         env["control_plane_faults"] = tuple(env["control_plane_faults"])
@@ -288,7 +287,12 @@ def scenario_from_dict(d: dict, source: str = "scenario", where: str = "") -> Sc
         environment = Environment(**env)
     except FlinkspecError as e:
         raise InputError(source, f"{at}scenario.environment", str(e)) from None
-    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=d["seed"], environment=environment)
+    try:
+        on = seams.check(d.get("seams", ()))
+    except FlinkspecError as e:
+        raise InputError(source, f"{at}scenario.seams", str(e)) from None
+    return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=d["seed"], environment=environment,
+                    seams=on)
 
 
 # -- actions -----------------------------------------------------------------------------------

@@ -45,13 +45,14 @@ def _valve(cex: dict):
 
 
 def _barriers(cex: dict):
-    from spec.z3_barriers import MODE_CONFIG, Topology, model_topology, to_model_action  # lazy: imports z3
+    from spec.z3_barriers import MODE_CONFIG, MODE_SEAMS, Topology, model_topology, to_model_action  # lazy: imports z3
 
     topo = Topology(**cex["topology"])
     eg, job_input = model_topology(topo.records, topo.channels)
     cfg = RuntimeConfig(channel_capacity=topo.capacity, max_concurrent_checkpoints=1, **MODE_CONFIG[topo.mode])
-    scenario = Scenario(graph=eg.stream_graph, job_input=job_input, config=cfg, seed=0)
-    cluster = Cluster(eg, job_input, cfg, seed=0)
+    on = MODE_SEAMS.get(topo.mode, ())
+    scenario = Scenario(graph=eg.stream_graph, job_input=job_input, config=cfg, seed=0, seams=on)
+    cluster = Cluster(eg, job_input, cfg, seed=0, seams=on)
     actions = []
     for a in cex["trace"]:
         ma = to_model_action(cluster, tuple(a))

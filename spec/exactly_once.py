@@ -29,9 +29,9 @@ from spec.invariant import Violation, invariant
 class Expected:
     """The reference output of a scenario, with per-sink comparison modes; computed once."""
 
-    def __init__(self, graph, job_input, bugs: tuple = ()):
+    def __init__(self, graph, job_input, seams: tuple = ()):
         self.graph = graph
-        self.output = reference_output(graph, job_input, bugs)
+        self.output = reference_output(graph, job_input, seams)
         ops = {o.name: o for o in graph.operators}
         self.modes = {}
         for name in self.output:

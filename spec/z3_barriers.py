@@ -90,13 +90,15 @@ __all__ = [
 
 MODES = ("aligned", "at_least_once", "unaligned", "unaligned_no_state")
 
-#: RuntimeConfig of each mode (the unsafe one switches on the seam that drops channel state).
+#: RuntimeConfig of each mode
 MODE_CONFIG = {
     "aligned": dict(checkpointing_mode="exactly_once"),
     "at_least_once": dict(checkpointing_mode="at_least_once"),
     "unaligned": dict(checkpointing_mode="exactly_once", unaligned=True),
-    "unaligned_no_state": dict(checkpointing_mode="exactly_once", unaligned=True, bugs=("unaligned-drops-channel-state",)),
+    "unaligned_no_state": dict(checkpointing_mode="exactly_once", unaligned=True),
 }
+#: the seams each mode switches on (the unsafe one: the seam that drops channel state)
+MODE_SEAMS = {"unaligned_no_state": ("unaligned-drops-channel-state",)}
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -465,7 +467,7 @@ def make_cluster(topo: Topology, partitioner: str = "hash", seed: int = 0):
     eg, job_input = model_topology(topo.records, topo.channels, partitioner)
     cfg = RuntimeConfig(channel_capacity=topo.capacity, max_concurrent_checkpoints=1,
                         **MODE_CONFIG[topo.mode])
-    return Cluster(eg, job_input, cfg, seed=seed)
+    return Cluster(eg, job_input, cfg, seed=seed, seams=MODE_SEAMS.get(topo.mode, ()))
 
 
 def _wiring(cluster) -> tuple[list[int], list[int]]:

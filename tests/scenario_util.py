@@ -108,8 +108,8 @@ def oracle_diffs(graph, job_input, cluster) -> dict:
 
 
 def fresh(graph, job_input: JobInput, config: RuntimeConfig, seed: int = 0,
-          environment: Environment | None = None) -> Cluster:
-    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed, environment=environment)
+          environment: Environment | None = None, seams: tuple = ()) -> Cluster:
+    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed, environment=environment, seams=seams)
 
 
 def replay(graph, job_input: JobInput, config: RuntimeConfig, seed: int, trace,
@@ -202,7 +202,7 @@ def safe_twin(scenario):
     """``scenario`` with none of its seams switched on: the safe twin of an unsafe variant's run."""
     import attrs  # (attrs is only needed by the twin helpers)
 
-    return attrs.evolve(scenario, config=attrs.evolve(scenario.config, bugs=()))
+    return attrs.evolve(scenario, seams=())
 
 
 def assert_safe_twin_takes_the_same_actions(scenario, actions) -> None:

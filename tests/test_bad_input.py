@@ -471,10 +471,12 @@ def test_focused_knobs_are_typed(tmp_path, capsys):
     cases = [("valve", lambda k: k["knobs"].update({next(iter(k["knobs"])): {"wrong": 1}}), "knobs.knobs"),
              ("valve", lambda k: k["knobs"].update({"no_such_knob": True}), "no_such_knob"),
              ("barrier_handler", lambda k: k.update({"mode": "sideways"}), "knobs.mode"),
-             ("rescaling", lambda k: k.update({"bugs": ["no-such-seam"]}), "no-such-seam"),
+             ("rescaling", lambda k: k.update({"seams": ["no-such-seam"]}), "no-such-seam"),
              ("rescaling", lambda k: k.update({"assignment": "modulo"}), "migrate_knobs.py"),  # a retired knob
-             ("coordinator", lambda k: k.update({"bugs": "FLINK-10354"}), "knobs.bugs"),
-             ("coordinator", lambda k: k.update({"bugs": ["FLINK-10354", 7]}), "knobs.bugs"),
+             ("coordinator", lambda k: k.update({"bugs": ["FLINK-10354"]}), "migrate_knobs.py"),  # the knob's old name
+             ("coordinator", lambda k: k.update({"bugs": 5}), "migrate_knobs.py"),
+             ("coordinator", lambda k: k.update({"seams": "FLINK-10354"}), "knobs.seams"),
+             ("coordinator", lambda k: k.update({"seams": ["FLINK-10354", 7]}), "knobs.seams"),
              ("window", lambda k: k.update({"legacy": "yes"}), "knobs.legacy"),
              ("coordinator", lambda k: k.update({"extra": 1}), "extra")]
     for machine, change, needle in cases:

@@ -131,11 +131,11 @@ def test_focused_and_suites_do_not_import_each_other_both_ways():
 UNSAFE_CLUSTER = [v for v in VARIANTS.values() if not v.safe]
 
 
-@pytest.mark.parametrize("v", [v for v in UNSAFE_CLUSTER if v.config.bugs], ids=lambda v: v.name)
+@pytest.mark.parametrize("v", [v for v in UNSAFE_CLUSTER if v.seams], ids=lambda v: v.name)
 def test_a_reintroduced_bug_names_the_method_its_seam_overrides(v):
     e = BY_NAME[v.name]
-    assert e.flink_key is None or e.flink_key in v.config.bugs
-    for key in v.config.bugs:
+    assert e.flink_key is None or e.flink_key in v.seams
+    for key in v.seams:
         assert key in seams.SEAMS, f"{v.name}: no seam registered for {key} (model.seams)"
         seam = seams.SEAMS[key]
         owner, _, name = seam.definition.rpartition(".")  # Class.method or model.module.function
@@ -143,10 +143,10 @@ def test_a_reintroduced_bug_names_the_method_its_seam_overrides(v):
         module = seam.owner.__name__ if isinstance(seam.owner, type(seams)) else seam.owner.__module__
         assert module.startswith("model.") and vars(seam.owner)[name] is seam.safe
         assert seam.definition in e.seam.split(", ")
-    assert "RuntimeConfig.bugs" not in e.seam
+    assert "seams=" not in e.seam
 
 
-@pytest.mark.parametrize("v", [v for v in UNSAFE_CLUSTER if not v.config.bugs], ids=lambda v: v.name)
+@pytest.mark.parametrize("v", [v for v in UNSAFE_CLUSTER if not v.seams], ids=lambda v: v.name)
 def test_an_unsafe_knob_variant_names_the_knob_it_switches(v):
     seam = BY_NAME[v.name].seam
     assert seam, f"{v.name}: an unsafe variant must say what it switches"

@@ -25,14 +25,12 @@ from spec.invariant import REGISTRY
 
 SEEDS = range(50)
 
-#: each new invariant, the unsafe variant only it catches, and how the safe twin differs
+#: each new invariant and the unsafe variant only it catches (its safe twin: the seams off)
 CASES = [
-    pytest.param("idle-source-keeps-emitting", "source_output_active_and_on_time",
-                 {"bugs": ()}, id="idle-source"),
-    pytest.param("region-failover-backtracks-available-partitions", "restart_set_exact",
-                 {"bugs": ()}, id="restart-set"),
+    pytest.param("idle-source-keeps-emitting", "source_output_active_and_on_time", id="idle-source"),
+    pytest.param("region-failover-backtracks-available-partitions", "restart_set_exact", id="restart-set"),
     # the control plane's walks are long: 150 of them take ~15 s
-    pytest.param("FLINK-18533", "disturbance_has_cause", {"bugs": ()}, id="FLINK-18533", marks=pytest.mark.slow),
+    pytest.param("FLINK-18533", "disturbance_has_cause", id="FLINK-18533", marks=pytest.mark.slow),
 ]
 
 
@@ -47,9 +45,8 @@ def _walks(v, without: str | None = None) -> dict:
         engines.ALWAYS = saved
 
 
-@pytest.mark.parametrize("name, invariant, safe_config", CASES)
-def test_the_invariant_alone_catches_its_unsafe_variant_on_50_seeds_and_the_safe_twin_survives(
-        name, invariant, safe_config):
+@pytest.mark.parametrize("name, invariant", CASES)
+def test_the_invariant_alone_catches_its_unsafe_variant_on_50_seeds_and_the_safe_twin_survives(name, invariant):
     v = variant(name)
     assert v.expected == (invariant,)
     found = _walks(v)
@@ -59,9 +56,9 @@ def test_the_invariant_alone_catches_its_unsafe_variant_on_50_seeds_and_the_safe
     # no other invariant catches the variant on the same seeds: only this one sees the bug
     blind = _walks(v, without=invariant)
     assert set(blind.values()) == {None}, {s: inv for s, inv in blind.items() if inv}
-    # the safe twin: the same jobs (same name, same seeds) without the unsafe knob or seam
-    twin = attrs.evolve(v, expected=(PASS,), switches=(), flink_key=None,
-                        config=attrs.evolve(v.config, **safe_config))
+    # the safe twin: the same jobs (same name, same seeds) without the seam
+    assert v.seams and not v.switches
+    twin = attrs.evolve(v, expected=(PASS,), flink_key=None, seams=())
     assert set(_walks(twin).values()) == {None}
 
 
@@ -181,8 +178,7 @@ def test_the_idle_variant_sends_records_on_an_idle_channel_the_safe_source_does_
     the IDLE status on its channel (the safe source cannot emit before it is ACTIVE again)."""
     for knob, emits in ((True, True), (False, False)):
         v = variant("idle-source-keeps-emitting")
-        scenario = attrs.evolve(generate(v, 0), config=attrs.evolve(v.config,
-                                                                    bugs=("idle-source-keeps-emitting",) if knob else ()))
+        scenario = attrs.evolve(generate(v, 0), seams=("idle-source-keeps-emitting",) if knob else ())
         run = Run(scenario)
         src = run.cluster.source_tasks[0]
         run.step(A.SourceIdle(src.id))
@@ -202,7 +198,7 @@ def test_flink_18533_declares_a_pending_deployment_missing_and_the_safe_reconcil
     v = variant("FLINK-18533")
     seed, r = next((s, r) for s in SEEDS for r in [random_walk(v, s)] if r.invariant == "disturbance_has_cause")
     assert "cp_missing_deployment" in r.violation["message"] and "pending deployment" in r.violation["message"]
-    safe = attrs.evolve(generate(v, seed), config=attrs.evolve(v.config, bugs=()))
+    safe = attrs.evolve(generate(v, seed), seams=())
     run, taken = Run(safe), 0
     for a in r.actions:
         if run.why_not_enabled(a) is None:

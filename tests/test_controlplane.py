@@ -152,8 +152,8 @@ def test_a_new_leader_restores_the_latest_checkpoint_and_the_counter_from_the_st
 
 
 def test_unsafe_in_memory_counter_and_restore_break_on_the_same_failover():
-    for cfg, invariant in ((dict(bugs=("checkpoint-counter-in-memory",)), "checkpoint_ids_increase"),
-                           (dict(bugs=("restore-from-memory",)), "restore_uses_latest_checkpoint")):
+    for cfg, invariant in ((dict(seams=("checkpoint-counter-in-memory",)), "checkpoint_ids_increase"),
+                           (dict(seams=("restore-from-memory",)), "restore_uses_latest_checkpoint")):
         run = run_of(**cfg)
         step_until(run, all_running)
         complete_a_checkpoint(run)
@@ -167,7 +167,7 @@ def test_unsafe_in_memory_counter_and_restore_break_on_the_same_failover():
 
 def test_a_deposed_leader_cannot_write_the_store_and_without_fencing_it_can():
     for fencing in (True, False):
-        run = run_of(bugs=() if fencing else ("no-fencing",))
+        run = run_of(seams=() if fencing else ("no-fencing",))
         c = run.cluster
         step_until(run, all_running)
         assert do(run, A.ExpireSession(0)) is None  # jm0 still believes it leads
@@ -202,8 +202,8 @@ def test_a_rejected_store_write_keeps_the_checkpoints_it_would_have_subsumed():
     assert c.coordinator.store.checkpoint_ids() == (cid1,) == c.cp.store.get(ha.CHECKPOINTS)[0]
 
 
-def _finish_job_then_fail_over(bugs=()):
-    run = run_of(bugs=bugs)
+def _finish_job_then_fail_over(seams=()):
+    run = run_of(seams=seams)
     c = run.cluster
     step_until(run, lambda c: c.cp.job_done_possible(c) is None)
     assert do(run, A.JobReachedTerminalState()) is None
@@ -220,14 +220,14 @@ def test_the_job_result_store_keeps_a_finished_job_from_running_again():
 
 
 def test_flink_11813_without_a_job_result_store_the_finished_job_runs_again():
-    run, v = _finish_job_then_fail_over(bugs=("FLINK-11813",))
+    run, v = _finish_job_then_fail_over(seams=("FLINK-11813",))
     assert v is not None and v.invariant == "terminal_job_never_reruns"
     assert not run.cluster.cp.store.exists(ha.JOB_RESULT)
 
 
 @pytest.mark.parametrize("bugs", [(), ("FLINK-17075",)])
 def test_a_lost_deployment_is_found_by_deployment_reconciliation(bugs):
-    run = run_of(bugs=bugs)
+    run = run_of(seams=bugs)
     c = run.cluster
     step_until(run, lambda c: any(type(m) is rpc.SubmitTask for m in c.cp.net.in_flight))
     assert do(run, A.RpcLose(index_of(c, rpc.SubmitTask))) is None
@@ -241,7 +241,7 @@ def test_a_lost_deployment_is_found_by_deployment_reconciliation(bugs):
 
 @pytest.mark.parametrize("reconcile", [True, False])
 def test_a_lost_slot_request_answer_is_repaired_by_slot_reports(reconcile):
-    run = run_of(bugs=() if reconcile else ("no-slot-report-reconciliation",))
+    run = run_of(seams=() if reconcile else ("no-slot-report-reconciliation",))
     c = run.cluster
     step_until(run, lambda c: any(type(m) is rpc.SlotRequestAnswer for m in c.cp.net.in_flight))
     assert do(run, A.RpcLose(index_of(c, rpc.SlotRequestAnswer))) is None

@@ -79,7 +79,7 @@ def test_a_lost_free_slot_is_repaired_by_the_allocated_slot_report(sync):
     """The freeSlot of an idle slot is lost: the TaskExecutor frees the slot once two
     AllocatedSlotReports no longer name it (syncSlotsWithSnapshotFromJobMaster); without that
     sync it stays allocated for the job, and ``idle_slots_returned`` says so once settled."""
-    run = Run(_scenario("cp-blocking-regions", bugs=() if sync else ("no-allocated-slot-report-sync",),
+    run = Run(_scenario("cp-blocking-regions", seams=() if sync else ("no-allocated-slot-report-sync",),
                         slot_idle_timeout=1))
     c = run.cluster
     assert step_until(run, lambda c: events(c, "cp_idle_slot_released")) is None
@@ -98,7 +98,7 @@ def test_a_lost_free_slot_is_repaired_by_the_allocated_slot_report(sync):
 
 @pytest.mark.parametrize("scheduling", ["region", "eager"])
 def test_a_consumer_region_is_deployed_once_its_blocking_producers_finished(scheduling):
-    run = Run(_scenario("cp-blocking-regions", bugs=("eager-scheduling",) if scheduling == "eager" else ()))
+    run = Run(_scenario("cp-blocking-regions", seams=("eager-scheduling",) if scheduling == "eager" else ()))
     c = run.cluster
     producers = {p for ps in c.cp.region_inputs for p in ps}
     assert producers  # the blocking exchange's producers (the sources)
@@ -129,7 +129,7 @@ def test_lazy_scheduling_runs_a_batch_job_in_one_slot_by_reusing_the_producers_s
     scheduling holds two."""
     held = {}
     for scheduling in ("region", "eager"):
-        run = Run(_two_groups(task_managers=1, bugs=("eager-scheduling",) if scheduling == "eager" else ()))
+        run = Run(_two_groups(task_managers=1, seams=("eager-scheduling",) if scheduling == "eager" else ()))
         c = run.cluster
         assert len(c.cp.groups) == 2
         most = 0

@@ -192,7 +192,7 @@ def _same_actions(unsafe: str, script):
     safe = _cluster("network-credit-aligned")
     script(safe)
     bad = Cluster.from_scenario(attrs.evolve(small_scenario(variant("network-credit-aligned")),
-                                             config=variant(unsafe).config))
+                                             config=variant(unsafe).config, seams=variant(unsafe).seams))
     seen = []
     for a in safe.trace:
         assert a in bad.enabled_actions(), a

@@ -91,7 +91,7 @@ def test_variant_flink_26334_only_the_declarative_spec_sees_it():
     g = window_job()
     inp = JobInput({"source": ((("k", 1, -15), ("k", 2, 4)),)})
     safe = Scenario(graph=g, job_input=inp, config=RuntimeConfig(), seed=0)
-    bug = attrs.evolve(safe, config=RuntimeConfig(bugs=("FLINK-26334",)))
+    bug = attrs.evolve(safe, seams=("FLINK-26334",))
     assert Run(safe).violation is None and Run(safe).finish() is None
     run = Run(bug)
     assert run.violation is not None and run.violation.invariant == "reference_matches_declarative_spec"

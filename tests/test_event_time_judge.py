@@ -106,7 +106,7 @@ def test_windows_into_an_upsert_sink_with_idle_sources_pass_and_a_lost_record_is
             if not any(type(a).__name__ == "SourceIdle" for a in run.cluster.trace):
                 continue
             idle += 1
-            bad = attrs.evolve(sc, config=attrs.evolve(sc.config, bugs=("test-window-loses-a-record",)))
+            bad = attrs.evolve(sc, seams=("test-window-loses-a-record",))
             v_bad, _ = replay_lenient(bad, list(run.cluster.trace))
             caught += v_bad is not None and v_bad.invariant == "window_results_exactly_once"
         assert idle > 0, "no walk took an idle source"
@@ -178,7 +178,7 @@ def test_sliding_windows_with_idle_sources_pass_and_a_window_dropped_for_all_is_
             if not run.cluster.window_skips:
                 continue
             skipped += 1
-            bad = attrs.evolve(sc, config=attrs.evolve(sc.config, bugs=("test-sliding-drops-all",)))
+            bad = attrs.evolve(sc, seams=("test-sliding-drops-all",))
             v_bad, _ = replay_lenient(bad, list(run.cluster.trace))
             caught += v_bad is not None and v_bad.invariant in ("window_results_exactly_once",
                                                                   "committed_output_within_reference")

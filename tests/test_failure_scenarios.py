@@ -471,13 +471,15 @@ def _settle(c, max_steps=20_000):
         return
 
 
-def _same_sequence(g, inp, safe: RuntimeConfig, unsafe: RuntimeConfig, script, seed=0, environment=None):
+def _same_sequence(g, inp, safe: RuntimeConfig, unsafe: RuntimeConfig, script, seed=0, environment=None,
+                   seams: tuple = ()):
     """Run ``script`` on the safe configuration, replay exactly its actions on the unsafe one
-    (both in ``environment``), settle both; return (safe cluster, unsafe cluster)."""
+    with ``seams`` switched on (both in ``environment``), settle both; return (safe cluster,
+    unsafe cluster)."""
     c_safe = fresh(g, inp, safe, seed, environment)
     script(c_safe)
     trace = list(c_safe.trace)
-    c_unsafe = fresh(g, inp, unsafe, seed, environment)
+    c_unsafe = fresh(g, inp, unsafe, seed, environment, seams=seams)
     for a in trace:
         assert a in c_unsafe.enabled_actions(), a
         c_unsafe.step(a)
@@ -544,7 +546,8 @@ def test_variant_unaligned_without_channel_state_loses_records():
 
     safe, unsafe = _same_sequence(
         g, UC_INPUT, RuntimeConfig(unaligned=True),
-        RuntimeConfig(unaligned=True, bugs=("unaligned-drops-channel-state",)), script, environment=Environment(max_failures=1))
+        RuntimeConfig(unaligned=True), script, environment=Environment(max_failures=1),
+        seams=("unaligned-drops-channel-state",))
     assert oracle_diffs(g, UC_INPUT, safe) == {}
     d = oracle_diffs(g, UC_INPUT, unsafe)["out"]
     assert sorted((e.key, e.value) for e in d.missing) == [("a", 101), ("b", 101), ("b", 102)]
@@ -630,8 +633,8 @@ def test_variant_skip_consumer_regions_with_rebalance_behind_a_blocking_exchange
 
     cfg = dict(task_managers=2, failover_strategy="region")
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**cfg),
-                                  RuntimeConfig(bugs=("skip-consumer-regions",), **cfg), script,
-                                  environment=Environment(max_failures=1))
+                                  RuntimeConfig(**cfg), script,
+                                  environment=Environment(max_failures=1), seams=("skip-consumer-regions",))
     eg = safe.eg
     assert set(safe.restored_from[-1][2]) == set(range(len(eg.subtasks)))
     assert set(unsafe.restored_from[-1][2]) == {sub(eg, "src", 0), sub(eg, "m", 0)}
@@ -662,7 +665,8 @@ def test_variant_restore_pending_checkpoint_that_never_completed():
         c.step(A.FailTask(sub(eg, "win", 0)))     # 3. the window task fails before its barrier
 
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(),
-                                  RuntimeConfig(bugs=("restore-pending-checkpoints",)), script, environment=Environment(max_failures=1))
+                                  RuntimeConfig(), script, environment=Environment(max_failures=1),
+                                  seams=("restore-pending-checkpoints",))
     assert safe.restored_from[-1][1] is None and unsafe.restored_from[-1][1] == 1
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
@@ -694,7 +698,8 @@ def test_variant_modulo_key_group_assignment_on_rescale():
 
     opts = (("agg", (2,)),)
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(),
-                                  RuntimeConfig(bugs=("keygroups-by-modulo",)), script, environment=Environment(savepoints=True, rescale_options=opts))
+                                  RuntimeConfig(), script, environment=Environment(savepoints=True, rescale_options=opts),
+                                  seams=("keygroups-by-modulo",))
     assert oracle_diffs(g, inp, safe) == {}
     d = oracle_diffs(g, inp, unsafe)["out"]
     assert d.missing and {e.key for e in d.missing} <= moved
@@ -759,8 +764,9 @@ def test_variant_inflight_to_old_subtask_index_loses_and_misroutes_records():
 
     base = dict(unaligned=True, channel_capacity=10)
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base),
-                                  RuntimeConfig(bugs=("inflight-by-old-index",), **base), script,
-                                  environment=Environment(rescale_from_checkpoints=True, rescale_options=opts))
+                                  RuntimeConfig(**base), script,
+                                  environment=Environment(rescale_from_checkpoints=True, rescale_options=opts),
+                                  seams=("inflight-by-old-index",))
     assert oracle_diffs(g, inp, safe) == {}
     (_, _, report), = unsafe.channel_rescales
     before = sorted(r for e in report for r in e.before)
@@ -813,8 +819,8 @@ def test_variant_flink_20675_a_failed_asynchronous_snapshot_is_not_counted():
         c.step(A.TriggerCheckpoint())
         c.step(A.FailAsyncSnapshot(sub(c.eg, "src", 0), 1))
 
-    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base), RuntimeConfig(**base, bugs=("FLINK-20675",)), script,
-                                  environment=Environment(max_failures=1))
+    safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base), RuntimeConfig(**base), script,
+                                  environment=Environment(max_failures=1), seams=("FLINK-20675",))
     for c, failed_over in ((safe, True), (unsafe, False)):
         kinds_of = [e[0] for e in c.events]
         assert ("aborted", 1, 1, "CHECKPOINT_ASYNC_EXCEPTION", 0) in c.events

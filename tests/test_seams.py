@@ -86,7 +86,7 @@ def test_a_run_steps_with_its_seams_and_is_judged_with_the_safe_model(registered
     import attrs
     from model import actions as A
 
-    c = Cluster.from_scenario(attrs.evolve(s, config=attrs.evolve(s.config, bugs=("test-count-restarts",))))
+    c = Cluster.from_scenario(attrs.evolve(s, seams=("test-count-restarts",)))
     fail = next(a for a in c.enabled_actions() if isinstance(a, A.FailTask))
     c.step(fail)
     assert calls, "the seam acted in the step"
@@ -110,16 +110,22 @@ def test_bad_seams_are_refused_with_one_line(registered):
 
 def test_two_seams_of_one_definition_cannot_be_switched_on_together():
     with pytest.raises(FlinkspecError, match="both override JobMaster.reconcile"):
-        RuntimeConfig(bugs=("FLINK-17075", "FLINK-18533"))
+        seams.check(("FLINK-17075", "FLINK-18533"))
     with pytest.raises(FlinkspecError, match="unknown seam"):
-        RuntimeConfig(bugs=("no-such-seam",))
+        seams.check(("no-such-seam",))
+    sc = generate(variant("cp-region-failover"), 0)
+    for bad in (("FLINK-17075", "FLINK-18533"), ("no-such-seam",)):  # a run refuses them too
+        with pytest.raises(FlinkspecError, match="both override|unknown seam"):
+            Cluster.from_scenario(sc.with_settings(seams=bad))
+    with pytest.raises(TypeError):
+        RuntimeConfig(bugs=("FLINK-17075",))  # seams are the scenario's, not Flink's configuration
 
 
 def test_a_file_naming_a_retired_knob_is_refused_with_its_seam_and_the_tool_rewrites_it(tmp_path):
     from pathlib import Path
 
     def before_the_seam(header):
-        assert "skip-consumer-regions" in header["scenario"]["config"]["bugs"]
+        assert header["scenario"].pop("seams") == ["skip-consumer-regions"]
         header["scenario"]["config"]["bugs"] = []
         header["scenario"]["config"]["skip_consumer_regions"] = True  # as written before the knob was retired
 
@@ -127,6 +133,19 @@ def test_a_file_naming_a_retired_knob_is_refused_with_its_seam_and_the_tool_rewr
         tmp_path, Path(__file__).resolve().parent.parent / "counterexamples" / "restart_set_sufficient" /
         "adcb4827e33e.ndjson", before_the_seam,
         "skip_consumer_regions=True was an unsafe switch and is the seam 'skip-consumer-regions' now: switch it on")
+
+
+def test_a_file_whose_configuration_holds_its_seams_is_refused_and_the_tool_moves_them(tmp_path):
+    """Before the seams moved to the scenario, a file held them in its configuration's ``bugs``."""
+    from pathlib import Path
+
+    def seams_in_the_configuration(header):
+        header["scenario"]["config"]["bugs"] = header["scenario"].pop("seams")
+
+    assert_old_file_refused_then_migrated(
+        tmp_path, Path(__file__).resolve().parent.parent / "counterexamples" / "restart_set_sufficient" /
+        "adcb4827e33e.ndjson", seams_in_the_configuration,
+        r"bugs=\['skip-consumer-regions'\] in the configuration: the seams a run switches on are the scenario's")
 
 
 def test_the_explorers_reduction_sees_the_seams_and_what_the_invariants_judge():

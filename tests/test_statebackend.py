@@ -194,7 +194,7 @@ def test_a_record_after_the_barrier_never_reaches_the_heap_snapshot_but_does_wit
     barrier. 3. source emits r1. 4. agg takes the barrier (synchronous phase), then r1.
     5. both asynchronous phases run: the checkpoint completes."""
     for cow in (True, False):
-        sc = _sc("heap-two-phase-snapshots", bugs=() if cow else ("heap-snapshot-without-copy-on-write",))
+        sc = _sc("heap-two-phase-snapshots", seams=() if cow else ("heap-snapshot-without-copy-on-write",))
         src, agg, steps = _barrier_then_record(sc)
         steps += [FinishAsyncSnapshot(agg, 1), FinishAsyncSnapshot(src, 1)]
         vio, run = replay(sc, steps, finish=False)
@@ -242,7 +242,7 @@ def _complete_checkpoint(c):
 
 @pytest.mark.parametrize("full_first, broken", [(True, False), (False, True)])
 def test_no_claim_restore_takes_a_full_first_checkpoint_so_the_user_may_delete_the_snapshot(full_first, broken):
-    sc = _sc("rocksdb-incremental-no-claim", bugs=() if full_first else ("no-claim-first-checkpoint-incremental",))
+    sc = _sc("rocksdb-incremental-no-claim", seams=() if full_first else ("no-claim-first-checkpoint-incremental",))
     c, src, ch = _stop_and_restart(sc)
     sp = c.storage.restored[0]
     assert c.storage.restored == (sp, "NO_CLAIM")

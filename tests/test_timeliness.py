@@ -34,7 +34,7 @@ def _walks(v, without: str | None = None) -> dict:
 
 
 def _safe(v):
-    return attrs.evolve(v, config=attrs.evolve(v.config, bugs=()))
+    return attrs.evolve(v, seams=())
 
 
 #: each timeliness invariant and the unsafe variant only it catches

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from model import seams
 from model.cluster import RuntimeConfig
 from model.errors import FlinkspecError
 from model.variants import generate, variant
@@ -67,4 +68,4 @@ def test_the_alignment_timer_is_a_seam_not_a_knob():
     with pytest.raises(TypeError):
         RuntimeConfig(alignment_timer="immediate")  # the unsafe timers are the seams alignment-timer-*
     with pytest.raises(FlinkspecError, match="both override SingleCheckpointBarrierHandler.alignment_deadline"):
-        RuntimeConfig(bugs=("alignment-timer-immediate", "alignment-timer-never"))
+        seams.check(("alignment-timer-immediate", "alignment-timer-never"))

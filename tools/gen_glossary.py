@@ -47,7 +47,7 @@ def block() -> str:
                   | {s.flink_key for s in seams.SEAMS.values() if s.flink_key},
                   key=lambda k: int(k.split("-")[1]))
     lines += ["", "### Historical Flink bugs (FLINK keys)", "",
-              "A key with a seam is re-introduced in the model by `RuntimeConfig.bugs` (`model/seams.py`: the "
+              "A key with a seam is re-introduced in the model by a scenario's `seams` (`model/seams.py`: the "
               "bug overrides one definition); the configurations name the suites that must catch it.", "",
               "| FLINK key | seam (overridden definition) | what the bug does | configurations |", "|---|---|---|---|"]
     for k in keys:
@@ -57,13 +57,13 @@ def block() -> str:
     from model.variants import VARIANTS  # (after the catalog loaded every variant)
 
     lines += ["", "### Known-unsafe changes (seams without a FLINK key)", "",
-              "Each overrides one definition of the model (`model/seams.py`), switched on by `RuntimeConfig.bugs`; "
+              "Each overrides one definition of the model (`model/seams.py`), switched on by a scenario's `seams`; "
               "the configurations name the suites that must catch it.", "",
               "| seam | overridden definition | what it does | configurations |", "|---|---|---|---|"]
     for name, s in sorted(seams.SEAMS.items()):
         if s.flink_key or s.origin:
             continue
-        names = ", ".join(f"`{v}`" for v, var in VARIANTS.items() if name in var.config.bugs) or "—"
+        names = ", ".join(f"`{v}`" for v, var in VARIANTS.items() if name in var.seams) or "—"
         lines.append(f"| `{name}` | `{s.definition}` | {_cell(s.description)} | {names} |")
     lines += ["", END]
     return "\n".join(lines)

@@ -1,14 +1,18 @@
-"""Rewrite counterexample files whose configuration (or focused machine's knobs) names a retired
-unsafe knob, or holds the fields that moved to the run's environment.
+"""Rewrite counterexample files written before parts of the configuration moved.
 
-Unsafe switches of ``RuntimeConfig`` became seams (``model.seams``): a knob at its unsafe
-value is now its seam in ``bugs``, at its safe value it is dropped
-(``model.cluster.RETIRED_KNOBS``, ``migrate_config``). The faults and operator actions a run
-may see, and their budgets (``max_failures``, ``max_checkpoints``, ``savepoints``, ...), left
-``RuntimeConfig`` for ``model.environment.Environment``: they move from the scenario's
-``config`` to its ``environment`` (``split_config``). This rewrites each file's header in
-place (atomically), keeping every other byte; the file's name (a hash of the run, not of the
-header) and its replay stay the same. Files that need nothing are left alone.
+* Unsafe switches of ``RuntimeConfig`` became seams (``model.seams``): a knob at its unsafe
+  value is now its seam, at its safe value it is dropped (``model.cluster.RETIRED_KNOBS``,
+  ``migrate_config``).
+* The seams a run switches on left the configuration (its ``bugs`` list) for the scenario's
+  ``seams``; a focused machine's ``bugs`` knob is its ``seams`` knob.
+* The faults and operator actions a run may see, and their budgets (``max_failures``,
+  ``max_checkpoints``, ``savepoints``, ...), left ``RuntimeConfig`` for
+  ``model.environment.Environment``: they move from the scenario's ``config`` to its
+  ``environment`` (``split_config``).
+
+This rewrites each file's header in place (atomically), keeping every other byte; the file's
+name (a hash of the run, not of the header) and its replay stay the same. Files that need
+nothing are left alone.
 
     python tools/migrate_knobs.py counterexamples/        # every .ndjson below, recursively
     python tools/migrate_knobs.py FILE.ndjson ...
@@ -29,16 +33,20 @@ from properties.safe_io import write_atomic  # noqa: E402
 
 
 def migrate_file(path: Path) -> bool:
-    """Rewrite ``path`` if its header's configuration names a retired knob or an environment
-    field; True if it did."""
+    """Rewrite ``path`` if its header's configuration names a retired knob, its seams or an
+    environment field (or a focused machine's knobs a retired knob); True if it did."""
     text = path.read_text(encoding="utf-8")
     first, sep, rest = text.partition("\n")
     header = json.loads(first)
     sc = header.get("scenario") or {}
     cfg = sc.get("config")
-    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS or k in ENVIRONMENT_FIELDS for k in cfg):
-        sc["config"], moved = split_config(migrate_config(cfg))
+    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS or k in ENVIRONMENT_FIELDS or k == "bugs" for k in cfg):
+        cfg, names = migrate_config(cfg)
+        sc["config"], moved = split_config(cfg)
         sc["environment"] = {**moved, **(sc.get("environment") or {})}
+        names = list(sc.get("seams") or ()) + [n for n in names if n not in (sc.get("seams") or ())]
+        if names:
+            sc["seams"] = names
     elif sc.get("kind") == "focused" and isinstance(sc.get("knobs"), dict) \
             and migrate_focused_knobs(sc.get("machine"), sc["knobs"]) != sc["knobs"]:
         sc["knobs"] = migrate_focused_knobs(sc["machine"], sc["knobs"])
