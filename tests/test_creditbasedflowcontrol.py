@@ -719,3 +719,16 @@ def test_the_viewer_reads_every_table_of_a_remote_channel():
 def test_is_event_is_the_event_classes_exactly():
     assert is_event(CheckpointBarrier(1, 0)) and is_event(CancelCheckpointMarker(1)) and is_event(END_OF_PARTITION)
     assert not is_event(REC) and not is_event(Watermark(1)) and not is_event(None)
+
+
+def test_the_kinds_of_held_buffers_are_distinct_letters_as_the_viewer_joins_them():
+    """The viewer shows a channel's held buffers as one letter each (``buffers``'s "held")."""
+    kinds = (EXCLUSIVE, FLOATING, UNBACKED)
+    assert all(isinstance(k, str) and len(k) == 1 for k in kinds) and len(set(kinds)) == 3
+    net = _placed(b=1, f=1)
+    net.queues[0].extend([REC, REC, REC])
+    net.floating[0] = 1
+    net.pool = [0]
+    for _ in range(3):
+        net.send(0)
+    assert net.buffers(0)["held"] == FLOATING + EXCLUSIVE + UNBACKED
