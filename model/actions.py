@@ -1363,8 +1363,8 @@ class RpcDeliverKind(_InFlightKind):
     def admits(self, c, a):
         why = _InFlightKind.admits(self, c, a)
         if why is None and not c.cp.net.deliverable(a.index):
-            why = (f"an earlier message of the same connection is in flight (RuntimeConfig.rpc_order="
-                   f"{c.config.rpc_order!r})")
+            why = (f"an earlier message of the same connection is in flight (Environment.rpc_order="
+                   f"{c.environment.rpc_order!r})")
         return why
 
     def drains(self, c, a):

@@ -115,7 +115,6 @@ __all__ = ["ActionNotEnabled", "Cluster", "JobInput", "JobState", "RuntimeConfig
            "drain_choice", "enabled_actions", "step"]
 
 CHECKPOINTING_MODES = ("exactly_once", "at_least_once")
-RPC_ORDERS = ("any", "connection")
 
 
 #: ``RuntimeConfig`` fields that were unsafe switches and are seams now: field -> (the unsafe
@@ -254,11 +253,6 @@ class RuntimeConfig:
     #: leadership (the LeaderLatch resets on RECONNECTED); true -- ZooKeeperUtils installs a
     #: SessionConnectionStateErrorPolicy: leadership is kept until the session is LOST.
     zookeeper_tolerate_suspended_connections: bool = False
-    #: which RPC may be delivered next: "any" (every message overtakes every other) or
-    #: "connection" (Pekko's order: one sender's messages to one receiver arrive in sending
-    #: order; different connections overtake each other). "connection" is Flink's transport;
-    #: "any" is a superset of its behaviours.
-    rpc_order: str = "any"
     #: ``slot.idle.timeout`` in heartbeat intervals (Flink: 50 s, five of its 10 s heartbeat
     #: intervals; here as many intervals as ``heartbeat_timeout``'s default): a free slot of the
     #: SlotPool idle this long, and not needed, is released to its TaskExecutor.
@@ -319,8 +313,6 @@ class RuntimeConfig:
             raise FlinkspecError(f"job_managers must be >= 1, not {self.job_managers}")
         if self.heartbeat_timeout < 1:
             raise FlinkspecError(f"heartbeat_timeout must be >= 1, not {self.heartbeat_timeout}")
-        if self.rpc_order not in RPC_ORDERS:
-            raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
         if self.slot_idle_timeout < 1:
             raise FlinkspecError(f"slot_idle_timeout must be >= 1, not {self.slot_idle_timeout}")
         if self.deployment_mode is not None:

@@ -190,7 +190,7 @@ class ControlPlane:
         self.setup = ControlPlaneSetup(c)
         self.ids = IdCounters()
         self.store = ha.ZooKeeperStore()
-        self.net = rpc.ConnectionOrderedNetwork() if cfg.rpc_order == "connection" else rpc.RpcNetwork()
+        self.net = rpc.ConnectionOrderedNetwork() if c.environment.rpc_order == "connection" else rpc.RpcNetwork()
         self.running: int | None = None
         self.quiet = 0
         self.storage: dict = {}

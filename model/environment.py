@@ -25,6 +25,10 @@ environment. Every action of an environment kind is offered only while its budge
 * ``max_idle_periods`` -- how many times the sources may go IDLE (SourceIdle); None =
   unbounded. Each IDLE/ACTIVE toggle puts a WatermarkStatus into the channels, so without a
   bound the toggles multiply the interleavings;
+* ``rpc_order`` -- which RPC the network may deliver next: "any" (every message may overtake
+  every other) or "connection" (Pekko's order, Flink's transport: one sender's messages to
+  one receiver arrive in sending order; different connections overtake each other). "any" is
+  a superset of Pekko's behaviours: what it adds is the network's doing, not Flink's;
 * ``rpc_capacity`` -- RPCs in flight at which the next heartbeat interval (Tick) waits; None =
   unbounded. Each Tick sends heartbeats, so without a bound the messages in flight, and the
   control plane's state space, grow without end;
@@ -57,6 +61,7 @@ from model.errors import FlinkspecError
 
 DEAD_LETTERS = ("on_delivery", "at_once")
 TRIGGER_DELIVERY = ("at_once", "any_order")
+RPC_ORDERS = ("any", "connection")
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -72,6 +77,7 @@ class Environment:
     max_checkpoint_rescales: int = 1
     rescale_options: tuple = ()
     max_idle_periods: int | None = None
+    rpc_order: str = "any"
     rpc_capacity: int | None = None
     dead_letters: str = "on_delivery"
     trigger_delivery: str = "at_once"
@@ -92,6 +98,8 @@ class Environment:
             raise FlinkspecError(f"rpc_capacity must be an int >= 1 or None, not {self.rpc_capacity!r}")
         if type(self.job_submissions) is not int or self.job_submissions < 0:
             raise FlinkspecError(f"job_submissions must be an int >= 0, not {self.job_submissions!r}")
+        if self.rpc_order not in RPC_ORDERS:
+            raise FlinkspecError(f"rpc_order must be one of {RPC_ORDERS}, not {self.rpc_order!r}")
         if self.dead_letters not in DEAD_LETTERS:
             raise FlinkspecError(f"dead_letters must be one of {DEAD_LETTERS}, not {self.dead_letters!r}")
         if self.trigger_delivery not in TRIGGER_DELIVERY:

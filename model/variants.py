@@ -626,8 +626,8 @@ _CP_ENV = dict(max_failures=5)
 #: interval only with no RPC in flight, RPCs in Pekko's per-connection order, a dead leader's
 #: RPCs to ResourceManagers and JobMasters dropped at once (docs/control-plane.md)
 _CP_SMALL = Small(records=0, checkpoints=0, failures=1, single_task=True,
-                  config=(("task_managers", 1), ("heartbeat_timeout", 1), ("rpc_order", "connection")),
-                  environment=(("rpc_capacity", 1), ("dead_letters", "at_once"),
+                  config=(("task_managers", 1), ("heartbeat_timeout", 1)),
+                  environment=(("rpc_order", "connection"), ("rpc_capacity", 1), ("dead_letters", "at_once"),
                                ("control_plane_faults", ("CrashJobManager",))))
 
 
