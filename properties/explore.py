@@ -449,17 +449,18 @@ class Level:
     def flush(self) -> None:
         """Write the states in memory to a file, in fingerprint order, as their traces (their
         runs disposed: rebuilt when expanded), and forget them; :func:`merged` reads them back."""
-        states, self.states = self.states, {}
+        states = self.states
 
         def records():
             for fp in sorted(states):
-                key, trace, run, sleep, drained = states.pop(fp)
-                _drop(run)
+                key, trace, _run, sleep, drained = states[fp]
                 yield fp, key, trace, sleep, drained
 
-        n = len(states)
-        self.files.append(write_records(self.spill, "level", records()))
-        self.spilled += n
+        self.files.append(write_records(self.spill, "level", records()))  # (past the disk bound: kept as it was)
+        for entry in states.values():
+            _drop(entry[2])
+        self.spilled += len(states)
+        self.states = {}
 
     def size(self) -> int:
         """The states this level reached so far (a state written to a file and reached again
@@ -847,13 +848,21 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, check
     if resume is not None:
         body = read_checkpoint(resume, scenario, reduce)
         seen = SeenSet((), spill)
-        adder = seen.adder()  # (the checkpoint's fingerprints are sorted)
-        for fp in body["seen"]:
-            adder.add(fp)
-        adder.close()
         frontier = [(t, None, z) for t, z in body["frontier"]]
         transitions, drained, depth, before = body["transitions"], body["drained"], body["depth"], body["seconds"]
-        del body
+        try:
+            adder = seen.adder()  # (the checkpoint's fingerprints are sorted)
+            for fp in body["seen"]:
+                adder.add(fp)
+            adder.close()
+            del body
+            if spill is not None and traces and len(frontier) > spill.level_budget:  # (in key order: its index)
+                n = len(frontier)
+                frontier = SpilledFrontier(spill, [write_records(spill, "frontier", (
+                    (i, t, z) for i, (t, _r, z) in enumerate(frontier)))], n)
+        except SpillLimit as e:
+            raise FlinkspecError(f"{resume}: the checkpoint's search does not fit the spill's disk ({e.reason}): "
+                                 "resume it with more --max-disk or --spill-memory") from None
     else:
         root = Run(scenario, track_goals=False)
         if root.violation is not None:
@@ -904,10 +913,7 @@ def _explore(scenario, limits, progress, reduce, levels, live: dict, stop, check
             # level's smallest)
             save()  # the boundary before this level: the level is expanded again on resume
             transitions += level.transitions
-            try:
-                _f, new, _d = _settle(level, seen, False, traces)
-            except SpillLimit:  # (reading only: a level written to disk is counted without writing)
-                new = 0
+            _f, new, _d = _settle(level, seen, False, traces)  # (counted only: nothing is written)
             return result("bounded", complete=False, limit=level.stopped, more=new)
         transitions += level.transitions
         depth += 1

@@ -255,8 +255,8 @@ def register_spill(sub) -> None:
     )
     p.add_argument("--variant", metavar="NAME", default="unaligned-savepoints-2pc",
                    help="the variant whose small scenario is searched (default unaligned-savepoints-2pc)")
-    p.add_argument("--max-memory", metavar="SIZE", default="250M",
-                   help="the memory limit of the second and third searches (default 250M)")
+    p.add_argument("--max-memory", metavar="SIZE", default="290M",
+                   help="the memory limit of the second and third searches (default 290M)")
     p.add_argument("--spill-memory", metavar="SIZE", default="8M",
                    help="memory for the states seen and the level being built before they go to disk (default 8M)")
     p.add_argument("--frontier", choices=("traces", "auto"), default="traces",
