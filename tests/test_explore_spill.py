@@ -9,7 +9,13 @@ from __future__ import annotations
 
 import errno
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import attrs
 import pytest
@@ -239,3 +245,27 @@ def test_cli_bad_spill_arguments_are_one_line(argv, needle, capsys):
     assert main(["explore", "--variant", "aligned-2pc", "--small", *argv]) == 2
     err = capsys.readouterr().err
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_sigterm_ends_a_spilling_search_and_removes_its_files(tmp_path):
+    """A search spilling at every level gets SIGTERM once its spill folder holds files: it
+    prints its row (bounded, stopped by SIGTERM), exits 130 and leaves no file behind."""
+    root = Path(__file__).resolve().parent.parent
+    env = dict(os.environ, FLINKSPEC_PROGRESS="0.3")
+    cmd = [sys.executable, "-m", "flinkspec", "explore", "--variant", "unaligned-2pc", "--max-seconds", "300",
+           "--frontier", "traces", "--spill-memory", "20K", "--spill-dir", str(tmp_path)]
+    p = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(f for d in tmp_path.iterdir() for f in d.iterdir()):  # the search has spilled
+            assert p.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "bounded" in out and "stopped by SIGTERM" in out and "spilled to disk" in out
+    assert "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
