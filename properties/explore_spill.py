@@ -69,12 +69,9 @@ class Spill:
     (``max_disk_label`` names the bound in a result)."""
 
     def __init__(self, memory: int, parent=None, max_disk: int | None = None, max_disk_label: str | None = None):
-        try:
-            self.dir = Path(tempfile.mkdtemp(prefix="flinkspec-explore-spill-",
-                                             dir=None if parent is None else str(parent)))
-        except OSError as e:
-            where = parent if parent is not None else tempfile.gettempdir()
-            raise FlinkspecError(f"cannot make the search's spill folder in {where}: {e.strerror or e}") from None
+        self.parent = None if parent is None else str(parent)
+        #: the folder, made when the first file is written (a search that never spills makes none)
+        self.dir: Path | None = None
         self.memory = memory
         #: fingerprints the seen set holds in memory before it is written out
         self.seen_budget = max(memory // 2 // SEEN_ENTRY, 1)
@@ -90,6 +87,13 @@ class Spill:
         self._names = 0
 
     def path(self, what: str) -> Path:
+        """A new file's path (the folder is made first if need be; if it cannot be: :class:`SpillLimit`)."""
+        if self.dir is None:
+            try:
+                self.dir = Path(tempfile.mkdtemp(prefix="flinkspec-explore-spill-", dir=self.parent))
+            except OSError as e:
+                where = self.parent if self.parent is not None else tempfile.gettempdir()
+                raise SpillLimit(f"no spill folder in {where}: {e.strerror or e}") from None
         self._names += 1
         self.written[what] += 1
         return self.dir / f"{what}-{self._names}"
@@ -123,7 +127,8 @@ class Spill:
 
     def close(self) -> None:
         """Remove the folder and every file in it."""
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _fp_blocks(fps) -> "iter[bytes]":

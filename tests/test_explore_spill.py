@@ -269,3 +269,14 @@ def test_sigterm_ends_a_spilling_search_and_removes_its_files(tmp_path):
     assert "bounded" in out and "stopped by SIGTERM" in out and "spilled to disk" in out
     assert "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_spill_folder_that_cannot_be_made_ends_the_search_bounded_when_it_is_needed(tmp_path):
+    sc = _small("aligned-2pc")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    # a budget the search never passes: no folder is needed, none is made
+    assert _figures(explore(sc, Limits(spill_memory=1 << 30, spill_dir=str(not_a_folder)))) == \
+        _figures(explore(sc, Limits(spill=False)))
+    r = explore(sc, Limits(spill_memory=TINY, spill_dir=str(not_a_folder)))
+    assert r.verdict == "bounded" and r.limit.startswith(f"no spill folder in {not_a_folder}")
