@@ -274,6 +274,8 @@ def test_a_client_s_operations_get_zookeeper_s_answers_one_by_one():
         (s.exists, ("/a/b",), {}, False),
         (s.create, ("/a/c",), {}, "/a/c"),                         # a persistent node takes children
         (s.create, ("/a/c/d",), {}, "/a/c/d"),
+        (s.delete, ("/a/c/d",), {}, None),                         # unconditional
+        (s.create, ("/a/c/d", 2), {}, "/a/c/d"),
         (s.create, ("/e",), {"ephemeral": True, "session": sid}, "/e"),
         (s.create, ("/e/c",), {}, "NOCHILDRENFOREPHEMERALS"),
         (s.create, ("/f",), {"ephemeral": True, "session": sid + 1}, "SESSIONEXPIRED"),
