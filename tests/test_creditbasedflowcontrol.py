@@ -10,6 +10,7 @@ The network family's small scenario::
 
 from __future__ import annotations
 
+from collections import deque
 from types import SimpleNamespace
 
 import attrs
@@ -343,13 +344,18 @@ def test_a_new_stack_has_no_remote_channel_yet_and_full_gate_pools():
     assert net.remote == [False] * 3 and net.conn_of == [-1] * 3
     for table in (net.arrived, net.credit, net.unannounced, net.required, net.exclusive, net.floating):
         assert table == [0, 0, 0]
-    assert [list(h) for h in net.held] == [[], [], []] and net.held[0] is not net.held[1]
+    assert net.held == [deque(), deque(), deque()] and net.held[0] is not net.held[1]
     assert net.waiting == [False] * 3
     assert net.pool == [3, 3] and net.listeners == [[], []] and net.listeners[0] is not net.listeners[1]
     assert net.staged == []
     assert (net.buffers_per_channel, net.floating_per_gate, net.aligned_blocks) == (2, 3, True)
     assert net.credit_based is True and net.reader_checks_credit is True
     assert net.is_credit_based is True and net.checks_credit is True
+
+
+def test_a_stack_without_input_gates_has_no_channel_in_a_gate():
+    net = _net(n=2, gates=[])
+    assert net.gate_of == [-1, -1] and net.gate_channels == () and net.pool == [] and net.listeners == []
 
 
 def test_the_flags_are_read_from_their_definitions_when_the_stack_is_built():
