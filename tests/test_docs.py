@@ -102,6 +102,9 @@ DECLARED = {
     ".venv/bin/flinkspec spark-replay --runs 2000 --master spark://127.0.0.1:7077 --out /tmp/replay":
         ("parse", 0, None),
     ".venv/bin/flinkspec bench spark --runs 20000": ("small", 0, {"--runs": "40", "--engine": "standin"}),
+    # three searches of 241,661 states: ~25 minutes
+    ".venv/bin/flinkspec bench spill": ("small", 0, {"--variant": "aligned-2pc", "--max-memory": "1G",
+                                                     "--spill-memory": "2K"}),
     ".venv/bin/flinkspec check --job examples/orders-append.toml": ("run", 1, None),
     ".venv/bin/flinkspec check --job examples/orders-2pc.toml": ("run", 0, None),
     # real Flink MiniClusters for ~5 minutes: tests/differential/test_conform_vs_flink.py (slow, flink) runs it
@@ -252,8 +255,10 @@ def _small_argument_commands() -> list:
     """The long commands, on their small arguments; ``bench spark`` only in the slow run: it
     starts two Spark sessions of its own whatever the runs (about 40 s of session start-up;
     the default run's Spark tests start theirs once, and test_spark_replay.py's
-    ``test_bench_spark_same_fingerprint_three_ways`` holds the bench to its figures)."""
-    return [pytest.param(c, marks=pytest.mark.slow) if " bench spark" in c else c
+    ``test_bench_spark_same_fingerprint_three_ways`` holds the bench to its figures); ``bench
+    spill`` too: three fresh interpreters take about 6 s even on the smallest space
+    (tests/test_explore_spill.py compares the spilled and in-memory searches in process)."""
+    return [pytest.param(c, marks=pytest.mark.slow) if " bench spark" in c or " bench spill" in c else c
             for c in sorted(c for c, d in DECLARED.items() if d[0] == "small")]
 
 
