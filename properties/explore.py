@@ -99,7 +99,7 @@ from model.errors import FlinkspecError
 from model.variants import Scenario, Variant, small_scenario
 from properties.engines import Run
 from properties.explore_spill import (
-    BLOCK, SeenSet, Spill, SpilledFrontier, SpillLimit, read_records, write_records)
+    BLOCK, MAX_FILES, SeenSet, Spill, SpilledFrontier, SpillLimit, merge_files, read_records, write_records)
 from properties.safe_io import write_atomic
 
 
@@ -464,6 +464,10 @@ class Level:
             _drop(entry[2])
         self.spilled += len(states)
         self.states = {}
+        if len(self.files) > MAX_FILES:  # one file of them, each state once
+            self.files = [merge_files(self.spill, "level", self.files, _first, lambda stream: (
+                (fp, k, t, z, d) for fp, k, t, _r, z, d in _grouped((r[0], r[1], r[2], None, r[3], r[4])
+                                                                     for r in stream)))]
 
     def size(self) -> int:
         """The states this level reached so far (a state written to a file and reached again
@@ -479,6 +483,10 @@ def merged(level: Level):
     states = level.states
     sources.append((fp, *states[fp]) for fp in sorted(states))
     return _grouped(heapq.merge(*sources, key=lambda r: r[0]) if len(sources) > 1 else sources[0])
+
+
+def _first(record):
+    return record[0]
 
 
 def _grouped(stream):
@@ -789,7 +797,7 @@ def _settle(level: Level, seen: SeenSet, keep: bool, traces: bool):
         for done in (False, True):
             for r in (stream if not done else ()):
                 batch.append(r)
-                if len(batch) < BLOCK:
+                if len(batch) < min(BLOCK, spill.level_budget):
                     continue
                 new, drained = _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained)
                 batch = []
@@ -826,6 +834,8 @@ def _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained
         if traces and len(buf) > spill.level_budget:
             chunks.append(_chunk(spill, buf))
             buf.clear()
+            if len(chunks) > MAX_FILES:
+                chunks[:] = [merge_files(spill, "frontier", chunks, _first)]
     return new, drained
 
 

@@ -48,10 +48,13 @@ SEEN_ENTRY = 100
 LEVEL_ENTRY = 500
 #: runs of the seen set kept before they are merged into one
 MAX_RUNS = 8
-#: fingerprints read from a run at a time, and candidates looked up at a time
-BLOCK = 1 << 16
+#: fingerprints read from a run at a time (128 KB), and at most the candidates looked up at a time
+BLOCK = 1 << 13
 #: records pickled at a time
 BATCH = 1024
+#: files of one level, or chunks of one frontier, read at once before they are merged into one
+#: (each open file holds a batch of records in memory)
+MAX_FILES = 32
 
 
 class SpillLimit(Exception):
@@ -350,6 +353,17 @@ def read_records(path: Path):
             except EOFError:
                 return
             yield from batch
+
+
+def merge_files(spill: Spill, what: str, files: list, key, combine=None) -> tuple:
+    """The record files ``files`` (``(path, bytes)``, each in ``key`` order) merged into one new
+    file (``combine``: what makes of the merged stream, e.g. one record a state); the old files
+    removed."""
+    stream = heapq.merge(*(read_records(p) for p, _b in files), key=key)
+    out = write_records(spill, what, combine(stream) if combine is not None else stream)
+    for p, b in files:
+        spill.remove(p, b)
+    return out
 
 
 class SpilledFrontier:

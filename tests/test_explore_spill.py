@@ -280,3 +280,23 @@ def test_a_spill_folder_that_cannot_be_made_ends_the_search_bounded_when_it_is_n
         _figures(explore(sc, Limits(spill=False)))
     r = explore(sc, Limits(spill_memory=TINY, spill_dir=str(not_a_folder)))
     assert r.verdict == "bounded" and r.limit.startswith(f"no spill folder in {not_a_folder}")
+
+
+def test_the_files_of_a_level_and_of_a_frontier_are_merged_past_a_bound(case, tmp_path, monkeypatch):
+    """Each level file and frontier chunk is read at once: past ``MAX_FILES`` they are merged
+    into one (a level's records of one state combined by the search's rule), so a budget far
+    below a level's size opens few files, with the figures of the search in memory."""
+    from properties import explore as E
+
+    sc, whole = case
+    monkeypatch.setattr(E, "MAX_FILES", 3)
+    most = [0]
+
+    def count(_p):
+        for d in tmp_path.iterdir():
+            names = [f.name for f in d.iterdir()]
+            most[0] = max(most[0], sum(n.startswith(("level-", "frontier-")) for n in names))
+
+    r = explore(sc, Limits(frontier="traces", spill_memory=TINY, spill_dir=str(tmp_path)), progress=count)
+    assert _figures(r) == _figures(whole)
+    assert 0 < most[0] <= 3 + 1  # the frontier's chunks after a level (its level's files are removed)
