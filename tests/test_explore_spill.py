@@ -22,6 +22,7 @@ import pytest
 
 from flinkspec.cli import main
 from model.variants import small_scenario, variant
+from properties import explore as E
 from properties import explore_spill as S
 from properties.explore import Limits, SearchCheckpoint, StopRequest, explore
 from properties.explore_workers import ProcessLevels
@@ -286,8 +287,6 @@ def test_the_files_of_a_level_and_of_a_frontier_are_merged_past_a_bound(case, tm
     """Each level file and frontier chunk is read at once: past ``MAX_FILES`` they are merged
     into one (a level's records of one state combined by the search's rule), so a budget far
     below a level's size opens few files, with the figures of the search in memory."""
-    from properties import explore as E
-
     sc, whole = case
     monkeypatch.setattr(E, "MAX_FILES", 3)
     most = [0]
