@@ -17,6 +17,8 @@ fingerprint set and state queue keep them (``properties.explore``; ``Limits.spil
   budget holds, written in trace-key order in sorted chunks and read back, merged, in that
   order when the next level is expanded (``properties.explore.Rebuilder`` rebuilds each state
   from its trace).
+* Every file of a level or chunk of a frontier is open while they are merged, each holding a
+  batch of records: past ``MAX_FILES`` they are merged into one (:func:`merge_files`).
 
 Every file lives in one folder made for the search (``tempfile.mkdtemp`` under
 ``Limits.spill_dir``, or the system's temporary folder), removed when the search ends, by a
