@@ -792,17 +792,16 @@ def _settle(level: Level, seen: SeenSet, keep: bool, traces: bool):
     new = drained = 0
     stream = merged(level)
     level.states = {}  # (the runs are in the stream now)
+    size = min(BLOCK, spill.level_budget)  # (the candidates looked up at a time)
     try:
         batch: list = []
-        for done in (False, True):
-            for r in (stream if not done else ()):
-                batch.append(r)
-                if len(batch) < min(BLOCK, spill.level_budget):
-                    continue
+        for r in stream:
+            batch.append(r)
+            if len(batch) == size:
                 new, drained = _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained)
                 batch = []
-            if done and batch:
-                new, drained = _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained)
+        if batch:
+            new, drained = _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained)
     finally:
         lookup.close()
     level.remove_files()
@@ -818,6 +817,8 @@ def _settle(level: Level, seen: SeenSet, keep: bool, traces: bool):
 
 
 def _settle_batch(batch, lookup, adder, buf, chunks, spill, traces, new, drained):
+    """A batch of ``_settle``'s stream (in fingerprint order): those found on disk dropped, the
+    others counted and, unless only counted, added to the seen set and the next frontier."""
     digests = [bytes.fromhex(r[0]) for r in batch]
     known = lookup.known(digests) if lookup.cursors else ()
     for d, (fp, key, trace, run, sleep, is_drained) in zip(digests, batch):
