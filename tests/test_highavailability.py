@@ -265,11 +265,11 @@ def test_a_client_s_operations_get_zookeeper_s_answers_one_by_one():
         (s.children, ("/a",), {}, ["b"]),
         (s.children, ("/",), {}, ["a", "p"]),
         (s.children, ("/nope",), {}, "NONODE"),
+        (s.delete, ("/a",), {}, "NOTEMPTY"),
+        (s.delete, ("/a/b", 1), {}, "BADVERSION"),
         (s.get, ("/nope",), {}, "NONODE"),
         (s.set_data, ("/nope", 1), {}, "NONODE"),
         (s.delete, ("/nope",), {}, "NONODE"),
-        (s.delete, ("/a",), {}, "NOTEMPTY"),
-        (s.delete, ("/a/b", 1), {}, "BADVERSION"),
         (s.delete, ("/a/b", 2), {}, None),
         (s.exists, ("/a/b",), {}, False),
         (s.create, ("/a/c",), {}, "/a/c"),                         # a persistent node takes children
