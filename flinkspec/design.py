@@ -42,6 +42,7 @@ import attrs
 from model import seams as _seams
 from model.cluster import RuntimeConfig
 from model.environment import FIELDS as ENVIRONMENT_FIELDS
+from model.scope import FIELDS as SCOPE_FIELDS
 from model.errors import FlinkspecError
 from model.jobfile import load_job_file
 from model.variants import VARIANTS, Small, job_variant, register, unregister as forget_variants
@@ -130,13 +131,14 @@ def invariant(name: str, *, kind: str, statement: str, concept: str = "design", 
 
 def variant(name: str, description: str, *, base: str | None = None, job: str | None = None, seams=(),
             expected="pass", config: dict | None = None, environment: dict | None = None,
-            small: Small | None = None, max_steps: int | None = None) -> None:
+            scope: dict | None = None, small: Small | None = None, max_steps: int | None = None) -> None:
     """Declare the variant ``name``: the built-in variant ``base`` (``flinkspec check --list``)
     or the job file ``job`` (a path relative to the design file), with the ``seams`` switched
     on (their names, or the decorated replacements), the ``RuntimeConfig`` fields of ``config``
-    (Flink's configuration) and the ``Environment`` fields of ``environment`` (the faults and
-    operator actions a run may see, and their budgets) changed, and the verdict ``expected``
-    of a search: ``"pass"`` or invariant names."""
+    (Flink's configuration), the ``Environment`` fields of ``environment`` (the faults and
+    operator actions a run may see, and their budgets) and the ``ModelScope`` fields of
+    ``scope`` (which mechanisms are modelled, how coarsely) changed, and the verdict
+    ``expected`` of a search: ``"pass"`` or invariant names."""
     from spec.invariant import REGISTRY  # lazy: the spec layer is loaded with the engines
 
     d = _here()
@@ -166,20 +168,26 @@ def variant(name: str, description: str, *, base: str | None = None, job: str | 
             raise DesignError(f"{what}: config key {k!r} is not a RuntimeConfig field"
                               + (" (switch seams with seams=)" if k == "bugs" else
                                  " (it is the run's environment: give it in environment=)"
-                                 if k in ENVIRONMENT_FIELDS else ""))
+                                 if k in ENVIRONMENT_FIELDS else
+                                 " (it is the model's scope: give it in scope=)" if k in SCOPE_FIELDS else ""))
     for k in environment or {}:
         if k not in ENVIRONMENT_FIELDS:
             raise DesignError(f"{what}: environment key {k!r} is not an Environment field (known: "
                               f"{', '.join(ENVIRONMENT_FIELDS)})")
+    for k in scope or {}:
+        if k not in SCOPE_FIELDS:
+            raise DesignError(f"{what}: scope key {k!r} is not a ModelScope field (known: {', '.join(SCOPE_FIELDS)})")
     try:
         cfg = attrs.evolve(b.config, **(config or {}))
         on = _seams.check(tuple(dict.fromkeys(b.seams + tuple(names))))
         env = attrs.evolve(b.environment, **(environment or {}))
+        sco = attrs.evolve(b.scope, **(scope or {}))
+        sco.check(cfg)
     except (FlinkspecError, TypeError, ValueError) as e:
         raise DesignError(f"{what}: {e}") from None
     switches = tuple(k for k in b.switches
                      if k == "sink_kind" or getattr(cfg, k) != getattr(RuntimeConfig(), k))
-    v = attrs.evolve(b, name=name, description=description, expected=exp, config=cfg, environment=env, seams=on, flink_key=None,
+    v = attrs.evolve(b, name=name, description=description, expected=exp, config=cfg, environment=env, scope=sco, seams=on, flink_key=None,
                      switches=switches, origin=d.path, small=small or b.small,
                      max_steps=max_steps or b.max_steps)
     try:

@@ -183,7 +183,7 @@ class ActionKind:
     optional: bool = True
     drain: int | None = None
     #: whether the kind belongs to the control plane (offered only with
-    #: ``RuntimeConfig.control_plane``: a data-plane run never even forms its candidates)
+    #: ``ModelScope.control_plane``: a data-plane run never even forms its candidates)
     control_plane: bool = False
     #: whether the kind belongs to the deployment modes (offered only with
     #: ``RuntimeConfig.deployment_mode``, and then alone: ``model.clusterentrypoint``)
@@ -371,7 +371,7 @@ class DeliverKind(ActionKind):
         task = c.tasks[net.consumer_of[ch]]
         if task.status != RUNNING:
             return f"consumer task {task.subtask.name} is {task.status}"
-        cap = c.config.channel_capacity
+        cap = c.scope.channel_capacity
         if net.network:
             if net.backpressured(task.barrier_outputs, cap):
                 return f"consumer task {task.subtask.name} is back-pressured (an output subpartition is full)"
@@ -456,7 +456,7 @@ class _SourceKind(ActionKind):
         if t.status != RUNNING:
             return f"{t.subtask.name} is {t.status}"
         if self.needs_free_output:
-            cap = c.config.channel_capacity
+            cap = c.scope.channel_capacity
             if c.net.network:
                 if c.net.backpressured(t.barrier_outputs, cap):
                     return f"{t.subtask.name} is back-pressured (an output subpartition is full)"
@@ -1123,7 +1123,7 @@ class DiscardFileKind(ActionKind):
 
     def describe(self, c, a):
         return f"the state file {a.path} is deleted ({c.storage.scheduled[a.path]})"
-# -- the control plane (model/controlplane.py): offered only with RuntimeConfig.control_plane ---
+# -- the control plane (model/controlplane.py): offered only with ModelScope.control_plane ---
 
 @attrs.frozen(slots=True)
 class RpcDeliver:
@@ -1287,7 +1287,7 @@ class _ControlPlaneKind(ActionKind):
     color = "#555"
 
     def precondition(self, c):
-        return None if c.cp is not None else "the control plane is off (RuntimeConfig.control_plane)"
+        return None if c.cp is not None else "the control plane is off (ModelScope.control_plane)"
 
     #: the action is a notification of the HA services (drawn as an arrow from their lane)
     from_ha = False
@@ -1387,7 +1387,7 @@ class _ControlPlaneFault(_ControlPlaneKind):
 
     def precondition(self, c):
         if c.cp is None:
-            return "the control plane is off (RuntimeConfig.control_plane)"
+            return "the control plane is off (ModelScope.control_plane)"
         return _fault_refused(self, c)
 
     def apply(self, c, a):

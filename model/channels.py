@@ -19,7 +19,7 @@ priority events at the head go first; a blocking partition is read only after it
 finished, from ``read_pos`` on.
 
 Deliberately left out: network buffers and credits as numbers (a channel's capacity counts
-elements, see ``RuntimeConfig.channel_capacity``), buffer debloating, local vs remote channels.
+elements, see ``ModelScope.channel_capacity``), buffer debloating, local vs remote channels.
 This is the default, coarse mode; ``model.creditbasedflowcontrol.CreditBasedChannels`` (with
 ``RuntimeConfig.buffers_per_channel``) adds them.
 """

@@ -54,6 +54,7 @@ import attrs
 
 from model import actions as A
 from model import seams, sinks, slotsharing
+from model.scope import ModelScope
 from model.seams import check as seams_check
 from model.channels import Channels
 from model.creditbasedflowcontrol import CreditBasedChannels
@@ -207,7 +208,6 @@ class RuntimeConfig:
     #: checkpoint never fails the job over), as the model was before the manager was modelled, so
     #: that a CheckpointTimeout stays no failover in every scenario that does not set it.
     tolerable_failed_checkpoints: int | None = None
-    channel_capacity: int = 4
     #: ``taskmanager.network.memory.buffers-per-channel``: the exclusive buffers of each remote
     #: input channel. Set, it switches on the network stack's credit-based flow control
     #: (``model.creditbasedflowcontrol``: buffers, credits and backlog per channel); None (the
@@ -239,11 +239,7 @@ class RuntimeConfig:
     incremental: bool = False
     #: ``execution.state-recovery.claim-mode`` of a restart from a savepoint: CLAIM or NO_CLAIM.
     restore_mode: str = "NO_CLAIM"
-    # -- the control plane (model/controlplane.py) --
-    #: whether the FLIP-6 control plane is modelled: JobManager processes under leader
-    #: election, ResourceManager/SlotManager, JobMaster/SlotPool, TaskExecutors, RPCs over an
-    #: unreliable network, heartbeats, the HA store. Off: the data plane alone, as before.
-    control_plane: bool = False
+    # -- the control plane (model/controlplane.py; ModelScope.control_plane switches it on) --
     #: JobManager processes contending for leadership (control plane only).
     job_managers: int = 2
     #: heartbeat intervals (Tick actions) without an answer after which a peer is lost.
@@ -280,8 +276,6 @@ class RuntimeConfig:
             raise FlinkspecError(f"checkpointing_mode must be one of {CHECKPOINTING_MODES}, not {self.checkpointing_mode!r}")
         if self.unaligned and self.checkpointing_mode != "exactly_once":
             raise FlinkspecError("unaligned checkpoints need checkpointing_mode 'exactly_once' (Flink: FLINK-18403)")
-        if self.channel_capacity < 1:
-            raise FlinkspecError(f"channel_capacity must be >= 1, not {self.channel_capacity}")
         if self.buffers_per_channel is not None and (type(self.buffers_per_channel) is not int
                                                      or self.buffers_per_channel < 1):
             raise FlinkspecError(f"buffers_per_channel must be an int >= 1 or None (the coarse channels), "
@@ -319,9 +313,6 @@ class RuntimeConfig:
             if self.deployment_mode not in DEPLOYMENT_MODES:
                 raise FlinkspecError(f"deployment_mode must be one of {DEPLOYMENT_MODES} or None, "
                                      f"not {self.deployment_mode!r}")
-            if self.control_plane:
-                raise FlinkspecError("deployment_mode and control_plane cannot be combined (the deployment "
-                                     "modes model their own ResourceManager and JobMasters)")
             if self.slots_per_task_manager is not None and (type(self.slots_per_task_manager) is not int
                                                             or self.slots_per_task_manager < 1):
                 raise FlinkspecError(f"slots_per_task_manager must be an int >= 1 or None, "
@@ -422,10 +413,13 @@ class Cluster:
     strategy, the operators by name) is read through properties, not held."""
 
     def __init__(self, execution_graph, job_input: JobInput, config: RuntimeConfig | None = None, seed: int = 0,
-                 environment: Environment | None = None, seams: tuple = ()):
+                 environment: Environment | None = None, seams: tuple = (), scope: ModelScope | None = None):
         self.eg = execution_graph
         self.job_input = job_input
         self.config = config or RuntimeConfig()
+        #: which mechanisms this run models and how coarsely (``model.scope``)
+        self.scope = scope or ModelScope()
+        self.scope.check(self.config)
         #: the seams this run switches on, by name (``model.seams``): each overrides one
         #: definition of the model -- a re-introduced Flink bug (its FLINK key), a known-unsafe
         #: change, or a user's design (``flinkspec.design``); they act in its steps
@@ -462,7 +456,7 @@ class Cluster:
         self._install(execution_graph)
         #: the control plane (model.controlplane), or None: a data-plane run has none (and its
         #: fingerprint has no such field)
-        if self.config.control_plane:
+        if self.scope.control_plane:
             self.cp = ControlPlane(self)
             for t in self.tasks:
                 t.status = "CREATED"  # deployed by a JobMaster once it holds slots
@@ -483,9 +477,9 @@ class Cluster:
     @classmethod
     def from_scenario(cls, scenario) -> "Cluster":
         """Deploy ``scenario`` (``model.variants.Scenario``: graph, job input, config, environment,
-        seed, seams)."""
+        seed, seams, scope)."""
         return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed,
-                   environment=scenario.environment, seams=scenario.seams)
+                   environment=scenario.environment, seams=scenario.seams, scope=scenario.scope)
 
     #: the control plane (an instance attribute only when it is on)
     cp = None
@@ -1045,7 +1039,7 @@ class Cluster:
     def outputs_free(self, task: StreamTask) -> bool:
         """Back-pressure: a task starts on its next element only while every pipelined output
         channel has a free buffer (blocking partitions are written to disk, unbounded)."""
-        cap = self.config.channel_capacity
+        cap = self.scope.channel_capacity
         if self.net.network:  # only the unsent buffers count (model.creditbasedflowcontrol)
             return not self.net.backpressured(task.barrier_outputs, cap)
         for q in task.out_deques:

@@ -9,7 +9,7 @@ job leader it knows -- and a new leader restores the job from the HA store: the 
 the checkpoint ID counter and the latest completed checkpoint; a job with a result in the
 JobResultStore is never run again.
 
-State (:class:`ControlPlane`, ``Cluster.cp``; None while ``RuntimeConfig.control_plane`` is
+State (:class:`ControlPlane`, ``Cluster.cp``; None while ``ModelScope.control_plane`` is
 off, so a data-plane scenario has no control-plane state or actions):
 
 * ``store``: the :class:`model.highavailability.ZooKeeperStore` (leader latch, leader

@@ -50,7 +50,7 @@ followed:
 
 A *local* channel (both ends on one TaskManager) is a ``LocalInputChannel``: it reads the
 subpartition directly, as in the coarse mode. Every channel's unsent buffers are bounded by
-``RuntimeConfig.channel_capacity`` (the producer's ``LocalBufferPool``: Flink's
+``ModelScope.channel_capacity`` (the producer's ``LocalBufferPool``: Flink's
 ``taskmanager.network.memory.max-buffers-per-channel``), which is the back-pressure on the
 producer.
 

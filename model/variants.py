@@ -29,6 +29,7 @@ from model.environment import Environment, split_config
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.jobfile import JobFile, generate_input
 from model.rescaling import rescale_graph
+from model.scope import ModelScope, split_scope
 from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
 
 DEFAULT_SINK = "two_phase_commit"
@@ -47,15 +48,22 @@ class Scenario:
     #: the seams the run switches on, by name (``model.seams``): not Flink's configuration but
     #: the changes to the model's definitions a known-unsafe variant or a design makes
     seams: tuple = attrs.field(default=(), converter=tuple)
+    #: which mechanisms the run models and how coarsely (``model.scope``)
+    scope: ModelScope = ModelScope()
+
+    def __attrs_post_init__(self):
+        self.scope.check(self.config)
 
     def with_settings(self, **fields) -> "Scenario":
         """This scenario with ``fields`` changed: ``seams`` (the seams switched on), each
-        ``Environment`` field (the faults and operator actions) or else a ``RuntimeConfig`` field
-        (Flink's configuration)."""
+        ``ModelScope`` field (what is modelled), each ``Environment`` field (the faults and
+        operator actions) or else a ``RuntimeConfig`` field (Flink's configuration)."""
         on = fields.pop("seams", self.seams)
+        fields, scope = split_scope(fields)
         config, env = split_config(fields)
         return attrs.evolve(self, config=attrs.evolve(self.config, **config),
-                            environment=attrs.evolve(self.environment, **env), seams=on)
+                            environment=attrs.evolve(self.environment, **env), seams=on,
+                            scope=attrs.evolve(self.scope, **scope))
 
 
 @attrs.frozen(slots=True, kw_only=True)
@@ -113,6 +121,8 @@ class Variant:
     environment: Environment = Environment()
     #: the seams its runs switch on (``model.seams``, ``Scenario.seams``)
     seams: tuple = attrs.field(default=(), converter=tuple)
+    #: which mechanisms its runs model and how coarsely (``model.scope``, ``Scenario.scope``)
+    scope: ModelScope = ModelScope()
     flink_key: str | None = None
     #: random-walk step budget before the run is drained.
     max_steps: int = 400
@@ -141,7 +151,7 @@ class Variant:
     def kind(self) -> str:
         """The catalog kind (``model.catalog.KINDS``): ``control-plane`` when the control plane
         runs, ``state-backend`` for the storage scenarios, else ``cluster``."""
-        if self.config.control_plane:
+        if self.scope.control_plane:
             return "control-plane"
         return "state-backend" if self.family == "state_backend" else "cluster"
 
@@ -382,12 +392,13 @@ def generate(variant: Variant, seed: int) -> Scenario:
     if variant.job is not None:
         job = variant.job
         return Scenario(graph=job.graph, job_input=generate_input(job.graph, job.input, seed), config=job.config,
-                        seed=seed, environment=job.environment, seams=variant.seams)
+                        seed=seed, environment=job.environment, seams=variant.seams,
+                        scope=variant.scope)
     rng = random.Random(f"{variant.name}:{seed}")
     sink_kind = variant.sink_kind
     if variant.family == "keyed":
         graph = _keyed_job(rng, sink_kind, upsert_safe=sink_kind == "upsert")
-    elif variant.family == "blocking" and variant.config.control_plane:
+    elif variant.family == "blocking" and variant.scope.control_plane:
         # the control plane's blocking variants need regions apart (a producer region that
         # finishes and idles its slots, consumers deployed after it): never the cyclic job
         graph = _blocking_job(rng, sink_kind, cyclic=False)
@@ -396,7 +407,8 @@ def generate(variant: Variant, seed: int) -> Scenario:
     if variant.family == "deployment":
         src = graph.operators[0]
         return Scenario(graph=graph, job_input=JobInput({"source": tuple(() for _ in range(src.parallelism))}),
-                        config=variant.config, seed=seed, environment=variant.environment, seams=variant.seams)
+                        config=variant.config, seed=seed, environment=variant.environment, seams=variant.seams,
+                        scope=variant.scope)
     negative = variant.family == "keyed" and rng.random() < 0.3
     # state backends: fewer records (the storage mechanisms need checkpoints, stops and
     # restarts, not long inputs; short runs keep the walks and their shrinking cheap)
@@ -408,7 +420,7 @@ def generate(variant: Variant, seed: int) -> Scenario:
         env = attrs.evolve(env, rescale_options=_rescale_options(
             graph, ("agg", "source") if variant.family == "rescale_source" else ("agg",)))
     return Scenario(graph=graph, job_input=job_input, config=variant.config, seed=seed, environment=env,
-                    seams=variant.seams)
+                    seams=variant.seams, scope=variant.scope)
 
 
 def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
@@ -484,7 +496,7 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
     elif variant.family == "rescale_source":
         env = attrs.evolve(env, rescale_options=(("agg", (2,)), ("source", (1, 2))))
     return Scenario(graph=graph, job_input=JobInput({"source": splits}), config=config, seed=seed, environment=env,
-                    seams=variant.seams)
+                    seams=variant.seams, scope=variant.scope)
 
 
 _F = dict(max_failures=2)
@@ -533,9 +545,9 @@ _add(Variant(name="aligned-2pc-restart-all", description="as aligned-2pc with re
 _add(Variant(name="concurrent-checkpoints-2pc", description="aligned exactly-once with two concurrent "
              "checkpoints (subsumption)", config=RuntimeConfig(max_concurrent_checkpoints=2), environment=Environment(**_F), small=Small(checkpoints=2)))
 _add(Variant(name="unaligned-2pc", description="unaligned checkpoints with channel state, 2PC sink",
-             config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(**_F)))
+             scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True), environment=Environment(**_F)))
 _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
-             "(aligned-checkpoint-timeout)", config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3), environment=Environment(**_F)))
+             "(aligned-checkpoint-timeout)", scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4), environment=Environment(**_F)))
 #: an aligned savepoint overtaken by an unaligned checkpoint at the keyed operator (two input
 #: channels, from two map subtasks): two triggers, and one record -- in flight on one map->agg
 #: channel while the barriers pass it -- is enough (FLINK-20645 is found in this scenario, so
@@ -545,7 +557,7 @@ _SAVEPOINT_OVERTAKEN_SMALL = Small(checkpoints=2, records=1)
 #: larger of the catalog's two largest small spaces (cp-two-stage's is the other)
 _add(Variant(name="unaligned-savepoints-2pc", description="unaligned checkpoints concurrent with aligned "
              "savepoints through a two-stage job (the safe twin of FLINK-20645)", family="two_stage",
-             config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL))
+             scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="upsert-sink", description="idempotent upsert sink keyed like its input, task failures",
              sink_kind="upsert", config=RuntimeConfig(), environment=Environment(**_F)))
 _add(Variant(name="blocking-region-failover", description="blocking exchange, pipelined regions, "
@@ -562,7 +574,7 @@ _add(Variant(name="rescale-savepoint", description="stop-with-savepoint and rest
 _add(Variant(name="rescale-unaligned-checkpoint", description="unaligned checkpoints; the job is resubmitted "
              "from its latest checkpoint, in-flight data included, with another parallelism (channel state "
              "reassigned by SubtaskStateMapper)", family="rescale",
-             config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(rescale_from_checkpoints=True, max_failures=1),
+             scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True), environment=Environment(rescale_from_checkpoints=True, max_failures=1),
              max_steps=500, small=_RESCALE_SMALL))
 
 # -- known-unsafe configurations -------------------------------------------------------------
@@ -572,7 +584,7 @@ _add(Variant(name="at-least-once-2pc", description="at-least-once barrier tracki
              config=RuntimeConfig(checkpointing_mode="at_least_once"), environment=Environment(**_F), small=Small(sources=2)))
 _add(Variant(name="unaligned-without-channel-state", description="unaligned checkpoints that drop the "
              "in-flight data", expected=("consistent_cut",),
-             seams=("unaligned-drops-channel-state",), config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(**_F)))
+             seams=("unaligned-drops-channel-state",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True), environment=Environment(**_F)))
 _add(Variant(name="append-sink-under-failures", description="a plain append sink: output written before a "
              "failure is written again after the restore", expected=("committed_output_within_reference",
                                                                         "exactly_once", "window_results_exactly_once"),
@@ -596,18 +608,18 @@ _add(Variant(name="rescale-keygroups-modulo", description="rescaling that assign
 _add(Variant(name="rescale-unaligned-old-index", description="a rescale from an unaligned checkpoint that hands "
              "the in-flight data of the rescaled hash exchange to the subtask with the old index",
              family="rescale", expected=("inflight_on_key_group_owner", "inflight_preserved_on_rescale"),
-             seams=("inflight-by-old-index",), config=RuntimeConfig(unaligned=True, channel_capacity=3), environment=Environment(rescale_from_checkpoints=True),
+             seams=("inflight-by-old-index",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True), environment=Environment(rescale_from_checkpoints=True),
              max_steps=500, small=_RESCALE_SMALL))
 # -- historical bug mechanisms ---------------------------------------------------------------
 _add(Variant(name="FLINK-17568", flink_key="FLINK-17568", description="unaligned: the task processes one more "
              "element after the barrier was announced and before it snapshots; a post-barrier record enters "
              "the cut; a snapshot deferred past an element that never comes is never taken, so its checkpoint "
              "expires", expected=("consistent_cut", "checkpoints_keep_completing"),
-             seams=("FLINK-17568",), config=RuntimeConfig(unaligned=True, channel_capacity=3)))
+             seams=("FLINK-17568",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True)))
 _add(Variant(name="FLINK-20645", flink_key="FLINK-20645", description="unaligned: a late barrier of an older "
              "checkpoint (an aligned savepoint overtaken by an unaligned checkpoint) switches channel-state "
              "persistence off", expected=("consistent_cut",), family="two_stage",
-             seams=("FLINK-20645",), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True), small=_SAVEPOINT_OVERTAKEN_SMALL))
+             seams=("FLINK-20645",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True), small=_SAVEPOINT_OVERTAKEN_SMALL))
 _add(Variant(name="FLINK-12068", flink_key="FLINK-12068", description="region failover does not backtrack to "
              "the producers of lost blocking partitions", family="blocking",
              expected=("restart_set_sufficient",), seams=("FLINK-12068",), config=RuntimeConfig(), environment=Environment(**_F)))
@@ -619,7 +631,7 @@ _add(Variant(name="FLINK-10354", flink_key="FLINK-10354", description="a savepoi
              seams=("FLINK-10354",), config=RuntimeConfig(max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F), small=Small(checkpoints=2)))
 
 # -- the control plane (model/controlplane.py): family "control-plane" ------------------------
-_CP = dict(control_plane=True)
+_CP_SCOPE = ModelScope(control_plane=True)
 _CP_ENV = dict(max_failures=5)
 #: the exhaustive scenario of leader election and fencing: 2 JobManager processes, 1 TaskExecutor,
 #: a one-subtask job without records, one JobManager crash; heartbeat timeout 1, a heartbeat
@@ -644,68 +656,68 @@ _CP_BLOCKING_SMALL = attrs.evolve(_CP_LOSS_SMALL, single_task=False)
 _add(Variant(name="cp-region-failover", description="the FLIP-6 control plane (leader election with fencing, "
              "ResourceManager/SlotManager, JobMaster/SlotPool, heartbeats, HA store) under lost, duplicated and "
              "reordered RPCs, TaskExecutor and JobManager crashes, session expiry; region failover",
-             config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
+             scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
 _add(Variant(name="cp-restart-all", description="as cp-region-failover with restart-all failover",
-             config=RuntimeConfig(failover_strategy="full", **_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
+             scope=_CP_SCOPE, config=RuntimeConfig(failover_strategy="full"), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150, small=_CP_SMALL))
 _add(Variant(name="cp-two-stage", description="the control plane with a two-stage job (more slots, more "
-             "TaskExecutors' worth of tasks)", family="two_stage", config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150,
+             "TaskExecutors' worth of tasks)", family="two_stage", scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=150,
              # five subtasks under lost RPCs: 195,237 states at depth 107, the deepest small space
              small=attrs.evolve(_CP_BLOCKING_SMALL, search_seconds=600.0)))
 _add(Variant(name="cp-no-fencing", description="no fencing tokens: a deposed leader's slot answers, deployments, "
              "slot releases and HA writes are accepted", expected=("no_split_brain", "task_in_owned_slot",
                                                           "deployments_agree"),
-             seams=("no-fencing",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
+             seams=("no-fencing",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-checkpoint-counter-in-memory", description="the checkpoint ID counter is kept in the "
              "JobManager's memory (StandaloneCheckpointIDCounter), not in the HA store: a new leader hands out "
              "ids again", expected=("checkpoint_ids_increase",),
-             seams=("checkpoint-counter-in-memory",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("checkpoint-counter-in-memory",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350,
              small=attrs.evolve(_CP_SMALL, checkpoints=2)))
 _add(Variant(name="cp-no-slot-reconciliation", description="the SlotManager ignores the slot reports of "
              "heartbeats: a lost slot-request answer leaves the slot tables disagreeing forever",
              expected=("slot_views_agree",),
-             seams=("no-slot-report-reconciliation",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
+             seams=("no-slot-report-reconciliation",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="cp-restore-from-memory", description="a new leader restores the latest checkpoint it has in "
              "memory (none, for a fresh process) instead of the HA store's",
              expected=("restore_uses_latest_checkpoint", "exactly_once", "committed_output_within_reference"),
-             seams=("restore-from-memory",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("restore-from-memory",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350,
              small=attrs.evolve(_CP_SMALL, records=1)))
 _add(Variant(name="FLINK-17075", flink_key="FLINK-17075", description="no deployment reconciliation: the "
              "JobMaster ignores the TaskExecutors' ExecutionDeploymentReports, so a lost deployment or a missed "
              "cancellation stays unnoticed", expected=("deployments_agree",),
-             seams=("FLINK-17075",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
+             seams=("FLINK-17075",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_LOSS_SMALL))
 _add(Variant(name="FLINK-18533", flink_key="FLINK-18533", description="pending deployments are not tolerated: "
              "a deployment report that does not show an execution yet (its submission is still in flight) makes "
              "the JobMaster fail it as missing; the job recovers, only the cause of the failover is wrong",
              expected=("disturbance_has_cause",),
-             seams=("FLINK-18533",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
+             seams=("FLINK-18533",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 _add(Variant(name="cp-blocking-regions", description="the control plane with a blocking exchange: the consumer "
              "region is deployed once its producers finished (lazy from sources), the producers' slots go back "
              "to the pool and are reused or released after slot.idle.timeout", family="blocking",
-             config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=30, small=_CP_BLOCKING_SMALL))
+             scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, quick_safe_runs=30, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-eager-blocking-regions", description="every pipelined region deployed at once, the consumers "
              "of blocking partitions before their producers finished (eager scheduling of a batch exchange)",
              family="blocking", expected=("region_deployed_after_blocking_inputs",),
-             seams=("eager-scheduling",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_BLOCKING_SMALL))
+             seams=("eager-scheduling",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="cp-no-allocated-slot-report-sync", description="the TaskExecutor ignores the JobMaster's "
              "AllocatedSlotReport: a lost freeSlot of an idle slot leaves the slot allocated for the job for ever "
              "(a blocking exchange: a finished producer's slot goes idle while the job runs on)", family="blocking",
              expected=("idle_slots_returned",),
              # its mechanism needs a lost freeSlot and nothing else (ZooKeeper suspensions among
              # every control-plane fault dilute the walks)
-             seams=("no-allocated-slot-report-sync",), config=RuntimeConfig(**_CP), environment=Environment(control_plane_faults=("RpcLose",), **_CP_ENV),
+             seams=("no-allocated-slot-report-sync",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(control_plane_faults=("RpcLose",), **_CP_ENV),
              max_steps=350, small=_CP_BLOCKING_SMALL))
 _add(Variant(name="idle-time-restarted-by-heartbeat", description="a free slot's idle time restarts whenever its "
              "TaskExecutor's heartbeat answer reached the JobMaster: while heartbeats flow, a slot the job no longer "
              "needs is never released (a blocking exchange: a finished producer's slot goes idle while the job runs "
              "on); the output and every view of the slots stay consistent, only the release never comes in time",
              family="blocking", expected=("idle_slot_released_in_time",),
-             seams=("idle-time-restarted-by-heartbeat",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("idle-time-restarted-by-heartbeat",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350,
              small=_CP_BLOCKING_SMALL))
 _add(Variant(name="heartbeat-timeout-one-interval-late", description="the JobMaster declares a silent TaskExecutor "
              "lost one heartbeat interval late (after heartbeat_timeout + 1 intervals without an answer): the job "
              "recovers all the same, only later than the configuration promises",
              expected=("silent_task_executor_disconnected_in_time",),
-             seams=("heartbeat-timeout-one-interval-late",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350,
+             seams=("heartbeat-timeout-one-interval-late",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350,
              small=_CP_LOSS_SMALL))
 #: ZooKeeper connection states: 2 JobManager processes, 1 TaskExecutor, a one-subtask job, one
 #: SUSPENDED connection as the only fault (the session may then be LOST or RECONNECTED)
@@ -713,24 +725,24 @@ _CP_SUSPENDED_SMALL = _faults(_CP_SMALL, "ConnectionSuspended")
 _add(Variant(name="cp-connection-suspended", description="ZooKeeper connection states as Curator reports them "
              "(SUSPENDED, RECONNECTED, LOST) with Flink's default: a SUSPENDED connection revokes leadership, the "
              "LeaderLatch rejoins on RECONNECTED; the job graph, checkpoint pointers and checkpoint ID counter "
-             "survive", config=RuntimeConfig(**_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV), max_steps=350,
+             "survive", scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV), max_steps=350,
              quick_safe_runs=100, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="cp-tolerate-suspended-connections", description="high-availability.zookeeper.client."
              "tolerate-suspended-connections: a SUSPENDED connection keeps leadership until the session is LOST; "
              "fencing keeps the deposed leader's RPCs and HA writes out",
-             config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, **_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
+             scope=_CP_SCOPE, config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
              # a leader that keeps acting while SUSPENDED: the space outgrows any test's budget
              max_steps=350, quick_safe_runs=100, small=attrs.evolve(_CP_SUSPENDED_SMALL, search_seconds=None)))
 _add(Variant(name="cp-tolerate-suspended-no-fencing", description="a SUSPENDED connection is tolerated and "
              "nothing is fenced: the leader keeps acting while its session is LOST and another process is "
              "granted leadership, so two leaders act at once", expected=("no_split_brain", "task_in_owned_slot",
                                                                       "deployments_agree"),
-             seams=("no-fencing",), config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True, **_CP), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
+             seams=("no-fencing",), scope=_CP_SCOPE, config=RuntimeConfig(zookeeper_tolerate_suspended_connections=True), environment=Environment(control_plane_faults=("ConnectionSuspended",), **_CP_ENV),
              max_steps=350, small=_CP_SUSPENDED_SMALL))
 _add(Variant(name="FLINK-11813", flink_key="FLINK-11813", description="no JobResultStore: a JobManager failover "
              "after the job finished and before its job graph was cleaned up runs the finished job again",
              expected=("terminal_job_never_reruns",),
-             seams=("FLINK-11813",), config=RuntimeConfig(**_CP), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
+             seams=("FLINK-11813",), scope=_CP_SCOPE, config=RuntimeConfig(), environment=Environment(**_CP_ENV), max_steps=350, small=_CP_SMALL))
 
 
 _add(Variant(name="FLINK-26334", flink_key="FLINK-26334", description="the tumbling window start formula "
@@ -748,7 +760,7 @@ _add(Variant(name="unchecked-barrier-order", description="barriers taken without
              # the late snapshot of the older checkpoint misses what it should hold: when that
              # checkpoint completes, its cut is inconsistent too
              expected=("snapshots_in_checkpoint_order", "consistent_cut"),
-             seams=("unchecked-barrier-order",), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True, **_F),
+             seams=("unchecked-barrier-order",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F),
              small=Small(checkpoints=2, records=2)))
 
 
@@ -773,10 +785,10 @@ _add(Variant(name="unchecked-trigger-order", description="a task takes a checkpo
 _ALIGNMENT_SMALL = Small(sources=2)
 _add(Variant(name="alignment-timeout-early", description="the aligned-checkpoint timeout's timer is due at once: "
              "an aligned checkpoint turns unaligned before its timeout", expected=("aligned_checkpoint_timeout_honoured",),
-             seams=("alignment-timer-immediate",), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
+             seams=("alignment-timer-immediate",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
 _add(Variant(name="alignment-timer-never", description="no alignment timer is registered: an aligned checkpoint "
              "whose alignment stalls never turns unaligned", expected=("aligned_checkpoint_timeout_honoured",),
-             seams=("alignment-timer-never",), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4, channel_capacity=3), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
+             seams=("alignment-timer-never",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4), environment=Environment(**_F), small=_ALIGNMENT_SMALL))
 
 
 #: two sources of one record each, rescaled together with the keyed operator by a stop-with-savepoint;
@@ -833,7 +845,8 @@ JOB_PREFIX = "job:"
 #: the network stack (model.creditbasedflowcontrol): one exclusive buffer per remote channel and
 #: one floating buffer per gate, subpartitions of two unsent buffers, two TaskManagers (the
 #: sources on one, the keyed count on the other)
-_NET = dict(buffers_per_channel=1, floating_buffers_per_gate=1, channel_capacity=2, task_managers=2)
+_NET = dict(buffers_per_channel=1, floating_buffers_per_gate=1, task_managers=2)
+_NET_SCOPE = ModelScope(channel_capacity=2)
 #: two sources of one record each into one keyed count: one input gate, two remote channels on
 #: one connection, no failure (the buffers and credits multiply the interleavings: the aligned
 #: small scenario has 24,584 states in network mode, 1,008 in the coarse mode)
@@ -843,34 +856,34 @@ _NETWORK_SMALL = Small(sources=2, records=1, failures=0)
 _NETWORK_SMALL_NO_FLOATING = attrs.evolve(_NETWORK_SMALL, config=(("floating_buffers_per_gate", 0),))
 _add(Variant(name="network-credit-aligned", description="credit-based flow control (exclusive and floating "
              "buffers, credit, backlog) under aligned checkpoints: a channel blocked by the alignment stops its "
-             "own subpartition only", family="network", config=RuntimeConfig(**_NET), environment=Environment(**_F),
+             "own subpartition only", family="network", scope=_NET_SCOPE, config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 _add(Variant(name="network-credit-unaligned", description="credit-based flow control under unaligned "
              "checkpoints: the barrier overtakes as a priority event, without credit", family="network",
-             config=RuntimeConfig(unaligned=True, **_NET), environment=Environment(**_F),
+             scope=_NET_SCOPE, config=RuntimeConfig(unaligned=True, **_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL_NO_FLOATING))
 _add(Variant(name="network-pre-credit", description="the network stack before Flink 1.5 (no credit) with "
              "today's blocking alignment: a receiver whose channel is blocked by the alignment runs out of buffers "
              "and stops reading the connection its TaskManager shares with the sender's, so the other channels' "
              "barriers never arrive", family="network",
              expected=("run_drains", "network_stall_confined_to_gate", "checkpoints_keep_completing"),
-             seams=("pre-credit-network-stack",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
+             seams=("pre-credit-network-stack",), scope=_NET_SCOPE, config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL_NO_FLOATING))
 _add(Variant(name="network-buffer-leak", description="a consumed data buffer is never recycled: the channel's "
              "exclusive buffers and the gate's floating buffers run out", family="network",
              expected=("network_buffers_conserved",),
-             seams=("network-buffer-never-recycled",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
+             seams=("network-buffer-never-recycled",), scope=_NET_SCOPE, config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 _add(Variant(name="network-send-without-credit", description="the sender writes data buffers without credit: "
              "the receiver gets more buffers than it announced", family="network",
              expected=("credit_never_negative", "received_within_credit"),
-             seams=("sender-ignores-credit",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
+             seams=("sender-ignores-credit",), scope=_NET_SCOPE, config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 
 _add(Variant(name="network-add-credit-lost", description="the AddCredit message is lost after the receiver reset its "
              "unannounced credit: the channel's credit never comes back and its data stops for good",
              family="network", expected=("run_drains", "checkpoints_keep_completing"),
-             seams=("add-credit-lost",), config=RuntimeConfig(**_NET), environment=Environment(**_F),
+             seams=("add-credit-lost",), scope=_NET_SCOPE, config=RuntimeConfig(**_NET), environment=Environment(**_F),
              small=_NETWORK_SMALL))
 
 
@@ -1018,7 +1031,7 @@ _add(Variant(name="unchecked-cancellation-id", description="cancellation markers
              "the newer checkpoint a task is aligning (an aligned savepoint subsumed by an unaligned checkpoint "
              "that overtook its barrier), although nothing failed", family="two_stage",
              expected=("checkpoints_keep_completing",),
-             seams=("unchecked-cancellation-id",), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2, channel_capacity=3), environment=Environment(trigger_savepoints=True, **_F),
+             seams=("unchecked-cancellation-id",), scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, max_concurrent_checkpoints=2), environment=Environment(trigger_savepoints=True, **_F),
              # the savepoint's alignment needs a map with two input channels (two sources), the stale
              # marker a keyed task with two (two maps); no record and no failure are needed. The
              # abort for no cause decides the invariant (``Invariant.doomed``): found at depth 6

@@ -83,6 +83,7 @@ from model.executiongraph import compile_stream_graph
 from model.jobfile import InputSpec, generate_input
 from model.keygroups import assign_to_key_group, compute_operator_index_for_key_group, java_string_hash_code
 from model.reference import reference_output, sink_output_by_operator
+from model.scope import ModelScope
 from model.streamgraph import OperatorSpec, StreamGraph, StreamGraphBuilder, stream_graph_to_dict
 from model.streamtask import KeyedNode
 
@@ -104,6 +105,9 @@ MAX_PARALLELISMS = (4, 5, 6, 7, 10)
 PARALLELISMS = (1, 2, 3, 4)
 #: the names of the operators a generated job may have (fixed: Flink's uids are these names)
 SOURCE, MAP, FILTER, AGG, WINDOW, SINK = "source", "map", "filter", "agg", "window", "sink"
+#: the model's scope of a replay against real Flink: channels that never back-pressure (Flink's
+#: buffers are not what a replay compares; the recorded order of deliveries is)
+UNBOUNDED_CHANNELS = ModelScope(channel_capacity=1_000_000)
 
 
 # -- keys ----------------------------------------------------------------------------------------
@@ -404,11 +408,10 @@ def model_side(job: ConformJob, split_order: tuple | None = None, config: dict |
     model_input = JobInput({SOURCE: tuple(tuple((to_int[k], v, ts) for (k, v, ts) in splits[j]) for j in order)})
     graph = job.graph
     reference = reference_output(graph, model_input)[SINK]
-    fields = {"savepoints": job.rescale is not None, "max_failures": 1 if job.fail is not None else 0,
-              "channel_capacity": 1_000_000}
+    fields = {"savepoints": job.rescale is not None, "max_failures": 1 if job.fail is not None else 0}
     cfg, env = split_config(fields | (config or {}))
     c = Cluster(compile_stream_graph(graph), model_input, RuntimeConfig(**cfg), seed=job.seed,
-                environment=Environment(**env))
+                environment=Environment(**env), scope=UNBOUNDED_CHANNELS)
     model_split = {order[i]: i for i in range(len(order))}  # Flink split -> model split id
     fail_at = None if job.fail is None else (model_split[job.fail[0]], job.fail[1])
     restored_keyed = restored_splits = None

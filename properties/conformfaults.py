@@ -114,9 +114,7 @@ def model_config(run: flinktrace.TraceRun) -> dict:
     """The run's Flink configuration as RuntimeConfig fields, and the faults and savepoints of
     the recorder as Environment fields (the recorder's header), with room for every restore the
     replay may need."""
-    cfg = dict(flinktrace.runtime_config(run))
-    cfg["channel_capacity"] = 1_000_000
-    return cfg
+    return dict(flinktrace.runtime_config(run))
 
 
 # -- the replayed model side -----------------------------------------------------------------------
@@ -207,7 +205,7 @@ def replay_side(run: flinktrace.TraceRun, events: list[dict]) -> Replayed:
     cfg["max_failures"] = max(cfg.get("max_failures", 0), 1) + 2
     cfg, env = split_config(cfg)
     c = Cluster(compile_stream_graph(job.graph), model_input, RuntimeConfig(**cfg), seed=job.seed,
-                environment=Environment(**env))
+                environment=Environment(**env), scope=conform.UNBOUNDED_CHANNELS)
     declined = set(run.decline["checkpoints"]) if run.decline else set()
     diffs: list[str] = []
     restores: list = []

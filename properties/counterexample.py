@@ -32,6 +32,7 @@ import attrs
 from model import MODEL_VERSION
 from model.cluster import retired_knob_problem
 from model.environment import moved_field_problem
+from model.scope import moved_field_problem as moved_to_scope_problem
 from model.errors import FlinkspecError
 from model.inputfiles import InputError, check_schema, decode_utf8, parse_json, read_input, short, short_text
 from model.streamgraph import stream_graph_to_dict
@@ -74,6 +75,7 @@ def scenario_to_dict(s: Scenario) -> dict:
                       for name, splits in s.job_input.splits.items()},
         "config": attrs.asdict(s.config),
         "environment": attrs.asdict(s.environment),
+        "scope": attrs.asdict(s.scope),
         "seed": s.seed,
         **({"seams": list(s.seams)} if s.seams else {}),
     }
@@ -201,7 +203,7 @@ def _load(p: str, known_variant: bool) -> Counterexample:
         return Counterexample(path=p, header=header, scenario=scenario, actions=actions, violation=violation)
     scenario_dict = header.get("scenario")
     cfg = scenario_dict.get("config") if isinstance(scenario_dict, dict) else None
-    retired = retired_knob_problem(cfg) or moved_field_problem(cfg)
+    retired = retired_knob_problem(cfg) or moved_field_problem(cfg) or moved_to_scope_problem(cfg)
     if retired:  # (before the schema, which would call the knob only unknown)
         raise InputError(p, "1: scenario.config", retired)
     check_schema(header, validation.schema("header"), p, "1")

@@ -61,7 +61,7 @@ def explain(cx, *, all_state: bool = False) -> str:
         out.append(f"  {e.source} --{e.partitioner}{'/blocking' if e.exchange_mode == 'blocking' else ''}--> {e.target}")
     cfg = sc.config
     out.append(f"configuration: {cfg.barrier_mode} checkpoints, failover {cfg.failover_strategy}, "
-               f"max concurrent {cfg.max_concurrent_checkpoints}, channel capacity {cfg.channel_capacity}"
+               f"max concurrent {cfg.max_concurrent_checkpoints}, channel capacity {sc.scope.channel_capacity}"
                + (f", seams {list(sc.seams)}" if sc.seams else ""))
     for name, splits in sc.job_input.splits.items():
         for j, s in enumerate(splits):

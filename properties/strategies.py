@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from model.cluster import JobInput, RuntimeConfig
 from model.environment import TRIGGER_DELIVERY, Environment
+from model.scope import ModelScope
 from model.sinks import EXACTLY_ONCE_SINK_KINDS, SINK_KINDS
 from model.variants import Scenario
 from properties.jobgraphs import stream_graphs
@@ -48,11 +49,10 @@ def job_inputs(draw, graph):
 
 @st.composite
 def runtime_configs(draw, safe: bool = True):
-    """A (RuntimeConfig, Environment) pair."""
+    """A (RuntimeConfig, Environment, ModelScope) triple."""
     mode = draw(st.sampled_from(["aligned", "unaligned", "alternating"] + ([] if safe else ["at_least_once"])))
     kw = dict(
         max_concurrent_checkpoints=draw(st.integers(1, 2)),
-        channel_capacity=draw(st.integers(1, 4)),
         failover_strategy=draw(st.sampled_from(["region", "full"])),
     )
     env = Environment(max_failures=draw(st.integers(0, 2)), trigger_savepoints=draw(st.booleans()),
@@ -63,7 +63,8 @@ def runtime_configs(draw, safe: bool = True):
         kw["unaligned"] = True
     elif mode == "alternating":
         kw.update(unaligned=True, aligned_checkpoint_timeout=draw(st.integers(0, 6)))
-    return RuntimeConfig(**kw), env
+    scope = ModelScope(channel_capacity=draw(st.integers(1, 4)))
+    return RuntimeConfig(**kw), env, scope
 
 
 @st.composite
@@ -74,5 +75,6 @@ def scenarios(draw, safe: bool = True):
     graph = draw(stream_graphs(max_operators=5, max_parallelism=3,
                                sink_kinds=EXACTLY_ONCE_SINK_KINDS if safe else SINK_KINDS))
     job_input = draw(job_inputs(graph))
-    config, env = draw(runtime_configs(safe))
-    return Scenario(graph=graph, job_input=job_input, config=config, seed=draw(st.integers(0, 1000)), environment=env)
+    config, env, scope = draw(runtime_configs(safe))
+    return Scenario(graph=graph, job_input=job_input, config=config, seed=draw(st.integers(0, 1000)), environment=env,
+                    scope=scope)

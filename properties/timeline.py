@@ -625,7 +625,7 @@ def build_timeline(cx, *, alternatives: bool = True, replay_with=None) -> Timeli
 def _config_text(scenario) -> str:
     cfg = scenario.config
     parts = [f"{cfg.barrier_mode} checkpoints", f"failover {cfg.failover_strategy}",
-             f"max concurrent {cfg.max_concurrent_checkpoints}", f"channel capacity {cfg.channel_capacity}"]
+             f"max concurrent {cfg.max_concurrent_checkpoints}", f"channel capacity {scenario.scope.channel_capacity}"]
     if scenario.environment.max_failures:
         parts.append(f"max failures {scenario.environment.max_failures}")
     if scenario.seams:

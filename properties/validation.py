@@ -41,6 +41,7 @@ import attrs
 from model import actions as A, seams
 from model.cluster import JobInput, RuntimeConfig
 from model.environment import Environment
+from model.scope import ModelScope
 from model.errors import FlinkspecError, InvalidJobSpec
 from model.inputfiles import (
     InputError, check_schema, int_schema, short, string_schema,
@@ -116,6 +117,13 @@ def environment_schema() -> dict:
             "properties": {f.name: _config_field_schema(f, "Environment") for f in attrs.fields(Environment)}}
 
 
+def scope_schema() -> dict:
+    """The model's scope: ``ModelScope``'s fields, each optional (a missing one takes its
+    default), no other key."""
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f.name: _config_field_schema(f, "ModelScope") for f in attrs.fields(ModelScope)}}
+
+
 def job_input_schema() -> dict:
     record = {"type": "array", "minItems": 3, "maxItems": 3, "prefixItems": [
         {"anyOf": [int_schema(), string_schema(MAX_NAME) | {"minLength": 0}]}, int_schema(), int_schema()]}
@@ -147,7 +155,7 @@ def counterexample_schemas() -> dict[str, dict]:
                          "required": ["graph", "job_input", "config", "environment", "seed"],
                          "properties": {"graph": graph, "job_input": job_input_schema(),
                                         "config": config_schema(), "environment": environment_schema(),
-                                        "seed": int_schema(),
+                                        "scope": scope_schema(), "seed": int_schema(),
                                         # the seams the run switches on (model.seams): none when absent
                                         "seams": {"type": "array", "maxItems": 100, "uniqueItems": True,
                                                   "items": string_schema(MAX_NAME)}}},
@@ -288,11 +296,19 @@ def scenario_from_dict(d: dict, source: str = "scenario", where: str = "") -> Sc
     except FlinkspecError as e:
         raise InputError(source, f"{at}scenario.environment", str(e)) from None
     try:
+        scope = ModelScope(**d.get("scope", {}))  # (absent: the default scope)
+    except FlinkspecError as e:
+        raise InputError(source, f"{at}scenario.scope", str(e)) from None
+    try:
+        scope.check(config)
+    except FlinkspecError as e:
+        raise InputError(source, f"{at}scenario", str(e)) from None
+    try:
         on = seams.check(d.get("seams", ()))
     except FlinkspecError as e:
         raise InputError(source, f"{at}scenario.seams", str(e)) from None
     return Scenario(graph=graph, job_input=JobInput(splits), config=config, seed=d["seed"], environment=environment,
-                    seams=on)
+                    seams=on, scope=scope)
 
 
 # -- actions -----------------------------------------------------------------------------------

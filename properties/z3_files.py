@@ -24,6 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from model.cluster import Cluster, RuntimeConfig
+from model.scope import ModelScope
 from model.variants import Scenario
 from properties.counterexample import write_counterexample
 from properties.engines import replay
@@ -49,10 +50,10 @@ def _barriers(cex: dict):
 
     topo = Topology(**cex["topology"])
     eg, job_input = model_topology(topo.records, topo.channels)
-    cfg = RuntimeConfig(channel_capacity=topo.capacity, max_concurrent_checkpoints=1, **MODE_CONFIG[topo.mode])
-    on = MODE_SEAMS.get(topo.mode, ())
-    scenario = Scenario(graph=eg.stream_graph, job_input=job_input, config=cfg, seed=0, seams=on)
-    cluster = Cluster(eg, job_input, cfg, seed=0, seams=on)
+    cfg = RuntimeConfig(max_concurrent_checkpoints=1, **MODE_CONFIG[topo.mode])
+    on, scope = MODE_SEAMS.get(topo.mode, ()), ModelScope(channel_capacity=topo.capacity)
+    scenario = Scenario(graph=eg.stream_graph, job_input=job_input, config=cfg, seed=0, seams=on, scope=scope)
+    cluster = Cluster(eg, job_input, cfg, seed=0, seams=on, scope=scope)
     actions = []
     for a in cex["trace"]:
         ma = to_model_action(cluster, tuple(a))

@@ -14,8 +14,8 @@ from spec.invariant import Violation, invariant
 
 
 def _control_plane(scenario) -> bool:
-    """The goal needs the modelled control plane (``RuntimeConfig.control_plane``)."""
-    return scenario.config.control_plane
+    """The goal needs the modelled control plane (``ModelScope.control_plane``)."""
+    return scenario.scope.control_plane
 
 
 def _step_events(cluster, kind: str) -> list:

@@ -7,7 +7,7 @@ Topology (the same one :func:`model_topology` builds in the Python model)::
     src (2/2) --ch1--/
 
 Each source subtask emits ``records`` records into its FIFO channel (capacity ``capacity``
-elements, records and barriers, like ``RuntimeConfig.channel_capacity``); the coordinator
+elements, records and barriers, like ``ModelScope.channel_capacity``); the coordinator
 triggers up to ``checkpoints`` checkpoints, one at a time (``max_concurrent_checkpoints=1``),
 and the trigger reaches both sources at once (as in ``model/cluster.py``). The consumer's
 state is what it counted per channel (``TaskSnapshot.received`` in the model).
@@ -64,6 +64,7 @@ from model import actions as A
 from model.cluster import ActionNotEnabled, Cluster, JobInput, RuntimeConfig
 from model.errors import InvalidArgument
 from model.executiongraph import compile_stream_graph
+from model.scope import ModelScope
 from model.streamgraph import StreamGraphBuilder
 from spec import proofs
 from spec.checkpoint import cut_violations
@@ -465,9 +466,9 @@ def model_topology(records: int = 3, channels: int = 2, partitioner: str = "hash
 def make_cluster(topo: Topology, partitioner: str = "hash", seed: int = 0):
     """A model Cluster of ``topo`` (same mode, capacity, one checkpoint at a time)."""
     eg, job_input = model_topology(topo.records, topo.channels, partitioner)
-    cfg = RuntimeConfig(channel_capacity=topo.capacity, max_concurrent_checkpoints=1,
-                        **MODE_CONFIG[topo.mode])
-    return Cluster(eg, job_input, cfg, seed=seed, seams=MODE_SEAMS.get(topo.mode, ()))
+    cfg = RuntimeConfig(max_concurrent_checkpoints=1, **MODE_CONFIG[topo.mode])
+    return Cluster(eg, job_input, cfg, seed=seed, seams=MODE_SEAMS.get(topo.mode, ()),
+                   scope=ModelScope(channel_capacity=topo.capacity))
 
 
 def _wiring(cluster) -> tuple[list[int], list[int]]:

@@ -16,6 +16,7 @@ from model.events import CheckpointBarrier, CancelCheckpointMarker, EndOfPartiti
 from model.executiongraph import compile_stream_graph
 from model.oracle import diff_outputs
 from model.reference import comparison_mode, reference_output, sink_output_by_operator
+from model.scope import ModelScope
 
 
 def sub(eg, vertex: str, index: int) -> int:
@@ -108,13 +109,17 @@ def oracle_diffs(graph, job_input, cluster) -> dict:
 
 
 def fresh(graph, job_input: JobInput, config: RuntimeConfig, seed: int = 0,
-          environment: Environment | None = None, seams: tuple = ()) -> Cluster:
-    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed, environment=environment, seams=seams)
+          environment: Environment | None = None, seams: tuple = (), channel_capacity: int | None = None) -> Cluster:
+    """A Cluster of ``graph``; ``channel_capacity``: the model's coarse channels' capacity
+    (``ModelScope``; None: its default)."""
+    scope = None if channel_capacity is None else ModelScope(channel_capacity=channel_capacity)
+    return Cluster(compile_stream_graph(graph), job_input, config, seed=seed, environment=environment, seams=seams,
+                   scope=scope)
 
 
 def replay(graph, job_input: JobInput, config: RuntimeConfig, seed: int, trace,
-           environment: Environment | None = None) -> Cluster:
-    c = fresh(graph, job_input, config, seed, environment)
+           environment: Environment | None = None, channel_capacity: int | None = None) -> Cluster:
+    c = fresh(graph, job_input, config, seed, environment, channel_capacity=channel_capacity)
     for a in trace:
         c.step(a)
     return c

@@ -89,7 +89,7 @@ def test_entries_are_validated(kwargs, message):
 def test_entries_agree_with_their_layers():
     for name, v in VARIANTS.items():
         e = BY_NAME[name]
-        family = ("control-plane" if v.config.control_plane else "state-backend" if v.family == "state_backend"
+        family = ("control-plane" if v.scope.control_plane else "state-backend" if v.family == "state_backend"
                   else "cluster/" + v.family.replace("_", "-"))
         assert (e.expected, e.flink_key, e.description, e.family) == (v.expected, v.flink_key, v.description, family)
     for name, s in FOCUSED.items():

@@ -16,6 +16,8 @@ from model.actions import (CancelJob, GrantJobLeadership, JobTaskFailed, JobTask
 from model.cluster import Cluster, RuntimeConfig, drain
 from model.clusterentrypoint import ACTIVE, CANCELING, RELEASING, RUNNING, TaskSlotTable
 from model.errors import FlinkspecError
+from model.executiongraph import compile_stream_graph
+from model.scope import ModelScope
 from model.variants import generate, small_scenario, variant
 from properties.engines import Run
 from scenario_util import assert_safe_twin_takes_the_same_actions
@@ -156,7 +158,6 @@ def test_every_safe_session_walk_keeps_the_invariants_and_drains():
 
 @pytest.mark.parametrize("knobs, words", [
     (dict(deployment_mode="per-job"), "deployment_mode must be one of"),
-    (dict(deployment_mode="session", control_plane=True), "cannot be combined"),
     (dict(deployment_mode="session", slots_per_task_manager=0), "slots_per_task_manager must be"),
     (dict(taskmanager_registration_timeout=0), "taskmanager_registration_timeout must be"),
     (dict(taskmanager_idle_timeout="1"), "taskmanager_idle_timeout must be"),
@@ -165,6 +166,17 @@ def test_bad_deployment_knobs_are_refused_in_one_line(knobs, words):
     with pytest.raises(FlinkspecError) as e:
         RuntimeConfig(**knobs)
     assert words in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_deployment_mode_is_not_modelled_with_the_control_plane():
+    """The deployment modes model their own ResourceManager and JobMasters: a scenario (or a
+    cluster) that asks for both is refused in one line."""
+    sc = generate(variant("session-cluster"), 0)
+    with pytest.raises(FlinkspecError, match="cannot be combined") as e:
+        sc.with_settings(control_plane=True)
+    assert "\n" not in str(e.value)
+    with pytest.raises(FlinkspecError, match="cannot be combined"):
+        Cluster(compile_stream_graph(sc.graph), sc.job_input, sc.config, scope=ModelScope(control_plane=True))
 
 
 def test_without_a_deployment_mode_a_cluster_has_no_deployment_state_or_action():

@@ -42,10 +42,11 @@ def _violations(c) -> list:
     return [v.invariant for inv in NETWORK_INVARIANTS for v in [inv(_Run(c))] if v is not None]
 
 
-def _cluster(name: str, **config) -> Cluster:
+def _cluster(name: str, **settings) -> Cluster:
+    """The variant's small scenario with ``settings`` (``Scenario.with_settings``)."""
     sc = small_scenario(variant(name))
-    if config:
-        sc = attrs.evolve(sc, config=attrs.evolve(sc.config, **config))
+    if settings:
+        sc = sc.with_settings(**settings)
     return Cluster.from_scenario(sc)
 
 
@@ -193,7 +194,8 @@ def _same_actions(unsafe: str, script):
     safe = _cluster("network-credit-aligned")
     script(safe)
     bad = Cluster.from_scenario(attrs.evolve(small_scenario(variant("network-credit-aligned")),
-                                             config=variant(unsafe).config, seams=variant(unsafe).seams))
+                                             config=variant(unsafe).config, seams=variant(unsafe).seams,
+                                             scope=variant(unsafe).scope))
     seen = []
     for a in safe.trace:
         assert a in bad.enabled_actions(), a
@@ -262,8 +264,7 @@ def test_variant_pre_credit_stall_holds_up_another_gates_channel():
     two = attrs.evolve(variant("network-pre-credit"), small=Small(sources=2, records=2, failures=0,
                                                                    network_consumers=2))
     sc = small_scenario(two)
-    bad = Cluster.from_scenario(attrs.evolve(sc, config=attrs.evolve(sc.config, floating_buffers_per_gate=0,
-                                                                      channel_capacity=4)))
+    bad = Cluster.from_scenario(sc.with_settings(floating_buffers_per_gate=0, channel_capacity=4))
     net = bad.net
     assert len(net.gate_channels) == 2 and set(net.conn_of) == {0}
     src = bad.source_tasks[0].id

@@ -339,10 +339,12 @@ def test_the_glossary_tables_of_the_configuration_and_the_environment_are_exact(
 
     from model.cluster import RuntimeConfig
     from model.environment import Environment
+    from model.scope import ModelScope
 
     text = _glossary()
     for title, cls in (("## Configuration knobs (`RuntimeConfig`", RuntimeConfig),
-                       ("## The environment (`Environment`", Environment)):
+                       ("## The environment (`Environment`", Environment),
+                       ("## The model's scope (`ModelScope`", ModelScope)):
         section = text.split(title, 1)[1].split("\n## ", 1)[0]
         rows = re.findall(r"^\| `(\w+)` \|", section, re.M)
         assert rows == [f.name for f in attrs.fields(cls)], (title, rows)

@@ -472,14 +472,14 @@ def _settle(c, max_steps=20_000):
 
 
 def _same_sequence(g, inp, safe: RuntimeConfig, unsafe: RuntimeConfig, script, seed=0, environment=None,
-                   seams: tuple = ()):
+                   seams: tuple = (), channel_capacity: int | None = None):
     """Run ``script`` on the safe configuration, replay exactly its actions on the unsafe one
     with ``seams`` switched on (both in ``environment``), settle both; return (safe cluster,
     unsafe cluster)."""
-    c_safe = fresh(g, inp, safe, seed, environment)
+    c_safe = fresh(g, inp, safe, seed, environment, channel_capacity=channel_capacity)
     script(c_safe)
     trace = list(c_safe.trace)
-    c_unsafe = fresh(g, inp, unsafe, seed, environment, seams=seams)
+    c_unsafe = fresh(g, inp, unsafe, seed, environment, seams=seams, channel_capacity=channel_capacity)
     for a in trace:
         assert a in c_unsafe.enabled_actions(), a
         c_unsafe.step(a)
@@ -734,8 +734,9 @@ def test_rescale_from_unaligned_checkpoint_restores_inflight_records_at_their_ow
     """
     g = _keyed_count_job(src_p=1, agg_p=3, max_p=10)
     inp = _input(splits=1, per_split=10)
-    cfg = RuntimeConfig(unaligned=True, channel_capacity=10)
-    c = fresh(g, inp, cfg, environment=Environment(rescale_from_checkpoints=True, rescale_options=(("agg", (2,)),)))
+    cfg = RuntimeConfig(unaligned=True)
+    c = fresh(g, inp, cfg, environment=Environment(rescale_from_checkpoints=True, rescale_options=(("agg", (2,)),)),
+              channel_capacity=10)
     _unaligned_checkpoint_with_inflight(c)
     act = A.RescaleFromCheckpoint((("src", 1), ("agg", 2), ("out", 2)))
     assert act in c.enabled_actions()
@@ -762,11 +763,11 @@ def test_variant_inflight_to_old_subtask_index_loses_and_misroutes_records():
         _unaligned_checkpoint_with_inflight(c)
         c.step(A.RescaleFromCheckpoint((("src", 1), ("agg", 2), ("out", 2))))
 
-    base = dict(unaligned=True, channel_capacity=10)
+    base = dict(unaligned=True)
     safe, unsafe = _same_sequence(g, inp, RuntimeConfig(**base),
                                   RuntimeConfig(**base), script,
                                   environment=Environment(rescale_from_checkpoints=True, rescale_options=opts),
-                                  seams=("inflight-by-old-index",))
+                                  seams=("inflight-by-old-index",), channel_capacity=10)
     assert oracle_diffs(g, inp, safe) == {}
     (_, _, report), = unsafe.channel_rescales
     before = sorted(r for e in report for r in e.before)
@@ -784,8 +785,9 @@ def test_rescale_from_checkpoint_refuses_inflight_data_on_a_rescaled_pointwise_e
     b.sink("out", "m", parallelism=2)
     g = b.build()
     inp = _input(splits=2, per_split=4)
-    cfg = RuntimeConfig(unaligned=True, channel_capacity=10)
-    c = fresh(g, inp, cfg, environment=Environment(rescale_from_checkpoints=True, rescale_options=(("m", (1,)),)))
+    cfg = RuntimeConfig(unaligned=True)
+    c = fresh(g, inp, cfg, environment=Environment(rescale_from_checkpoints=True, rescale_options=(("m", (1,)),)),
+              channel_capacity=10)
     eg = c.eg
     for i in range(2):
         for _ in range(3):

@@ -74,7 +74,7 @@ def test_source_reads_its_splits_in_order_with_offsets_and_per_split_watermarks(
     """
     g = _two_sources_into_one(parallelism=1, watermark_out_of_orderness=1)
     inp = JobInput({"src": ((("a", 1, 10), ("b", 1, 12)), (("c", 1, 5), ("d", 1, 30)))})
-    c = fresh(g, inp, RuntimeConfig(channel_capacity=8))
+    c = fresh(g, inp, RuntimeConfig(), channel_capacity=8)
     eg = c.eg
     s = sub(eg, "src", 0)
     ch = chan(eg, ("src", 0), ("win", 0))
@@ -135,7 +135,7 @@ def test_fifo_channel_and_back_pressure_block_the_producer():
     b.sink("out", "m", sink_kind="append", partitioner="rebalance", parallelism=1)
     g = b.build()
     inp = JobInput({"src": (tuple(("k", i, i) for i in range(6)),)})
-    c = fresh(g, inp, RuntimeConfig(channel_capacity=2))
+    c = fresh(g, inp, RuntimeConfig(), channel_capacity=2)
     eg = c.eg
     s, m = sub(eg, "src", 0), sub(eg, "m", 0)
     c_in, c_out = chan(eg, ("src", 0), ("m", 0)), chan(eg, ("m", 0), ("out", 0))
@@ -211,7 +211,7 @@ def test_valve_in_a_task_min_over_channels_idle_excluded_and_returning_below_out
     # the last record of each split keeps the split (and its watermark generator) alive
     inp = JobInput({"src": ((("a", 1, 11), ("a", 1, 31), ("a", 1, 51), ("a", 1, 99)),
                             (("b", 1, 21), ("b", 1, 22), ("b", 1, 45), ("b", 1, 99)))})
-    c = fresh(g, inp, RuntimeConfig(channel_capacity=8))
+    c = fresh(g, inp, RuntimeConfig(), channel_capacity=8)
     eg = c.eg
     s0, s1, w = sub(eg, "src", 0), sub(eg, "src", 1), sub(eg, "win", 0)
     x, y = chan(eg, ("src", 0), ("win", 0)), chan(eg, ("src", 1), ("win", 0))
@@ -707,7 +707,7 @@ def test_alignment_timeout_switches_to_unaligned():
     """
     g = _two_sources_into_one(kind="agg", sink_kind="two_phase_commit")
     inp = JobInput({"src": ((("a", 1, 0), ("a", 1, 1), ("a", 1, 2)), (("b", 1, 3), ("b", 1, 4)))})
-    c = fresh(g, inp, RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=5, channel_capacity=8))
+    c = fresh(g, inp, RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=5), channel_capacity=8)
     eg = c.eg
     s0, s1, agg = sub(eg, "src", 0), sub(eg, "src", 1), sub(eg, "win", 0)
     x, y = chan(eg, ("src", 0), ("win", 0)), chan(eg, ("src", 1), ("win", 0))
@@ -836,7 +836,7 @@ def test_failure_free_random_run_equals_the_oracle(mode, sink_kind):
     g = _random_job(sink_kind)
     for seed in range(4):
         inp = _random_input(seed)
-        c = fresh(g, inp, RuntimeConfig(channel_capacity=2, max_concurrent_checkpoints=2, **MODES[mode]), seed)
+        c = fresh(g, inp, RuntimeConfig(max_concurrent_checkpoints=2, **MODES[mode]), seed, channel_capacity=2)
         random_walk(c, seed, 250)
         drain(c)
         assert c.is_drained()
@@ -852,7 +852,7 @@ def test_failure_free_random_run_with_rolling_count_and_two_phase_commit(mode):
     g = _random_job("two_phase_commit", rolling=True)
     for seed in range(3):
         inp = _random_input(seed)
-        c = fresh(g, inp, RuntimeConfig(channel_capacity=2, **MODES[mode]), seed)
+        c = fresh(g, inp, RuntimeConfig(**MODES[mode]), seed, channel_capacity=2)
         random_walk(c, seed, 250)
         drain(c)
         assert oracle_diffs(g, inp, c) == {}, (mode, seed)
@@ -878,15 +878,15 @@ def test_trace_replays_to_an_identical_state_and_actions_round_trip(mode):
     back to an equal action."""
     g = _random_job("two_phase_commit")
     inp = _random_input(7)
-    cfg, env = RuntimeConfig(channel_capacity=2, **MODES[mode]), Environment(max_failures=2)
-    c = fresh(g, inp, cfg, seed=11, environment=env)
+    cfg, env = RuntimeConfig(**MODES[mode]), Environment(max_failures=2)
+    c = fresh(g, inp, cfg, seed=11, environment=env, channel_capacity=2)
     trace = random_walk(c, 11, 400)
     assert any(type(a) in (A.FailTask, A.LoseTaskManager, A.FailJobManager) for a in trace)
-    again = replay(g, inp, cfg, 11, trace, env)
+    again = replay(g, inp, cfg, 11, trace, env, channel_capacity=2)
     assert _state(again) == _state(c)
     reparsed = [A.parse_action(repr(a)) for a in trace]
     assert reparsed == trace
-    assert _state(replay(g, inp, cfg, 11, reparsed, env)) == _state(c)
+    assert _state(replay(g, inp, cfg, 11, reparsed, env, channel_capacity=2)) == _state(c)
 
 
 def test_every_action_type_round_trips_through_its_repr():
@@ -916,7 +916,7 @@ def test_step_refuses_a_not_enabled_action_without_changing_the_state():
     b.sink("out", "m", sink_kind="append", partitioner="rebalance", parallelism=1)
     g = b.build()
     inp = JobInput({"src": ((("k", 1, 0), ("k", 2, 1)),)})
-    c = fresh(g, inp, RuntimeConfig(channel_capacity=1))
+    c = fresh(g, inp, RuntimeConfig(), channel_capacity=1)
     eg = c.eg
     s = sub(eg, "src", 0)
     c_in = chan(eg, ("src", 0), ("m", 0))

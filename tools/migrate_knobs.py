@@ -5,6 +5,8 @@
   ``migrate_config``).
 * The seams a run switches on left the configuration (its ``bugs`` list) for the scenario's
   ``seams``; a focused machine's ``bugs`` knob is its ``seams`` knob.
+* What the model includes and how coarsely (``control_plane``, ``channel_capacity``) left the
+  configuration for the scenario's ``scope`` (``model.scope.ModelScope``).
 * The faults and operator actions a run may see, and their budgets (``max_failures``,
   ``max_checkpoints``, ``savepoints``, ...), left ``RuntimeConfig`` for
   ``model.environment.Environment``: they move from the scenario's ``config`` to its
@@ -24,10 +26,13 @@ import json
 import sys
 from pathlib import Path
 
+import attrs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from model.cluster import RETIRED_KNOBS, migrate_config  # noqa: E402  (the repository root is on the path now)
 from model.environment import FIELDS as ENVIRONMENT_FIELDS, split_config  # noqa: E402
+from model.scope import FIELDS as SCOPE_FIELDS, ModelScope, split_scope  # noqa: E402
 from properties.machines import migrate_focused_knobs  # noqa: E402
 from properties.safe_io import write_atomic  # noqa: E402
 
@@ -40,10 +45,13 @@ def migrate_file(path: Path) -> bool:
     header = json.loads(first)
     sc = header.get("scenario") or {}
     cfg = sc.get("config")
-    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS or k in ENVIRONMENT_FIELDS or k == "bugs" for k in cfg):
+    if isinstance(cfg, dict) and any(k in RETIRED_KNOBS or k in ENVIRONMENT_FIELDS or k in SCOPE_FIELDS or k == "bugs"
+                                     for k in cfg):
         cfg, names = migrate_config(cfg)
+        cfg, scope = split_scope(cfg)
         sc["config"], moved = split_config(cfg)
         sc["environment"] = {**moved, **(sc.get("environment") or {})}
+        sc["scope"] = attrs.asdict(ModelScope(**{**scope, **(sc.get("scope") or {})}))
         names = list(sc.get("seams") or ()) + [n for n in names if n not in (sc.get("seams") or ())]
         if names:
             sc["seams"] = names
