@@ -1,5 +1,5 @@
 """Scenarios of the control plane (model/controlplane.py and the components it composes):
-hand-driven runs of the whole Cluster with RuntimeConfig.control_plane, judged by the spec.
+hand-driven runs of the whole Cluster with ModelScope.control_plane, judged by the spec.
 
 The job (model.variants.small_scenario of the keyed family, not the variant's own exhaustive
 scenario) is one slot's worth of
@@ -85,7 +85,7 @@ def test_without_the_control_plane_there_is_no_control_plane_state_or_action():
     assert c.cp is None and "cp" not in vars(c)
     kinds = {type(a) for a in c.candidate_actions()}
     assert not any(A.KINDS[k].control_plane for k in kinds)
-    assert c.why_not_enabled(A.Tick()) == "the control plane is off (RuntimeConfig.control_plane)"
+    assert c.why_not_enabled(A.Tick()) == "the control plane is off (ModelScope.control_plane)"
     assert all(t.status == "RUNNING" for t in c.tasks)  # deployed at once, as before
 
 
