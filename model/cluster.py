@@ -481,6 +481,23 @@ class Cluster:
         return cls(compile_stream_graph(scenario.graph), scenario.job_input, scenario.config, seed=scenario.seed,
                    environment=scenario.environment, seams=scenario.seams, scope=scenario.scope)
 
+    # -- the network's channel arrays, for readers (``net`` holds them: read through, never a
+    # second reference in the state) --------------------------------------------------------------
+    channels = property(lambda self: self.net.queues)
+    prio = property(lambda self: self.net.prio)
+    blocked = property(lambda self: self.net.blocked)
+    received = property(lambda self: self.net.received)
+    read_pos = property(lambda self: self.net.read_pos)
+    blocking = property(lambda self: self.net.blocking)
+    consumer_of = property(lambda self: self.net.consumer_of)
+    producer_of = property(lambda self: self.net.producer_of)
+
+    @property
+    def source_tasks(self) -> list:
+        """The source subtasks' tasks, in subtask order (derived: a task is held once, in
+        ``tasks``)."""
+        return [t for t in self.tasks if t.source is not None]
+
     #: the control plane (an instance attribute only when it is on)
     cp = None
     #: the deployment mode's cluster (an instance attribute only when a mode is set)
@@ -661,10 +678,6 @@ class Cluster:
             net = self.net = CreditBasedChannels(
                 execution_graph.channels, blocking, [g.channels for gates in execution_graph.input_gates for g in gates],
                 cfg.buffers_per_channel, cfg.floating_buffers_per_gate, cfg.checkpointing_mode == "exactly_once")
-        # the hot paths and the StreamTasks read the channel arrays directly
-        self.channels, self.prio, self.blocked, self.received = net.queues, net.prio, net.blocked, net.received
-        self.read_pos, self.blocking = net.read_pos, net.blocking
-        self.consumer_of, self.producer_of = net.consumer_of, net.producer_of
         required = sum(slotsharing.required_slots(execution_graph).values())
         cfg = self.config
         per_tm = cfg.slots_per_task_manager or -(-required // cfg.task_managers)
@@ -676,7 +689,6 @@ class Cluster:
         self.tasks: list[StreamTask] = [None] * len(execution_graph.subtasks)  # type: ignore[list-item]
         for st in execution_graph.subtasks:
             self.tasks[st.id] = self._deploy(st)
-        self.source_tasks = [t for t in self.tasks if t.source is not None]
         if restored is not None:
             self._restore_tasks(set(range(len(self.tasks))), restored, keep_base)
         ids = [s.id for s in execution_graph.subtasks]
@@ -1330,7 +1342,6 @@ class Cluster:
         eg = self.eg
         for tid in sorted(restart):
             self.tasks[tid] = self._deploy(eg.subtasks[tid])
-        self.source_tasks = [t for t in self.tasks if t.source is not None]
         allocation = slotsharing.allocate(eg, self.task_managers, previous=self.allocation)
         if allocation != self.allocation:  # (an unchanged placement was judged when it was made)
             self.allocation = allocation
@@ -1606,7 +1617,7 @@ class Cluster:
                     if getattr(sink, "pending_commit", None):
                         return True
                     cur = getattr(sink, "current", None)
-                    if cur is not None and cur.records:
+                    if cur is not None and sink.external.transactions[cur].records:
                         return True
         return False
 

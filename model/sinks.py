@@ -257,7 +257,7 @@ class TwoPhaseCommitSink:
     :class:`TwoPhaseCommitState` (or a list of them after rescaling) for a restore.
     """
 
-    __slots__ = ("external", "subtask", "current", "pending_commit", "_records")
+    __slots__ = ("external", "subtask", "current", "pending_commit")
 
     kind = TWO_PHASE_COMMIT
     #: it commits on ``notify_checkpoint_complete``
@@ -266,14 +266,15 @@ class TwoPhaseCommitSink:
     def __init__(self, external: ExternalSystem, subtask: int, restored_state=None, *, abort_lingering: bool = True):
         self.external = external
         self.subtask = subtask
-        self.current: Transaction | None = None
-        #: checkpoint id -> Transaction, insertion (= checkpoint) order.
+        #: the id of the transaction being written (the external system holds the Transaction:
+        #: a sink names its transactions, it does not hold them)
+        self.current: TransactionId | None = None
+        #: checkpoint id -> TransactionId, insertion (= checkpoint) order.
         self.pending_commit: dict = {}
-        self._records = None
         self.initialize_state(restored_state, abort_lingering=abort_lingering)
 
     def __repr__(self) -> str:
-        cur = None if self.current is None else self.current.id
+        cur = self.current
         return f"<TwoPhaseCommitSink subtask={self.subtask} current={cur!r} pending={list(self.pending_commit)}>"
 
     def initialize_state(self, restored_state=None, *, abort_lingering: bool = True) -> None:
@@ -292,23 +293,22 @@ class TwoPhaseCommitSink:
         self._begin()
 
     def _begin(self) -> None:
-        self.current = self.external.begin_transaction(self.subtask)
-        self._records = self.current.records
+        self.current = self.external.begin_transaction(self.subtask).id
 
     def write(self, key, value, timestamp) -> None:
         """``invoke(transaction, value, context)``: append to the current transaction."""
-        self._records.append((key, value, timestamp))
+        self.external.transactions[self.current].records.append((key, value, timestamp))
 
     def snapshot_state(self, checkpoint_id: int) -> TwoPhaseCommitState:
         """``snapshotState``: pre-commit the current transaction as pending for
         ``checkpoint_id``, begin a new one, return the state to checkpoint."""
         cur = self.current
-        self.external.pre_commit(cur.id, checkpoint_id)
+        self.external.pre_commit(cur, checkpoint_id)
         self.pending_commit[checkpoint_id] = cur
         self._begin()
         return TwoPhaseCommitState(
-            self.current.id,
-            tuple(PendingCommit(cid, t.id) for cid, t in self.pending_commit.items()),
+            self.current,
+            tuple(PendingCommit(cid, tid) for cid, tid in self.pending_commit.items()),
         )
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> list:
@@ -320,9 +320,9 @@ class TwoPhaseCommitSink:
         done = [cid for cid in pending if cid <= checkpoint_id]
         out = []
         for cid in done:
-            txn = pending.pop(cid)
-            self.external.commit(txn.id)
-            out.append(txn.id)
+            tid = pending.pop(cid)
+            self.external.commit(tid)
+            out.append(tid)
         return out
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
@@ -332,9 +332,8 @@ class TwoPhaseCommitSink:
     def close(self) -> None:
         """``close()`` on a clean shutdown: abort the current transaction."""
         if self.current is not None:
-            self.external.abort(self.current.id)
+            self.external.abort(self.current)
             self.current = None
-            self._records = None
 
 
 class _StatelessSink:

@@ -50,10 +50,10 @@ def test_two_phase_commit_nothing_visible_before_notify():
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
     write_all(s, recs(3))
-    first = s.current.id
+    first = s.current
     state = s.snapshot_state(1)
     assert ext.transactions[first].status == PRECOMMITTED
-    assert state == TwoPhaseCommitState(s.current.id, (PendingCommit(1, first),))
+    assert state == TwoPhaseCommitState(s.current, (PendingCommit(1, first),))
     assert state.pending_transaction != first
     assert ext.committed == []
     assert s.notify_checkpoint_complete(1) == [first]
@@ -95,7 +95,7 @@ def test_failure_between_snapshot_and_notify_recommits_without_duplicates():
     write_all(s, recs(5))
     state1 = s.snapshot_state(1)
     write_all(s, recs(3, start=5))
-    after_snapshot = s.current.id
+    after_snapshot = s.current
     # failure: the instance is gone; only state1 survives
     s2 = TwoPhaseCommitSink(ext, 0, state1)
     assert ext.committed_records() == recs(5)
@@ -127,12 +127,12 @@ def test_restore_aborts_lingering_open_transactions_but_not_precommitted():
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
     s.write("a", 1, 1)
-    a = s.current.id
+    a = s.current
     st1 = s.snapshot_state(1)
-    b = s.current.id
+    b = s.current
     s.write("b", 2, 2)
     s.snapshot_state(2)
-    c = s.current.id
+    c = s.current
     s.write("c", 3, 3)
     TwoPhaseCommitSink(ext, 0, st1)
     assert [ext.transactions[t].status for t in (a, b, c)] == [COMMITTED, ABORTED, ABORTED]
@@ -145,10 +145,10 @@ def test_fresh_start_aborts_open_transactions_of_a_failed_attempt():
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 1)
     s.write("x", 1, 1)
-    old = s.current.id
+    old = s.current
     s2 = TwoPhaseCommitSink(ext, 1, None)
     assert ext.transactions[old].status == ABORTED
-    assert s2.current.id == TransactionId(1, 1)
+    assert s2.current == TransactionId(1, 1)
     assert ext.committed == []
 
 
@@ -171,7 +171,7 @@ def test_commit_of_aborted_transaction_is_an_anomaly():
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
     s.write("a", 1, 1)
-    tid = s.current.id
+    tid = s.current
     ext.abort(tid)
     assert ext.commit(tid) is False
     assert ext.anomalies == [("commit_aborted", tid)]
@@ -313,14 +313,14 @@ def test_snapshot_pre_commits_the_current_transaction_for_its_checkpoint():
     then a new transaction; the returned state names both."""
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
-    first = sink.current.id
+    first = sink.current
     write_all(sink, recs(2))
     state = sink.snapshot_state(5)
     txn = ext.transactions[first]
     assert (txn.status, txn.checkpoint_id) == (PRECOMMITTED, 5)
-    assert sink.current.id != first and ext.transactions[sink.current.id].status == OPEN
-    assert ext.transactions[sink.current.id].checkpoint_id is None
-    assert state == TwoPhaseCommitState(sink.current.id, (PendingCommit(5, first),))
+    assert sink.current != first and ext.transactions[sink.current].status == OPEN
+    assert ext.transactions[sink.current].checkpoint_id is None
+    assert state == TwoPhaseCommitState(sink.current, (PendingCommit(5, first),))
     assert ext.committed == []
 
 
@@ -398,12 +398,12 @@ def test_initialize_state_aborts_lingering_open_transactions_by_default():
     ext = ExternalSystem()
     failed = TwoPhaseCommitSink(ext, 0)
     write_all(failed, recs(1))
-    lingering = failed.current.id
+    lingering = failed.current
     again = TwoPhaseCommitSink.__new__(TwoPhaseCommitSink)
-    again.external, again.subtask, again.current, again.pending_commit, again._records = ext, 0, None, {}, None
+    again.external, again.subtask, again.current, again.pending_commit = ext, 0, None, {}
     again.initialize_state()
     assert ext.transactions[lingering].status == ABORTED
-    assert again.current.id != lingering and again.current.status == OPEN and again.pending_commit == {}
+    assert again.current != lingering and ext.transactions[again.current].status == OPEN and again.pending_commit == {}
 
 
 def test_initialize_state_forgets_pending_commits_of_the_instance():
@@ -420,7 +420,7 @@ def test_notify_returns_the_committed_transactions_in_checkpoint_order():
     assert sink.notify_checkpoint_complete(3) == []
     ids = []
     for n in (1, 2, 3):
-        ids.append(sink.current.id)
+        ids.append(sink.current)
         write_all(sink, recs(1, start=n))
         sink.snapshot_state(n)
     assert sink.notify_checkpoint_complete(2) == ids[:2]
@@ -433,7 +433,7 @@ def test_notify_returns_the_committed_transactions_in_checkpoint_order():
 def test_close_aborts_the_current_transaction():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
-    cur = sink.current.id
+    cur = sink.current
     sink.close()
     assert ext.transactions[cur].status == ABORTED and sink.current is None
     sink.close()  # twice: nothing more
@@ -511,7 +511,7 @@ def test_restore_of_a_state_without_pending_transactions_aborts_its_open_one():
     ext = ExternalSystem()
     old = TwoPhaseCommitSink(ext, 0)
     write_all(old, recs(1))
-    state = TwoPhaseCommitState(old.current.id)
+    state = TwoPhaseCommitState(old.current)
     TwoPhaseCommitSink(ext, 1, state)
     assert ext.transactions[state.pending_transaction].status == ABORTED and ext.committed == []
 
@@ -519,7 +519,7 @@ def test_restore_of_a_state_without_pending_transactions_aborts_its_open_one():
 def test_without_abort_lingering_an_open_transaction_of_a_failed_attempt_stays_open():
     ext = ExternalSystem()
     failed = TwoPhaseCommitSink(ext, 0)
-    lingering = failed.current.id
+    lingering = failed.current
     TwoPhaseCommitSink(ext, 0, None, abort_lingering=False)
     assert ext.transactions[lingering].status == OPEN
 
@@ -528,7 +528,7 @@ def test_sink_reprs_name_the_subtask_the_transaction_and_the_pending_checkpoints
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 3)
     sink.snapshot_state(7)
-    assert repr(sink) == f"<TwoPhaseCommitSink subtask=3 current={sink.current.id!r} pending=[7]>"
+    assert repr(sink) == f"<TwoPhaseCommitSink subtask=3 current={sink.current!r} pending=[7]>"
     sink.close()
     assert repr(sink) == "<TwoPhaseCommitSink subtask=3 current=None pending=[7]>"
     assert repr(UpsertSink(ext, 1)) == "<UpsertSink subtask=1>" and repr(AppendSink(ext, 2)) == "<AppendSink subtask=2>"
