@@ -54,6 +54,438 @@ def _channel_of(c, source_index: int) -> int:
     return next(ch.id for ch in c.eg.channels if ch.producer == c.source_tasks[source_index].id)
 
 
+# -- the stack alone: CreditBasedChannels driven call by call ----------------------------------------
+#
+# Two producers (subtasks 0 and 1) on TaskManager tm0 and one consumer (subtask 9) on tm1, unless a
+# test places them otherwise; records are tuples, as in the model's channels. Each call's effect is
+# asserted on the tables right after it, as RemoteInputChannel, BufferManager and LocalBufferPool
+# would leave them.
+
+CONSUMER = 9
+REC = ("k", 1, 0)
+
+
+def _net(n=2, gates=None, b=2, f=1, aligned=True, blocking=None, consumers=None) -> CreditBasedChannels:
+    consumers = consumers or [CONSUMER] * n
+    chans = [SimpleNamespace(producer=i, consumer=q) for i, q in zip(range(n), consumers)]
+    return CreditBasedChannels(chans, blocking or [False] * n, [list(range(n))] if gates is None else gates,
+                               b, f, aligned)
+
+
+def _placed(tms=None, **kw) -> CreditBasedChannels:
+    """The stack placed: producer i on ``tms[i]`` (tm0 for all by default), the consumer on tm1."""
+    net = _net(**kw)
+    tms = tms or {}
+    net.place(lambda s: "tm1" if s == CONSUMER else tms.get(s, "tm0"))
+    return net
+
+
+def test_a_new_stack_has_no_remote_channel_yet_and_full_gate_pools():
+    net = _net(n=3, gates=[[0], [1]], b=2, f=3)
+    assert net.network is True
+    assert net.gate_channels == ((0,), (1,)) and net.gate_of == [0, 1, -1]  # channel 2 in no gate
+    assert net.remote == [False] * 3 and net.conn_of == [-1] * 3
+    for table in (net.arrived, net.credit, net.unannounced, net.required, net.exclusive, net.floating):
+        assert table == [0, 0, 0]
+    assert net.held == [deque(), deque(), deque()] and net.held[0] is not net.held[1]
+    assert net.waiting == [False] * 3
+    assert net.pool == [3, 3] and net.listeners == [[], []] and net.listeners[0] is not net.listeners[1]
+    assert net.staged == []
+    assert (net.buffers_per_channel, net.floating_per_gate, net.aligned_blocks) == (2, 3, True)
+    assert net.credit_based is True and net.reader_checks_credit is True
+    assert net.is_credit_based is True and net.checks_credit is True
+
+
+def test_a_stack_without_input_gates_has_no_channel_in_a_gate():
+    net = _net(n=2, gates=[])
+    assert net.gate_of == [-1, -1] and net.gate_channels == () and net.pool == [] and net.listeners == []
+
+
+def test_the_flags_are_read_from_their_definitions_when_the_stack_is_built():
+    with seams.active(("pre-credit-network-stack",)):
+        pre = _net()
+    with seams.active(("sender-ignores-credit",)):
+        ignoring = _net()
+    assert (pre.credit_based, pre.reader_checks_credit) == (False, True)
+    assert (ignoring.credit_based, ignoring.reader_checks_credit) == (True, False)
+
+
+def test_placement_numbers_one_connection_per_pair_of_task_managers_and_sets_up_remote_channels():
+    # 0: tm0 -> tm1, 1: tm2 -> tm1, 2: tm0 -> tm1 (0's connection), 3: tm1 -> tm1 (local),
+    # 4: blocking (batch, read as in the coarse mode), 5: its producer not deployed
+    net = _net(n=6, b=2, f=1, blocking=[False, False, False, False, True, False])
+    net.unannounced[0] = net.arrived[0] = 5  # whatever a channel held before it became remote
+    net.place(lambda s: {0: "tm0", 1: "tm2", 2: "tm0", 3: "tm1", 4: "tm0", 5: None}.get(s, "tm1"))
+    assert net.remote == [True, True, True, False, False, False]
+    assert net.conn_of == [0, 1, 0, -1, -1, -1]
+    assert net.staged == [None, None]
+    # requestSubpartition with the exclusive buffers as initial credit
+    assert net.exclusive == [2, 2, 2, 0, 0, 0] and net.credit == [2, 2, 2, 0, 0, 0]
+    assert net.required == [2, 2, 2, 0, 0, 0]
+    assert net.unannounced[0] == 0 and net.arrived[0] == 0
+    assert net.floating == [0] * 6 and net.pool == [1]
+
+
+def test_the_pre_credit_stack_announces_no_initial_credit():
+    with seams.active(("pre-credit-network-stack",)):
+        net = _net(b=2)
+    net.place(lambda s: "tm1" if s == CONSUMER else "tm0")
+    assert net.exclusive == [2, 2] and net.credit == [0, 0] and net.required == [2, 2]
+
+
+def test_a_channel_turned_local_releases_its_buffers_and_a_stopped_connection_keeps_its_stop():
+    net = _placed(n=3, b=1, f=0, tms={0: "tm0", 1: "tm2", 2: "tm2"})
+    assert net.conn_of == [0, 1, 1]
+    net.staged[1] = 2                        # channel 2's connection (tm2 -> tm1) is not read
+    net.floating[0] = 1
+    # producer 0 moves to the consumer's TaskManager, 1 and 2 stay on tm2: channel 0 turns local
+    net.place(lambda s: {0: "tm1", 1: "tm2", 2: "tm2"}.get(s, "tm1"))
+    assert net.remote == [False, True, True] and net.conn_of == [-1, 0, 0]
+    assert net.staged == [2]                  # under the connection's new index
+    assert (net.exclusive[0], net.floating[0], net.credit[0], net.required[0]) == (0, 0, 0, 0)
+    assert net.pool == [1]                    # the floating buffer back to the gate's pool
+    assert (net.exclusive[1], net.credit[1]) == (1, 1)  # untouched
+
+
+def test_a_staged_channel_that_turns_local_leaves_no_stop_behind():
+    net = _placed(b=1, f=0)
+    net.staged[0] = 1
+    net.place(lambda s: "tm1")                # everything on one TaskManager
+    assert net.staged == [] and net.remote == [False, False]
+
+
+def test_a_reset_remote_channel_returns_every_floating_buffer_first_to_a_waiting_listener():
+    """``releaseAllResources``: floating buffers (available or holding data) back to the gate's
+    pool, which hands them to its registered listeners first; then fresh exclusive buffers."""
+    net = _placed(b=1, f=0)
+    net.floating[0] = 1
+    net.queues[0].extend([REC, REC, REC])
+    net.held[0].extend([FLOATING, EXCLUSIVE, FLOATING])
+    net.arrived[0] = 3
+    net.exclusive[0] = 0
+    net.credit[0], net.unannounced[0], net.required[0] = 0, 1, 4
+    net.waiting[0] = net.waiting[1] = True
+    net.listeners[0] = [0, 1]
+    net.required[1] = 2                       # channel 1 needs one buffer more
+    net.staged = [0]
+    net.blocked[0] = True
+    net.reset(0)
+    assert list(net.queues[0]) == [] and net.blocked[0] is False
+    assert list(net.held[0]) == [] and net.staged == [None]
+    assert (net.exclusive[0], net.floating[0], net.credit[0], net.unannounced[0], net.required[0],
+            net.arrived[0]) == (1, 0, 1, 0, 1, 0)
+    assert net.waiting == [False, False] and net.listeners == [[]]
+    assert (net.floating[1], net.unannounced[1]) == (1, 1)  # the first of the three buffers
+    assert net.pool == [2]                                   # the other two
+
+
+def test_a_reset_local_channel_forgets_what_arrived():
+    net = _placed(tms={0: "tm1"})
+    assert net.remote == [False, True]
+    net.queues[0].extend([REC])
+    net.arrived[0] = 1
+    net.reset(0)
+    assert net.arrived[0] == 0 and list(net.queues[0]) == []
+    assert (net.exclusive[0], net.credit[0]) == (0, 0)  # a LocalInputChannel has no buffers
+
+
+def test_the_backlog_counts_the_unsent_data_buffers_and_is_zero_while_blocked():
+    net = _placed()
+    net.queues[0].extend([REC, REC, Watermark(5), CancelCheckpointMarker(1), REC, END_OF_PARTITION])
+    net.arrived[0] = 1
+    assert net.backlog(0) == 3               # REC, the watermark, REC: events are not backlog
+    net.arrived[0] = 5
+    assert net.backlog(0) == 0
+    net.arrived[0] = 0
+    assert net.backlog(0) == 4
+    net.blocked[0] = True
+    assert net.backlog(0) == 0
+
+
+def test_a_subpartition_is_blocked_only_by_an_aligned_barrier_it_sent_or_the_alignment():
+    net = _placed()
+    net.queues[0].extend([REC, CheckpointBarrier(1, 0), REC])
+    net.arrived[0] = 1
+    assert net.sender_blocked(0) is False     # the barrier not sent yet
+    net.arrived[0] = 2
+    assert net.sender_blocked(0) is True      # sent, still in the receiver's queue
+    net.queues[1].extend([CheckpointBarrier(2, 0, unaligned=True), REC])
+    net.arrived[1] = 1
+    assert net.sender_blocked(1) is False     # an unaligned barrier does not block
+    net.blocked[1] = True
+    assert net.sender_blocked(1) is True      # the consumer's alignment blocks the channel
+    net.credit_based = False                  # the pre-credit stack never blocks
+    assert net.sender_blocked(0) is False and net.sender_blocked(1) is False
+    loose = _placed(aligned=False)            # a barrier that does not block upstream
+    loose.queues[0].extend([CheckpointBarrier(1, 0)])
+    loose.arrived[0] = 1
+    loose.blocked[0] = True
+    assert loose.sender_blocked(0) is False
+
+
+def test_the_sender_refuses_with_the_reason_of_getAvailabilityAndBacklog():
+    net = _placed(b=1, f=0)
+    assert net.sender_refusal(0) == "channel 0's subpartition has no unsent buffer"
+    net.queues[0].extend([REC])
+    assert net.sender_refusal(0) is None      # credit 1
+    net.credit[0] = 0
+    assert net.sender_refusal(0) == "channel 0 has no credit for its next data buffer"
+    net.queues[1].extend([CancelCheckpointMarker(3), REC])
+    net.credit[1] = 0
+    assert net.sender_refusal(1) is None      # an event needs no credit
+    net.reader_checks_credit = False
+    assert net.sender_refusal(0) is None
+    net.reader_checks_credit = True
+    net.blocked[0] = True
+    assert net.sender_refusal(0) == "channel 0's subpartition is blocked by an aligned barrier until the consumer resumes"
+    net.staged = [1]
+    assert net.sender_refusal(0) == ("channel 0's connection is not read "
+                                     "(a buffer of channel 1 waits for a buffer)")
+    net.staged = [None]
+    net.credit_based = False                  # pre-credit: no credit, no blocking
+    assert net.sender_refusal(0) is None
+
+
+def test_a_backlog_requests_floating_buffers_up_to_backlog_plus_initial_credit():
+    net = _placed(b=2, f=3)
+    net.on_sender_backlog(0, 2)
+    assert (net.required[0], net.floating[0], net.pool, net.unannounced[0]) == (4, 2, [1], 2)
+    assert net.waiting[0] is False and net.listeners == [[]]
+    net.on_sender_backlog(0, 5)               # needs 7, has 4: the last of the pool, then waits
+    assert (net.required[0], net.floating[0], net.pool, net.unannounced[0]) == (7, 3, [0], 3)
+    assert net.waiting[0] is True and net.listeners == [[0]]
+    net.on_sender_backlog(0, 6)               # already a listener: registered once
+    assert net.required[0] == 8 and net.listeners == [[0]] and net.unannounced[0] == 3
+    net.on_sender_backlog(1, 0)               # has its 2 exclusive buffers: nothing requested
+    assert (net.required[1], net.floating[1], net.waiting[1]) == (2, 0, False)
+    net.on_sender_backlog(0, 0)               # a smaller backlog lowers the requirement only
+    assert (net.required[0], net.floating[0]) == (2, 3)
+
+
+def test_an_event_is_sent_without_credit_and_tells_the_receiver_the_backlog():
+    net = _placed(b=2, f=1)
+    net.queues[0].extend([CancelCheckpointMarker(1), REC, REC])
+    net.credit[0] = 0
+    net.send(0)
+    assert net.arrived[0] == 1 and net.credit[0] == 0 and list(net.held[0]) == []
+    # onSenderBacklog(2): requestFloatingBuffers(2 + 2): the pool's one, then a listener
+    assert net.required[0] == 4 and net.floating[0] == 1 and net.pool == [0]
+    assert net.waiting[0] is True and net.listeners == [[0]] and net.unannounced[0] == 1
+
+
+def test_a_data_buffer_takes_a_credit_and_a_buffer_floating_first():
+    net = _placed(b=2, f=1)
+    net.queues[0].extend([REC, REC])
+    net.floating[0] = 1
+    net.pool = [0]
+    net.send(0)
+    assert net.credit[0] == 1 and list(net.held[0]) == [FLOATING] and net.arrived[0] == 1
+    assert net.required[0] == 3               # backlog 1 + initialCredit 2
+    assert (net.floating[0], net.exclusive[0]) == (0, 2)
+    assert net.waiting[0] is True and net.listeners == [[0]]
+    net.send(0)
+    assert net.credit[0] == 0 and list(net.held[0]) == [FLOATING, EXCLUSIVE] and net.arrived[0] == 2
+    assert net.required[0] == 2               # backlog 0 + 2
+
+
+def test_take_buffer_prefers_a_floating_buffer_then_an_exclusive_one():
+    net = _placed(b=1)
+    net.floating[0] = 1
+    assert net._take_buffer(0) == FLOATING and (net.floating[0], net.exclusive[0]) == (0, 1)
+    assert net._take_buffer(0) == EXCLUSIVE and (net.floating[0], net.exclusive[0]) == (0, 0)
+    assert net._take_buffer(0) == UNBACKED and (net.floating[0], net.exclusive[0]) == (0, 0)
+
+
+def test_the_pre_credit_receiver_takes_a_channel_buffer_then_the_gate_pool_then_stops_reading():
+    with seams.active(("pre-credit-network-stack",)):
+        net = _net(n=3, gates=[[0, 1], [2]], b=1, f=1)
+    net.place(lambda s: "tm1" if s == CONSUMER else "tm0")
+    for c in (0, 1):
+        net.queues[c].extend([CancelCheckpointMarker(1), REC, REC])
+    net.send(0)                               # an event: no buffer, no backlog request
+    assert net.arrived[0] == 1 and net.required[0] == 1 and net.unannounced[0] == 0
+    net.send(0)
+    assert list(net.held[0]) == [EXCLUSIVE] and net.arrived[0] == 2 and net.credit[0] == 0
+    net.send(0)
+    assert list(net.held[0]) == [EXCLUSIVE, FLOATING] and net.pool == [0, 1] and net.arrived[0] == 3
+    net.arrived[1] = 1
+    net.exclusive[1] = 0
+    net.send(1)                               # no buffer anywhere in its gate: the connection stops
+    assert net.staged == [1] and net.arrived[1] == 1 and list(net.held[1]) == []
+    assert net.pool == [0, 1]                 # the other gate's pool is not its
+
+
+def test_add_credit_hands_all_the_unannounced_credit_to_the_sender():
+    net = _placed(b=1)
+    net.unannounced[0] = 3
+    net.announce(0)
+    assert (net.credit[0], net.unannounced[0]) == (4, 0)
+    net.announce(0)
+    assert (net.credit[0], net.unannounced[0]) == (4, 0)
+
+
+def test_the_add_credit_lost_seam_drops_the_credit():
+    net = _placed(b=1)
+    net.unannounced[0] = 3
+    with seams.active(("add-credit-lost",)):
+        net.announce(0)
+    assert (net.credit[0], net.unannounced[0]) == (1, 0)
+
+
+def test_a_consumed_data_buffer_recycles_the_oldest_held_buffer_and_an_event_none():
+    net = _placed(b=1, f=0)
+    net.queues[0].extend([REC, CancelCheckpointMarker(1), REC])
+    net.held[0].extend([FLOATING, EXCLUSIVE])
+    net.arrived[0] = 3
+    net.exclusive[0] = 0
+    net.consumed(0, net.queues[0].popleft())
+    assert net.arrived[0] == 2 and list(net.held[0]) == [EXCLUSIVE] and net.pool == [1]
+    net.consumed(0, net.queues[0].popleft())  # the event's unpooled buffer is just freed
+    assert net.arrived[0] == 1 and list(net.held[0]) == [EXCLUSIVE] and net.pool == [1]
+    net.consumed(0, net.queues[0].popleft())
+    assert net.arrived[0] == 0 and list(net.held[0]) == [] and net.exclusive[0] == 1
+    assert net.unannounced[0] == 1
+
+
+def test_a_recycled_exclusive_buffer_is_one_more_credit_unless_the_channel_has_more_than_it_requires():
+    """``BufferManager.recycle`` -> ``addExclusiveBuffer``: with more buffers than required a
+    floating one goes back to the pool (the total stays), else the exclusive one is new credit."""
+    net = _placed(b=2, f=0)
+    net.exclusive[0], net.floating[0], net.required[0] = 1, 1, 2
+    net.recycle(0, EXCLUSIVE)                 # 3 > 2: a floating buffer back
+    assert (net.exclusive[0], net.floating[0], net.unannounced[0], net.pool) == (2, 0, 0, [1])
+    net.exclusive[0], net.floating[0], net.required[0] = 0, 1, 2
+    net.recycle(0, EXCLUSIVE)                 # 2 == 2: kept, one credit more
+    assert (net.exclusive[0], net.floating[0], net.unannounced[0], net.pool) == (1, 1, 1, [1])
+    net.exclusive[0], net.floating[0], net.required[0] = 2, 0, 1
+    net.recycle(0, EXCLUSIVE)                 # more than required but no floating buffer
+    assert (net.exclusive[0], net.floating[0], net.unannounced[0], net.pool) == (3, 0, 2, [1])
+
+
+def test_a_recycled_floating_buffer_goes_to_the_pool_and_an_unbacked_one_nowhere():
+    net = _placed(b=1, f=0)
+    net.recycle(0, FLOATING)
+    assert net.pool == [1] and (net.floating[0], net.unannounced[0], net.exclusive[0]) == (0, 0, 1)
+    net.recycle(0, UNBACKED)
+    assert net.pool == [1] and (net.floating[0], net.unannounced[0], net.exclusive[0]) == (0, 0, 1)
+
+
+def test_the_pool_hands_a_buffer_to_the_first_listener_that_still_needs_one():
+    """``LocalBufferPool.recycle``: a listener with enough buffers is dropped (BUFFER_NOT_USED),
+    one that needs more after this buffer registers again at the end (BUFFER_USED_NEED_MORE)."""
+    net = _placed(n=3, b=1, f=0)
+    net.required = [1, 3, 2]                  # 0 has enough; 1 needs two, 2 needs one
+    net.waiting = [True, True, True]
+    net.listeners[0] = [0, 1, 2]
+    net._recycle_floating(0)
+    assert net.listeners == [[2, 1]] and net.waiting == [False, True, True]
+    assert (net.floating[1], net.unannounced[1], net.pool) == (1, 1, [0])
+    net._recycle_floating(0)
+    assert net.listeners == [[1]] and net.waiting == [False, True, False]
+    assert (net.floating[2], net.unannounced[2]) == (1, 1)
+    net._recycle_floating(0)
+    assert net.listeners == [[]] and net.waiting == [False, False, False]
+    assert (net.floating[1], net.unannounced[1]) == (2, 2)
+    net._recycle_floating(0)
+    assert net.pool == [1]
+
+
+def test_a_freed_buffer_resumes_reading_only_a_connection_stopped_for_the_same_gate():
+    with seams.active(("pre-credit-network-stack",)):
+        net = _net(n=2, gates=[[0], [1]], b=1, f=0)
+    net.place(lambda s: {0: "tm0", 1: "tm2"}.get(s, "tm1"))
+    assert net.conn_of == [0, 1]
+    for c in (0, 1):
+        net.queues[c].extend([REC, REC])
+        net.held[c].append(EXCLUSIVE)
+        net.exclusive[c] = 0
+        net.arrived[c] = 1
+    net.staged = [0, 1]
+    net._unstage(0)                           # nothing free in gate 0 yet
+    assert net.staged == [0, 1]
+    net.consumed(0, net.queues[0].popleft())  # its exclusive buffer back: channel 0's buffer placed
+    assert net.staged == [None, 1]
+    assert list(net.held[0]) == [EXCLUSIVE] and net.arrived[0] == 1 and net.exclusive[0] == 0
+    assert list(net.held[1]) == [EXCLUSIVE] and net.arrived[1] == 1
+    net.pool[1] = 1
+    net._unstage(1)                           # a buffer in gate 1's pool
+    assert net.staged == [None, None] and list(net.held[1]) == [EXCLUSIVE, FLOATING] and net.pool == [0, 0]
+
+
+def test_the_stall_names_a_stopped_connection_and_the_channels_it_holds_up():
+    net = _placed(n=3, b=1, f=0, tms={2: "tm2"})
+    net.queues[0].extend([REC])               # behind the stop
+    net.queues[1].extend([REC])
+    net.queues[2].extend([REC])               # another connection
+    net.staged = [1, None]
+    assert net.stall() == "connection 0 is not read: a buffer of channel 1 waits for a free buffer, holding up channel 0"
+    net.arrived[0] = 1                        # nothing unsent on channel 0
+    assert net.stall() == "connection 0 is not read: a buffer of channel 1 waits for a free buffer"
+
+
+def test_the_stall_names_the_channels_without_credit_and_none_to_announce():
+    net = _placed(n=3, b=1, f=0, tms={2: "tm1"})  # channel 2 is local
+    assert net.stall() is None
+    for c in range(3):
+        net.queues[c].extend([REC])
+    net.credit = [0, 0, 0]
+    assert net.stall() == "channel 0, channel 1 has no credit for its next data buffer"
+    net.unannounced[1] = 1                    # credit on its way
+    assert net.stall() == "channel 0 has no credit for its next data buffer"
+    net.queues[0].appendleft(CancelCheckpointMarker(1))  # an event needs none
+    assert net.stall() is None
+
+
+def test_an_unaligned_barrier_arrives_on_a_remote_channel_only():
+    net = _placed(tms={1: "tm1"})
+    net.add_priority_event(0)
+    net.add_priority_event(1)
+    assert net.arrived == [1, 0]
+
+
+def test_the_unsent_elements_bound_the_producer():
+    net = _placed(tms={1: "tm1"})             # 0 remote, 1 local
+    net.queues[0].extend([REC, REC, REC])
+    net.arrived[0] = 1
+    net.queues[1].extend([REC, REC])
+    assert (net.unsent(0), net.unsent(1)) == (2, 2)
+    assert net.backpressured([0], 3) is False and net.backpressured([0], 2) is True
+    assert net.backpressured([0, 1], 3) is False and net.backpressured([1, 0], 2) is True
+    assert net.backpressured([], 0) is False
+
+
+def test_the_viewer_reads_every_table_of_a_remote_channel():
+    net = _placed(b=2, f=1)
+    net.queues[0].extend([REC, REC, Watermark(3)])
+    net.send(0)
+    assert net.buffers(0) == {"arrived": 1, "unsent": 2, "credit": 1, "unannounced": 1, "backlog": 2,
+                              "exclusive": 1, "floating": 1, "held": EXCLUSIVE, "gate_pool": 0,
+                              "blocked_upstream": False, "connection": "0"}
+    net.staged = [1]
+    assert net.buffers(0)["connection"] == "0, not read: a buffer of channel 1 waits for a free buffer"
+
+
+def test_is_event_is_the_event_classes_exactly():
+    assert is_event(CheckpointBarrier(1, 0)) and is_event(CancelCheckpointMarker(1)) and is_event(END_OF_PARTITION)
+    assert not is_event(REC) and not is_event(Watermark(1)) and not is_event(None)
+
+
+def test_the_kinds_of_held_buffers_are_distinct_letters_as_the_viewer_joins_them():
+    """The viewer shows a channel's held buffers as one letter each (``buffers``'s "held")."""
+    kinds = (EXCLUSIVE, FLOATING, UNBACKED)
+    assert all(isinstance(k, str) and len(k) == 1 for k in kinds) and len(set(kinds)) == 3
+    net = _placed(b=1, f=1)
+    net.queues[0].extend([REC, REC, REC])
+    net.floating[0] = 1
+    net.pool = [0]
+    for _ in range(3):
+        net.send(0)
+    assert net.buffers(0)["held"] == FLOATING + EXCLUSIVE + UNBACKED
+
+
+# -- the stack in whole clusters of the network family ------------------------------------------------
+
+
 def test_the_coarse_mode_is_the_default_and_offers_no_network_action():
     assert RuntimeConfig().buffers_per_channel is None
     c = Cluster.from_scenario(small_scenario(variant("aligned-2pc")))
@@ -310,432 +742,3 @@ def test_a_new_placement_keeps_a_stopped_connection_stopped_and_makes_a_local_ch
     assert not net.remote[a] and net.remote[b] and net.exclusive[a] == 0 and net.pool == [0]
     assert net.staged == [b] and net.conn_of[b] == 0
     assert _violations(c) == []
-
-
-# -- the stack alone: CreditBasedChannels driven call by call ----------------------------------------
-#
-# Two producers (subtasks 0 and 1) on TaskManager tm0 and one consumer (subtask 9) on tm1, unless a
-# test places them otherwise; records are tuples, as in the model's channels. Each call's effect is
-# asserted on the tables right after it, as RemoteInputChannel, BufferManager and LocalBufferPool
-# would leave them.
-
-CONSUMER = 9
-REC = ("k", 1, 0)
-
-
-def _net(n=2, gates=None, b=2, f=1, aligned=True, blocking=None, consumers=None) -> CreditBasedChannels:
-    consumers = consumers or [CONSUMER] * n
-    chans = [SimpleNamespace(producer=i, consumer=q) for i, q in zip(range(n), consumers)]
-    return CreditBasedChannels(chans, blocking or [False] * n, [list(range(n))] if gates is None else gates,
-                               b, f, aligned)
-
-
-def _placed(tms=None, **kw) -> CreditBasedChannels:
-    """The stack placed: producer i on ``tms[i]`` (tm0 for all by default), the consumer on tm1."""
-    net = _net(**kw)
-    tms = tms or {}
-    net.place(lambda s: "tm1" if s == CONSUMER else tms.get(s, "tm0"))
-    return net
-
-
-def test_a_new_stack_has_no_remote_channel_yet_and_full_gate_pools():
-    net = _net(n=3, gates=[[0], [1]], b=2, f=3)
-    assert net.network is True
-    assert net.gate_channels == ((0,), (1,)) and net.gate_of == [0, 1, -1]  # channel 2 in no gate
-    assert net.remote == [False] * 3 and net.conn_of == [-1] * 3
-    for table in (net.arrived, net.credit, net.unannounced, net.required, net.exclusive, net.floating):
-        assert table == [0, 0, 0]
-    assert net.held == [deque(), deque(), deque()] and net.held[0] is not net.held[1]
-    assert net.waiting == [False] * 3
-    assert net.pool == [3, 3] and net.listeners == [[], []] and net.listeners[0] is not net.listeners[1]
-    assert net.staged == []
-    assert (net.buffers_per_channel, net.floating_per_gate, net.aligned_blocks) == (2, 3, True)
-    assert net.credit_based is True and net.reader_checks_credit is True
-    assert net.is_credit_based is True and net.checks_credit is True
-
-
-def test_a_stack_without_input_gates_has_no_channel_in_a_gate():
-    net = _net(n=2, gates=[])
-    assert net.gate_of == [-1, -1] and net.gate_channels == () and net.pool == [] and net.listeners == []
-
-
-def test_the_flags_are_read_from_their_definitions_when_the_stack_is_built():
-    with seams.active(("pre-credit-network-stack",)):
-        pre = _net()
-    with seams.active(("sender-ignores-credit",)):
-        ignoring = _net()
-    assert (pre.credit_based, pre.reader_checks_credit) == (False, True)
-    assert (ignoring.credit_based, ignoring.reader_checks_credit) == (True, False)
-
-
-def test_placement_numbers_one_connection_per_pair_of_task_managers_and_sets_up_remote_channels():
-    # 0: tm0 -> tm1, 1: tm2 -> tm1, 2: tm0 -> tm1 (0's connection), 3: tm1 -> tm1 (local),
-    # 4: blocking (batch, read as in the coarse mode), 5: its producer not deployed
-    net = _net(n=6, b=2, f=1, blocking=[False, False, False, False, True, False])
-    net.unannounced[0] = net.arrived[0] = 5  # whatever a channel held before it became remote
-    net.place(lambda s: {0: "tm0", 1: "tm2", 2: "tm0", 3: "tm1", 4: "tm0", 5: None}.get(s, "tm1"))
-    assert net.remote == [True, True, True, False, False, False]
-    assert net.conn_of == [0, 1, 0, -1, -1, -1]
-    assert net.staged == [None, None]
-    # requestSubpartition with the exclusive buffers as initial credit
-    assert net.exclusive == [2, 2, 2, 0, 0, 0] and net.credit == [2, 2, 2, 0, 0, 0]
-    assert net.required == [2, 2, 2, 0, 0, 0]
-    assert net.unannounced[0] == 0 and net.arrived[0] == 0
-    assert net.floating == [0] * 6 and net.pool == [1]
-
-
-def test_the_pre_credit_stack_announces_no_initial_credit():
-    with seams.active(("pre-credit-network-stack",)):
-        net = _net(b=2)
-    net.place(lambda s: "tm1" if s == CONSUMER else "tm0")
-    assert net.exclusive == [2, 2] and net.credit == [0, 0] and net.required == [2, 2]
-
-
-def test_a_channel_turned_local_releases_its_buffers_and_a_stopped_connection_keeps_its_stop():
-    net = _placed(n=3, b=1, f=0, tms={0: "tm0", 1: "tm2", 2: "tm2"})
-    assert net.conn_of == [0, 1, 1]
-    net.staged[1] = 2                        # channel 2's connection (tm2 -> tm1) is not read
-    net.floating[0] = 1
-    # producer 0 moves to the consumer's TaskManager, 1 and 2 stay on tm2: channel 0 turns local
-    net.place(lambda s: {0: "tm1", 1: "tm2", 2: "tm2"}.get(s, "tm1"))
-    assert net.remote == [False, True, True] and net.conn_of == [-1, 0, 0]
-    assert net.staged == [2]                  # under the connection's new index
-    assert (net.exclusive[0], net.floating[0], net.credit[0], net.required[0]) == (0, 0, 0, 0)
-    assert net.pool == [1]                    # the floating buffer back to the gate's pool
-    assert (net.exclusive[1], net.credit[1]) == (1, 1)  # untouched
-
-
-def test_a_staged_channel_that_turns_local_leaves_no_stop_behind():
-    net = _placed(b=1, f=0)
-    net.staged[0] = 1
-    net.place(lambda s: "tm1")                # everything on one TaskManager
-    assert net.staged == [] and net.remote == [False, False]
-
-
-def test_a_reset_remote_channel_returns_every_floating_buffer_first_to_a_waiting_listener():
-    """``releaseAllResources``: floating buffers (available or holding data) back to the gate's
-    pool, which hands them to its registered listeners first; then fresh exclusive buffers."""
-    net = _placed(b=1, f=0)
-    net.floating[0] = 1
-    net.queues[0].extend([REC, REC, REC])
-    net.held[0].extend([FLOATING, EXCLUSIVE, FLOATING])
-    net.arrived[0] = 3
-    net.exclusive[0] = 0
-    net.credit[0], net.unannounced[0], net.required[0] = 0, 1, 4
-    net.waiting[0] = net.waiting[1] = True
-    net.listeners[0] = [0, 1]
-    net.required[1] = 2                       # channel 1 needs one buffer more
-    net.staged = [0]
-    net.blocked[0] = True
-    net.reset(0)
-    assert list(net.queues[0]) == [] and net.blocked[0] is False
-    assert list(net.held[0]) == [] and net.staged == [None]
-    assert (net.exclusive[0], net.floating[0], net.credit[0], net.unannounced[0], net.required[0],
-            net.arrived[0]) == (1, 0, 1, 0, 1, 0)
-    assert net.waiting == [False, False] and net.listeners == [[]]
-    assert (net.floating[1], net.unannounced[1]) == (1, 1)  # the first of the three buffers
-    assert net.pool == [2]                                   # the other two
-
-
-def test_a_reset_local_channel_forgets_what_arrived():
-    net = _placed(tms={0: "tm1"})
-    assert net.remote == [False, True]
-    net.queues[0].extend([REC])
-    net.arrived[0] = 1
-    net.reset(0)
-    assert net.arrived[0] == 0 and list(net.queues[0]) == []
-    assert (net.exclusive[0], net.credit[0]) == (0, 0)  # a LocalInputChannel has no buffers
-
-
-def test_the_backlog_counts_the_unsent_data_buffers_and_is_zero_while_blocked():
-    net = _placed()
-    net.queues[0].extend([REC, REC, Watermark(5), CancelCheckpointMarker(1), REC, END_OF_PARTITION])
-    net.arrived[0] = 1
-    assert net.backlog(0) == 3               # REC, the watermark, REC: events are not backlog
-    net.arrived[0] = 5
-    assert net.backlog(0) == 0
-    net.arrived[0] = 0
-    assert net.backlog(0) == 4
-    net.blocked[0] = True
-    assert net.backlog(0) == 0
-
-
-def test_a_subpartition_is_blocked_only_by_an_aligned_barrier_it_sent_or_the_alignment():
-    net = _placed()
-    net.queues[0].extend([REC, CheckpointBarrier(1, 0), REC])
-    net.arrived[0] = 1
-    assert net.sender_blocked(0) is False     # the barrier not sent yet
-    net.arrived[0] = 2
-    assert net.sender_blocked(0) is True      # sent, still in the receiver's queue
-    net.queues[1].extend([CheckpointBarrier(2, 0, unaligned=True), REC])
-    net.arrived[1] = 1
-    assert net.sender_blocked(1) is False     # an unaligned barrier does not block
-    net.blocked[1] = True
-    assert net.sender_blocked(1) is True      # the consumer's alignment blocks the channel
-    net.credit_based = False                  # the pre-credit stack never blocks
-    assert net.sender_blocked(0) is False and net.sender_blocked(1) is False
-    loose = _placed(aligned=False)            # a barrier that does not block upstream
-    loose.queues[0].extend([CheckpointBarrier(1, 0)])
-    loose.arrived[0] = 1
-    loose.blocked[0] = True
-    assert loose.sender_blocked(0) is False
-
-
-def test_the_sender_refuses_with_the_reason_of_getAvailabilityAndBacklog():
-    net = _placed(b=1, f=0)
-    assert net.sender_refusal(0) == "channel 0's subpartition has no unsent buffer"
-    net.queues[0].extend([REC])
-    assert net.sender_refusal(0) is None      # credit 1
-    net.credit[0] = 0
-    assert net.sender_refusal(0) == "channel 0 has no credit for its next data buffer"
-    net.queues[1].extend([CancelCheckpointMarker(3), REC])
-    net.credit[1] = 0
-    assert net.sender_refusal(1) is None      # an event needs no credit
-    net.reader_checks_credit = False
-    assert net.sender_refusal(0) is None
-    net.reader_checks_credit = True
-    net.blocked[0] = True
-    assert net.sender_refusal(0) == "channel 0's subpartition is blocked by an aligned barrier until the consumer resumes"
-    net.staged = [1]
-    assert net.sender_refusal(0) == ("channel 0's connection is not read "
-                                     "(a buffer of channel 1 waits for a buffer)")
-    net.staged = [None]
-    net.credit_based = False                  # pre-credit: no credit, no blocking
-    assert net.sender_refusal(0) is None
-
-
-def test_an_event_is_sent_without_credit_and_tells_the_receiver_the_backlog():
-    net = _placed(b=2, f=1)
-    net.queues[0].extend([CancelCheckpointMarker(1), REC, REC])
-    net.credit[0] = 0
-    net.send(0)
-    assert net.arrived[0] == 1 and net.credit[0] == 0 and list(net.held[0]) == []
-    # onSenderBacklog(2): requestFloatingBuffers(2 + 2): the pool's one, then a listener
-    assert net.required[0] == 4 and net.floating[0] == 1 and net.pool == [0]
-    assert net.waiting[0] is True and net.listeners == [[0]] and net.unannounced[0] == 1
-
-
-def test_a_data_buffer_takes_a_credit_and_a_buffer_floating_first():
-    net = _placed(b=2, f=1)
-    net.queues[0].extend([REC, REC])
-    net.floating[0] = 1
-    net.pool = [0]
-    net.send(0)
-    assert net.credit[0] == 1 and list(net.held[0]) == [FLOATING] and net.arrived[0] == 1
-    assert net.required[0] == 3               # backlog 1 + initialCredit 2
-    assert (net.floating[0], net.exclusive[0]) == (0, 2)
-    assert net.waiting[0] is True and net.listeners == [[0]]
-    net.send(0)
-    assert net.credit[0] == 0 and list(net.held[0]) == [FLOATING, EXCLUSIVE] and net.arrived[0] == 2
-    assert net.required[0] == 2               # backlog 0 + 2
-
-
-def test_take_buffer_prefers_a_floating_buffer_then_an_exclusive_one():
-    net = _placed(b=1)
-    net.floating[0] = 1
-    assert net._take_buffer(0) == FLOATING and (net.floating[0], net.exclusive[0]) == (0, 1)
-    assert net._take_buffer(0) == EXCLUSIVE and (net.floating[0], net.exclusive[0]) == (0, 0)
-    assert net._take_buffer(0) == UNBACKED and (net.floating[0], net.exclusive[0]) == (0, 0)
-
-
-def test_the_pre_credit_receiver_takes_a_channel_buffer_then_the_gate_pool_then_stops_reading():
-    with seams.active(("pre-credit-network-stack",)):
-        net = _net(n=3, gates=[[0, 1], [2]], b=1, f=1)
-    net.place(lambda s: "tm1" if s == CONSUMER else "tm0")
-    for c in (0, 1):
-        net.queues[c].extend([CancelCheckpointMarker(1), REC, REC])
-    net.send(0)                               # an event: no buffer, no backlog request
-    assert net.arrived[0] == 1 and net.required[0] == 1 and net.unannounced[0] == 0
-    net.send(0)
-    assert list(net.held[0]) == [EXCLUSIVE] and net.arrived[0] == 2 and net.credit[0] == 0
-    net.send(0)
-    assert list(net.held[0]) == [EXCLUSIVE, FLOATING] and net.pool == [0, 1] and net.arrived[0] == 3
-    net.arrived[1] = 1
-    net.exclusive[1] = 0
-    net.send(1)                               # no buffer anywhere in its gate: the connection stops
-    assert net.staged == [1] and net.arrived[1] == 1 and list(net.held[1]) == []
-    assert net.pool == [0, 1]                 # the other gate's pool is not its
-
-
-def test_a_backlog_requests_floating_buffers_up_to_backlog_plus_initial_credit():
-    net = _placed(b=2, f=3)
-    net.on_sender_backlog(0, 2)
-    assert (net.required[0], net.floating[0], net.pool, net.unannounced[0]) == (4, 2, [1], 2)
-    assert net.waiting[0] is False and net.listeners == [[]]
-    net.on_sender_backlog(0, 5)               # needs 7, has 4: the last of the pool, then waits
-    assert (net.required[0], net.floating[0], net.pool, net.unannounced[0]) == (7, 3, [0], 3)
-    assert net.waiting[0] is True and net.listeners == [[0]]
-    net.on_sender_backlog(0, 6)               # already a listener: registered once
-    assert net.required[0] == 8 and net.listeners == [[0]] and net.unannounced[0] == 3
-    net.on_sender_backlog(1, 0)               # has its 2 exclusive buffers: nothing requested
-    assert (net.required[1], net.floating[1], net.waiting[1]) == (2, 0, False)
-    net.on_sender_backlog(0, 0)               # a smaller backlog lowers the requirement only
-    assert (net.required[0], net.floating[0]) == (2, 3)
-
-
-def test_add_credit_hands_all_the_unannounced_credit_to_the_sender():
-    net = _placed(b=1)
-    net.unannounced[0] = 3
-    net.announce(0)
-    assert (net.credit[0], net.unannounced[0]) == (4, 0)
-    net.announce(0)
-    assert (net.credit[0], net.unannounced[0]) == (4, 0)
-
-
-def test_the_add_credit_lost_seam_drops_the_credit():
-    net = _placed(b=1)
-    net.unannounced[0] = 3
-    with seams.active(("add-credit-lost",)):
-        net.announce(0)
-    assert (net.credit[0], net.unannounced[0]) == (1, 0)
-
-
-def test_a_consumed_data_buffer_recycles_the_oldest_held_buffer_and_an_event_none():
-    net = _placed(b=1, f=0)
-    net.queues[0].extend([REC, CancelCheckpointMarker(1), REC])
-    net.held[0].extend([FLOATING, EXCLUSIVE])
-    net.arrived[0] = 3
-    net.exclusive[0] = 0
-    net.consumed(0, net.queues[0].popleft())
-    assert net.arrived[0] == 2 and list(net.held[0]) == [EXCLUSIVE] and net.pool == [1]
-    net.consumed(0, net.queues[0].popleft())  # the event's unpooled buffer is just freed
-    assert net.arrived[0] == 1 and list(net.held[0]) == [EXCLUSIVE] and net.pool == [1]
-    net.consumed(0, net.queues[0].popleft())
-    assert net.arrived[0] == 0 and list(net.held[0]) == [] and net.exclusive[0] == 1
-    assert net.unannounced[0] == 1
-
-
-def test_a_recycled_exclusive_buffer_is_one_more_credit_unless_the_channel_has_more_than_it_requires():
-    """``BufferManager.recycle`` -> ``addExclusiveBuffer``: with more buffers than required a
-    floating one goes back to the pool (the total stays), else the exclusive one is new credit."""
-    net = _placed(b=2, f=0)
-    net.exclusive[0], net.floating[0], net.required[0] = 1, 1, 2
-    net.recycle(0, EXCLUSIVE)                 # 3 > 2: a floating buffer back
-    assert (net.exclusive[0], net.floating[0], net.unannounced[0], net.pool) == (2, 0, 0, [1])
-    net.exclusive[0], net.floating[0], net.required[0] = 0, 1, 2
-    net.recycle(0, EXCLUSIVE)                 # 2 == 2: kept, one credit more
-    assert (net.exclusive[0], net.floating[0], net.unannounced[0], net.pool) == (1, 1, 1, [1])
-    net.exclusive[0], net.floating[0], net.required[0] = 2, 0, 1
-    net.recycle(0, EXCLUSIVE)                 # more than required but no floating buffer
-    assert (net.exclusive[0], net.floating[0], net.unannounced[0], net.pool) == (3, 0, 2, [1])
-
-
-def test_a_recycled_floating_buffer_goes_to_the_pool_and_an_unbacked_one_nowhere():
-    net = _placed(b=1, f=0)
-    net.recycle(0, FLOATING)
-    assert net.pool == [1] and (net.floating[0], net.unannounced[0], net.exclusive[0]) == (0, 0, 1)
-    net.recycle(0, UNBACKED)
-    assert net.pool == [1] and (net.floating[0], net.unannounced[0], net.exclusive[0]) == (0, 0, 1)
-
-
-def test_the_pool_hands_a_buffer_to_the_first_listener_that_still_needs_one():
-    """``LocalBufferPool.recycle``: a listener with enough buffers is dropped (BUFFER_NOT_USED),
-    one that needs more after this buffer registers again at the end (BUFFER_USED_NEED_MORE)."""
-    net = _placed(n=3, b=1, f=0)
-    net.required = [1, 3, 2]                  # 0 has enough; 1 needs two, 2 needs one
-    net.waiting = [True, True, True]
-    net.listeners[0] = [0, 1, 2]
-    net._recycle_floating(0)
-    assert net.listeners == [[2, 1]] and net.waiting == [False, True, True]
-    assert (net.floating[1], net.unannounced[1], net.pool) == (1, 1, [0])
-    net._recycle_floating(0)
-    assert net.listeners == [[1]] and net.waiting == [False, True, False]
-    assert (net.floating[2], net.unannounced[2]) == (1, 1)
-    net._recycle_floating(0)
-    assert net.listeners == [[]] and net.waiting == [False, False, False]
-    assert (net.floating[1], net.unannounced[1]) == (2, 2)
-    net._recycle_floating(0)
-    assert net.pool == [1]
-
-
-def test_a_freed_buffer_resumes_reading_only_a_connection_stopped_for_the_same_gate():
-    with seams.active(("pre-credit-network-stack",)):
-        net = _net(n=2, gates=[[0], [1]], b=1, f=0)
-    net.place(lambda s: {0: "tm0", 1: "tm2"}.get(s, "tm1"))
-    assert net.conn_of == [0, 1]
-    for c in (0, 1):
-        net.queues[c].extend([REC, REC])
-        net.held[c].append(EXCLUSIVE)
-        net.exclusive[c] = 0
-        net.arrived[c] = 1
-    net.staged = [0, 1]
-    net._unstage(0)                           # nothing free in gate 0 yet
-    assert net.staged == [0, 1]
-    net.consumed(0, net.queues[0].popleft())  # its exclusive buffer back: channel 0's buffer placed
-    assert net.staged == [None, 1]
-    assert list(net.held[0]) == [EXCLUSIVE] and net.arrived[0] == 1 and net.exclusive[0] == 0
-    assert list(net.held[1]) == [EXCLUSIVE] and net.arrived[1] == 1
-    net.pool[1] = 1
-    net._unstage(1)                           # a buffer in gate 1's pool
-    assert net.staged == [None, None] and list(net.held[1]) == [EXCLUSIVE, FLOATING] and net.pool == [0, 0]
-
-
-def test_the_stall_names_a_stopped_connection_and_the_channels_it_holds_up():
-    net = _placed(n=3, b=1, f=0, tms={2: "tm2"})
-    net.queues[0].extend([REC])               # behind the stop
-    net.queues[1].extend([REC])
-    net.queues[2].extend([REC])               # another connection
-    net.staged = [1, None]
-    assert net.stall() == "connection 0 is not read: a buffer of channel 1 waits for a free buffer, holding up channel 0"
-    net.arrived[0] = 1                        # nothing unsent on channel 0
-    assert net.stall() == "connection 0 is not read: a buffer of channel 1 waits for a free buffer"
-
-
-def test_the_stall_names_the_channels_without_credit_and_none_to_announce():
-    net = _placed(n=3, b=1, f=0, tms={2: "tm1"})  # channel 2 is local
-    assert net.stall() is None
-    for c in range(3):
-        net.queues[c].extend([REC])
-    net.credit = [0, 0, 0]
-    assert net.stall() == "channel 0, channel 1 has no credit for its next data buffer"
-    net.unannounced[1] = 1                    # credit on its way
-    assert net.stall() == "channel 0 has no credit for its next data buffer"
-    net.queues[0].appendleft(CancelCheckpointMarker(1))  # an event needs none
-    assert net.stall() is None
-
-
-def test_an_unaligned_barrier_arrives_on_a_remote_channel_only():
-    net = _placed(tms={1: "tm1"})
-    net.add_priority_event(0)
-    net.add_priority_event(1)
-    assert net.arrived == [1, 0]
-
-
-def test_the_unsent_elements_bound_the_producer():
-    net = _placed(tms={1: "tm1"})             # 0 remote, 1 local
-    net.queues[0].extend([REC, REC, REC])
-    net.arrived[0] = 1
-    net.queues[1].extend([REC, REC])
-    assert (net.unsent(0), net.unsent(1)) == (2, 2)
-    assert net.backpressured([0], 3) is False and net.backpressured([0], 2) is True
-    assert net.backpressured([0, 1], 3) is False and net.backpressured([1, 0], 2) is True
-    assert net.backpressured([], 0) is False
-
-
-def test_the_viewer_reads_every_table_of_a_remote_channel():
-    net = _placed(b=2, f=1)
-    net.queues[0].extend([REC, REC, Watermark(3)])
-    net.send(0)
-    assert net.buffers(0) == {"arrived": 1, "unsent": 2, "credit": 1, "unannounced": 1, "backlog": 2,
-                              "exclusive": 1, "floating": 1, "held": EXCLUSIVE, "gate_pool": 0,
-                              "blocked_upstream": False, "connection": "0"}
-    net.staged = [1]
-    assert net.buffers(0)["connection"] == "0, not read: a buffer of channel 1 waits for a free buffer"
-
-
-def test_is_event_is_the_event_classes_exactly():
-    assert is_event(CheckpointBarrier(1, 0)) and is_event(CancelCheckpointMarker(1)) and is_event(END_OF_PARTITION)
-    assert not is_event(REC) and not is_event(Watermark(1)) and not is_event(None)
-
-
-def test_the_kinds_of_held_buffers_are_distinct_letters_as_the_viewer_joins_them():
-    """The viewer shows a channel's held buffers as one letter each (``buffers``'s "held")."""
-    kinds = (EXCLUSIVE, FLOATING, UNBACKED)
-    assert all(isinstance(k, str) and len(k) == 1 for k in kinds) and len(set(kinds)) == 3
-    net = _placed(b=1, f=1)
-    net.queues[0].extend([REC, REC, REC])
-    net.floating[0] = 1
-    net.pool = [0]
-    for _ in range(3):
-        net.send(0)
-    assert net.buffers(0)["held"] == FLOATING + EXCLUSIVE + UNBACKED
