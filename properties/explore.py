@@ -54,8 +54,8 @@ search ends ``bounded`` (``max_disk=...``, ``disk full (...)``). The frontier of
 worker processes stays with the workers (its states are theirs), and one kept as runs
 (``frontier="runs"``) stays in memory; a checkpoint holds the fingerprints on disk too.
 Measured (``flinkspec bench spill``, docs/exploration.md): unaligned-savepoints-2pc ``--small``
-under ``max_memory`` 290M, where the search in memory ends ``bounded`` at 146,526 states, verifies
-its 241,661 states with the same figures, 1.15 times the CPU time of the search in memory.
+under ``max_memory`` 290M, where the search in memory ends ``bounded`` at 172,555 states, verifies
+its 241,661 states with the same figures, 1.17 times the CPU time of the search in memory.
 
 Resuming: ``checkpoint`` (a :class:`SearchCheckpoint`) writes, at the end of a level and at
 most every ``every`` seconds, and when a limit or a stop request ends the search, what the
