@@ -42,8 +42,12 @@ answers yes): the in-flight data of a rescaled exchange is handed to the subtask
 subtask index that no longer exists are lost, and keyed records reach a subtask that does not
 own their key group.
 
-Differs from Flink / leaves out: pointwise (forward, rescale) edges. Flink forces them aligned
-(FLINK-21945: their in-flight data cannot be rescaled), so their channel state is empty; the
+Differs from Flink / leaves out: pointwise (forward, rescale) and broadcast edges. Flink 2.3
+forces them aligned (``StreamPartitioner.isSupportsUnalignedCheckpoint`` is false for a
+pointwise or broadcast partitioner, and ``StreamGraphGenerator`` then disables unaligned
+checkpoints on every input edge of the consuming node: FLINK-21945), so their channel state is
+empty, and its ``BroadcastPartitioner`` answers UNSUPPORTED upstream and downstream where this
+module keeps the ROUND_ROBIN of earlier Flink versions; the
 model carries unaligned barriers on every pipelined edge, so :func:`assign_channel_state`
 rejects in-flight data on a pointwise edge whose parallelism changes with UNSUPPORTED's error,
 and the Cluster offers a rescale from an unaligned checkpoint only when that cannot happen.
