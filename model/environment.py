@@ -121,18 +121,27 @@ class Environment:
 FIELDS = tuple(a.name for a in attrs.fields(Environment))
 
 
+def split_fields(cfg: dict, fields) -> tuple[dict, dict]:
+    """``cfg`` (a dict) split into (what is not one of ``fields``, what is): a configuration
+    written before some of its fields left it for another part of the scenario."""
+    return ({k: v for k, v in cfg.items() if k not in fields}, {k: v for k, v in cfg.items() if k in fields})
+
+
+def moved_fields(cfg, fields) -> list:
+    """The keys of the configuration dict ``cfg`` that are ``fields`` (none when ``cfg`` is not a dict)."""
+    return [k for k in cfg if k in fields] if isinstance(cfg, dict) else []
+
+
 def split_config(cfg: dict) -> tuple[dict, dict]:
     """A ``RuntimeConfig`` dict written before the environment's fields left it, split into
     (the configuration, the environment) dicts."""
-    return ({k: v for k, v in cfg.items() if k not in FIELDS}, {k: v for k, v in cfg.items() if k in FIELDS})
+    return split_fields(cfg, FIELDS)
 
 
 def moved_field_problem(cfg) -> str | None:
     """Why the configuration dict ``cfg`` cannot be read as it is (it holds a field of the
     Environment), or None."""
-    if not isinstance(cfg, dict):
-        return None
-    moved = [k for k in cfg if k in FIELDS]
+    moved = moved_fields(cfg, FIELDS)
     if not moved:
         return None
     return (f"{', '.join(moved)} {'is' if len(moved) == 1 else 'are'} not Flink configuration but the run's "

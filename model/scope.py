@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import attrs
 
+from model.environment import moved_fields, split_fields
 from model.errors import FlinkspecError
 
 
@@ -61,15 +62,13 @@ FIELDS = tuple(a.name for a in attrs.fields(ModelScope))
 def split_scope(cfg: dict) -> tuple[dict, dict]:
     """A ``RuntimeConfig`` dict written before the scope's fields left it, split into (the
     configuration, the scope) dicts."""
-    return ({k: v for k, v in cfg.items() if k not in FIELDS}, {k: v for k, v in cfg.items() if k in FIELDS})
+    return split_fields(cfg, FIELDS)
 
 
 def moved_field_problem(cfg) -> str | None:
     """Why the configuration dict ``cfg`` cannot be read as it is (it holds a field of the
     scope), or None."""
-    if not isinstance(cfg, dict):
-        return None
-    moved = [k for k in cfg if k in FIELDS]
+    moved = moved_fields(cfg, FIELDS)
     if not moved:
         return None
     return (f"{', '.join(moved)} in the configuration: {'it is' if len(moved) == 1 else 'they are'} the model's "

@@ -198,24 +198,17 @@ def test_header_metadata_is_validated(tmp_path, capsys, cx_lines, field, value, 
     ("task_managers", 100_000, "must be at most 256"),
     ("failover_strategy", "partial", "failover_strategy must be 'region' or 'full'"),
     ("no_such_knob", 1, "unknown key 'no_such_knob'"),
+    # the model's scope (scenario.scope)
+    ("scope.channel_capacity", "4", "scenario.scope.channel_capacity: must be an integer"),
+    ("scope.channel_capacity", 0, "scenario.scope: channel_capacity must be an int >= 1"),
+    ("scope.control_plane", 1, "scenario.scope.control_plane: must be true or false"),
+    ("scope.no_such_field", 1, "unknown key 'no_such_field'"),
 ])
 def test_configuration_fields_are_typed_and_ranged(tmp_path, capsys, cx_lines, key, value, rule):
+    """``key``: a field of the configuration, or ``scope.`` and a field of the model's scope."""
+    section, _, key = key.rpartition(".")
     lines = list(cx_lines)
-    lines[0] = edit(lines[0], lambda o: o["scenario"]["config"].update({key: value}))
-    code, _, err = run(capsys, "replay", write(tmp_path, lines))
-    assert code == 2
-    one_line_error(err, ":1", rule)
-
-
-@pytest.mark.parametrize("key, value, rule", [
-    ("channel_capacity", "4", "scenario.scope.channel_capacity: must be an integer"),
-    ("channel_capacity", 0, "scenario.scope: channel_capacity must be an int >= 1"),
-    ("control_plane", 1, "scenario.scope.control_plane: must be true or false"),
-    ("no_such_field", 1, "unknown key 'no_such_field'"),
-])
-def test_scope_fields_are_typed_and_ranged(tmp_path, capsys, cx_lines, key, value, rule):
-    lines = list(cx_lines)
-    lines[0] = edit(lines[0], lambda o: o["scenario"]["scope"].update({key: value}))
+    lines[0] = edit(lines[0], lambda o: o["scenario"][section or "config"].update({key: value}))
     code, _, err = run(capsys, "replay", write(tmp_path, lines))
     assert code == 2
     one_line_error(err, ":1", rule)
