@@ -241,6 +241,7 @@ def test_the_plain_append_sink_duplicates_output_exit_1_invariant_named(tmp_path
     assert header["scenario"]["graph"]["name"] == "orders-append"
 
 
+@pytest.mark.slow  # the whole quick profile of a job (~17 s); the append sink's exit 1 runs by default
 def test_the_two_phase_commit_fix_passes_exit_0(capsys):
     code, out, _ = run(capsys, "check", "--job", TWO_PC, "--no-write")
     assert code == 0

@@ -599,6 +599,7 @@ def test_the_failover_count_tells_states_apart_when_a_restart_strategy_counts_it
         assert (task.fingerprint() == job_manager.fingerprint()) is merged
 
 
+@pytest.mark.slow  # every variant's walks, each step replayed without the history (~25 s)
 def test_no_step_reads_the_runs_history():
     """The run's history (``model.history.RunHistory``: the trace, the events, the restores,
     the completed checkpoints' snapshots, the failover count) is beside the state. On seeded

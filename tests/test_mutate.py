@@ -114,6 +114,7 @@ def test_a_malformed_triage_file_is_one_line_error(tmp_path):
         assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and message in r.stderr, r.stderr
 
 
+@pytest.mark.slow  # generates every module's mutants (~30 s)
 def test_the_committed_triage_file_is_well_formed_and_names_current_mutants():
     triaged = M.load_equivalents()
     current = {m.id for mod in {k.split(":")[0] for k in triaged} for m in M.generate(mod)}

@@ -316,6 +316,7 @@ def test_model_random_walk_on_executors_equals_the_driver(sparks, tmp_path, caps
     _model_on_executors_equals_the_driver(sparks, tmp_path, capsys, seeds=3, seed=11)
 
 
+@pytest.mark.slow  # a walk per variant on the executors (~25 s); one variant's rows are compared in the default run
 def test_model_random_walk_on_executors_equals_the_driver_one_seed_per_variant(sparks, tmp_path, capsys):
     """As above with one seed of every variant (seed 12: its failing runs shrink in seconds)."""
     _model_on_executors_equals_the_driver(sparks, tmp_path, capsys, seeds=1, seed=12)
