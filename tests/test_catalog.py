@@ -300,6 +300,7 @@ def test_run_suites_runs_each_selected_suite_and_reports_it():
     assert results[0].as_expected and results[0].found
 
 
+@pytest.mark.slow  # the suites twice, once on two worker processes (~14 s)
 def test_run_suites_with_two_workers_gives_the_results_and_files_of_one(tmp_path):
     names = ["rescaling-keygroups-modulo", "late-window-append", "window-assigner-FLINK-26334", "valve"]
     suites = check.select_suites(names)

@@ -258,9 +258,9 @@ def _small_argument_commands() -> list:
     ``test_bench_spark_same_fingerprint_three_ways`` holds the bench to its figures); ``bench
     spill`` too: three fresh interpreters take about 6 s even on the smallest space
     (tests/test_explore_spill.py compares the spilled and in-memory searches in process); the
-    two-variant ``spark-replay`` too (about 35 s: test_spark_replay.py compares executors and the
+    ``spark-replay`` commands too (15-35 s each: test_spark_replay.py compares executors and the
     driver on every variant in the default run)."""
-    slow = (" bench spark", " bench spill", " spark-replay --runs 2000 --variant")
+    slow = (" bench spark", " bench spill", " spark-replay --runs 2000 --variant", " spark-replay --runs 20000")
     return [pytest.param(c, marks=pytest.mark.slow) if any(s in c for s in slow) else c
             for c in sorted(c for c, d in DECLARED.items() if d[0] == "small")]
 

@@ -151,6 +151,7 @@ def test_malformed_focused_files_are_one_line_errors(mutate, message, tmp_path, 
     assert message in err and err.count("\n") == 1 and "Traceback" not in err
 
 
+@pytest.mark.slow  # every stateful suite twice (~15 s)
 def test_stateful_suites_are_reproducible_from_their_seed():
     a = FOCUSED["barrier-tracker-FLINK-5285"].run("quick", 3)
     b = FOCUSED["barrier-tracker-FLINK-5285"].run("quick", 3)
