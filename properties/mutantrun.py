@@ -9,7 +9,11 @@ model (``TypeError``, ``AttributeError``, ``RecursionError``, ...) or a test mod
 longer imports or collects is a *crash*, reported with the exception's type and the test. Where a
 crash was raised is recorded too (``raised_at``: the innermost traceback frame in the mutated
 module's file, its line and function): ``properties/mutation.py`` judges a crash raised on the
-mutant's own lines *incompetent* (the mutated line could not run), any other a crash.
+mutant's own lines *incompetent* (the mutated line could not run). The mutant's code is
+instrumented (:func:`instrument`: a local set just before the mutated statement), so
+``raised_at`` also tells whether that frame is the invocation of the mutated function that ran
+the mutated statement (``"same_call"``): such a crash is ``crashed_in_call`` there (no test code
+ran between the mutated line and the exception); any other crash is a crash.
 
 Two ways to put a mutant in place, both used by ``properties/mutation.py``:
 
@@ -28,6 +32,7 @@ model may be imported before the hook is in place.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.abc
 import importlib.util
@@ -38,8 +43,9 @@ import time
 import types
 
 #: exit codes of a mutant's run (the parent reads them; a signal or a time-out is judged there):
-#: survived, killed by a failing assertion, pytest could not run, crashed (another exception)
-SURVIVED, KILLED, ERROR, CRASHED = 0, 1, 3, 4
+#: survived, killed by a failing assertion, pytest could not run, crashed (another exception),
+#: out of memory (a ``MemoryError`` escaped the run itself: the memory limit, see :func:`limit_memory`)
+SURVIVED, KILLED, ERROR, CRASHED, OUT_OF_MEMORY = 0, 1, 3, 4, 5
 #: environment variable: when set, ``properties.suites``/``properties.focused`` let a crash of the
 #: model escape instead of recording it as the suite's error
 RAISE_MODEL_CRASHES = "FLINKSPEC_RAISE_MODEL_CRASHES"
@@ -48,35 +54,37 @@ RAISE_MODEL_CRASHES = "FLINKSPEC_RAISE_MODEL_CRASHES"
 class _SourceLoader(importlib.abc.Loader):
     """Executes a module from the mutant's source text instead of its file."""
 
-    def __init__(self, path: str, source: str):
-        self.path, self.source = path, source
+    def __init__(self, path: str, source: str, code: types.CodeType | None = None):
+        self.path, self.source, self.code = path, source, code
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
         module.__file__ = self.path
-        exec(compile(self.source, self.path, "exec"), module.__dict__)
+        exec(self.code or compile(self.source, self.path, "exec"), module.__dict__)
 
 
 class _MutantFinder(importlib.abc.MetaPathFinder):
     """Finds one module name (``model.<name>``) and hands it the mutated source."""
 
-    def __init__(self, fullname: str, path: str, source: str):
-        self.fullname, self.path, self.source = fullname, path, source
+    def __init__(self, fullname: str, path: str, source: str, code: types.CodeType | None = None):
+        self.fullname, self.path, self.source, self.code = fullname, path, source, code
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != self.fullname:
             return None
-        return importlib.util.spec_from_loader(fullname, _SourceLoader(self.path, self.source), origin=self.path)
+        return importlib.util.spec_from_loader(fullname, _SourceLoader(self.path, self.source, self.code),
+                                               origin=self.path)
 
 
-def install_source(fullname: str, path: str, source: str) -> None:
-    """From now on, importing ``fullname`` executes ``source`` (as if it were the file ``path``).
-    The module must not have been imported yet."""
+def install_source(fullname: str, path: str, source: str, code: types.CodeType | None = None) -> None:
+    """From now on, importing ``fullname`` executes ``source`` (as if it were the file ``path``),
+    or ``code``, the compiled ``source`` (instrumented: :func:`instrument`). The module must not
+    have been imported yet."""
     if fullname in sys.modules:
         raise RuntimeError(f"{fullname} was imported before the mutant's source was installed")
-    sys.meta_path.insert(0, _MutantFinder(fullname, path, source))
+    sys.meta_path.insert(0, _MutantFinder(fullname, path, source, code))
 
 
 def _code_by_qualname(code: types.CodeType, qualname: str) -> types.CodeType | None:
@@ -102,12 +110,13 @@ def _function_object(module, qualname: str):
     return getattr(fn, "__func__", fn)
 
 
-def swap_code(fullname: str, qualname: str, source: str) -> None:
+def swap_code(fullname: str, qualname: str, source: str, code: types.CodeType | None = None) -> None:
     """Give the already imported function ``qualname`` of module ``fullname`` the code it has in
-    the mutated ``source``. ValueError when that is impossible (the function is not found, or the
-    mutant changed what it closes over); the caller then runs the mutant in a fresh interpreter."""
+    the mutated ``source`` (or in ``code``, the compiled ``source``, instrumented). ValueError
+    when that is impossible (the function is not found, or the mutant changed what it closes
+    over); the caller then runs the mutant in a fresh interpreter."""
     module = sys.modules.get(fullname) or importlib.import_module(fullname)
-    compiled = compile(source, module.__file__, "exec")
+    compiled = code or compile(source, module.__file__, "exec")
     new = _code_by_qualname(compiled, qualname)
     if new is None:
         raise ValueError(f"{qualname}: not found in the mutated source")
@@ -142,6 +151,99 @@ def _made_at_import(module, code: types.CodeType) -> bool:
     return False
 
 
+def limit_memory(max_bytes: int | None) -> None:
+    """Bound this process's address space (``RLIMIT_AS``, the soft limit) to ``max_bytes``: an
+    allocation past it raises ``MemoryError`` instead of growing until the machine swaps. None:
+    no bound. Never raises the limit above the hard one."""
+    if not max_bytes:
+        return
+    import resource  # lazy: POSIX only, and only a mutant's child sets a limit
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    limit = max_bytes if hard == resource.RLIM_INFINITY else min(max_bytes, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+
+
+#: the local a mutant's instrumented code sets, in the invocation of the mutated function, just
+#: before the statement holding the mutated code runs (see :func:`instrument`)
+MARK = "__flinkspec_ran_mutant__"
+#: whether this process runs instrumented code: :func:`raised_at` then tells ``"same_call"``
+_INSTRUMENTED = False
+
+
+def _offset_to_pos(source: str, offset: int) -> tuple[int, int]:
+    """A character offset of ``source`` as ``(line, column)`` the way ``ast`` counts them (lines
+    from 1, columns in UTF-8 bytes)."""
+    line = source.count("\n", 0, offset) + 1
+    line_start = source.rfind("\n", 0, offset) + 1
+    return line, len(source[line_start:offset].encode())
+
+
+def _innermost_statement(root: ast.AST, first: tuple[int, int], last: tuple[int, int]):
+    """``(body list, index, owner)`` of the innermost statement under ``root`` whose source span
+    holds ``first``..``last``, and the function (``def`` or ``lambda``) it belongs to; None."""
+    best = None
+    todo = [(root, root)]
+    while todo:
+        node, owner = todo.pop()
+        for name, value in ast.iter_fields(node):
+            if not isinstance(value, list):
+                continue
+            for i, child in enumerate(value):
+                if not isinstance(child, ast.stmt):
+                    continue
+                if (child.lineno, child.col_offset) <= first and last <= (child.end_lineno, child.end_col_offset):
+                    best = (value, i, owner)
+                    todo.append((child, child if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else owner))
+        for child in ast.iter_child_nodes(node):  # statements inside handlers, match cases, ...
+            if not isinstance(child, ast.stmt) and not isinstance(child, ast.expr):
+                todo.append((child, owner))
+    return best
+
+
+def _is_generator(func: ast.AST) -> bool:
+    """``func`` yields or awaits (its own body, not a nested function's): its frame is resumed."""
+    todo = list(ast.iter_child_nodes(func))
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return isinstance(func, ast.AsyncFunctionDef)
+
+
+def instrument(source: str, path: str, qualname: str | None, span: tuple[int, int]) -> types.CodeType:
+    """The mutated module ``source`` compiled (as the file ``path``) with one statement added: in
+    the function ``qualname``, just before the innermost statement holding the mutated code
+    (``span``: its character offsets in ``source``), ``__flinkspec_ran_mutant__ = True`` -- a
+    local of that invocation, on the same line, so that every line number stays. The frame of a
+    crash then tells whether this very invocation ran the mutated statement (:func:`raised_at`):
+    a call's locals are its own, a later call starts without the local. Whatever the mutated
+    statement is -- a simple statement, or a compound one whose header holds the mutant (an
+    ``if``'s or ``elif``'s test, a loop's, a ``with``'s items: evaluated first when the statement
+    runs) -- the mark comes before it. Not added (the source compiled as it is) for a mutant
+    outside a function body (``qualname`` None) or in a generator or coroutine: its frame is
+    resumed after its caller ran, so one frame is not one invocation there."""
+    tree = ast.parse(source, path)
+    func = None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == qualname:
+            func = node
+        elif isinstance(node, ast.ClassDef) and qualname and qualname.startswith(node.name + "."):
+            func = next((m for m in node.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                         and f"{node.name}.{m.name}" == qualname), func)
+    found = None
+    if func is not None:
+        found = _innermost_statement(func, _offset_to_pos(source, span[0]), _offset_to_pos(source, span[0]))
+    if found is not None and not _is_generator(found[2]):
+        body, i, _ = found
+        mark = ast.Assign(targets=[ast.Name(MARK, ast.Store())], value=ast.Constant(True))
+        body.insert(i, ast.copy_location(mark, body[i]))
+        ast.fix_missing_locations(tree)
+    return compile(tree, path, "exec")
+
+
 def _leaves(exc: BaseException) -> list[BaseException]:
     """The exceptions of a group (Hypothesis reporting several), recursively; else ``[exc]``."""
     if isinstance(exc, BaseExceptionGroup):
@@ -153,8 +255,10 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
     """Where in the file ``path`` (the mutated module) ``exc`` was raised: the innermost frame of
     its traceback whose code comes from that file (or, when none does, of the exception it was
     raised from or while handling), as ``{"line": N, "function": qualified name, "message": the
-    exception's text, shortened}``; None when no frame is in that file (the exception was raised
-    elsewhere without the module on the stack) or there is no exception.
+    exception's text, shortened}``, and when the mutant's code is instrumented ``"same_call"``:
+    whether that frame is the invocation that ran the mutated statement (:func:`instrument`);
+    None when no frame is in that file (the exception was raised elsewhere without the module
+    on the stack) or there is no exception.
     A group answers only when every one of its exceptions was raised at the same place."""
     if exc is None or not path:
         return None
@@ -172,6 +276,8 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
                 if code.co_filename == path or os.path.realpath(code.co_filename) == target:
                     where = {"line": tb.tb_lineno, "function": code.co_qualname,
                              "message": f"{type(e).__name__}: {e}"[:200]}
+                    if _INSTRUMENTED:
+                        where["same_call"] = MARK in tb.tb_frame.f_locals
                 tb = tb.tb_next
             e, seen = e.__cause__ or e.__context__, seen + 1
         if where is None:
@@ -179,6 +285,8 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
         places.append(where)
     if not places or any((p["line"], p["function"]) != (places[0]["line"], places[0]["function"]) for p in places):
         return None
+    if "same_call" in places[0]:
+        places[0]["same_call"] = all(p["same_call"] for p in places)
     return places[0]
 
 
@@ -200,25 +308,33 @@ class _Recorder:
     at the first failing assertion; after a crash the run goes on through the ``cheap`` tests
     that follow (one of them may still fail on an assertion) and stops at the first other one."""
 
-    def __init__(self, module_file: str | None = None, cheap=()):
-        self.module_file = module_file
+    def __init__(self, module_file: str | None = None, cheap=(), result_path: str | None = None):
+        self.module_file, self.result_path = module_file, result_path
         self.cheap = frozenset(cheap)
         self.failed: str | None = None
         self.exception: str | None = None
         self.assertion = False
         self.raised_at: dict | None = None
+        self.crashes: list[dict] = []  # every crashing test: its node id, exception type and raised_at
         self.ran = 0
         self.session = None
         self.next_of: dict = {}
 
     def _first(self, nodeid: str, exc: BaseException | None, what: str | None = None) -> None:
         assertion = what is None and _is_assertion(exc)
+        exception = what or (type(exc).__name__ if exc is not None else None)
+        place = None if assertion else raised_at(exc, self.module_file)
+        # every crashing test, once: its failed report comes first without the exception, which
+        # pytest_exception_interact then names (an assertion there: not a crash after all)
+        self.crashes = [c for c in self.crashes if c["test"] != nodeid or c["exception"] is not None]
+        if not assertion and not any(c["test"] == nodeid for c in self.crashes):
+            self.crashes.append({"test": nodeid, "exception": exception, "raised_at": place})
         if (self.failed is None or (self.failed == nodeid and self.exception is None)
                 or (assertion and not self.assertion)):  # an assertion after a crash decides: a kill
             self.failed = nodeid
-            self.exception = what or (type(exc).__name__ if exc is not None else None)
+            self.exception = exception
             self.assertion = assertion
-            self.raised_at = None if self.assertion else raised_at(exc, self.module_file)
+            self.raised_at = place
 
     def pytest_sessionstart(self, session):
         self.session = session
@@ -237,6 +353,17 @@ class _Recorder:
     def pytest_exception_interact(self, node, call, report):
         # pytest calls it after the failed report was logged: it names the exception
         exc = call.excinfo.value if call.excinfo else None
+        if isinstance(exc, MemoryError):
+            # out of memory (the run's limit): what the failed test held stays reachable from
+            # pytest's report of it, and pytest itself may fail next; the crash decides: write the
+            # result and end the run here
+            collecting = getattr(report, "when", None) == "collect"
+            self._first(report.nodeid or node.nodeid, exc, "collection error" if collecting else None)
+            try:
+                _write_result(self.result_path, self, None)
+            except MemoryError:
+                os._exit(OUT_OF_MEMORY)
+            os._exit(CRASHED)
         collecting = getattr(report, "when", None) == "collect"  # a CollectReport: the module did not import
         self._first(report.nodeid or node.nodeid, exc, "collection error" if collecting else None)
 
@@ -257,12 +384,13 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
     the first test not in ``cheap`` (the cheap tests after a crash still run: one may fail on an
     assertion); write ``{"failed": nodeid or null, "exception": its type's name, "raised_at":
     where in ``module_file`` (the mutated module) a crash was raised (see :func:`raised_at`),
-    "ran": N}`` to ``result_path``; return :data:`KILLED` when a test failed on an assertion,
+    "crashes": every crashing test as ``{"test", "exception", "raised_at"}``, "ran": N}`` to
+    ``result_path``; return :data:`KILLED` when a test failed on an assertion,
     :data:`CRASHED` when none did and one failed on another exception or a test module did not
     collect, :data:`SURVIVED` when all passed (:data:`ERROR` when pytest could not run them)."""
     import pytest  # here, not at the top: a fresh interpreter must install the hook before pytest loads conftest
 
-    rec = _Recorder(module_file, cheap)
+    rec = _Recorder(module_file, cheap, result_path)
     # a suite run inside a test re-raises a crash of the model instead of recording it as the
     # suite's error, so that the test fails with the crash and not with an assertion on the result
     os.environ[RAISE_MODEL_CRASHES] = "1"
@@ -274,15 +402,20 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
         os.dup2(devnull, 2)
     rc = pytest.main(args, plugins=[rec])
     if rec.failed is not None:
-        rec.exception = rec.exception or "a failure without an exception"
         outcome = KILLED if rec.assertion else CRASHED
     else:
         outcome = SURVIVED if rc == 0 else (CRASHED if rc == 1 else ERROR)
+    _write_result(result_path, rec, int(rc))
+    return outcome
+
+
+def _write_result(result_path: str | None, rec: _Recorder, rc: int | None) -> None:
+    if rec.failed is not None:
+        rec.exception = rec.exception or "a failure without an exception"
     if result_path:
         with open(result_path, "w") as f:
-            json.dump({"failed": rec.failed, "exception": rec.exception, "raised_at": rec.raised_at, "ran": rec.ran,
-                       "pytest_rc": int(rc)}, f)
-    return outcome
+            json.dump({"failed": rec.failed, "exception": rec.exception, "raised_at": rec.raised_at,
+                       "crashes": rec.crashes, "ran": rec.ran, "pytest_rc": rc}, f)
 
 
 def run_suites(names: list[str], result_path: str | None, *, runs: int | None, base_seed: int,
@@ -332,19 +465,32 @@ def run_suites(names: list[str], result_path: str | None, *, runs: int | None, b
 def main(argv: list[str]) -> int:
     """``python -m properties.mutantrun SPEC.json``: SPEC holds ``module`` (``model.<name>``),
     ``path``, ``source`` (the mutant's), ``tests`` (node ids) or ``suites`` (check suites, with
-    ``runs`` and ``seed``: the quick judge) and ``result`` (a path for the outcome). Exit
-    :data:`KILLED`, :data:`CRASHED`, :data:`SURVIVED` or :data:`ERROR`."""
+    ``runs`` and ``seed``: the quick judge) and ``result`` (a path for the outcome); optionally
+    ``max_memory`` (bytes: :func:`limit_memory`), ``function`` and ``span`` (the mutated
+    function and the replacement's character offsets in ``source``: :func:`instrument`). Exit :data:`KILLED`, :data:`CRASHED`,
+    :data:`SURVIVED`, :data:`ERROR` or :data:`OUT_OF_MEMORY`."""
     with open(argv[0]) as f:
         spec = json.load(f)
     os.chdir(spec["root"])
     sys.path.insert(0, spec["root"])
-    install_source(spec["module"], spec["path"], spec["source"])
+    global _INSTRUMENTED
+    code = None
+    if spec.get("span") is not None:
+        code = instrument(spec["source"], spec["path"], spec.get("function"), tuple(spec["span"]))
+        _INSTRUMENTED = True
+    install_source(spec["module"], spec["path"], spec["source"], code)
+    limit_memory(spec.get("max_memory"))
     t0 = time.perf_counter()
-    if spec.get("suites") is not None:
-        rc = run_suites(spec["suites"], spec["result"], runs=spec.get("runs"), base_seed=spec.get("seed", 0),
-                        module_file=spec["path"])
-    else:
-        rc = run_tests(spec["tests"], spec["result"], module_file=spec["path"], cheap=spec.get("cheap", ()))
+    try:
+        if spec.get("suites") is not None:
+            rc = run_suites(spec["suites"], spec["result"], runs=spec.get("runs"), base_seed=spec.get("seed", 0),
+                            module_file=spec["path"])
+        else:
+            rc = run_tests(spec["tests"], spec["result"], module_file=spec["path"], cheap=spec.get("cheap", ()))
+    except MemoryError:  # the run itself out of memory (the limit), not only a test
+        return OUT_OF_MEMORY
+    except Exception:  # noqa: BLE001 - pytest's own failure: never an exit code read as a kill
+        return ERROR
     if spec.get("result"):
         with open(spec["result"]) as f:
             res = json.load(f)

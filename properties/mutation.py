@@ -98,12 +98,17 @@ EQUIVALENTS_FILE = ROOT / "properties" / "mutants-equivalent.toml"
 TARGET_MODULES = ("checkpointcoordinator", "checkpointbarrierhandler", "watermarkstatus", "failover",
                   "stateassignment", "keygroups", "sinks")
 ID_RE = re.compile(r"^[a-z_][a-z0-9_]*:[0-9a-f]{10}(~[0-9]+)?$")
-OUTCOMES = ("killed", "incompetent", "crashed", "survived", "timeout", "equivalent", "not_run")
+OUTCOMES = ("killed", "incompetent", "crashed_in_call", "crashed", "survived", "timeout", "equivalent", "not_run")
+#: outcomes outside the score: no behaviour of the mutant reached a test (see the module docstring)
+UNJUDGED = ("incompetent", "crashed_in_call", "equivalent", "not_run")
 #: the judges of a mutant: the module's kill profile (unit tests, focused suites, scenarios,
 #: cluster runs), and the quick check of the suites covering the module
 JUDGES = ("unit", "quick")
 #: exit code of a forked child whose code swap was impossible (the job is run in a fresh interpreter)
 SWAP_FAILED = 42
+#: the address space a mutant's run may take (``--max-memory-per-mutant``): a mutant that grows a
+#: table without end fails with ``MemoryError`` instead of swapping the machine
+MAX_MEMORY_PER_MUTANT = 4 * 2**30
 
 
 # -- the kill profile ------------------------------------------------------------------------------
@@ -214,6 +219,11 @@ class Mutant:
     def lines(self) -> range:
         return range(self.stmt_line, self.end_line + 1)
 
+    @property
+    def span(self) -> tuple[int, int]:
+        """Character offsets of the replacement in the mutated source."""
+        return self.start, self.start + len(self.replacement)
+
     def changed_lines(self, mutated_source: str) -> range:
         """The lines the mutant changed, numbered as in its own (mutated) source: from its
         statement's first line to the replacement's last."""
@@ -228,8 +238,24 @@ class Mutant:
             return False
         if self.function is None:
             return True
-        fn = at.get("function") or ""
-        return fn == self.function or fn.startswith(self.function + ".<locals>.")
+        return self.in_function(at)
+
+    def in_function(self, at: dict | None) -> bool:
+        """``at`` (a ``raised_at``) is in the mutated function or a lambda or comprehension inside it."""
+        fn = (at or {}).get("function") or ""
+        return self.function is not None and (fn == self.function or fn.startswith(self.function + ".<locals>."))
+
+    def crash_kind(self, mutated_source: str, at: dict | None) -> str | None:
+        """Why a crash raised at ``at`` is not judged, or None (a crash): ``"own line"`` when the
+        mutated code itself raised (:meth:`raised_itself`); ``"same call"`` when it was raised
+        in the invocation of the mutated function that executed a changed line (``at["same_call"]``,
+        recorded by the run's instrumented code: ``properties.mutantrun.instrument``), before that
+        invocation returned."""
+        if self.raised_itself(mutated_source, at):
+            return "own line"
+        if at is not None and at.get("same_call") and self.in_function(at):
+            return "same call"
+        return None
 
 
 def module_path(module: str) -> Path:
@@ -249,6 +275,25 @@ def parse_module_arg(text: str) -> str:
         known = ", ".join(sorted(p.stem for p in (ROOT / "model").glob("*.py") if p.stem != "__init__"))
         raise InvalidArgument(f"--module {text!r}: no such model module (one of model/{{{known}}}.py)")
     return name
+
+
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str, flag: str = "--max-memory-per-mutant") -> int | None:
+    """``4G``, ``512MiB``, ``3.5g``, ``1073741824`` (bytes; K, M, G, T are powers of 1024) ->
+    bytes; ``none`` -> None (no bound). InvalidArgument on anything else or below 64 MiB (a
+    Python process with pytest and the model loaded needs about that much)."""
+    if text.strip().lower() == "none":
+        return None
+    m = _SIZE_RE.match(text)
+    if not m:
+        raise InvalidArgument(f"{flag} {text!r}: not a size (a number of bytes, or with K, M, G or T: 4G, 512M; "
+                              "or none)")
+    size = int(float(m.group(1)) * 1024 ** "_KMGT".index((m.group(2) or "_").upper()))
+    if size < 64 * 2**20:
+        raise InvalidArgument(f"{flag} {text!r}: below 64M, too little for a Python process running pytest")
+    return size
 
 
 def _diff_body(diff: str) -> str:
@@ -431,7 +476,7 @@ class Result:
         """The unit judge killed it, the quick check of the covering suites did not (a mutant the
         quick judge did not run, its budget spent, is not known to be either)."""
         return self.outcome == "killed" and self.quick is not None and self.quick.outcome not in (
-            "killed", "not_run", "incompetent")
+            "killed", "not_run", "incompetent", "crashed_in_call")
 
     def to_json(self, *, with_diff: bool) -> dict:
         m = self.mutant
@@ -651,6 +696,7 @@ class Job:
     runs: int | None = None
     seed: int = 0
     cheap: tuple[str, ...] = ()  # the cheap ones among ``tests``: after a crash they still run
+    max_memory: int | None = MAX_MEMORY_PER_MUTANT  # bytes of address space (RLIMIT_AS); None: unbounded
 
 
 def time_limit(baseline_seconds: float, override: float | None) -> float:
@@ -662,7 +708,8 @@ def time_limit(baseline_seconds: float, override: float | None) -> float:
 def _subprocess_spec(job: Job, result_path: str) -> dict:
     spec = {"root": str(ROOT), "module": f"model.{job.mutant.module}",
             "path": str(module_path(job.mutant.module)), "source": job.source, "tests": list(job.tests),
-            "result": result_path, "cheap": list(job.cheap)}
+            "result": result_path, "cheap": list(job.cheap), "max_memory": job.max_memory,
+            "function": job.mutant.function, "span": list(job.mutant.span)}
     if job.suites:
         spec.update(suites=list(job.tests), runs=job.runs, seed=job.seed)
     return spec
@@ -701,16 +748,22 @@ def _start(job: Job, tmp: str) -> _Running:
     result_path = os.path.join(tmp, job.mutant.id.replace(":", "_").replace("~", "_") + ".json")
     if job.mutant.swappable and not job.fresh:
         def child() -> int:
+            path = str(module_path(job.mutant.module))
             try:
-                mutantrun.swap_code(f"model.{job.mutant.module}", job.mutant.function, job.source)
+                code = mutantrun.instrument(job.source, path, job.mutant.function, job.mutant.span)
+                mutantrun.swap_code(f"model.{job.mutant.module}", job.mutant.function, job.source, code)
             except (ValueError, KeyError, AttributeError):
                 return SWAP_FAILED
-            path = str(module_path(job.mutant.module))
-            if job.suites:
-                _quiet_fds()
-                return mutantrun.run_suites(list(job.tests), result_path, runs=job.runs, base_seed=job.seed,
-                                            module_file=path)
-            return mutantrun.run_tests(list(job.tests), result_path, module_file=path, cheap=job.cheap)
+            mutantrun._INSTRUMENTED = True
+            mutantrun.limit_memory(job.max_memory)
+            try:
+                if job.suites:
+                    _quiet_fds()
+                    return mutantrun.run_suites(list(job.tests), result_path, runs=job.runs, base_seed=job.seed,
+                                                module_file=path)
+                return mutantrun.run_tests(list(job.tests), result_path, module_file=path, cheap=job.cheap)
+            except MemoryError:  # the run itself out of memory (the limit), not only a test
+                return mutantrun.OUT_OF_MEMORY
 
         return _Running(job, result_path, pid=_fork(child))
     spec_path = result_path + ".spec"
@@ -731,22 +784,47 @@ def _judge(job: Job, status: int | None, seconds: float, result_path: str) -> Re
     n = len(job.tests)
     if status is None:
         return Result(job.mutant, "timeout", seconds, tests=n, reason=f"no verdict within {job.limit:.0f} s")
-    from properties.mutantrun import CRASHED, KILLED  # lazy: the runner half (see _start)
+    from properties.mutantrun import CRASHED, KILLED, OUT_OF_MEMORY  # lazy: the runner half (see _start)
 
     if status == 0:
         return Result(job.mutant, "survived", seconds, tests=n)
     if status == KILLED:
         return Result(job.mutant, "killed", seconds, killed_by=info.get("failed") or "a failed run",
                       exception=info.get("exception") if job.suites else None, tests=n)
+    memory = f"memory limit ({job.max_memory / 2**20:.0f} MiB of address space)" if job.max_memory else None
     if status == CRASHED:
-        at = info.get("raised_at")
-        # raised by the mutated line itself: the mutant could not run, it is incompetent (not judged)
-        outcome = "incompetent" if job.mutant.raised_itself(job.source, at) else "crashed"
-        return Result(job.mutant, outcome, seconds, killed_by=info.get("failed"),
-                      exception=info.get("exception") or "an exception", raised_at=at, tests=n)
-    # a signal (segfault, out of memory), pytest unable to run, or the child's own failure
+        outcome, crash = _crash_verdict(job, info)
+        exception = crash.get("exception") or "an exception"
+        return Result(job.mutant, outcome, seconds, killed_by=crash.get("test"), exception=exception,
+                      raised_at=crash.get("raised_at"), tests=n,
+                      reason=memory if exception == "MemoryError" else None)
+    if status == OUT_OF_MEMORY:
+        return Result(job.mutant, "crashed", seconds, killed_by=info.get("failed"), exception="MemoryError",
+                      reason=memory or "out of memory", tests=n)
+    # a signal (segfault, the kernel's out-of-memory killer), pytest unable to run, or the child's own failure
     what = f"signal {-status}" if status < 0 else f"exit {status}"
     return Result(job.mutant, "crashed", seconds, killed_by=info.get("failed"), exception=what, tests=n)
+
+
+def _crash_verdict(job: Job, info: dict) -> tuple[str, dict]:
+    """A crashed run's outcome and the crash that decides it (``{"test", "exception",
+    "raised_at"}``), from every crashing test of the run (``info["crashes"]``; the quick judge
+    has one): ``incompetent`` when every crash was raised on the mutant's own lines,
+    ``crashed_in_call`` when every one was raised there or in the invocation of the mutated
+    function that executed a changed line (``raised_at["kind"]`` says which), else ``crashed``
+    (the first crash raised elsewhere decides: there the mutant's wrong state left the call).
+    A ``MemoryError`` is always a crash: where memory ran out says nothing of where the mutant
+    went wrong."""
+    crashes = info.get("crashes") or [{"test": info.get("failed"), "exception": info.get("exception"),
+                                       "raised_at": info.get("raised_at")}]
+    kinds = [None if c.get("exception") == "MemoryError" else job.mutant.crash_kind(job.source, c.get("raised_at"))
+             for c in crashes]
+    if None in kinds:
+        return "crashed", crashes[kinds.index(None)]
+    pick = "same call" if "same call" in kinds else "own line"
+    crash = dict(crashes[kinds.index(pick)])
+    crash["raised_at"] = {**crash["raised_at"], "kind": pick}
+    return ("crashed_in_call" if pick == "same call" else "incompetent"), crash
 
 
 def run_local(jobs: list[Job], *, workers: int, deadline: float | None,
@@ -864,8 +942,8 @@ class ModuleReport:
 
 
 def scores(outcomes: list[str]) -> dict:
-    """Counts per outcome and the three scores (see the module docstring): equivalent and
-    incompetent mutants are outside them."""
+    """Counts per outcome and the three scores (see the module docstring): equivalent,
+    incompetent and crashed-in-call mutants are outside them."""
     c = {o: sum(1 for x in outcomes if x == o) for o in OUTCOMES}
     judged = c["killed"] + c["crashed"] + c["survived"] + c["timeout"]
 
@@ -881,8 +959,8 @@ TESTS_PER_MUTANT = 30
 
 
 def plan(module: str, mutants: list[Mutant], baseline: Baseline, equivalents: dict[str, str],
-         timeout: float | None, source: str, tests_per_mutant: int = TESTS_PER_MUTANT
-         ) -> tuple[list[Job], list[Result]]:
+         timeout: float | None, source: str, tests_per_mutant: int = TESTS_PER_MUTANT,
+         max_memory: int | None = MAX_MEMORY_PER_MUTANT) -> tuple[list[Job], list[Result]]:
     """The jobs to run and the results known without running: equivalent (triaged) mutants,
     and mutants no test of the profile executes (they survive)."""
     jobs, known = [], []
@@ -896,7 +974,7 @@ def plan(module: str, mutants: list[Mutant], baseline: Baseline, equivalents: di
             continue
         cheap = tuple(t for t in tests if baseline.seconds.get(t, 0.0) <= CHEAP_TEST_S)
         jobs.append(Job(m, m.source(source), tuple(tests), time_limit(baseline.seconds_for(tests), timeout),
-                        cheap=cheap))
+                        cheap=cheap, max_memory=max_memory))
     return jobs, known
 
 
@@ -904,11 +982,11 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
                   equivalents: dict[str, str], timeout: float | None, only: set[str] | None,
                   tests_per_mutant: int = TESTS_PER_MUTANT, profile: KillProfile | None = None, progress: Callable[[str, Result, int, int], None],
                   note: Callable[[str], None], judge: str = "unit", quick_runs: int | None = None,
-                  seed: int = 0) -> ModuleReport:
+                  seed: int = 0, max_memory: int | None = MAX_MEMORY_PER_MUTANT) -> ModuleReport:
     """Generate, triage, run and judge the mutants of one module; with ``judge="quick"`` judge
     every mutant that ran (killed, incompetent, crashed, survived) a second time by the quick check of the suites
     that execute its lines (at most ``quick_runs`` random walks per cluster suite, seeds from
-    ``seed``)."""
+    ``seed``); every mutant's run gets at most ``max_memory`` bytes of address space."""
     t0 = time.monotonic()
     source = module_path(module).read_text()
     mutants = generate(module)
@@ -924,7 +1002,7 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
          f"{baseline.seconds_for(baseline.tests):.0f} s" +
          (f"; {len(baseline.failing)} failing without a mutant, left out: {', '.join(baseline.failing[:3])}"
           if baseline.failing else ""))
-    jobs, known = plan(module, mutants, baseline, equivalents, timeout, source, tests_per_mutant)
+    jobs, known = plan(module, mutants, baseline, equivalents, timeout, source, tests_per_mutant, max_memory)
     done = [0]
     total = len(jobs)
 
@@ -941,7 +1019,8 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
     if judge == "quick" and deadline is not None and time.monotonic() >= deadline:
         note(f"model/{module}.py: quick judge: --budget-s spent, not run")
         results = [attrs.evolve(r, quick=Result(r.mutant, "not_run", reason="--budget-s spent"))
-                   if r.outcome in ("killed", "incompetent", "crashed", "survived") else r for r in results]
+                   if r.outcome in ("killed", "incompetent", "crashed_in_call", "crashed", "survived") else r
+                   for r in results]
         quick_suites = ()
     elif judge == "quick":
         t1 = time.monotonic()
@@ -954,14 +1033,15 @@ def mutate_module(module: str, *, workers: int, deadline: float | None, master: 
              + (f"; not as expected without a mutant, left out: {', '.join(qb.failing)}" if qb.failing else ""))
         qjobs, qknown = [], {}
         for r in results:
-            if r.outcome not in ("killed", "incompetent", "crashed", "survived"):
+            if r.outcome not in ("killed", "incompetent", "crashed_in_call", "crashed", "survived"):
                 continue
             suites = qb.tests_for(r.mutant, 0)
             if not suites:
                 qknown[r.mutant.id] = Result(r.mutant, "survived", reason="no check suite executes this line")
                 continue
             qjobs.append(Job(r.mutant, r.mutant.source(source), tuple(suites),
-                             time_limit(qb.seconds_for(suites), timeout), suites=True, runs=quick_runs, seed=seed))
+                             time_limit(qb.seconds_for(suites), timeout), suites=True, runs=quick_runs, seed=seed,
+                             max_memory=max_memory))
         qdone, qtotal = [0], len(qjobs)
 
         def qtick(res: Result) -> None:

@@ -97,6 +97,8 @@ def test_a_surviving_mutant_is_reported_with_its_diff_and_exit_1(tmp_path):
     (["--workers", "0"], "must be between 1 and"),
     (["--budget-s", "-1"], "--budget-s -1: must be a positive number"),
     (["--kill-tests", "tests/nope.py", "--module", "failover"], "no such test file"),
+    (["--max-memory-per-mutant", "lots", "--module", "failover"], "--max-memory-per-mutant 'lots': not a size"),
+    (["--max-memory-per-mutant", "1M", "--module", "failover"], "below 64M"),
 ])
 def test_bad_arguments_are_one_line_errors(args, message):
     r = _flinkspec("mutate", *args)
@@ -208,6 +210,8 @@ def test_the_judge_counts_only_assertions_as_kills_and_scores_crashes_apart():
     segv = M._judge(job, -11, 1.0, nowhere)
     assert segv.outcome == "crashed" and segv.exception == "signal 11"
     assert M._judge(job, mutantrun.ERROR, 1.0, nowhere).outcome == "crashed"
+    oom = M._judge(job, mutantrun.OUT_OF_MEMORY, 1.0, nowhere)  # the run itself died of its memory limit
+    assert (oom.outcome, oom.exception, oom.reason) == ("crashed", "MemoryError", "memory limit (4096 MiB of address space)")
     assert M._judge(job, None, 11.0, nowhere).outcome == "timeout"
     s = M.scores(["killed", "killed", "crashed", "survived", "equivalent"])
     assert (s["score"], s["score_with_crashes"], s["score_with_timeouts"]) == (50.0, 75.0, 50.0)
@@ -281,12 +285,14 @@ def _judge_planted_suite(tmp_path, code: int, old: str, new: str, function: str)
 # -- incompetent mutants: a crash raised by the mutated line itself --------------------------------
 
 #: hand-planted mutants of ``_regions`` in model/failover.py, as (old text, new text, qualified
-#: name of the function holding it): the mutated line itself raises; a ``None`` stored by the
-#: mutant raises on a later line of the same function; a ``None`` returned raises in the caller
+#: name of the function holding it, the run's memory limit in bytes or None): the mutated line
+#: itself raises; a ``None`` stored by the mutant raises on a later line of the same call; a
+#: ``None`` returned raises in the caller; the mutated line allocates 4 GiB under a 512 MiB limit
 PLANTED = {
-    "own line": ("if a != b:", "if a != b + 'x':", "_regions"),
-    "later line": ("raw = [frozenset(c) for c in nx.connected_components(g)]", "raw = None", "_regions"),
-    "caller": ("    return merged\n", "    return None\n", "_regions"),
+    "own line": ("if a != b:", "if a != b + 'x':", "_regions", None),
+    "later line": ("raw = [frozenset(c) for c in nx.connected_components(g)]", "raw = None", "_regions", None),
+    "caller": ("    return merged\n", "    return None\n", "_regions", None),
+    "memory": ("if a != b:", "if a != b and len(bytearray(2 ** 32)):", "_regions", 512 * 2**20),
 }
 
 _RUN_PLANTED_JOBS = r'''
@@ -296,13 +302,13 @@ planted, test, fresh = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3] == "fre
 source = M.module_path("failover").read_text()
 M.warm_up([M.KillProfile((test,))])
 jobs = []
-for i, (old, new, function) in enumerate(planted):
+for i, (old, new, function, memory) in enumerate(planted):
     start = source.index(old)
     line = source[:start].count("\n") + 1
     m = M.Mutant(id=f"failover:{i:010d}", module="failover", index=i + 1, operator="planted", line=line,
                  end_line=line + old.count("\n"), stmt_line=line, function=function, start=start,
                  end=start + len(old), replacement=new, diff="")
-    jobs.append(M.Job(m, m.source(source), (test,), 120.0, fresh=fresh))
+    jobs.append(M.Job(m, m.source(source), (test,), 120.0, fresh=fresh, max_memory=memory))
 results = M.run_local(jobs, workers=1, deadline=None, progress=lambda r: None)
 print(json.dumps({r.mutant.index - 1: r.to_json(with_diff=False) for r in results}))
 '''
@@ -325,34 +331,41 @@ def _own_line(old: str) -> int:
     return M.module_path("failover").read_text().split(old)[0].count("\n") + 1
 
 
-def test_a_crash_raised_on_the_mutated_line_is_incompetent_and_one_raised_elsewhere_is_crashed():
+def test_a_crash_raised_on_the_mutated_line_is_incompetent_in_its_call_crashed_in_call_elsewhere_crashed():
     """The forked way (the mutated function's code swapped in): a TypeError the mutated line
-    raises is incompetent, with its exception and line; a None the mutant stored that a later
-    line or the caller trips over is a crash (not a kill, not left out)."""
-    got = _judge_planted(["own line", "later line", "caller"], fresh=False)
+    raises is incompetent, with its exception and line; a None the mutant stored in a local that
+    a later line of the same call trips over is crashed_in_call; a None returned that the caller
+    trips over is a crash (not a kill, not left out). Out of memory past the run's limit: a
+    crash named MemoryError and the limit, even on the mutated line itself."""
+    got = _judge_planted(["own line", "later line", "caller", "memory"], fresh=False)
     own = got["own line"]
     assert own["outcome"] == "incompetent" and own["exception"] == "TypeError", own
     assert own["raised_at"]["line"] == _own_line("if a != b:") and own["raised_at"]["function"] == "_regions"
-    assert own["killed_by"] == REGION_TEST
+    assert own["raised_at"]["kind"] == "own line" and own["killed_by"] == REGION_TEST
     later = got["later line"]
-    assert later["outcome"] == "crashed" and later["exception"] == "TypeError", later
-    assert later["raised_at"]["function"] == "_regions"
+    assert later["outcome"] == "crashed_in_call" and later["exception"] == "TypeError", later
+    assert later["raised_at"]["function"] == "_regions" and later["raised_at"]["kind"] == "same call"
     assert later["raised_at"]["line"] > _own_line("raw = [frozenset(c)")  # the `for ... in enumerate(raw)`
     caller = got["caller"]
     assert caller["outcome"] == "crashed" and caller["exception"] == "TypeError", caller
-    assert caller["raised_at"]["function"] == "pipelined_regions"
-    # incompetent mutants are outside the score, like equivalent ones; a crash counts as not killed
-    s = M.scores(["killed", "incompetent", "incompetent", "crashed", "survived"])
-    assert s["incompetent"] == 2 and (s["score"], s["score_with_crashes"]) == (33.3, 66.7)
+    assert caller["raised_at"]["function"] == "pipelined_regions" and "kind" not in caller["raised_at"]
+    memory = got["memory"]
+    assert memory["outcome"] == "crashed" and memory["exception"] == "MemoryError", memory
+    assert memory["reason"] == "memory limit (512 MiB of address space)"
+    # incompetent and crashed-in-call mutants are outside the score, like equivalent ones; a
+    # crash counts as not killed
+    s = M.scores(["killed", "incompetent", "incompetent", "crashed_in_call", "crashed", "survived"])
+    assert (s["incompetent"], s["crashed_in_call"]) == (2, 1) and (s["score"], s["score_with_crashes"]) == (33.3, 66.7)
 
 
 @pytest.mark.slow
 def test_the_fresh_interpreter_way_tells_incompetent_from_crashed_too():
     """The same planted mutants, each in a fresh interpreter with the import hook serving the
     mutated module (the way of a mutant outside a function body, and on Spark): ~10 s."""
-    got = _judge_planted(["own line", "caller"], fresh=True)
+    got = _judge_planted(["own line", "later line", "caller"], fresh=True)
     assert got["own line"]["outcome"] == "incompetent", got
     assert got["own line"]["raised_at"]["line"] == _own_line("if a != b:")
+    assert got["later line"]["outcome"] == "crashed_in_call", got
     assert got["caller"]["outcome"] == "crashed" and got["caller"]["raised_at"]["function"] == "pipelined_regions"
 
 
@@ -442,3 +455,186 @@ def test_a_function_whose_products_were_made_at_import_is_not_swapped_but_run_af
     nest = cs.nest
     mutantrun.swap_code("model.checkpointstorage", "nest", source)  # the same code again: no change
     assert cs.nest is nest and cs.nest({("b", 1): "x", ("a", 2): "y"}) == {"a": {2: "y"}, "b": {1: "x"}}
+
+
+# -- crashed in call: raised in the invocation that ran the mutated line --------------------------
+
+#: a small module standing for a model module, its mutants planted by hand: each ``# mutant``
+#: line is the mutated one (as the mutant's source has it)
+SYNTHETIC = """\
+class Store:
+    def __init__(self):
+        self.table = {}
+        self.count = 0
+
+    def put(self, k, v):
+        self.table = None  # mutant: the put stores None
+        return len(self.table)
+
+    def put_later(self, k, v):
+        self.table = None  # mutant: the put stores None
+        return 1
+
+    def get(self, k):
+        return self.table[k]
+
+    def step(self):
+        value = self.count + 1
+        self.count = None  # mutant: the step stores None
+        return value
+
+
+def gen():
+    x = None  # mutant: a generator's local made None
+    yield 1
+    yield x + 1
+"""
+
+
+def _synthetic_mutant(source: str, function: str, nth: int = 0) -> M.Mutant:
+    """The ``nth`` ``# mutant`` line in ``function`` of ``source`` as a Mutant (one line)."""
+    lines = source.splitlines(keepends=True)
+    numbers = [i + 1 for i, l in enumerate(lines) if "# mutant" in l]
+    owner = {n: next(l.split("def ")[1].split("(")[0] for l in reversed(lines[:n]) if "def " in l) for n in numbers}
+    line = [n for n in numbers if function.endswith(owner[n])][nth]
+    start = sum(len(l) for l in lines[:line - 1]) + len(lines[line - 1]) - len(lines[line - 1].lstrip())
+    text = lines[line - 1].split("  # mutant")[0].strip()
+    return M.Mutant(id="planted_store:0000000000", module="planted_store", index=1, operator="planted", line=line,
+                    end_line=line, stmt_line=line, function=function, start=start, end=start + len(text),
+                    replacement=text, diff="")
+
+
+def _traced(path: str, mutant: M.Mutant, call):
+    """Run ``call`` against the synthetic module with the mutant's code instrumented as a
+    mutant's run instruments it: where in ``path`` its exception was raised, as the run records it."""
+    from properties import mutantrun
+
+    ns: dict = {}
+    exec(mutantrun.instrument(SYNTHETIC, path, mutant.function, mutant.span), ns)
+    before, mutantrun._INSTRUMENTED = mutantrun._INSTRUMENTED, True
+    try:
+        try:
+            call(ns)
+        except Exception as e:  # noqa: BLE001 - the planted crash
+            return mutantrun.raised_at(e, path)
+        raise AssertionError("the planted mutant did not crash")
+    finally:
+        mutantrun._INSTRUMENTED = before
+
+
+def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_one_in_a_later_call_crashed(tmp_path):
+    """The instrumented mutant marks the invocation of the mutated function that ran the mutated
+    statement (a local of that call, set just before it): a None
+    stored and dereferenced before that call returns is crashed_in_call; the same None read by
+    a later call (another method, the same method called again, a generator resumed) is a
+    crash: between the two, the test had the state in hand."""
+    path = str(tmp_path / "planted_store.py")
+
+    def verdict(mutant, at):
+        info = {"crashes": [{"test": "t", "exception": "TypeError", "raised_at": at}]}
+        outcome, crash = M._crash_verdict(M.Job(mutant, SYNTHETIC, ("t",), 10.0), info)
+        return outcome, crash["raised_at"]
+
+    put = _synthetic_mutant(SYNTHETIC, "Store.put")
+    at = _traced(path, put, lambda ns: ns["Store"]().put("k", 1))
+    assert at["function"] == "Store.put" and at["same_call"] is True and at["line"] == put.line + 1
+    assert verdict(put, at) == ("crashed_in_call", {**at, "kind": "same call"})
+
+    later = _synthetic_mutant(SYNTHETIC, "Store.put_later")
+
+    def put_then_get(ns):
+        s = ns["Store"]()
+        s.put_later("k", 1)
+        s.get("k")
+
+    at = _traced(path, later, put_then_get)
+    assert at["function"] == "Store.get" and at["same_call"] is False
+    assert verdict(later, at)[0] == "crashed"
+
+    # the mutated method itself, called again: a new invocation (a new frame, perhaps at the
+    # address of the first) raises before it runs the mutated line: crashed
+    step = _synthetic_mutant(SYNTHETIC, "Store.step")
+
+    def step_twice(ns):
+        s = ns["Store"]()
+        s.step()
+        s.step()
+
+    at = _traced(path, step, step_twice)
+    assert at["function"] == "Store.step" and at["line"] == step.line - 1 and at["same_call"] is False
+    assert verdict(step, at)[0] == "crashed"
+
+    # a generator resumed is a new invocation: the caller ran between the two resumptions
+    g = _synthetic_mutant(SYNTHETIC, "gen")
+    at = _traced(path, g, lambda ns: list(ns["gen"]()))
+    assert at["function"] == "gen" and at["same_call"] is False and verdict(g, at)[0] == "crashed"
+    # ... and a mutated statement in a branch, a loop header or an elif gets its mark, on its own line
+    from properties import mutantrun
+
+    src = ("def f(xs, k):\n    total = 0\n    for x in xs:\n        if x < k:\n            total += x\n"
+           "        elif x == k:\n            total = None\n    return total + 1\n")
+    for text, crashes in (("elif x == k:", True), ("total += x", False), ("for x in xs:", True)):
+        start = src.index(text)
+        m = M.Mutant(id="planted_store:0000000001", module="planted_store", index=1, operator="planted",
+                     line=src[:start].count("\n") + 1, end_line=src[:start].count("\n") + 1,
+                     stmt_line=src[:start].count("\n") + 1, function="f", start=start, end=start + len(text),
+                     replacement=text, diff="")
+        ns: dict = {}
+        exec(mutantrun.instrument(src, path, "f", m.span), ns)
+        mutantrun._INSTRUMENTED = True
+        try:
+            ns["f"]([2], 2)
+        except TypeError as e:
+            at = mutantrun.raised_at(e, path)
+        finally:
+            mutantrun._INSTRUMENTED = False
+        assert at["line"] == 8 and at["same_call"] is crashes, (text, at)  # `total += x` did not run
+
+
+    # a crash in call and one elsewhere among a run's crashing tests: the one elsewhere decides
+    in_call = {"test": "a", "exception": "TypeError", "raised_at": {"line": put.line + 1, "function": "Store.put",
+                                                                     "same_call": True}}
+    elsewhere = {"test": "b", "exception": "TypeError", "raised_at": {"line": 15, "function": "Store.get",
+                                                                       "same_call": False}}
+    outcome, crash = M._crash_verdict(M.Job(put, SYNTHETIC, ("a", "b"), 10.0), {"crashes": [in_call, elsewhere]})
+    assert outcome == "crashed" and crash["test"] == "b"
+
+
+def test_the_fresh_interpreter_way_tells_crashed_in_call_from_crashed_and_bounds_memory(tmp_path):
+    """The synthetic module's mutants run as a fresh interpreter runs them (``python -m
+    properties.mutantrun``: the import hook serving the instrumented mutated source, the memory
+    limit), against a test of their own, and judged: the put's None tripped over in its own call
+    is crashed_in_call; the put_later's None tripped over by ``get`` is crashed; a test growing
+    past the run's memory limit is crashed with MemoryError and the limit named."""
+    from properties import mutantrun
+
+    original = SYNTHETIC.replace("self.table = None  # mutant: the put stores None", "self.table[k] = v")
+    (tmp_path / "planted_store.py").write_text(original)
+    (tmp_path / "test_planted_store.py").write_text(
+        "from planted_store import Store\n\n\n"
+        "def test_put():\n    assert Store().put('k', 1) == 1\n\n\n"
+        "def test_put_then_get():\n    s = Store()\n    s.put_later('k', 1)\n    assert s.get('k') == 1\n\n\n"
+        "def test_grows():\n    held = []\n    while True:\n        held.append(bytearray(2 ** 24))\n")
+
+    def run(function: str, test: str, memory: int | None = None):
+        mutant = _synthetic_mutant(SYNTHETIC, function)
+        spec = {"root": str(tmp_path), "module": "planted_store", "path": str(tmp_path / "planted_store.py"),
+                "source": SYNTHETIC, "tests": [f"test_planted_store.py::{test}"],
+                "result": str(tmp_path / "result.json"), "function": function, "span": list(mutant.span),
+                "max_memory": memory}
+        (tmp_path / "spec.json").write_text(json.dumps(spec))
+        r = subprocess.run([sys.executable, "-m", "properties.mutantrun", str(tmp_path / "spec.json")], cwd=ROOT,
+                           env=ENV, capture_output=True, text=True, timeout=120)
+        job = M.Job(mutant, SYNTHETIC, tuple(spec["tests"]), 60.0, max_memory=memory)
+        return M._judge(job, r.returncode, 1.0, str(tmp_path / "result.json"))
+
+    in_call = run("Store.put", "test_put")
+    assert in_call.outcome == "crashed_in_call" and in_call.exception == "TypeError", in_call
+    assert in_call.raised_at["function"] == "Store.put" and in_call.raised_at["kind"] == "same call"
+    later = run("Store.put_later", "test_put_then_get")
+    assert later.outcome == "crashed" and later.raised_at["function"] == "Store.get", later
+    assert later.killed_by == "test_planted_store.py::test_put_then_get"
+    grows = run("Store.put", "test_grows", memory=256 * 2**20)
+    assert grows.outcome == "crashed" and grows.exception == "MemoryError", grows
+    assert grows.reason == "memory limit (256 MiB of address space)"
+    assert mutantrun.OUT_OF_MEMORY not in (mutantrun.SURVIVED, mutantrun.KILLED, mutantrun.ERROR, mutantrun.CRASHED)

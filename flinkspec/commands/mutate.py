@@ -9,9 +9,12 @@ assertion (after a crash only the cheap tests left run),
 within a time limit per mutant -- to see whether the suite notices. Each mutant is killed (a test
 failed on an assertion or a named invariant violation: the test is named), incompetent (a test
 failed on another exception raised on the mutant's own lines: the mutated code could not run;
-left out of the score), crashed (a test failed on another exception escaping the model elsewhere,
-TypeError, AttributeError, ..., or did not collect, or the run died of a signal: the exception,
-the test and where it was raised are named; not a kill), survived (its diff
+left out of the score), crashed_in_call (raised later in the very invocation of the mutated
+function that ran a mutated line, before it returned: no test code ran in between; left out of
+the score too), crashed (a test failed on another exception escaping the model elsewhere,
+TypeError, AttributeError, ..., or did not collect, or the run died of a signal or of its memory
+limit, ``--max-memory-per-mutant``: the exception, the test and where it was raised are named;
+not a kill), survived (its diff
 is shown), timeout, or equivalent (triaged by hand in properties/mutants-equivalent.toml with a
 reason, never run). ``--judge quick`` judges every killed, crashed or surviving mutant a second
 time by the quick check (``flinkspec check --profile quick``, seeded by ``--seed``, at most
@@ -22,7 +25,7 @@ with ``--master``. The mutant list is deterministic; ``--only ID`` re-runs one m
 ``--list`` prints the list without running anything. Results go to a new run directory
 ``results/mutate-<UTC time>/`` (one JSON file per module, and summary.json). Exit 0 when every
 module's score reaches ``--min-score`` (and, with ``--only``, when the mutants were killed,
-incompetent or equivalent), 1 otherwise, 2 on bad input (an unknown module, an unknown mutant id, a
+incompetent, crashed in call or equivalent), 1 otherwise, 2 on bad input (an unknown module, an unknown mutant id, a
 malformed triage file).
 """
 
@@ -65,6 +68,9 @@ def register(sub) -> None:
                         "profile's)")
     p.add_argument("--seed", type=seed, default=0, metavar="N",
                    help="with --judge quick: the suites' base seed (default 0)")
+    p.add_argument("--max-memory-per-mutant", default=None, metavar="SIZE",
+                   help="address space a mutant's run may take (RLIMIT_AS; 512M, 4G, ...; none: unbounded; "
+                        "default 4G): past it the run fails with MemoryError, reported as a crash")
     p.add_argument("--workers", type=count, default=None, metavar="N",
                    help="mutants run at once (default: the number of cores)")
     p.add_argument("--master", default=None, metavar="URL",
@@ -116,6 +122,9 @@ def _modules(args, M) -> list[str]:
 def run(args) -> int:
     _validate(args)
     from properties import mutation as M  # lazy: the model runtime, libcst and pytest only for this command
+
+    max_memory = (M.MAX_MEMORY_PER_MUTANT if args.max_memory_per_mutant is None
+                  else M.parse_size(args.max_memory_per_mutant))
     from properties.safe_io import check_output_dir, write_atomic  # lazy: as above
 
     modules = _modules(args, M)
@@ -174,7 +183,7 @@ def run(args) -> int:
                               timeout=args.timeout_s, only=only, progress=progress, note=note,
                               profile=override, tests_per_mutant=(M.TESTS_PER_MUTANT if args.tests_per_mutant is None
                                                 else args.tests_per_mutant),
-                              judge=args.judge, quick_runs=args.quick_runs, seed=args.seed)
+                              judge=args.judge, quick_runs=args.quick_runs, seed=args.seed, max_memory=max_memory)
         reports.append(rep)
         if out is not None:
             write_atomic(out / f"{mod}.json", json.dumps(
@@ -186,7 +195,7 @@ def run(args) -> int:
     total = {"modules": len(summaries), "min_score": args.min_score,
              **{o: sum(s[o] for s in summaries) for o in M.OUTCOMES},
              "below_min_score": [s["module"] for s in below], "workers": workers, "master": master,
-             "judge": args.judge, **({"quick_runs": args.quick_runs, "seed": args.seed} if args.judge == "quick" else {}),
+             "max_memory_per_mutant": max_memory, "judge": args.judge, **({"quick_runs": args.quick_runs, "seed": args.seed} if args.judge == "quick" else {}),
              "results": str(out) if out is not None else None}
     if out is not None:
         write_atomic(out / "summary.json", json.dumps({"modules": summaries, "total": total}, indent=1,
@@ -200,8 +209,9 @@ def run(args) -> int:
     _print_table(summaries)
     for rep in reports:
         for r in rep.results:
-            if r.outcome in ("incompetent", "crashed", "survived", "timeout"):
+            if r.outcome in ("incompetent", "crashed_in_call", "crashed", "survived", "timeout"):
                 at = f" raised at line {r.raised_at['line']} in {r.raised_at['function']}" if r.raised_at else ""
+                at += f", {r.reason}" if r.reason and r.exception else ""
                 why = f" ({r.reason})" if r.reason else (f" ({r.exception}{at} in {r.killed_by})" if r.exception else "")
                 print(f"\n{r.outcome.upper()} {r.mutant.id} line {r.mutant.line} in "
                       f"{r.mutant.function or 'module level'} [{r.mutant.operator}]{why}")
@@ -220,17 +230,19 @@ def run(args) -> int:
 
 
 def _print_table(summaries) -> None:
-    head = ("module", "mutants", "killed", "incompetent", "crashed", "survived", "timeout", "equivalent", "not_run",
-            "score %", "with crashes %")
+    head = ("module", "mutants", "killed", "incompetent", "in call", "crashed", "survived", "timeout", "equivalent",
+            "not_run", "score %", "with crashes %")
     pct = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
     rows = []
     for s in summaries:
-        rows.append((s["module"], s["mutants"], s["killed"], s["incompetent"], s["crashed"], s["survived"], s["timeout"],
-                     s["equivalent"], s["not_run"], pct(s["score"]), pct(s["score_with_crashes"])))
+        rows.append((s["module"], s["mutants"], s["killed"], s["incompetent"], s["crashed_in_call"], s["crashed"],
+                     s["survived"], s["timeout"], s["equivalent"], s["not_run"], pct(s["score"]),
+                     pct(s["score_with_crashes"])))
         if "quick" in s:
             q = s["quick"]
-            rows.append(("  quick judge", q["mutants"], q["killed"], q["incompetent"], q["crashed"], q["survived"],
-                         q["timeout"], "", q["not_run"], pct(q["score"]), pct(q["score_with_crashes"])))
+            rows.append(("  quick judge", q["mutants"], q["killed"], q["incompetent"], q["crashed_in_call"],
+                         q["crashed"], q["survived"], q["timeout"], "", q["not_run"], pct(q["score"]),
+                         pct(q["score_with_crashes"])))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows)]
     for row in (head, *rows):
         print("  ".join(str(x).ljust(w) if i == 0 else str(x).rjust(w) for i, (x, w) in enumerate(zip(row, widths))))
