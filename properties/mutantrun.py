@@ -316,6 +316,7 @@ class _Recorder:
         self.assertion = False
         self.raised_at: dict | None = None
         self.crashes: list[dict] = []  # every crashing test: its node id, exception type and raised_at
+        self.out_of_memory = False  # the last test ran out of memory: release it before the next
         self.ran = 0
         self.session = None
         self.next_of: dict = {}
@@ -344,26 +345,41 @@ class _Recorder:
         self.next_of = dict(zip(items, items[1:] + [None]))
 
     def pytest_runtest_logfinish(self, nodeid, location):
+        if self.out_of_memory:
+            self._release_memory()
         if self.failed is None or self.session is None:
             return
         nxt = self.next_of.get(nodeid)
         if self.assertion or nxt is None or nxt not in self.cheap:
             self.session.shouldstop = "killed" if self.assertion else "crashed, and no cheap test is left"
 
-    def pytest_exception_interact(self, node, call, report):
-        # pytest calls it after the failed report was logged: it names the exception
-        exc = call.excinfo.value if call.excinfo else None
-        if isinstance(exc, MemoryError):
-            # out of memory (the run's limit): what the failed test held stays reachable from
-            # pytest's report of it, and pytest itself may fail next; the crash decides: write the
-            # result and end the run here
-            collecting = getattr(report, "when", None) == "collect"
-            self._first(report.nodeid or node.nodeid, exc, "collection error" if collecting else None)
+    def _release_memory(self) -> None:
+        """After a test ran out of memory (the run's limit): let go of what it held -- reachable
+        from the traceback pytest keeps in ``sys.last_traceback`` -- so that the cheap tests
+        still to come can run; when that frees too little, write the result and end the run
+        here (the crash decides)."""
+        import gc  # lazy: only after a MemoryError
+
+        self.out_of_memory = False
+        sys.last_type = sys.last_value = sys.last_traceback = None
+        gc.collect()
+        try:
+            bytearray(64 * 2**20)  # room for pytest and a cheap test again
+        except MemoryError:
             try:
                 _write_result(self.result_path, self, None)
             except MemoryError:
                 os._exit(OUT_OF_MEMORY)
             os._exit(CRASHED)
+
+    def pytest_exception_interact(self, node, call, report):
+        # pytest calls it after the failed report was logged: it names the exception
+        exc = call.excinfo.value if call.excinfo else None
+        if isinstance(exc, MemoryError):
+            import traceback  # lazy: only after a MemoryError
+
+            traceback.clear_frames(exc.__traceback__)
+            self.out_of_memory = True
         collecting = getattr(report, "when", None) == "collect"  # a CollectReport: the module did not import
         self._first(report.nodeid or node.nodeid, exc, "collection error" if collecting else None)
 
@@ -394,7 +410,8 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
     # a suite run inside a test re-raises a crash of the model instead of recording it as the
     # suite's error, so that the test fails with the crash and not with an assertion on the result
     os.environ[RAISE_MODEL_CRASHES] = "1"
-    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "-o", "addopts=",
+    # no traceback text: only the exceptions are read (formatting hundreds of crashes costs seconds)
+    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "--tb=no", "-o", "addopts=",
             *nodeids]
     if quiet:
         devnull = os.open(os.devnull, os.O_WRONLY)

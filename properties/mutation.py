@@ -12,8 +12,9 @@
     each mutant: the profile's tests that execute its lines (at most 30, round-robin over the
     profile's parts), stopping at the first failing assertion (after a crash only the remaining
     cheap tests run: one may still fail on an assertion), within a time limit
-    ─► killed (which test) / incompetent (raised on its own lines) / crashed (which test, which
-       exception, where) / survived (the diff) / timeout
+    ─► killed (which test) / incompetent (raised on its own lines) / crashed_in_call (raised later
+       in the call that ran them) / crashed (which test, which exception, where) / survived (the
+       diff) / timeout
          │
          ▼  with ``judge="quick"``, a second, independent judge of every mutant that ran: the quick check (``flinkspec check --profile quick``) of the check suites
     that execute its lines (found by a baseline of every suite under coverage, one context per
@@ -53,14 +54,25 @@ the mutated module's file is in the mutated function, on one of the lines the mu
 the same line adds to) -- is ``incompetent`` (mutation testing's "incompetent" or "run error"
 mutant): in the state the test reached, the mutated line could not run at all, so the mutant
 produced no behaviour for an assertion to judge. It is reported apart, with its exception and
-line, and left out of the scores like an equivalent mutant. A crash raised anywhere else (a
-``None`` the mutant stored that a later line or another function trips over) stays ``crashed``:
-the mutant ran and its behaviour went unjudged.
+line, and left out of the scores like an equivalent mutant.
+
+**Crashed in call.** A crash raised later in the very invocation of the mutated function that
+ran the mutated statement -- the innermost traceback frame in the mutated module's file is that
+invocation's frame (a ``None`` the mutant put in a local or an attribute, dereferenced a few
+lines on, before the call returns) -- is ``crashed_in_call``, also outside the scores: between
+the mutated statement and the exception no test code ran, so no assertion could judge any state
+the mutant made. The mutant's code is instrumented to tell (``properties.mutantrun.instrument``:
+a local of the call set just before the mutated statement, on its line). A crash raised anywhere
+else -- a later call, another function, a generator resumed -- stays ``crashed``: the mutant ran
+and its behaviour went unjudged. A run's verdict weighs every test that crashed: one crash
+elsewhere makes it ``crashed``. A ``MemoryError`` (the run's memory limit, ``max_memory``) is
+always ``crashed``.
 
 **Score.** ``killed / (killed + crashed + survived + timeout)`` per module: crashes and timeouts
 count as not killed. ``score_with_crashes`` counts crashes as killed (the suite noticed the
 mutant, by a crash), ``score_with_timeouts`` counts timeouts as killed (a run that never ends is
-noticed, but could be a slow machine). Equivalent and incompetent mutants are outside all three.
+noticed, but could be a slow machine). Equivalent, incompetent and crashed-in-call mutants are
+outside all three.
 
 **The quick judge** (``judge="quick"``) scores the same mutants a second time, by the property
 suites alone: ``quick`` per module is the same summary (killed, crashed, survived, timeout and
@@ -151,7 +163,8 @@ KILL_PROFILES: dict[str, KillProfile] = {
                                     "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
     "keygroups": KillProfile(("tests/test_keygroups.py", "tests/test_z3_keygroups.py",
                               "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
-    "sinks": KillProfile(("tests/test_sinks.py", *SCENARIOS, *CLUSTER_RUNS)),
+    # the sinks and the external system call by call (tests/test_sinks_state.py), then their scenarios
+    "sinks": KillProfile(("tests/test_sinks_state.py", "tests/test_sinks.py", *SCENARIOS, *CLUSTER_RUNS)),
     # the ResourceManager alone (tests/test_resourcemanager.py), then driven through the control plane
     "resourcemanager": KillProfile(("tests/test_resourcemanager.py", "tests/test_controlplane.py",
                                     "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
@@ -159,9 +172,11 @@ KILL_PROFILES: dict[str, KillProfile] = {
                                  "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
     "jobmaster": KillProfile(("tests/test_jobmaster.py", "tests/test_controlplane.py",
                               "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
-    # the backends alone and their hand-written cluster runs (tests/test_statebackend.py), then the
+    # the backends call by call (tests/test_statebackend_state.py), alone and in hand-written
+    # cluster runs (tests/test_statebackend.py), then the
     # scenarios and the safe variants' runs (the rocksdb and hashmap variants among them)
-    "statebackend": KillProfile(("tests/test_statebackend.py", *SCENARIOS, *CLUSTER_RUNS)),
+    "statebackend": KillProfile(("tests/test_statebackend_state.py", "tests/test_statebackend.py", *SCENARIOS,
+                                 *CLUSTER_RUNS)),
     # the storage alone (tests/test_checkpointstorage.py), the backends that write into it, the
     # registry, and the peer suite's ported CheckpointCoordinatorTest cases of discarded state
     "checkpointstorage": KillProfile(("tests/test_checkpointstorage.py", "tests/test_statebackend.py",
@@ -171,7 +186,7 @@ KILL_PROFILES: dict[str, KillProfile] = {
     # WindowOperatorTest and the window assigners' tests) beside the module's unit tests
     "channelstaterescaling": KillProfile(("tests/test_channelstaterescaling.py", PEER_CASES,
                                           "tests/test_rescale_source.py", *SCENARIOS, *CLUSTER_RUNS)),
-    "windowing": KillProfile(("tests/test_windowing.py", PEER_CASES, "tests/test_event_time_judge.py",
+    "windowing": KillProfile(("tests/test_windowing_state.py", "tests/test_windowing.py", PEER_CASES, "tests/test_event_time_judge.py",
                               "tests/test_focused_machines.py", *SCENARIOS, *CLUSTER_RUNS)),
     "creditbasedflowcontrol": KillProfile(("tests/test_creditbasedflowcontrol.py", PEER_CASES, *SCENARIOS,
                                            *CLUSTER_RUNS)),

@@ -614,18 +614,20 @@ def test_the_fresh_interpreter_way_tells_crashed_in_call_from_crashed_and_bounds
         "from planted_store import Store\n\n\n"
         "def test_put():\n    assert Store().put('k', 1) == 1\n\n\n"
         "def test_put_then_get():\n    s = Store()\n    s.put_later('k', 1)\n    assert s.get('k') == 1\n\n\n"
-        "def test_grows():\n    held = []\n    while True:\n        held.append(bytearray(2 ** 24))\n")
+        "def test_grows():\n    held = []\n    while True:\n        held.append(bytearray(2 ** 24))\n\n\n"
+        "def test_after():\n    assert Store().count == 1\n")
 
-    def run(function: str, test: str, memory: int | None = None):
+    def run(function: str, test: str, memory: int | None = None, then: tuple = ()):
         mutant = _synthetic_mutant(SYNTHETIC, function)
+        tests = [f"test_planted_store.py::{t}" for t in (test, *then)]
         spec = {"root": str(tmp_path), "module": "planted_store", "path": str(tmp_path / "planted_store.py"),
-                "source": SYNTHETIC, "tests": [f"test_planted_store.py::{test}"],
+                "source": SYNTHETIC, "tests": tests, "cheap": tests,
                 "result": str(tmp_path / "result.json"), "function": function, "span": list(mutant.span),
                 "max_memory": memory}
         (tmp_path / "spec.json").write_text(json.dumps(spec))
         r = subprocess.run([sys.executable, "-m", "properties.mutantrun", str(tmp_path / "spec.json")], cwd=ROOT,
                            env=ENV, capture_output=True, text=True, timeout=120)
-        job = M.Job(mutant, SYNTHETIC, tuple(spec["tests"]), 60.0, max_memory=memory)
+        job = M.Job(mutant, SYNTHETIC, tuple(tests), 60.0, max_memory=memory)
         return M._judge(job, r.returncode, 1.0, str(tmp_path / "result.json"))
 
     in_call = run("Store.put", "test_put")
@@ -637,4 +639,7 @@ def test_the_fresh_interpreter_way_tells_crashed_in_call_from_crashed_and_bounds
     grows = run("Store.put", "test_grows", memory=256 * 2**20)
     assert grows.outcome == "crashed" and grows.exception == "MemoryError", grows
     assert grows.reason == "memory limit (256 MiB of address space)"
+    # what the test held is let go: a cheap test after it still runs, and its assertion kills
+    after = run("Store.put", "test_grows", memory=256 * 2**20, then=("test_after",))
+    assert after.outcome == "killed" and after.killed_by == "test_planted_store.py::test_after", after
     assert mutantrun.OUT_OF_MEMORY not in (mutantrun.SURVIVED, mutantrun.KILLED, mutantrun.ERROR, mutantrun.CRASHED)

@@ -1,0 +1,154 @@
+"""model.windowing call by call: the assigners', outputs' and operators' fields and tables
+asserted right after each call, as ``WindowOperator`` (its window state and its
+``InternalTimerServiceImpl``'s timers per key group) and ``StreamGroupedReduceOperator`` leave
+them -- before a later call could trip over a wrong value."""
+
+from __future__ import annotations
+
+from model.windowing import (
+    LONG_MIN,
+    KeyedAggregateKeyGroupState,
+    KeyedAggregateOperator,
+    RecordingWindowOutput,
+    SlidingEventTimeWindows,
+    TimeWindow,
+    TumblingEventTimeWindows,
+    WindowKeyGroupState,
+    WindowOperator,
+)
+
+KG = lambda key: key % 4  # noqa: E731 - a stand-in key-group function
+
+
+def _tables(op: WindowOperator) -> tuple:
+    return op._key_info, op._contents, op._timers, sorted(op._heap)
+
+
+def test_the_assigners_fields():
+    t = TumblingEventTimeWindows(10, -3)
+    assert (t.size, t.offset, t._offset, t._legacy, t._fast) == (10, -3, -3, False, True)
+    legacy = TumblingEventTimeWindows(10, 3, legacy_window_start=True)
+    assert (legacy.size, legacy.offset, legacy._offset, legacy._legacy, legacy._fast) == (10, 3, 3, True, False)
+    s = SlidingEventTimeWindows(10, 5, 2)
+    assert (s.size, s.slide, s.offset, s._legacy, s._fast) == (10, 5, 2, False, True)
+    ls = SlidingEventTimeWindows(10, 5, legacy_window_start=True)
+    assert (ls.size, ls.slide, ls.offset, ls._legacy, ls._fast) == (10, 5, 0, True, False)
+    assert t.assign_windows(7) == (TimeWindow(7, 17),) and s.assign_windows(7) == (TimeWindow(7, 17), TimeWindow(2, 12))
+
+
+def test_a_new_recording_output_holds_nothing_and_records_each_call():
+    out = RecordingWindowOutput()
+    assert (out.records, out.late, out.skipped) == ([], [], [])
+    assert out.collect(1, 2, 3) is None and out.collect_late(4, 5, 6) is None and out.skip_window(7, 8, 9, 10) is None
+    assert (out.records, out.late, out.skipped) == ([(1, 2, 3)], [(4, 5, 6)], [(7, 8, 9, 10)])
+
+
+def test_a_new_window_operator_holds_its_settings_and_no_state():
+    assigner = TumblingEventTimeWindows(10)
+    op = WindowOperator(assigner, "sum", 5, KG)
+    assert (op.assigner, op.aggregate, op.allowed_lateness, op.key_group_of) == (assigner, "sum", 5, KG)
+    assert (op.current_watermark, op.num_late_records_dropped, op._size, op._is_count) == (LONG_MIN, 0, 10, False)
+    assert op._assign == assigner.assign_starts
+    assert _tables(op) == ({}, {}, {}, [])
+    assert WindowOperator(assigner, "count", 0, KG)._is_count is True
+    assert op.key_groups() == () and op.snapshot_state() == {}
+
+
+def test_process_element_adds_the_contents_and_both_timers_of_each_window():
+    op = WindowOperator(TumblingEventTimeWindows(10), "sum", 5, KG)
+    out = RecordingWindowOutput()
+    assert op.process_element(6, 3, 12, out) is None
+    assert op._key_info == {6: (2, ("int", 6))}
+    assert op._contents == {2: {(6, 10): 3}}
+    assert op._timers == {2: {(19, 6, 10), (24, 6, 10)}}  # the window's end - 1, and + lateness (cleanup)
+    assert sorted(op._heap) == [(19, 2, ("int", 6), 10, 6), (24, 2, ("int", 6), 10, 6)]
+    op.process_element(6, 4, 15, out)  # the same window: its aggregate only
+    assert op._contents == {2: {(6, 10): 7}} and len(op._heap) == 2
+    op.process_element(1, 1, 3, out)
+    assert op._contents == {2: {(6, 10): 7}, 1: {(1, 0): 1}}
+    assert op._timers[1] == {(9, 1, 0), (14, 1, 0)} and len(op._heap) == 4
+    assert op.key_group(1) == 1 and op.key_groups() == (1, 2)
+    assert (out.records, out.late, out.skipped, op.num_late_records_dropped) == ([], [], [], 0)
+
+
+def test_advance_watermark_fires_then_cleans_up_each_window_and_forgets_empty_key_groups():
+    op = WindowOperator(TumblingEventTimeWindows(10), "count", 5, KG)
+    out = RecordingWindowOutput()
+    op.process_element(6, "x", 12, out)
+    op.process_element(1, "y", 3, out)
+    assert op.advance_watermark(5, out) is None
+    assert op.current_watermark == 5 and out.records == [] and len(op._heap) == 4
+    op.advance_watermark(9, out)  # window [0, 10) of key 1 fires, its cleanup timer stays
+    assert out.records == [(1, 1, 9)]
+    assert op._contents == {2: {(6, 10): 1}, 1: {(1, 0): 1}}
+    assert op._timers == {2: {(19, 6, 10), (24, 6, 10)}, 1: {(14, 1, 0)}}
+    assert sorted(op._heap) == [(14, 1, ("int", 1), 0, 1), (19, 2, ("int", 6), 10, 6), (24, 2, ("int", 6), 10, 6)]
+    op.advance_watermark(14, out)  # its cleanup: contents and timers of key group 1 gone
+    assert op._contents == {2: {(6, 10): 1}} and op._timers == {2: {(19, 6, 10), (24, 6, 10)}}
+    assert len(op._heap) == 2 and op.key_groups() == (2,)
+    # another element of the open window counts in it
+    op.process_element(6, "z", 11, out)
+    assert op._contents == {2: {(6, 10): 2}} and len(op._heap) == 2
+    op.advance_watermark(21, out)  # fired, not yet cleaned up
+    assert out.records == [(1, 1, 9), (6, 2, 19)] and op._timers == {2: {(24, 6, 10)}}
+    # behind the watermark by less than the lateness: counted, and the window fires again at once
+    op.process_element(6, "w", 13, out)
+    assert out.records[-1] == (6, 3, 19) and op._contents == {2: {(6, 10): 3}} and op._timers == {2: {(24, 6, 10)}}
+    op.advance_watermark(30, out)
+    assert out.records == [(1, 1, 9), (6, 2, 19), (6, 3, 19)]
+    assert _tables(op)[1:] == ({}, {}, []) and op.current_watermark == 30
+    # behind the watermark by more than the lateness: to the late side output, no state
+    op.process_element(6, "late", 3, out)
+    assert op.num_late_records_dropped == 0 and _tables(op)[1:] == ({}, {}, [])
+    assert out.late == [(6, "late", 3)] and out.skipped == []
+
+
+def test_a_sliding_element_skipping_a_late_window_is_noted_and_counted_in_the_others():
+    op = WindowOperator(SlidingEventTimeWindows(10, 5), "count", 0, KG)
+    out = RecordingWindowOutput()
+    op.advance_watermark(9, out)
+    op.process_element(4, "v", 12, out)  # windows [10, 20) and [5, 15); [5, 15) ends at 14 > 9
+    assert op._contents == {0: {(4, 10): 1, (4, 5): 1}} and out.skipped == []
+    op.advance_watermark(16, out)
+    op.process_element(4, "w", 17, out)  # windows [15, 25) and [10, 20): both open
+    assert op._contents[0] == {(4, 10): 2, (4, 15): 1}
+    op.advance_watermark(22, out)
+    op.process_element(4, "u", 21, out)  # [20, 30) open; [15, 25) open
+    op.advance_watermark(26, out)
+    op.process_element(4, "t", 26, out)  # [25, 35) open, [20, 30) open
+    op.process_element(8, "s", 24, out)  # [20, 30) open, [15, 25) late: skipped and noted
+    assert out.skipped == [(8, "s", 24, 24)] and op._contents[0][(8, 20)] == 1 and (8, 15) not in op._contents[0]
+
+
+def test_restore_state_replaces_every_table_and_the_watermark():
+    op = WindowOperator(TumblingEventTimeWindows(10), "sum", 0, KG)
+    out = RecordingWindowOutput()
+    op.process_element(5, 2, 3, out)
+    op.advance_watermark(1, out)
+    state = {3: WindowKeyGroupState(contents=((7, TimeWindow(20, 30), 4),), timers=((29, 7, TimeWindow(20, 30)),))}
+    assert op.restore_state(state) is None
+    assert op.current_watermark == LONG_MIN
+    assert op._key_info == {} and op._contents == {3: {(7, 20): 4}} and op._timers == {3: {(29, 7, 20)}}
+    assert op._heap == [(29, 3, ("int", 7), 20, 7)]
+    assert op.snapshot_state() == state
+    op.restore_state({2: WindowKeyGroupState(timers=((9, 6, TimeWindow(0, 10)),))})
+    assert op._contents == {} and op._timers == {2: {(9, 6, 0)}} and op.key_groups() == (2,)
+
+
+def test_the_keyed_aggregate_operator_call_by_call():
+    op = KeyedAggregateOperator("sum", KG)
+    assert (op.aggregate, op.key_group_of, op.current_watermark, op._is_count) == ("sum", KG, LONG_MIN, False)
+    assert (op._kg_cache, op._values) == ({}, {})
+    assert KeyedAggregateOperator("count", KG)._is_count is True
+    out = RecordingWindowOutput()
+    op.process_element(5, 3, 100, out)
+    assert (op._kg_cache, op._values, out.records) == ({5: 1}, {1: {5: 3}}, [(5, 3, 100)])
+    op.process_element(9, 4, 101, out)
+    op.process_element(2, 1, 102, out)
+    assert op._values == {1: {5: 3, 9: 4}, 2: {2: 1}} and op._kg_cache == {5: 1, 9: 1, 2: 2}
+    assert op.key_group(9) == 1 and op.key_groups() == (1, 2)
+    assert op.advance_watermark(50, out) is None and op.current_watermark == 50
+    snap = op.snapshot_state()
+    assert snap == {1: KeyedAggregateKeyGroupState(((5, 3), (9, 4))), 2: KeyedAggregateKeyGroupState(((2, 1),))}
+    op.restore_state({3: KeyedAggregateKeyGroupState(((7, 8),)), 0: KeyedAggregateKeyGroupState()})
+    assert (op._values, op._kg_cache, op.current_watermark) == ({3: {7: 8}}, {}, LONG_MIN)
