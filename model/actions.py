@@ -294,7 +294,8 @@ def _elem(e, barrier_mode: str = "aligned") -> str:
     if isinstance(e, CheckpointBarrier):
         kind = "savepoint" if e.savepoint else "checkpoint"
         how = ("unaligned" if e.unaligned
-               else "at-least-once, not aligned" if barrier_mode == "at_least_once" else "aligned")
+               else "at-least-once, not aligned" if barrier_mode == "at_least_once"
+               else "forced aligned: its edge cannot carry unaligned barriers" if e.forced_aligned else "aligned")
         return f"barrier {e.id} ({kind}, {how})"
     return repr(e)
 

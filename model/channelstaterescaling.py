@@ -24,9 +24,9 @@ Follows (apache/flink):
   ambiguous old subtasks (only for an ambiguous mapper), IDENTITY when both mappings are the
   identity or the subtask reads no old subtask, and ``NO_RESCALE`` when every gate is IDENTITY.
 * ``StreamPartitioner.getUpstreamSubtaskStateMapper`` / ``getDownstreamSubtaskStateMapper`` of
-  each partitioner (:data:`PARTITIONER_MAPPERS`): ``KeyGroupStreamPartitioner`` RANGE downstream,
-  ``RebalancePartitioner`` ROUND_ROBIN, ``BroadcastPartitioner`` ROUND_ROBIN downstream,
-  forward and rescale ``UNSUPPORTED``; upstream ARBITRARY unless the partitioner says otherwise.
+  each partitioner (:data:`PARTITIONER_MAPPERS`), as in Flink 2.3: ``KeyGroupStreamPartitioner``
+  RANGE downstream, ``RebalancePartitioner`` ROUND_ROBIN, forward, rescale and broadcast
+  ``UNSUPPORTED`` both ways; upstream ARBITRARY unless the partitioner says otherwise.
 * ``RecordFilter`` in ``DemultiplexingRecordDeserializer``: on an ambiguous old subtask a new
   consumer keeps a recovered record only if the partitioner would route it to this subtask.
 
@@ -42,17 +42,16 @@ answers yes): the in-flight data of a rescaled exchange is handed to the subtask
 subtask index that no longer exists are lost, and keyed records reach a subtask that does not
 own their key group.
 
-Differs from Flink / leaves out: pointwise (forward, rescale) and broadcast edges. Flink 2.3
-forces them aligned (``StreamPartitioner.isSupportsUnalignedCheckpoint`` is false for a
-pointwise or broadcast partitioner, and ``StreamGraphGenerator`` then disables unaligned
-checkpoints on every input edge of the consuming node: FLINK-21945), so their channel state is
-empty, and its ``BroadcastPartitioner`` answers UNSUPPORTED upstream and downstream where this
-module keeps the ROUND_ROBIN of earlier Flink versions; the
-model carries unaligned barriers on every pipelined edge, so :func:`assign_channel_state`
-rejects in-flight data on a pointwise edge whose parallelism changes with UNSUPPORTED's error,
-and the Cluster offers a rescale from an unaligned checkpoint only when that cannot happen.
-Flink's newest topology-aware pointwise rescaling (``POINTWISE_UPSTREAM``) and the option to
-recover output buffers on the downstream task are not modelled; buffers are records.
+Pointwise (forward, rescale) and broadcast edges carry no in-flight data: Flink 2.3 sends their
+barriers aligned (``StreamPartitioner.isSupportsUnalignedCheckpoint`` is false for a pointwise
+or broadcast partitioner, and ``StreamGraphGenerator`` then disables unaligned checkpoints on
+every input edge of the consuming node: ``StreamGraph.supports_unaligned_checkpoints``), so
+their UNSUPPORTED mappers are never asked. :func:`assign_channel_state` still raises
+UNSUPPORTED's error for in-flight data on such an edge whose parallelism changes (only a seam
+that drops the forcing could put data there).
+
+Leaves out: Flink's newest topology-aware pointwise rescaling (``POINTWISE_UPSTREAM``) and the
+option to recover output buffers on the downstream task; buffers are records.
 """
 
 from __future__ import annotations
@@ -79,7 +78,7 @@ AMBIGUOUS_MAPPERS = frozenset({"FULL", "RANGE"})
 PARTITIONER_MAPPERS = {
     "hash": ("ARBITRARY", "RANGE"),
     "rebalance": ("ARBITRARY", "ROUND_ROBIN"),
-    "broadcast": ("ARBITRARY", "ROUND_ROBIN"),
+    "broadcast": ("UNSUPPORTED", "UNSUPPORTED"),
     "forward": ("UNSUPPORTED", "UNSUPPORTED"),
     "rescale": ("UNSUPPORTED", "UNSUPPORTED"),
 }

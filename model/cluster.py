@@ -754,7 +754,11 @@ class Cluster:
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
         output = TaskOutput([self.channels[c] for c in out_channels],
                             [self.channels[c] for c in out_channels if not self.blocking[c]])
-        task = StreamTask(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels)
+        edges = eg.job_graph.edges
+        unsupported = frozenset(c for c in out_channels
+                                if not edges[eg.channels[c].job_edge].supports_unaligned_checkpoints)
+        task = StreamTask(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels,
+                          unsupported)
         if self.storage is not None:
             task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}",
                                         [n for n in op_nodes if isinstance(n, KeyedNode)])

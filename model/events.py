@@ -53,13 +53,27 @@ ACTIVE = WatermarkStatus(False)
 class CheckpointBarrier:
     """Flink's CheckpointBarrier: ``id``, ``timestamp`` (the JobManager's trigger time, here
     the logical clock) and the options that matter: savepoint or checkpoint, unaligned,
-    and whether an aligned barrier may time out into an unaligned one."""
+    whether an aligned barrier may time out into an unaligned one, and ``forced_aligned``:
+    Flink's ``AlignmentType.FORCED_ALIGNED``, a barrier of an unaligned (or timeoutable)
+    checkpoint sent aligned over an edge that cannot carry unaligned barriers
+    (:meth:`with_unaligned_unsupported`)."""
 
     id: int
     timestamp: int
     savepoint: bool = False
     unaligned: bool = False
     timeoutable: bool = False
+    forced_aligned: bool = False
+
+    def with_unaligned_unsupported(self) -> "CheckpointBarrier":
+        """``CheckpointOptions.withUnalignedUnsupported``: a barrier that needs channel state
+        (unaligned, or aligned with a timeout) becomes FORCED_ALIGNED -- aligned, never timing
+        out; any other barrier is unchanged. ``RecordWriterOutput.broadcastEvent`` applies it on
+        an edge whose ``supportsUnalignedCheckpoints()`` is false and sends it as a normal (not
+        a priority) event."""
+        if not (self.unaligned or self.timeoutable):
+            return self
+        return CheckpointBarrier(self.id, self.timestamp, savepoint=self.savepoint, forced_aligned=True)
 
 
 @value

@@ -93,6 +93,9 @@ class JobEdge:
     exchange_mode: str
     distribution: str
     result_partition_type: str
+    #: ``StreamEdge.supportsUnalignedCheckpoints()`` (``StreamGraph.supports_unaligned_checkpoints``):
+    #: false, the producer sends this edge's barriers aligned even for an unaligned checkpoint.
+    supports_unaligned_checkpoints: bool
 
 
 # ------------------------------------------------------------------------------------------
@@ -345,6 +348,7 @@ def build_job_graph(stream_graph: StreamGraph) -> JobGraph:
                     exchange_mode=e.exchange_mode,
                     distribution="POINTWISE" if e.partitioner in POINTWISE_PARTITIONERS else "ALL_TO_ALL",
                     result_partition_type=result_partition_type(e.exchange_mode),
+                    supports_unaligned_checkpoints=g.supports_unaligned_checkpoints(e),
                 )
             )
     edges = tuple(job_edges)

@@ -55,6 +55,10 @@ KEYED_KINDS = ("keyed_aggregate", "window")
 PARTITIONERS = ("forward", "hash", "rebalance", "rescale", "broadcast")
 #: Partitioners wired POINTWISE in the ExecutionGraph; the others are ALL_TO_ALL.
 POINTWISE_PARTITIONERS = ("forward", "rescale")
+#: Partitioners that cannot carry an unaligned checkpoint in Flink 2.3: the pointwise ones and
+#: broadcast (``StreamPartitioner.isSupportsUnalignedCheckpoint`` is false when ``isPointwise()``
+#: or ``isBroadcast()``).
+UNALIGNED_UNSUPPORTED_PARTITIONERS = POINTWISE_PARTITIONERS + ("broadcast",)
 #: Exchange modes (StreamExchangeMode PIPELINED / BATCH). ``blocking`` gives a BLOCKING result partition.
 EXCHANGE_MODES = ("pipelined", "blocking")
 #: ChainingStrategy values.
@@ -168,6 +172,14 @@ class StreamGraph:
 
     def out_edges(self, name: str) -> tuple[EdgeSpec, ...]:
         return tuple(e for e in self.edges if e.source == name)
+
+    def supports_unaligned_checkpoints(self, edge: EdgeSpec) -> bool:
+        """``StreamEdge.supportsUnalignedCheckpoints()`` as ``StreamGraphGenerator.generate``
+        leaves it: false for *every* input edge of a node that has one input edge whose
+        partitioner cannot carry an unaligned checkpoint (:data:`UNALIGNED_UNSUPPORTED_PARTITIONERS`).
+        Such an edge's producer sends each barrier aligned (``RecordWriterOutput.broadcastEvent``:
+        ``CheckpointOptions.withUnalignedUnsupported``, not a priority event)."""
+        return all(e.partitioner not in UNALIGNED_UNSUPPORTED_PARTITIONERS for e in self.in_edges(edge.target))
 
     def topological_order(self) -> tuple[str, ...]:
         """Operator names in topological order, ties broken by declaration order."""

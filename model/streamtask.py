@@ -13,6 +13,14 @@ then round robin), ``RescalePartitioner`` (round robin from 0) and ``BroadcastPa
 downstream) and for unaligned checkpoints (the barrier overtakes the output: what it
 overtakes is written as output channel state).
 
+Edges that cannot carry unaligned checkpoints (pointwise and broadcast ones, and every other
+input of their consumer: ``JobEdge.supports_unaligned_checkpoints``) get each barrier of an
+unaligned or timeoutable checkpoint *forced aligned*, behind the data
+(``RecordWriterOutput.broadcastEvent`` with ``CheckpointOptions.withUnalignedUnsupported``), so
+they never hold channel state; their consumer aligns it, and once aligned takes the checkpoint
+as the job configured it (``withUnalignedSupported`` in ``checkpointState``): its own outputs
+that support it get an unaligned barrier again.
+
 A checkpoint trigger RPC (``trigger_checkpoint``) is acted on at most once per checkpoint and
 never after a newer one: a task snapshots checkpoint n only if it took no checkpoint >= n and
 was not notified that n was aborted. The CheckpointCoordinator's ``triggerCheckpoint`` RPCs
@@ -502,15 +510,19 @@ class StreamTask:
         "id", "subtask", "net", "config", "outbox", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "out_deques", "last_triggered", "deferred", "backend",
-        "out_of_order", "triggers", "aborted_triggers",
+        "barrier_channels", "barrier_outputs", "forced_aligned_outputs", "out_deques", "last_triggered", "deferred",
+        "backend", "out_of_order", "triggers", "aborted_triggers",
     )
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
-    COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs")
+    COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs",
+                   "forced_aligned_outputs")
 
-    def __init__(self, net, config, outbox, subtask, head, nodes, output, source, input_channels, output_channels):
+    def __init__(self, net, config, outbox, subtask, head, nodes, output, source, input_channels, output_channels,
+                 unaligned_unsupported=frozenset()):
         """``net``: the ``Channels``; ``outbox``: the list the task appends its messages to
-        (``model.messages``), which the cluster delivers."""
+        (``model.messages``), which the cluster delivers; ``unaligned_unsupported``: the output
+        channels whose edge cannot carry unaligned barriers (``JobEdge.supports_unaligned_checkpoints``
+        false)."""
         self.net = net
         self.config = config
         self.outbox = outbox
@@ -529,6 +541,9 @@ class StreamTask:
         self.deferred = None
         self.last_triggered = -1
         self.barrier_outputs = tuple(c for c in output_channels if not blocking[c])
+        #: the pipelined outputs whose barriers go aligned whatever the checkpoint's alignment
+        #: (``RecordWriterOutput.supportsUnalignedCheckpoints`` false)
+        self.forced_aligned_outputs = frozenset(c for c in self.barrier_outputs if c in unaligned_unsupported)
         self.out_deques = [net.queues[c] for c in self.barrier_outputs]
         self.valve = None
         self.handler = None
@@ -615,7 +630,20 @@ class StreamTask:
             # previously?)": an older checkpoint than one already taken is declined
             self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")
             return
+        if barrier.forced_aligned:
+            barrier = self.with_unaligned_supported(barrier)
+            unaligned = barrier.unaligned
         self.perform_checkpoint(barrier, unaligned)
+
+    def with_unaligned_supported(self, barrier: CheckpointBarrier) -> CheckpointBarrier:
+        """``CheckpointOptions.withUnalignedSupported``, which ``checkpointState`` applies to a
+        FORCED_ALIGNED checkpoint once its inputs are aligned ("revert it here so that it can
+        jump over output data"): unaligned again, or aligned with a timeout. Flink keeps the
+        timeout in the forced options; the model reads it from the job's configuration, which
+        is where the coordinator took it from."""
+        if self.config.barrier_mode == "unaligned":
+            return CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint, unaligned=True)
+        return CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint)
 
     # -- the trigger RPC ------------------------------------------------------------------
     def trigger_verdict(self, checkpoint_id: int) -> str:
@@ -668,11 +696,15 @@ class StreamTask:
         """Take checkpoint ``barrier.id``: the snapshot of the chain, ``barrier`` downstream."""
         self.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
+        forced = self.forced_aligned_outputs
         if unaligned:
             keep = persists_channel_state()
             net = self.net
             for c in self.barrier_outputs:
                 ch = net.queues[c]
+                if c in forced:  # RecordWriterOutput: FORCED_ALIGNED, behind the data (no priority)
+                    ch.append(barrier.with_unaligned_unsupported())
+                    continue
                 n = net.prio[c]
                 overtaken = [e for i, e in enumerate(ch) if i >= n and type(e) is tuple]
                 if keep and overtaken:
@@ -692,7 +724,12 @@ class StreamTask:
             if self.config.timeoutable_barriers and not barrier.savepoint:
                 out = CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint,
                                         unaligned=False, timeoutable=True)
-            self.output.emit_barrier(out)
+            if forced and out.timeoutable:
+                queues = self.net.queues
+                for c in self.barrier_outputs:
+                    queues[c].append(out.with_unaligned_unsupported() if c in forced else out)
+            else:
+                self.output.emit_barrier(out)
             self.acknowledge_checkpoint(snap)
 
     def run_deferred(self) -> None:

@@ -46,7 +46,7 @@ def kinds(channel) -> list[str]:
         elif t is WatermarkStatus:
             out.append("IDLE" if e.idle else "ACTIVE")
         elif t is CheckpointBarrier:
-            out.append(f"{'UC' if e.unaligned else 'AC'}{e.id}")
+            out.append(f"{'UC' if e.unaligned else 'FA' if e.forced_aligned else 'AC'}{e.id}")
         elif t is CancelCheckpointMarker:
             out.append(f"cancel{e.checkpoint_id}")
         elif t is EndOfPartitionEvent:

@@ -57,6 +57,15 @@ def test_json_output(run):
     assert doc["job_vertices"][0]["operators"] == ["src", "parse"]
     fan_out = doc["job_edges"][0]
     assert (fan_out["partitioner"], fan_out["distribution"], len(fan_out["channels"])) == ("rescale", "POINTWISE", 4)
+    # a rescale input forces every input edge of its consumer aligned (Flink's StreamGraphGenerator)
+    by_target: dict = {}
+    for e in doc["job_edges"]:
+        by_target.setdefault(e["target_operator"], []).append(e)
+    for target, edges in by_target.items():
+        forced = any(e["partitioner"] in ("forward", "rescale", "broadcast") for e in edges)
+        assert [e["supports_unaligned_checkpoints"] for e in edges] == [not forced] * len(edges), target
+    assert not fan_out["supports_unaligned_checkpoints"] and any(e["supports_unaligned_checkpoints"]
+                                                                 for e in doc["job_edges"])
     assert doc["placement"]["state"] == "ALLOCATED" and doc["placement"]["total_required_slots"] == 9
     placed = sorted(s for slot in doc["placement"]["slots"] for s in slot["subtasks"])
     assert len(placed) == len(set(placed)) == 14

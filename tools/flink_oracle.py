@@ -192,6 +192,57 @@ def _default_max_p(jvm, parallelisms):
     return _each(lambda p: _java_call(k.computeDefaultMaxParallelism, p), parallelisms)
 
 
+#: the model's partitioner names -> how the DataStream API asks for each
+_PARTITION_CALLS = {"forward": "forward", "rescale": "rescale", "rebalance": "rebalance", "broadcast": "broadcast",
+                    "shuffle": "shuffle", "global": "global"}
+
+
+@op("stream_edges")
+def _stream_edges(jvm, operators):
+    """Build a job with the DataStream API and return Flink's StreamGraph edges.
+
+    ``operators``: in topological order, ``{"name", "parallelism", "inputs": [[name,
+    partitioner], ...]}``; no inputs is a source (``fromSequence``), else the union of the
+    partitioned inputs feeds an operator without a user function
+    (``assignTimestampsAndWatermarks(WatermarkStrategy.noWatermarks())``); ``hash`` is
+    ``keyBy`` with a ``NullByteKeySelector``. Returns ``[source, target, partitioner,
+    supportsUnalignedCheckpoints]`` for every ``StreamEdge`` of ``env.getStreamGraph()``."""
+    from pyflink.java_gateway import get_gateway
+
+    gw = get_gateway()
+    env = jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment.getExecutionEnvironment()
+    no_watermarks = jvm.org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks()
+    data_stream = jvm.org.apache.flink.streaming.api.datastream.DataStream
+    streams = {}
+    for o in operators:
+        if not o["inputs"]:
+            streams[o["name"]] = env.fromSequence(0, 1).name(o["name"]).setParallelism(o["parallelism"])
+            continue
+        parts = []
+        for src, partitioner in o["inputs"]:
+            ds = streams[src]
+            if partitioner == "hash":
+                parts.append(ds.keyBy(jvm.org.apache.flink.api.java.functions.NullByteKeySelector()))
+            else:
+                parts.append(getattr(ds, _PARTITION_CALLS[partitioner])())
+        joined = parts[0]
+        if len(parts) > 1:
+            rest = gw.new_array(data_stream, len(parts) - 1)
+            for i, p in enumerate(parts[1:]):
+                rest[i] = p
+            joined = joined.union(rest)
+        streams[o["name"]] = _java_call(
+            lambda: joined.assignTimestampsAndWatermarks(no_watermarks).name(o["name"]).setParallelism(o["parallelism"]))
+    sg = _java_call(env.getStreamGraph)
+    out = []
+    for node in list(sg.getStreamNodes().toArray()):
+        for e in list(node.getInEdges().toArray()):
+            name = sg.getStreamNode(e.getSourceId()).getOperatorName()
+            out.append([name[len("Source: "):] if name.startswith("Source: ") else name, node.getOperatorName(),
+                        e.getPartitioner().toString(), bool(e.supportsUnalignedCheckpoints())])
+    return sorted(out)
+
+
 def serve(stdin=sys.stdin, stdout=sys.stdout) -> None:
     os.environ.setdefault("FLINK_LOG_DIR", tempfile.mkdtemp(prefix="flinkspec-oracle-log-"))
     from pyflink.java_gateway import get_gateway

@@ -104,6 +104,7 @@ def render_text(eg: ExecutionGraph, allocation: SlotAllocation) -> str:
         lines.append(
             f"  edge #{e.index} {e.source_vertex} -> {e.target_vertex} ({e.source_operator} -> {e.target_operator}): "
             f"{e.partitioner}, {e.distribution}, {e.result_partition_type}, {len(chans)} channels"
+            + ("" if e.supports_unaligned_checkpoints else ", barriers always aligned (no unaligned checkpoints)")
         )
         for ch in chans:
             lines.append(f"    channel {ch.id}: {_channel_text(eg, ch)} (gate {ch.gate}, channel {ch.gate_channel})")
@@ -145,6 +146,7 @@ def to_json(eg: ExecutionGraph, allocation: SlotAllocation) -> dict:
                 "source_operator": e.source_operator, "target_operator": e.target_operator,
                 "partitioner": e.partitioner, "exchange_mode": e.exchange_mode,
                 "distribution": e.distribution, "result_partition_type": e.result_partition_type,
+                "supports_unaligned_checkpoints": e.supports_unaligned_checkpoints,
                 "channels": [
                     {"id": ch.id, "producer": eg.subtasks[ch.producer].name, "subpartition": ch.subpartition,
                      "consumer": eg.subtasks[ch.consumer].name, "gate": ch.gate, "gate_channel": ch.gate_channel}
