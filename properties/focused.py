@@ -236,7 +236,8 @@ _add(FocusedSuite("valve-FLINK-7728", "valve that only emits IDLE when all input
                   "FLINK-7728"))
 _add(FocusedSuite("valve-FLINK-7721", "valve that emits a watermark when no channel is aligned "
                   "(Long.MAX_VALUE)", ("valve_output_bounded", "valve_output_strictly_increasing"),
-                  _valve_test({"check_aligned_nonempty": False}, target_below=True), "FLINK-7721"))
+                  _valve_test({"check_aligned_nonempty": False}, target_below=True), "FLINK-7721",
+                  scale=4))  # (3 to 138 examples, median 12, on seeds 54150-54199; 120 did not on seed 54170)
 _add(FocusedSuite("window-assigner", "tumbling and sliding event-time window assignment with offsets and "
                   "negative timestamps", ("pass",), _window_test(False)))
 _add(FocusedSuite("window-assigner-FLINK-26334", "pre-FLINK-26334 window start formula (Java % on negative "
