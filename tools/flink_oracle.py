@@ -197,49 +197,86 @@ _PARTITION_CALLS = {"forward": "forward", "rescale": "rescale", "rebalance": "re
                     "shuffle": "shuffle", "global": "global"}
 
 
-@op("stream_edges")
-def _stream_edges(jvm, operators):
-    """Build a job with the DataStream API and return Flink's StreamGraph edges.
+def _build_stream_graph(jvm, operators, chaining_enabled=True):
+    """Build a job with the DataStream API; return Flink's ``StreamGraph`` of it.
 
     ``operators``: in topological order, ``{"name", "parallelism", "inputs": [[name,
-    partitioner], ...]}``; no inputs is a source (``fromSequence``), else the union of the
-    partitioned inputs feeds an operator without a user function
-    (``assignTimestampsAndWatermarks(WatermarkStrategy.noWatermarks())``); ``hash`` is
-    ``keyBy`` with a ``NullByteKeySelector``. Returns ``[source, target, partitioner,
-    supportsUnalignedCheckpoints]`` for every ``StreamEdge`` of ``env.getStreamGraph()``."""
+    partitioner], ...]}`` and optionally ``"slot_sharing_group"``; no inputs is a source
+    (``fromSequence``), else the union of the partitioned inputs feeds an operator without a
+    user function (``assignTimestampsAndWatermarks(WatermarkStrategy.noWatermarks())``, chaining
+    strategy ALWAYS); ``hash`` is ``keyBy`` with a ``NullByteKeySelector``."""
     from pyflink.java_gateway import get_gateway
 
     gw = get_gateway()
     env = jvm.org.apache.flink.streaming.api.environment.StreamExecutionEnvironment.getExecutionEnvironment()
+    if not chaining_enabled:
+        env.disableOperatorChaining()
     no_watermarks = jvm.org.apache.flink.api.common.eventtime.WatermarkStrategy.noWatermarks()
     data_stream = jvm.org.apache.flink.streaming.api.datastream.DataStream
     streams = {}
     for o in operators:
         if not o["inputs"]:
-            streams[o["name"]] = env.fromSequence(0, 1).name(o["name"]).setParallelism(o["parallelism"])
-            continue
-        parts = []
-        for src, partitioner in o["inputs"]:
-            ds = streams[src]
-            if partitioner == "hash":
-                parts.append(ds.keyBy(jvm.org.apache.flink.api.java.functions.NullByteKeySelector()))
-            else:
-                parts.append(getattr(ds, _PARTITION_CALLS[partitioner])())
-        joined = parts[0]
-        if len(parts) > 1:
-            rest = gw.new_array(data_stream, len(parts) - 1)
-            for i, p in enumerate(parts[1:]):
-                rest[i] = p
-            joined = joined.union(rest)
-        streams[o["name"]] = _java_call(
-            lambda: joined.assignTimestampsAndWatermarks(no_watermarks).name(o["name"]).setParallelism(o["parallelism"]))
-    sg = _java_call(env.getStreamGraph)
+            ds = env.fromSequence(0, 1).name(o["name"]).setParallelism(o["parallelism"])
+        else:
+            parts = []
+            for src, partitioner in o["inputs"]:
+                up = streams[src]
+                if partitioner == "hash":
+                    parts.append(up.keyBy(jvm.org.apache.flink.api.java.functions.NullByteKeySelector()))
+                else:
+                    parts.append(getattr(up, _PARTITION_CALLS[partitioner])())
+            joined = parts[0]
+            if len(parts) > 1:
+                rest = gw.new_array(data_stream, len(parts) - 1)
+                for i, p in enumerate(parts[1:]):
+                    rest[i] = p
+                joined = joined.union(rest)
+            ds = _java_call(lambda: joined.assignTimestampsAndWatermarks(no_watermarks).name(o["name"])
+                            .setParallelism(o["parallelism"]))
+        if o.get("slot_sharing_group"):
+            ds = ds.slotSharingGroup(o["slot_sharing_group"])
+        streams[o["name"]] = ds
+    return _java_call(env.getStreamGraph)
+
+
+def _operator_name(name: str) -> str:
+    return name[len("Source: "):] if name.startswith("Source: ") else name
+
+
+@op("stream_edges")
+def _stream_edges(jvm, operators):
+    """Flink's StreamGraph edges of the job :func:`_build_stream_graph` builds: ``[source,
+    target, partitioner, supportsUnalignedCheckpoints]`` for every ``StreamEdge``."""
+    sg = _build_stream_graph(jvm, operators)
     out = []
     for node in list(sg.getStreamNodes().toArray()):
         for e in list(node.getInEdges().toArray()):
-            name = sg.getStreamNode(e.getSourceId()).getOperatorName()
-            out.append([name[len("Source: "):] if name.startswith("Source: ") else name, node.getOperatorName(),
+            out.append([_operator_name(sg.getStreamNode(e.getSourceId()).getOperatorName()), node.getOperatorName(),
                         e.getPartitioner().toString(), bool(e.supportsUnalignedCheckpoints())])
+    return sorted(out)
+
+
+@op("job_vertices")
+def _job_vertices(jvm, operators, chaining_enabled=True):
+    """Flink's JobGraph of the job :func:`_build_stream_graph` builds
+    (``StreamingJobGraphGenerator``): per JobVertex ``[head operator, operators of its chain
+    (sorted), parallelism, the heads of the vertices in its slot sharing group (sorted)]``."""
+    sg = _build_stream_graph(jvm, operators, chaining_enabled)
+    jg = _java_call(sg.getJobGraph)
+    vertices = list(jg.getVerticesSortedTopologicallyFromSources().toArray())
+    names = {}
+    for v in vertices:
+        chain = v.getName()
+        names[v.getID().toString()] = _operator_name(chain.split(" -> ")[0])
+    groups: dict = {}
+    for v in vertices:
+        groups.setdefault(v.getSlotSharingGroup().getSlotSharingGroupId().toString(), []).append(
+            names[v.getID().toString()])
+    out = []
+    for v in vertices:
+        ops = [o for o in (_operator_name(x.strip(" ()")) for x in v.getName().replace(", ", " -> ").split(" -> "))]
+        group = groups[v.getSlotSharingGroup().getSlotSharingGroupId().toString()]
+        out.append([names[v.getID().toString()], sorted(ops), v.getParallelism(), sorted(group)])
     return sorted(out)
 
 
