@@ -271,13 +271,16 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
         # module is not on its own traceback
         while where is None and e is not None and seen < 5:
             tb = e.__traceback__
+            marked = []  # qualified names of the frames on this traceback that ran the mutated statement
             while tb is not None:
                 code = tb.tb_frame.f_code
                 if code.co_filename == path or os.path.realpath(code.co_filename) == target:
                     where = {"line": tb.tb_lineno, "function": code.co_qualname,
                              "message": f"{type(e).__name__}: {e}"[:200]}
                     if _INSTRUMENTED:
-                        where["same_call"] = MARK in tb.tb_frame.f_locals
+                        if MARK in tb.tb_frame.f_locals:
+                            marked.append(code.co_qualname)
+                        where["same_call"] = _same_call(code, marked, tb.tb_frame)
                 tb = tb.tb_next
             e, seen = e.__cause__ or e.__context__, seen + 1
         if where is None:
@@ -288,6 +291,16 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
     if "same_call" in places[0]:
         places[0]["same_call"] = all(p["same_call"] for p in places)
     return places[0]
+
+
+def _same_call(code: types.CodeType, marked: list, frame) -> bool:
+    """The frame of ``code`` (the innermost so far in the mutated module) belongs to an
+    invocation that ran the mutated statement: it ran it itself, or it is a comprehension, a
+    generator expression or a lambda of such an invocation called while that invocation was
+    still running (it is further out on the same traceback: the exception went through it)."""
+    if MARK in frame.f_locals:
+        return True
+    return code.co_name.startswith("<") and any(code.co_qualname == f"{q}.<locals>.{code.co_name}" for q in marked)
 
 
 def _is_assertion(exc: BaseException | None) -> bool:
@@ -317,6 +330,7 @@ class _Recorder:
         self.raised_at: dict | None = None
         self.crashes: list[dict] = []  # every crashing test: its node id, exception type and raised_at
         self.out_of_memory = False  # the last test ran out of memory: release it before the next
+        self.internal_memory_error = False  # pytest itself ran out of memory
         self.ran = 0
         self.session = None
         self.next_of: dict = {}
@@ -383,6 +397,11 @@ class _Recorder:
         collecting = getattr(report, "when", None) == "collect"  # a CollectReport: the module did not import
         self._first(report.nodeid or node.nodeid, exc, "collection error" if collecting else None)
 
+    def pytest_internalerror(self, excrepr, excinfo):
+        # pytest itself failed: out of memory (the run's limit) is the run's crash
+        if isinstance(excinfo.value, MemoryError):
+            self.internal_memory_error = True
+
     def pytest_collectreport(self, report):
         if report.failed:
             self._first(report.nodeid, None, "collection error")
@@ -403,22 +422,26 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
     "crashes": every crashing test as ``{"test", "exception", "raised_at"}``, "ran": N}`` to
     ``result_path``; return :data:`KILLED` when a test failed on an assertion,
     :data:`CRASHED` when none did and one failed on another exception or a test module did not
-    collect, :data:`SURVIVED` when all passed (:data:`ERROR` when pytest could not run them)."""
+    collect, :data:`SURVIVED` when all passed (:data:`ERROR` when pytest could not run them,
+    :data:`OUT_OF_MEMORY` when pytest itself ran out of memory and no assertion had failed)."""
     import pytest  # here, not at the top: a fresh interpreter must install the hook before pytest loads conftest
 
     rec = _Recorder(module_file, cheap, result_path)
     # a suite run inside a test re-raises a crash of the model instead of recording it as the
     # suite's error, so that the test fails with the crash and not with an assertion on the result
     os.environ[RAISE_MODEL_CRASHES] = "1"
-    # no traceback text: only the exceptions are read (formatting hundreds of crashes costs seconds)
-    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "--tb=no", "-o", "addopts=",
-            *nodeids]
+    # no traceback text: only the exceptions are read (formatting hundreds of crashes costs seconds);
+    # a test module that does not collect is a crash, and the other modules' tests still run
+    args = ["-q", "-p", "no:cacheprovider", "-p", "no:randomly", "--no-header", "--tb=no",
+            "--continue-on-collection-errors", "-o", "addopts=", *nodeids]
     if quiet:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
     rc = pytest.main(args, plugins=[rec])
-    if rec.failed is not None:
+    if rec.internal_memory_error and not rec.assertion:
+        outcome = OUT_OF_MEMORY
+    elif rec.failed is not None:
         outcome = KILLED if rec.assertion else CRASHED
     else:
         outcome = SURVIVED if rc == 0 else (CRASHED if rc == 1 else ERROR)

@@ -451,8 +451,8 @@ class Baseline:
         """The tests that execute the mutant's lines (every test for a mutant outside a function
         body: its lines run at import), taken round-robin over the profile's parts (unit tests,
         focused suites, scenarios, cluster runs), each part in its own order: every cheap one
-        (at most ``CHEAP_TEST_S`` on the unmutated model) first, then at most ``limit`` others
-        (0: all, in round-robin order). Deterministic: the same tests for the same coverage."""
+        (at most ``CHEAP_TEST_S`` on the unmutated model) first, part after part, then at most
+        ``limit`` others (0: all, in round-robin order). Deterministic: the same tests for the same coverage."""
         if not mutant.swappable:
             chosen = set(self.tests)
         else:
@@ -465,9 +465,11 @@ class Baseline:
                  for _, g in sorted(groups.items()) if i < len(g)]
         if not limit:
             return order
-        # the cheap tests (unit tests, mostly) cost nearly nothing: all of them, first; the
-        # limit bounds the others
-        cheap = [t for t in order if self.seconds.get(t, 0.0) <= CHEAP_TEST_S]
+        # the cheap tests (unit tests, mostly) cost nearly nothing: all of them, first, in the
+        # profile's order (the module's own unit tests before a cheap scenario that, under a
+        # mutant, may grow without end); the limit bounds the others
+        cheap = sorted((t for t in order if self.seconds.get(t, 0.0) <= CHEAP_TEST_S),
+                       key=lambda t: self.parts.get(t, 0))
         return cheap + [t for t in order if self.seconds.get(t, 0.0) > CHEAP_TEST_S][:limit]
 
     def seconds_for(self, tests: Iterable[str]) -> float:

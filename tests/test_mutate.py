@@ -150,6 +150,12 @@ def test_a_mutant_gets_every_cheap_test_first_and_at_most_the_limit_of_the_other
                       parts=parts)
     chosen = base.tests_for(_mutant("f"), 4)
     assert chosen == unit[:30] + slow[:4]  # only the tests executing line 5; cheap ones all, first
+    # cheap tests of two parts: the first part's all before the second's (not round-robin)
+    scen = [f"tests/test_runtime_scenarios.py::s{i}" for i in range(3)]
+    two = M.Baseline(tests=tuple(unit[:3] + scen), seconds={t: 0.01 for t in unit[:3] + scen},
+                     lines={5: tuple(unit[:3] + scen)}, failing=(), parts={**{t: 0 for t in unit[:3]},
+                                                                           **{t: 1 for t in scen}})
+    assert two.tests_for(_mutant("f"), 4) == unit[:3] + scen
     assert base.tests_for(_mutant(None), 4) == unit + slow[:4]  # outside a function: every test runs it
     everything = base.tests_for(_mutant(None), 0)  # no limit: round-robin over the parts
     assert sorted(everything) == sorted(unit + slow) and everything[:2] == [unit[0], slow[0]]
@@ -484,6 +490,17 @@ class Store:
         return value
 
 
+    def above(self, xs):
+        limit = None  # mutant: a local made None
+        return [x for x in xs if x > limit]
+
+    def make_key(self):
+        offset = None  # mutant: the key's offset made None
+        self.key = lambda x: (
+            x + offset)
+        return 1
+
+
 def gen():
     x = None  # mutant: a generator's local made None
     yield 1
@@ -564,6 +581,22 @@ def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_on
     assert at["function"] == "Store.step" and at["line"] == step.line - 1 and at["same_call"] is False
     assert verdict(step, at)[0] == "crashed"
 
+    # a comprehension of the invocation, run within it, trips over its None: crashed_in_call; a
+    # lambda it made, called by a later call, trips over its None: crashed
+    above = _synthetic_mutant(SYNTHETIC, "Store.above")
+    at = _traced(path, above, lambda ns: ns["Store"]().above([1, 2]))
+    assert at["function"] == "Store.above.<locals>.<listcomp>" and at["same_call"] is True
+    assert verdict(above, at)[0] == "crashed_in_call"
+    key = _synthetic_mutant(SYNTHETIC, "Store.make_key")
+
+    def make_then_use(ns):
+        s = ns["Store"]()
+        s.make_key()
+        s.key(1)
+
+    at = _traced(path, key, make_then_use)
+    assert at["function"] == "Store.make_key.<locals>.<lambda>" and at["same_call"] is False
+    assert verdict(key, at)[0] == "crashed"
     # a generator resumed is a new invocation: the caller ran between the two resumptions
     g = _synthetic_mutant(SYNTHETIC, "gen")
     at = _traced(path, g, lambda ns: list(ns["gen"]()))

@@ -203,7 +203,72 @@ def test_a_state_without_pending_commits_and_the_lookup_of_a_transaction():
     assert TwoPhaseCommitState(tid) == TwoPhaseCommitState(tid, ())
     assert TwoPhaseCommitState(tid).pending_commit_transactions == ()
     ext = ExternalSystem()
-    t = ext.begin_transaction(1)
-    assert ext._get(t.id) is t
     with pytest.raises(InvalidArgument, match="unknown to the external system"):
         ext._get(TransactionId(1, 5))
+    t = ext.begin_transaction(1)
+    assert ext._get(t.id) is t
+
+
+class _Recording(ExternalSystem):
+    """The external system, recording every call a sink makes on it, and answering only those
+    naming a transaction it holds (a call naming another is recorded, changes nothing and
+    answers False or nothing): the sink's calls are asserted exactly, as Flink's
+    ``TwoPhaseCommitSinkFunctionTest`` asserts what its sink did to the transactions."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self):
+        super().__init__()
+        self.calls: list = []
+
+    def begin_transaction(self, owner):
+        self.calls.append(("begin", owner))
+        return super().begin_transaction(owner)
+
+    def pre_commit(self, tid, checkpoint_id):
+        self.calls.append(("pre_commit", tid, checkpoint_id))
+        return super().pre_commit(tid, checkpoint_id) if tid in self.transactions else None
+
+    def commit(self, tid):
+        self.calls.append(("commit", tid))
+        return super().commit(tid) if tid in self.transactions else False
+
+    def abort(self, tid):
+        self.calls.append(("abort", tid))
+        return super().abort(tid) if tid in self.transactions else False
+
+    def uncommitted_transactions(self, owner=None, statuses=(OPEN, PRECOMMITTED)):
+        self.calls.append(("uncommitted", owner, statuses))
+        return super().uncommitted_transactions(owner, statuses) if isinstance(statuses, tuple) else []
+
+
+def test_the_calls_a_two_phase_commit_sink_makes_on_the_external_system():
+    """``initializeState``, ``snapshotState``, ``notifyCheckpointComplete`` and ``close``: each
+    call's requests to the external system, exactly and in order."""
+    ext = _Recording()
+    sink = TwoPhaseCommitSink(ext, 2)
+    t = [TransactionId(2, n) for n in range(3)]
+    assert ext.calls == [("uncommitted", 2, (OPEN,)), ("begin", 2)]
+    ext.calls.clear()
+    sink.write("k", 1, 10)
+    sink.snapshot_state(1)
+    assert ext.calls == [("pre_commit", t[0], 1), ("begin", 2)]
+    ext.calls.clear()
+    sink.snapshot_state(2)
+    sink.notify_checkpoint_complete(2)
+    assert ext.calls == [("pre_commit", t[1], 2), ("begin", 2), ("commit", t[0]), ("commit", t[1])]
+    ext.calls.clear()
+    sink.close()
+    assert ext.calls == [("abort", t[2])]
+    # a restore: the pending ones committed, the restored current one aborted, this subtask's
+    # open ones aborted, then a new transaction
+    ext.calls.clear()
+    old = TwoPhaseCommitSink(ext, 3)
+    old.write("j", 2, 20)
+    state = old.snapshot_state(7)
+    u = [TransactionId(3, n) for n in range(2)]
+    lingering = ext.begin_transaction(3)
+    ext.calls.clear()
+    TwoPhaseCommitSink(ext, 3, state)
+    assert ext.calls == [("commit", u[0]), ("abort", u[1]), ("uncommitted", 3, (OPEN,)), ("abort", lingering.id),
+                         ("begin", 3)]

@@ -53,6 +53,7 @@ def test_a_new_backend_holds_its_uid_its_nodes_and_nothing_pending():
 
 def test_make_backend_follows_the_configuration():
     assert BACKENDS == ("hashmap", "rocksdb")
+    assert isinstance(MAX_LIVE_SSTS, int) and MAX_LIVE_SSTS >= 1  # a count of files
     heap = make_backend(RuntimeConfig(state_backend="hashmap"), "u", ["n"])
     assert type(heap) is HashMapStateBackend and (heap.uid, heap.nodes) == ("u", ["n"])
     for incremental in (True, False):
