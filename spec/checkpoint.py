@@ -7,6 +7,10 @@ the records P had sent before its snapshot are exactly the records T had consume
 its snapshot plus the channel state persisted for that channel (T's input side and P's
 output side, unaligned checkpoints). A record counted on neither side is lost on restore;
 a record counted on both (or consumed past the barrier) is duplicated.
+
+``no_channel_state_on_forced_aligned_edges`` (always): an edge that cannot carry unaligned
+checkpoints (Flink 2.3: a pointwise or broadcast input makes every input edge of its consumer
+such an edge) has no channel state in any completed checkpoint.
 """
 
 from __future__ import annotations
@@ -59,6 +63,37 @@ def consistent_cut(run) -> Violation | None:
                          f"the channel state holds {b['channel_state']}, so {n} record(s) would be {verb} "
                          f"on restore"),
             )
+    return None
+
+
+@invariant(
+    "no_channel_state_on_forced_aligned_edges",
+    kind="always",
+    concept="StreamEdge.supportsUnalignedCheckpoints / CheckpointOptions.withUnalignedUnsupported",
+    statement="A completed checkpoint holds no in-flight data of an edge that cannot carry unaligned checkpoints "
+    "(a forward, rescale or broadcast edge, or another input edge of their consumer): its barriers travel "
+    "aligned, behind the data, so neither the consumer's input channel state nor the producer's output channel "
+    "state has anything for it.",
+)
+def no_channel_state_on_forced_aligned_edges(run) -> Violation | None:
+    cluster = run.cluster
+    eg = cluster.eg
+    edges = eg.job_graph.edges
+    for cid in cluster.new_completed:
+        for tid, snap in sorted(cluster.completed.get(cid, {}).items()):
+            for side, state in (("input", snap.input_channel_state), ("output", snap.output_channel_state)):
+                for c in sorted(state):
+                    e = edges[eg.channels[c].job_edge]
+                    if state[c] and not e.supports_unaligned_checkpoints:
+                        return Violation(
+                            invariant="no_channel_state_on_forced_aligned_edges",
+                            expected={"channel": c, f"{side}_channel_state": 0},
+                            actual={"channel": c, f"{side}_channel_state": len(state[c])},
+                            message=(f"checkpoint {cid} holds {len(state[c])} in-flight record(s) of channel {c} "
+                                     f"as subtask {tid}'s {side} channel state, but its edge "
+                                     f"{e.source_operator} -> {e.target_operator} ({e.partitioner}) cannot carry "
+                                     f"unaligned checkpoints: its barriers must travel aligned, behind the data"),
+                        )
     return None
 
 

@@ -159,3 +159,42 @@ def test_with_unaligned_unsupported(b):
     assert b.with_unaligned_unsupported() == CheckpointBarrier(3, 7, forced_aligned=True)
     aligned = CheckpointBarrier(3, 7)
     assert aligned.with_unaligned_unsupported() is aligned
+
+
+def _judged_until_completed(c, tamper=None):
+    """Step ``c`` with the drain policy until checkpoint 1 completes; return what
+    ``no_channel_state_on_forced_aligned_edges`` says right after that step."""
+    from types import SimpleNamespace
+
+    from spec.checkpoint import no_channel_state_on_forced_aligned_edges
+
+    if tamper is not None:
+        tamper(c)
+    while 1 not in c.completed_ids:
+        c.step(drain_choice(c))
+    return no_channel_state_on_forced_aligned_edges(SimpleNamespace(cluster=c))
+
+
+def test_the_invariant_holds_on_forced_edges_and_names_channel_state_found_there():
+    """Safe: nothing to report. With the sources' outputs no longer forced (their barriers
+    overtake the data, as before Flink disabled unaligned checkpoints on such edges), the
+    overtaken record becomes output channel state of a broadcast edge, and the invariant names
+    the channel and the edge."""
+    g, safe = _start(RuntimeConfig(unaligned=True))
+    assert _judged_until_completed(safe) is None
+
+    def unforce(c):  # re-emit checkpoint 1's barriers as a runtime without the forcing would have
+        for t in c.tasks:
+            t.forced_aligned_outputs = frozenset()
+
+    g = _job()
+    c = fresh(g, INPUT, RuntimeConfig(unaligned=True))
+    unforce(c)
+    eg = c.eg
+    c.step(A.SourceEmit(sub(eg, "srcA", 0)))
+    c.step(A.TriggerCheckpoint())
+    x0 = chan(eg, ("srcA", 0), ("d", 0))
+    assert kinds(c.channels[x0]) == ["UC1", "rec"]
+    v = _judged_until_completed(c)
+    assert v is not None and v.invariant == "no_channel_state_on_forced_aligned_edges"
+    assert "srcA -> d (broadcast)" in v.message and "output channel state" in v.message
