@@ -90,6 +90,7 @@ from model.statecopy import deep_copy
 from model.streamtask import (
     FINISHED,
     RUNNING,
+    barriers_forced_aligned,
     BroadcastPartitioner,
     Discard,
     Fanout,
@@ -755,8 +756,7 @@ class Cluster:
         output = TaskOutput([self.channels[c] for c in out_channels],
                             [self.channels[c] for c in out_channels if not self.blocking[c]])
         edges = eg.job_graph.edges
-        unsupported = frozenset(c for c in out_channels
-                                if not edges[eg.channels[c].job_edge].supports_unaligned_checkpoints)
+        unsupported = frozenset(c for c in out_channels if barriers_forced_aligned(edges[eg.channels[c].job_edge]))
         task = StreamTask(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels,
                           unsupported)
         if self.storage is not None:

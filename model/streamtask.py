@@ -129,6 +129,22 @@ def persists_channel_state() -> bool:
     return True
 
 
+def barriers_forced_aligned(job_edge) -> bool:
+    """Whether a producer sends the barriers of an unaligned (or timeoutable) checkpoint on
+    ``job_edge`` forced aligned, behind the data: when the edge cannot carry unaligned
+    checkpoints (``JobEdge.supports_unaligned_checkpoints``, which ``RecordWriterOutput``
+    reads as ``supportsUnalignedCheckpoints``)."""
+    return not job_edge.supports_unaligned_checkpoints
+
+
+@seams.override("unaligned-barriers-on-every-edge", sys.modules[__name__], "barriers_forced_aligned",
+                "every edge carries unaligned barriers, pointwise and broadcast ones too: their in-flight data "
+                "becomes channel state, which Flink cannot restore with other parallelisms "
+                "(SubtaskStateMapper.UNSUPPORTED)")
+def _barriers_never_forced(job_edge) -> bool:
+    return False
+
+
 def _watermark(ts: int) -> Watermark:
     """Watermark values are immutable: share one object per timestamp (bounded cache)."""
     wm = _WM_CACHE.get(ts)

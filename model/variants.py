@@ -303,6 +303,25 @@ def _two_stage_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return StreamGraph(name="two-stage-job", operators=ops, edges=edges).validate()
 
 
+def _pointwise_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """source p=1..2 --rescale--> map p=1..2 --hash--> keyed count p=1..2 --> sink: the rescale
+    edge is pointwise, so Flink sends its barriers aligned even for an unaligned checkpoint
+    (``StreamEdge.supportsUnalignedCheckpoints`` false), while the hash edge behind it carries
+    unaligned ones."""
+    ops = (
+        OperatorSpec(name="source", kind="source", parallelism=rng.choice([1, 2]), watermark_out_of_orderness=1),
+        OperatorSpec(name="map", kind="map", parallelism=rng.choice([1, 2]), function="identity"),
+        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=rng.choice([1, 2]), aggregate="count"),
+        OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind),
+    )
+    edges = (
+        EdgeSpec(source="source", target="map", partitioner="rescale"),
+        EdgeSpec(source="map", target="agg", partitioner="hash"),
+        EdgeSpec(source="agg", target="sink", partitioner="rebalance"),
+    )
+    return StreamGraph(name="pointwise-job", operators=ops, edges=edges).validate()
+
+
 def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     return _keyed_job(rng, sink_kind, max_parallelism=rng.choice([6, 10, 7]))
 
@@ -376,6 +395,8 @@ def _deployment_job(rng: random.Random, sink_kind: str) -> StreamGraph:
 
 
 FAMILIES = {"keyed": _keyed_job, "blocking": _blocking_job, "rescale": _rescale_job, "two_stage": _two_stage_job,
+            # a pointwise (rescale) edge ahead of a keyed one: forced-aligned barriers
+            "pointwise": _pointwise_job,
             # as "rescale", and a restore from a savepoint may also change the sources' parallelism
             "rescale_source": _rescale_job,
             # a windowed job with allowed lateness, two sources (idleness makes records late)
@@ -468,6 +489,12 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
                             slot_sharing_group="agg"))
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
+    elif variant.family == "pointwise":
+        ops = (src, OperatorSpec(name="map", kind="map", parallelism=1, function="identity"),
+               OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
+        edges = (EdgeSpec(source="source", target="map", partitioner="rescale"),
+                 EdgeSpec(source="map", target="agg", partitioner="hash"),
+                 EdgeSpec(source="agg", target="sink", partitioner="forward"))
     elif variant.family == "two_stage":
         ops = (src, OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
                OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
@@ -548,6 +575,14 @@ _add(Variant(name="unaligned-2pc", description="unaligned checkpoints with chann
              scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True), environment=Environment(**_F)))
 _add(Variant(name="alternating-2pc", description="aligned checkpoints timing out into unaligned ones "
              "(aligned-checkpoint-timeout)", scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True, aligned_checkpoint_timeout=4), environment=Environment(**_F)))
+_add(Variant(name="unaligned-pointwise-2pc", description="unaligned checkpoints on a job with a pointwise (rescale) "
+             "edge, whose barriers Flink sends aligned, ahead of a keyed one; 2PC sink", family="pointwise",
+             scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True), environment=Environment(**_F)))
+_add(Variant(name="unaligned-barriers-on-pointwise-edges", description="unaligned barriers on the pointwise edge too: "
+             "its in-flight data becomes channel state, which Flink could not restore with other parallelisms",
+             family="pointwise", scope=ModelScope(channel_capacity=3), config=RuntimeConfig(unaligned=True),
+             environment=Environment(**_F), seams=("unaligned-barriers-on-every-edge",),
+             expected=("no_channel_state_on_forced_aligned_edges",)))
 #: an aligned savepoint overtaken by an unaligned checkpoint at the keyed operator (two input
 #: channels, from two map subtasks): two triggers, and one record -- in flight on one map->agg
 #: channel while the barriers pass it -- is enough (FLINK-20645 is found in this scenario, so
