@@ -286,21 +286,26 @@ def _cyclic_blocking_job(sink_kind: str) -> StreamGraph:
     return StreamGraph(name="cyclic-blocking-job", operators=ops, edges=edges).validate()
 
 
-def _two_stage_job(rng: random.Random, sink_kind: str) -> StreamGraph:
-    """source p=2 --rebalance--> map p=2 --hash--> keyed count p=1..2 --> sink: barriers reach
-    the keyed operator through two independently scheduled upstream tasks."""
+def _staged_job(name: str, sink_kind: str, first: str, ps: int, pm: int, pk: int) -> StreamGraph:
+    """source p=``ps`` --``first``--> map p=``pm`` --hash--> keyed count p=``pk`` --rebalance--> sink."""
     ops = (
-        OperatorSpec(name="source", kind="source", parallelism=2, watermark_out_of_orderness=1),
-        OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
-        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=rng.choice([1, 2]), aggregate="count"),
+        OperatorSpec(name="source", kind="source", parallelism=ps, watermark_out_of_orderness=1),
+        OperatorSpec(name="map", kind="map", parallelism=pm, function="identity"),
+        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=pk, aggregate="count"),
         OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind),
     )
     edges = (
-        EdgeSpec(source="source", target="map", partitioner="rebalance"),
+        EdgeSpec(source="source", target="map", partitioner=first),
         EdgeSpec(source="map", target="agg", partitioner="hash"),
         EdgeSpec(source="agg", target="sink", partitioner="rebalance"),
     )
-    return StreamGraph(name="two-stage-job", operators=ops, edges=edges).validate()
+    return StreamGraph(name=name, operators=ops, edges=edges).validate()
+
+
+def _two_stage_job(rng: random.Random, sink_kind: str) -> StreamGraph:
+    """source p=2 --rebalance--> map p=2 --hash--> keyed count p=1..2 --> sink: barriers reach
+    the keyed operator through two independently scheduled upstream tasks."""
+    return _staged_job("two-stage-job", sink_kind, "rebalance", 2, 2, rng.choice([1, 2]))
 
 
 def _pointwise_job(rng: random.Random, sink_kind: str) -> StreamGraph:
@@ -308,18 +313,8 @@ def _pointwise_job(rng: random.Random, sink_kind: str) -> StreamGraph:
     edge is pointwise, so Flink sends its barriers aligned even for an unaligned checkpoint
     (``StreamEdge.supportsUnalignedCheckpoints`` false), while the hash edge behind it carries
     unaligned ones."""
-    ops = (
-        OperatorSpec(name="source", kind="source", parallelism=rng.choice([1, 2]), watermark_out_of_orderness=1),
-        OperatorSpec(name="map", kind="map", parallelism=rng.choice([1, 2]), function="identity"),
-        OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=rng.choice([1, 2]), aggregate="count"),
-        OperatorSpec(name="sink", kind="sink", parallelism=1, sink_kind=sink_kind),
-    )
-    edges = (
-        EdgeSpec(source="source", target="map", partitioner="rescale"),
-        EdgeSpec(source="map", target="agg", partitioner="hash"),
-        EdgeSpec(source="agg", target="sink", partitioner="rebalance"),
-    )
-    return StreamGraph(name="pointwise-job", operators=ops, edges=edges).validate()
+    ps, pm, pk = rng.choice([1, 2]), rng.choice([1, 2]), rng.choice([1, 2])
+    return _staged_job("pointwise-job", sink_kind, "rescale", ps, pm, pk)
 
 
 def _rescale_job(rng: random.Random, sink_kind: str) -> StreamGraph:

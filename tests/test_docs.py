@@ -298,16 +298,6 @@ def test_every_flinkspec_command_in_the_docs_names_the_installed_script():
     assert not bare, bare
 
 
-def test_the_variant_count_of_the_spark_page_is_the_registrys():
-    from model.variants import variant_names
-
-    text = " ".join((ROOT / "docs" / "spark.md").read_text().split())
-    m = re.search(r"`--runs 500` over every variant \((\d+) today: .*?\) gives each about (\d+) runs", text)
-    assert m, "docs/spark.md no longer states the count"
-    n = len(variant_names())
-    assert (int(m.group(1)), int(m.group(2))) == (n, round(500 / n)), f"{n} variants, {round(500 / n)} runs each"
-
-
 def test_shell_lines_are_valid_shell():
     lines = [c for c, d in DECLARED.items() if d[0] == "shell"]
     got = subprocess.run(["bash", "-n"], input="\n".join(lines) + "\n", capture_output=True, text=True)
