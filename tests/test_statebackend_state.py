@@ -5,6 +5,8 @@ checkpoint and the last confirmed one -- before a later call could trip over a w
 
 from __future__ import annotations
 
+import attrs
+
 from model.checkpointstorage import CheckpointStorage, KeyedStateHandle
 from model.cluster import RuntimeConfig
 from model.statebackend import (
@@ -192,3 +194,60 @@ def test_rocksdb_restore_reads_the_files_and_keeps_them_as_the_base_only_when_to
     assert c.restore(None, storage, {"agg": {7: "z"}}, keep_base=True) == {"agg": {7: "z"}}
     assert (c.ssts, c.live, c.view, c.next_sst) == ({"t-0": ((("agg", 7), "z"),)}, ["t-0"], {("agg", 7): "z"}, 1)
     assert (c.uploads, c.confirmed) == ({}, None)
+
+
+class _HeapRecorded(HashMapStateBackend):
+    """The heap backend recording what the two phases hand its snapshot strategy
+    (``SnapshotStrategy.syncPrepareResources`` and ``asyncSnapshot``, as
+    ``SnapshotStrategyRunner`` calls them), answering only well-formed calls."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self):
+        super().__init__("t", [])
+        self.calls: list = []
+
+    def _resources(self, snap):
+        self.calls.append(("resources", snap))
+        return super()._resources(snap) if snap is not None else None
+
+    def _write(self, checkpoint_id, res, storage, savepoint):
+        self.calls.append(("write", checkpoint_id, res, storage, savepoint))
+        return KeyedStateHandle(checkpoint_id)
+
+
+class _RocksRecorded(RocksDBStateBackend):
+    """The RocksDB backend recording each memtable flush: the state it flushes and the view
+    it flushes against."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self):
+        super().__init__("t", [], incremental=True)
+        self.calls: list = []
+
+    def _flush(self, current):
+        self.calls.append(("flush", current, self.view))
+        if isinstance(current, dict) and isinstance(self.view, dict):
+            super()._flush(current)
+
+
+def test_the_two_phases_hand_the_snapshot_strategy_the_snapshot_its_resources_and_the_storage():
+    b = _HeapRecorded()
+    s1 = _snap(1, {"agg": {1: "a"}})
+    b.sync_phase(s1)
+    assert b.calls == [("resources", s1)]
+    storage = CheckpointStorage()
+    done = b.async_phase(1, storage, savepoint=True)
+    assert b.calls[1:] == [("write", 1, {"agg": {1: "a"}}, storage, True)]
+    assert done == attrs.evolve(s1, state_handle=KeyedStateHandle(1))  # the snapshot with its handle
+
+
+def test_rocksdb_flushes_the_snapshot_and_a_rescaled_restore_against_an_empty_view():
+    b = _RocksRecorded()
+    b._resources(_snap(1, {"agg": {1: "a"}}))
+    assert b.calls == [("flush", {("agg", 1): "a"}, {})]
+    c = _RocksRecorded()
+    c.view = {("agg", 9): "old"}
+    c.restore(None, CheckpointStorage(), {"agg": {7: "z"}}, keep_base=False)
+    assert c.calls == [("flush", {("agg", 7): "z"}, {})]

@@ -5,7 +5,9 @@ them -- before a later call could trip over a wrong value."""
 
 from __future__ import annotations
 
+from model import windowing
 from model.windowing import (
+    LONG_MAX,
     LONG_MIN,
     KeyedAggregateKeyGroupState,
     KeyedAggregateOperator,
@@ -17,18 +19,34 @@ from model.windowing import (
     WindowOperator,
 )
 
-KG = lambda key: key % 4  # noqa: E731 - a stand-in key-group function
+def KG(key):
+    """A stand-in key-group function: an int key's group is key % 4, anything else's -1."""
+    return key % 4 if isinstance(key, int) else -1
 
 
 def _tables(op: WindowOperator) -> tuple:
-    return op._key_info, op._contents, op._timers, sorted(op._heap)
+    return op._key_info, op._contents, op._timers, sorted(op._heap) if isinstance(op._heap, list) else op._heap
+
+
+class _AskedTumbling(TumblingEventTimeWindows):
+    """Tumbling windows recording the timestamps the operator asks them to assign."""
+
+    __slots__ = ("asked",)
+
+    def __init__(self, size):
+        super().__init__(size)
+        self.asked = []
+
+    def assign_starts(self, timestamp):
+        self.asked.append(timestamp)
+        return super().assign_starts(timestamp) if timestamp is not None else ()
 
 
 def test_the_assigners_fields():
+    legacy = TumblingEventTimeWindows(10, 3, legacy_window_start=True)  # no fast path: built whatever the bounds
+    assert (legacy.size, legacy.offset, legacy._offset, legacy._legacy, legacy._fast) == (10, 3, 3, True, False)
     t = TumblingEventTimeWindows(10, -3)
     assert (t.size, t.offset, t._offset, t._legacy, t._fast) == (10, -3, -3, False, True)
-    legacy = TumblingEventTimeWindows(10, 3, legacy_window_start=True)
-    assert (legacy.size, legacy.offset, legacy._offset, legacy._legacy, legacy._fast) == (10, 3, 3, True, False)
     s = SlidingEventTimeWindows(10, 5, 2)
     assert (s.size, s.slide, s.offset, s._legacy, s._fast) == (10, 5, 2, False, True)
     ls = SlidingEventTimeWindows(10, 5, legacy_window_start=True)
@@ -52,6 +70,20 @@ def test_a_new_window_operator_holds_its_settings_and_no_state():
     assert _tables(op) == ({}, {}, {}, [])
     assert WindowOperator(assigner, "count", 0, KG)._is_count is True
     assert op.key_groups() == () and op.snapshot_state() == {}
+
+
+def test_a_key_is_looked_up_once_and_its_group_remembered():
+    op = WindowOperator(TumblingEventTimeWindows(10), "sum", 5, KG)
+    assert op._info(6) == (2, ("int", 6)) and op._key_info == {6: (2, ("int", 6))}
+    assert op.key_group(5) == 1 and op._key_info == {6: (2, ("int", 6)), 5: (1, ("int", 5))}
+    assert op._info(6) == (2, ("int", 6)) and len(op._key_info) == 2
+
+
+def test_process_element_asks_the_assigner_for_the_elements_timestamp():
+    assigner = _AskedTumbling(10)
+    op = WindowOperator(assigner, "sum", 0, KG)
+    op.process_element(6, 3, 12, RecordingWindowOutput())
+    assert assigner.asked == [12] and op._contents == {2: {(6, 10): 3}}
 
 
 def test_process_element_adds_the_contents_and_both_timers_of_each_window():
@@ -152,3 +184,55 @@ def test_the_keyed_aggregate_operator_call_by_call():
     assert snap == {1: KeyedAggregateKeyGroupState(((5, 3), (9, 4))), 2: KeyedAggregateKeyGroupState(((2, 1),))}
     op.restore_state({3: KeyedAggregateKeyGroupState(((7, 8),)), 0: KeyedAggregateKeyGroupState()})
     assert (op._values, op._kg_cache, op.current_watermark) == ({3: {7: 8}}, {}, LONG_MIN)
+
+
+def test_the_vocabulary_and_the_fast_paths_bound():
+    """The aggregates a job spec names; the fast path's bound: a sum of three values below it
+    (a timestamp, an offset, a size) stays in the long range, so Python's exact arithmetic
+    equals Java's there."""
+    assert windowing.AGGREGATES == ("count", "sum")
+    assert isinstance(windowing._SAFE, int) and 0 < windowing._SAFE and 3 * windowing._SAFE <= LONG_MAX
+
+
+def test_the_assigners_ask_get_window_start_with_offset_for_the_timestamp_offset_and_size(monkeypatch):
+    """Off the fast path, ``assignWindows`` calls ``TimeWindow.getWindowStartWithOffset(timestamp,
+    offset, size)`` (a sliding assigner with its slide), and ``assign_windows`` the starts of the
+    same timestamp: each call's arguments, recorded."""
+    calls = []
+
+    def recording(name, real):
+        def start(ts, offset, size):
+            calls.append((name, ts, offset, size))
+            return real(ts, offset, size) if None not in (ts, offset, size) else 0
+        return start
+
+    monkeypatch.setattr(windowing, "get_window_start_with_offset",
+                        recording("current", windowing.get_window_start_with_offset))
+    monkeypatch.setattr(windowing, "legacy_get_window_start_with_offset",
+                        recording("legacy", windowing.legacy_get_window_start_with_offset))
+    big = 2**62  # beyond the fast path's bound
+    TumblingEventTimeWindows(10, 3).assign_starts(big)
+    TumblingEventTimeWindows(10, 3, legacy_window_start=True).assign_starts(5)
+    SlidingEventTimeWindows(10, 5, 2).assign_starts(big)
+    SlidingEventTimeWindows(10, 5, 2, legacy_window_start=True).assign_starts(7)
+    assert calls == [("current", big, 3, 10), ("legacy", 5, 3, 10), ("current", big, 2, 5), ("legacy", 7, 2, 5)]
+    asked = []
+    for cls in (TumblingEventTimeWindows, SlidingEventTimeWindows):
+        real = cls.assign_starts
+        monkeypatch.setattr(cls, "assign_starts", lambda self, ts, real=real: asked.append(ts) or real(self, ts))
+    TumblingEventTimeWindows(10).assign_windows(17)
+    SlidingEventTimeWindows(10, 5).assign_windows(18)
+    assert asked == [17, 18]
+
+
+def test_a_restore_without_timers_or_without_state_leaves_empty_tables():
+    op = WindowOperator(TumblingEventTimeWindows(10), "sum", 0, KG)
+    op.process_element(5, 2, 3, RecordingWindowOutput())
+    op.restore_state({1: WindowKeyGroupState(contents=((5, TimeWindow(0, 10), 2),))})
+    assert _tables(op) == ({}, {1: {(5, 0): 2}}, {}, [])
+    op.restore_state({})
+    assert _tables(op) == ({}, {}, {}, []) and op.key_groups() == ()
+    agg = KeyedAggregateOperator("count", KG)
+    agg.process_element(5, "x", 1, RecordingWindowOutput())
+    agg.restore_state({})
+    assert (agg._values, agg._kg_cache, agg.key_groups()) == ({}, {}, ())
