@@ -59,6 +59,7 @@ def _pick():
     return obvious, equivalent
 
 
+@pytest.mark.slow  # 10-13 s: runs `flinkspec mutate` end to end
 def test_the_machinery_kills_an_obvious_mutant_and_reports_a_triaged_equivalent(tmp_path):
     obvious, equivalent = _pick()
     triage = tmp_path / "equivalent.toml"
@@ -79,6 +80,7 @@ def test_the_machinery_kills_an_obvious_mutant_and_reports_a_triaged_equivalent(
     assert "[failover 1/1]" in r.stderr  # progress on stderr: only the obvious one ran
 
 
+@pytest.mark.slow  # 10-13 s: runs `flinkspec mutate` end to end
 def test_a_surviving_mutant_is_reported_with_its_diff_and_exit_1(tmp_path):
     """The same equivalent mutant, not triaged and judged by a test that cannot see it, survives."""
     _, equivalent = _pick()
@@ -180,6 +182,7 @@ def _run_planted(tmp_path, old: str, new: str, tests: list[str]) -> tuple[int, d
 REGION_TEST = "tests/test_failover.py::test_regions_joined_by_a_cycle_of_blocking_channels_are_one_region"
 
 
+@pytest.mark.slow  # 10-13 s: runs `flinkspec mutate` end to end
 def test_a_mutant_breaking_an_assert_is_killed_and_one_raising_typeerror_is_crashed(tmp_path):
     from properties import mutantrun
 
@@ -633,6 +636,7 @@ def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_on
     assert outcome == "crashed" and crash["test"] == "b"
 
 
+@pytest.mark.slow  # 10-13 s: runs `flinkspec mutate` end to end
 def test_the_fresh_interpreter_way_tells_crashed_in_call_from_crashed_and_bounds_memory(tmp_path):
     """The synthetic module's mutants run as a fresh interpreter runs them (``python -m
     properties.mutantrun``: the import hook serving the instrumented mutated source, the memory
