@@ -484,16 +484,12 @@ def small_scenario(variant: Variant, seed: int = 0) -> Scenario:
                             slot_sharing_group="agg"))
         edges = (EdgeSpec(source="source", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
-    elif variant.family == "pointwise":
-        ops = (src, OperatorSpec(name="map", kind="map", parallelism=1, function="identity"),
+    elif variant.family in ("pointwise", "two_stage"):
+        # a rescale edge from the source to one map subtask, or a rebalance to two
+        pointwise = variant.family == "pointwise"
+        ops = (src, OperatorSpec(name="map", kind="map", parallelism=1 if pointwise else 2, function="identity"),
                OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
-        edges = (EdgeSpec(source="source", target="map", partitioner="rescale"),
-                 EdgeSpec(source="map", target="agg", partitioner="hash"),
-                 EdgeSpec(source="agg", target="sink", partitioner="forward"))
-    elif variant.family == "two_stage":
-        ops = (src, OperatorSpec(name="map", kind="map", parallelism=2, function="identity"),
-               OperatorSpec(name="agg", kind="keyed_aggregate", parallelism=1, aggregate="count"), sink)
-        edges = (EdgeSpec(source="source", target="map", partitioner="rebalance"),
+        edges = (EdgeSpec(source="source", target="map", partitioner="rescale" if pointwise else "rebalance"),
                  EdgeSpec(source="map", target="agg", partitioner="hash"),
                  EdgeSpec(source="agg", target="sink", partitioner="forward"))
     else:  # pragma: no cover - _add checks the family
