@@ -59,7 +59,7 @@ def test_checkpoint_completed_confirms_only_the_entries_that_checkpoint_used_las
 
 
 def test_restore_modes_and_reprs():
-    assert sorted(RESTORE_MODES) == ["CLAIM", "NO_CLAIM"]  # RecoveryClaimMode of Flink 2.x (LEGACY removed)
+    assert RESTORE_MODES == ("CLAIM", "NO_CLAIM")  # RecoveryClaimMode of Flink 2.x (LEGACY removed)
     e = SharedStateEntry(2, 5)
     assert repr(e) == "SharedStateEntry(created_by=2, last_used=5)"
     reg = SharedStateRegistry()
@@ -103,3 +103,50 @@ def test_the_files_of_a_restored_checkpoint_are_registered_by_its_id():
         reg = SharedStateRegistry()
         reg.register_all_after_restored(["x", "y"], 6, mode)
         assert {p: (e.created_by, e.last_used) for p, e in reg.entries.items()} == {"x": (6, 6), "y": (6, 6)}, mode
+
+
+class _RecordingRegistry(SharedStateRegistry):
+    """A registry whose calls to its own overridable steps are recorded: ``register_all`` (what
+    ``registerAllAfterRestored`` hands ``registerAll``) and the two seam hooks ``last_use`` and
+    ``_may_discard`` (what ``unregisterUnusedState`` asks them about). The stand-ins record and
+    answer without looking at what they are given; the test asserts after the call returned."""
+
+    def __init__(self, last_used=None, creators=None):
+        super().__init__()
+        self.calls = []
+        self._last_used = last_used or {}
+        self._creators = creators or {}
+
+    def register_all(self, paths, checkpoint_id):
+        self.calls.append(("register_all", paths, checkpoint_id))
+
+    def last_use(self, e):
+        self.calls.append(("last_use", e))
+        return self._last_used.get(id(e), 0)
+
+    def _may_discard(self, e):
+        self.calls.append(("_may_discard", e))
+        return self._creators.get(id(e), 0) > self.highest_not_claimed
+
+
+def test_a_restore_hands_register_all_the_checkpoints_files_and_id():
+    """``registerAllAfterRestored(checkpoint, mode)`` registers the checkpoint's state with
+    ``registerAll(checkpoint.getOperatorStates().values(), checkpoint.getCheckpointID())``."""
+    for mode in RESTORE_MODES:
+        reg = _RecordingRegistry()
+        paths = ["x", "y"]
+        reg.register_all_after_restored(paths, 6, mode)
+        assert reg.calls == [("register_all", paths, 6)], mode
+        assert reg.calls[0][1] is paths, mode
+
+
+def test_unregister_unused_state_asks_the_hooks_about_each_entry_in_path_order():
+    """``unregisterUnusedState``: every entry's last use is compared with the lowest retained
+    checkpoint, and only an entry below it is asked whether its file may be discarded."""
+    a, b = SharedStateEntry(1, 1), SharedStateEntry(2, 5)
+    reg = _RecordingRegistry(last_used={id(a): 1, id(b): 5}, creators={id(a): 1, id(b): 2})
+    reg.entries.update({"b": b, "a": a})
+    assert reg.unregister_unused_state(3) == ["a"]
+    assert reg.calls == [("last_use", a), ("_may_discard", a), ("last_use", b)]
+    assert all(c[1] is e for c, e in zip(reg.calls, (a, a, b)))
+    assert reg.entries == {"b": b}
