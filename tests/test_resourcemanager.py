@@ -51,6 +51,22 @@ def requested(cp):
     return [(m.te, m.slot, m.allocation, m.job_token) for m in of(cp, rpc.RequestSlot)]
 
 
+# -- a new leader's ResourceManager ----------------------------------------------------------------
+
+
+def test_a_new_resource_manager_knows_no_task_executor_slot_or_requirement():
+    """A ResourceManager that just gained leadership starts from nothing: TaskExecutors register
+    with it again and JobMasters declare their requirements again
+    (``ResourceManagerServiceImpl.startNewLeaderResourceManager`` creates a new
+    ResourceManager, with a new, empty SlotManager, for each leader session)."""
+    rm = ResourceManager(TOKEN)
+    assert rm.token == TOKEN
+    assert (rm.registered, rm.missed, rm.slots, rm.requirements, rm.declaration_seq) == ({}, {}, {}, {}, {})
+    cp = control_plane()
+    rm.check_requirements(cp)
+    assert rm.tick(cp, timeout=3) == [] and cp.sent == []
+
+
 # -- registerTaskExecutor: the registration's SlotReport --------------------------------------------
 
 
