@@ -188,7 +188,15 @@ def test_each_documented_command_parses(cmd):
     assert callable(args.func)
 
 
-@pytest.mark.parametrize("cmd", sorted(c for c, d in DECLARED.items() if d[0] == "run"))
+def _run_commands() -> list:
+    """The commands run in-process; ``check --job`` on the two example jobs only in the slow run:
+    tests/test_check_job.py runs the same two commands in the default run and asserts their exit
+    codes (1 for the append sink, 0 for the two-phase-commit fix) and what they print."""
+    return [pytest.param(c, marks=pytest.mark.slow) if " check --job examples/" in c else c
+            for c in sorted(c for c, d in DECLARED.items() if d[0] == "run")]
+
+
+@pytest.mark.parametrize("cmd", _run_commands())
 def test_documented_commands_exit_as_the_docs_say(cmd, tmp_path, monkeypatch, capsys):
     if "corpus update" in cmd:  # it reads the run directories a check made
         assert _run(["check", "--only", "at-least-once-2pc", "--seed", "3"], tmp_path, monkeypatch) == 0
@@ -260,7 +268,7 @@ def _small_argument_commands() -> list:
     (tests/test_explore_spill.py compares the spilled and in-memory searches in process); the
     ``spark-replay`` commands too (15-35 s each: test_spark_replay.py compares executors and the
     driver on every variant in the default run)."""
-    slow = (" bench spark", " bench spill", " spark-replay --runs 2000 --variant", " spark-replay --runs 20000")
+    slow = (" bench spark", " bench spill", " spark-replay ")
     return [pytest.param(c, marks=pytest.mark.slow) if any(s in c for s in slow) else c
             for c in sorted(c for c, d in DECLARED.items() if d[0] == "small")]
 

@@ -62,7 +62,7 @@ def test_the_c_walks_agree_with_the_python_walks_on_every_variant(name, native):
     for seed in range(12):
         if seed >= 2 and checked >= 10:
             break  # (a variant whose runs end after a few steps -- an application cluster's -- takes more seeds)
-        for c in _states(name, seed, 40):
+        for c in _states(name, seed, 20):  # 20 steps of the small scenario, 20 of a generated one
             for drop in (False, True):
                 assert F._native.canonical(c, drop) == F.py_canonical(c, drop), (name, seed, c.now, drop)
                 assert F._native.canonical_bytes(c, drop) == F.py_canonical_bytes(c, drop), (name, seed, c.now, drop)

@@ -49,8 +49,10 @@ class Sparks:
 
 @pytest.fixture(scope="session")
 def sparks(tmp_path_factory):
+    """Started by the first test that asks for a master; the tests ask for ``local[2]`` but for
+    the first (``local[1]``, then ``local[2]``) and the last (``local[2,3]``): three session
+    starts in all (each takes seconds)."""
     s = Sparks(tmp_path_factory.mktemp("spark-start-dir"))
-    s.use("local[2]")
     yield s
     stop_session()
 
@@ -87,9 +89,9 @@ def driver_rows(plan: R.ReplayPlan, run_fn=standin.standin_walk) -> list[tuple]:
 
 
 def test_rows_identical_under_local1_local2_rerun_and_in_the_driver(sparks, tmp_path):
+    c = R.replay(sparks.use("local[1]"), attrs.evolve(PLAN, partitions=5), tmp_path / "c", engine=ENGINE)
     a = R.replay(sparks.use("local[2]"), PLAN, tmp_path / "a", engine=ENGINE)
     b = R.replay(sparks.use("local[2]"), PLAN, tmp_path / "b", engine=ENGINE)
-    c = R.replay(sparks.use("local[1]"), attrs.evolve(PLAN, partitions=5), tmp_path / "c", engine=ENGINE)
     assert c.summary["master"] == "local[1]" and a.summary["master"] == "local[2]"
     assert (a.partitions, c.partitions) == (6, 5)  # 600 runs: 6 x 100 by default
     rows_a = stored_rows(a.runs_dir)
@@ -101,22 +103,6 @@ def test_rows_identical_under_local1_local2_rerun_and_in_the_driver(sparks, tmp_
     # the sample is not trivial: both verdicts occur, and each unsafe variant is found
     assert 0 < a.summary["violations"] < a.summary["runs"] == 600
     assert a.summary["ok"] is True
-
-
-def test_task_retries_change_nothing(sparks, tmp_path):
-    """local[2,3]: every task fails in its first attempt after 20 runs and is retried."""
-    spark = sparks.use("local[2,3]")
-    plan = attrs.evolve(PLAN, partitions=6)
-    base = R.replay(spark, plan, tmp_path / "base", engine=ENGINE)
-    markers = tmp_path / "markers"
-    markers.mkdir()
-    failing = standin.FailFirstAttempt(ENGINE.run, str(markers), after=20)
-    retried = R.replay(spark, plan, tmp_path / "retried", engine=ENGINE, run_fn=failing)
-    assert len(list(markers.iterdir())) == 6  # each of the 6 tasks failed once
-    rows = stored_rows(retried.runs_dir)
-    assert len(rows) == len({(r[0], r[1]) for r in rows}) == 600  # nobody counted twice
-    assert rows == stored_rows(base.runs_dir)
-    assert stable(retried.summary) == stable(base.summary)
 
 
 def test_a_failing_task_without_retries_fails_the_replay_and_leaves_no_output(sparks, tmp_path):
@@ -384,3 +370,21 @@ def test_explore_on_spark_gives_the_local_search_exactly(sparks, name, failures,
     assert remote.workers == 2
     assert (remote.violation and remote.violation.invariant) == (local.violation and local.violation.invariant)
     assert local.verdict == ("bounded" if depth else "verified" if v.safe else "violation")
+
+
+# -- last: it needs a master of its own (local[2,3]: task retries) ---------------------------------
+
+def test_task_retries_change_nothing(sparks, tmp_path):
+    """local[2,3]: every task fails in its first attempt after 20 runs and is retried."""
+    spark = sparks.use("local[2,3]")
+    plan = attrs.evolve(PLAN, partitions=6)
+    base = R.replay(spark, plan, tmp_path / "base", engine=ENGINE)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    failing = standin.FailFirstAttempt(ENGINE.run, str(markers), after=20)
+    retried = R.replay(spark, plan, tmp_path / "retried", engine=ENGINE, run_fn=failing)
+    assert len(list(markers.iterdir())) == 6  # each of the 6 tasks failed once
+    rows = stored_rows(retried.runs_dir)
+    assert len(rows) == len({(r[0], r[1]) for r in rows}) == 600  # nobody counted twice
+    assert rows == stored_rows(base.runs_dir)
+    assert stable(retried.summary) == stable(base.summary)

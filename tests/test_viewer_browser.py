@@ -2,7 +2,7 @@
 
 pytest-playwright drives the system's headless chromium (``tests/conftest.py`` points it at
 Debian's package; ``make test`` installs it when it runs as root). Every corpus file's page is
-opened: no console error, the violation marked at the file's violating step, a screenshot at
+opened (in the default run, one file per invariant and kind): no console error, the violation marked at the file's violating step, a screenshot at
 that step kept in ``test-artifacts/viewer/`` (gitignored); the arrow keys move the cursor and
 change the state panel; a page of a trace of more than 200 steps is ready in under 2 s.
 """
@@ -39,8 +39,27 @@ def _page_file(tmp_dir: Path, cx_path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def pages(tmp_path_factory):
+    """``pages[path]``: the page of the counterexample file ``path``, rendered when first asked for."""
     d = tmp_path_factory.mktemp("viewer")
-    return {p: _page_file(d, p) for p in (*CORPUS, LONG)}
+
+    class Pages(dict):
+        def __missing__(self, path):
+            page = self[path] = _page_file(d, path)
+            return page
+    return Pages()
+
+
+def _corpus_params() -> list:
+    """Every corpus file; the default run opens the first file of each invariant's folder of
+    each kind (whole-cluster, focused), the slow run the others too: the pages of one
+    invariant's files differ in their steps, not in what the page must render."""
+    first: set = set()
+    params = []
+    for p in CORPUS:
+        key = (p.parent.name, kind_of(load_counterexample(p).scenario) is None)
+        params.append(p if key not in first else pytest.param(p, marks=pytest.mark.slow))
+        first.add(key)
+    return params
 
 
 def _open(page, path: Path, step: int | None = None) -> list:
@@ -63,7 +82,7 @@ def test_the_corpus_has_whole_cluster_and_focused_files():
     assert kinds == {True, False}, "the browser tests are meant to open both kinds of page"
 
 
-@pytest.mark.parametrize("cx_path", CORPUS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("cx_path", _corpus_params(), ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_corpus_page_no_console_errors_violation_marked_and_screenshot(page, pages, cx_path):
     cx = load_counterexample(cx_path)
     vstep = cx.violation.step
