@@ -292,3 +292,51 @@ def test_a_created_node_is_indexed_under_its_parent_at_once():
     s.create("/a")
     assert s.kids == {"/": {"a"}, "/a": set()}
     assert s.nodes["/a"] == ha.ZNode() and s.nodes["/"] == ha.ZNode(cversion=1, seq=1)
+
+
+class _RemovalRecordingStore(ZooKeeperStore):
+    """A store whose removal step (``_remove``: the node, its index entry and the parent's
+    cversion) only records the path it is given; the test asserts after the call returned."""
+
+    __slots__ = ("removed",)
+
+    def __init__(self):
+        super().__init__()
+        self.removed = []
+
+    def _remove(self, path):
+        self.removed.append(path)
+
+
+def test_a_delete_and_a_session_s_expiry_remove_exactly_their_nodes():
+    s = _RemovalRecordingStore()
+    s.create("/a")
+    s.create("/a/b")
+    sid = s.open_session()
+    s.create("/a/e", ephemeral=True, session=sid)
+    s.create("/d", ephemeral=True, session=sid)
+    s.delete("/a/b")
+    assert s.removed == ["/a/b"]
+    assert s.expire_session(sid) == ["/a/e", "/d"]
+    assert s.removed == ["/a/b", "/a/e", "/d"]
+
+
+def test_create_and_remove_ask_for_the_parent_of_the_path_they_were_given(monkeypatch):
+    """The parent a node is created under, and the parent whose index and cversion a removal
+    updates, are those of the node's own path (``_parent``, recorded: it answers from the
+    test's table, the root for any other path)."""
+    asked = []
+    table = {"/a": "/", "/a/b": "/a"}
+
+    def parent(path):
+        asked.append(path)
+        return table.get(path, "/")
+
+    monkeypatch.setattr(ha, "_parent", parent)
+    s = ZooKeeperStore()
+    s.create("/a")
+    s.create("/a/b")
+    assert asked == ["/a", "/a/b"]
+    s.delete("/a/b")
+    assert asked == ["/a", "/a/b", "/a/b"]
+    assert s.kids == {"/": {"a"}, "/a": set()} and s.nodes["/a"].cversion == 2
