@@ -40,7 +40,8 @@ def job(groups=((0, 1), (2,)), attempts=(10, 11, 12)):
 
 def test_a_new_job_master_waits_for_every_subtask_and_needs_every_group():
     jm = job()
-    assert jm.pending == {0, 1, 2} and jm.required == 2 and jm.needed == frozenset({0, 1})
+    assert jm.groups == ((0, 1), (2,)) and jm.token == JM
+    assert jm.needed == frozenset({0, 1}) and jm.pending == {0, 1, 2} and jm.required == 2
     assert (jm.status, jm.declared, jm.acked) == ("RUNNING", None, False)
     assert (jm.pool, jm.group_slot, jm.deployed, jm.connected, jm.missed, jm.unconfirmed, jm.idle) == \
         ({}, {}, {}, {}, {}, {}, {})
@@ -284,3 +285,43 @@ def test_release_all_frees_every_slot_and_withdraws_the_requirement():
     assert cp.sent == [rpc.FreeSlot(1, JM, a(5)), rpc.FreeSlot(2, JM, a(6)),
                        rpc.DeclareResourceRequirements(JM, JM, 0, 1)]
     assert (jm.pool, jm.group_slot, jm.deployed, jm.idle) == ({}, {}, {}, {})
+
+
+# -- the state right after each call (before a later call trips over it) -----------------------------
+
+
+class _RecordingJobMaster(JobMaster):
+    """A JobMaster whose ``declare`` only records what it is handed (the control plane, force)."""
+
+    __slots__ = ("declared_with",)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.declared_with = []
+
+    def declare(self, cp, force=False):
+        self.declared_with.append((cp, force))
+
+
+def test_a_demand_of_as_many_groups_frees_nothing_and_keeps_the_new_set():
+    cp, jm = control_plane(), job()
+    jm.group_slot = {0: a(5), 1: a(6)}
+    assert jm.update_demand(cp, frozenset({0, 1})) == []
+    assert jm.needed == frozenset({0, 1}) and jm.group_slot == {0: a(5), 1: a(6)} and jm.idle == {}
+    assert cp.sent == []
+
+
+def test_a_changed_demand_is_declared_to_the_control_plane_at_once_with_force():
+    cp = control_plane()
+    jm = _RecordingJobMaster(JM, ((0, 1), (2,)), [rpc.ExecutionAttemptID(x) for x in (10, 11, 12)])
+    assert jm.update_demand(cp, frozenset({1})) == []
+    assert jm.declared_with == [(cp, True)] and jm.declared_with[0][0] is cp
+    assert jm.needed == frozenset({1})
+
+
+def test_a_changed_demand_is_declared_even_after_the_last_declaration_was_acknowledged():
+    cp, jm = control_plane(), job()
+    jm.declared, jm.acked = 7, True
+    jm.update_demand(cp, frozenset({0}))
+    assert cp.sent == [rpc.DeclareResourceRequirements(JM, JM, 1, 1)]
+    assert (jm.declared, jm.acked) == (1, False)
