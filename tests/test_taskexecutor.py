@@ -318,3 +318,41 @@ def test_without_the_allocated_slot_report_sync_nothing_is_freed():
         for _ in range(3):
             assert te.on_allocated_slot_report(JM, ()) == (set(), (), [])
     assert te.slots == [(a(5), JM, True)]
+
+
+# -- the calls a TaskExecutor makes on itself, recorded -------------------------------------------
+
+
+class _OfferRecordingTaskExecutor(TaskExecutor):
+    """A TaskExecutor whose ``offer`` only records the control plane it is handed."""
+
+    __slots__ = ("offered_with",)
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.offered_with = []
+
+    def offer(self, cp):
+        self.offered_with.append(cp)
+
+
+def test_a_new_job_leader_gets_the_slots_offered_through_the_same_control_plane():
+    cp = control_plane()
+    te = _OfferRecordingTaskExecutor(1, 2)
+    te.job_token, te.slots = OLD_JM, [(a(5), OLD_JM, True), None]
+    te.new_leader(cp, JM)
+    assert te.offered_with == [cp] and te.offered_with[0] is cp
+    te.new_leader(cp, JM)  # the same leader again: nothing offered
+    assert len(te.offered_with) == 1
+
+
+def test_a_slot_allocated_by_a_request_is_offered_through_the_same_control_plane():
+    cp = control_plane()
+    te = _OfferRecordingTaskExecutor(1, 2)
+    te.rm_token, te.job_token = RM, JM
+    assert te.on_request_slot(cp, rpc.RequestSlot(1, RM, 1, a(5), JM)) == "allocated"
+    assert te.offered_with == [cp] and te.offered_with[0] is cp
+    assert te.slots == [None, (a(5), JM, False)]
+    # the slot already holds the allocation: answered again, nothing offered
+    te.on_request_slot(cp, rpc.RequestSlot(1, RM, 1, a(5), JM))
+    assert len(te.offered_with) == 1
