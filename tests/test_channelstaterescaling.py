@@ -8,6 +8,7 @@ from collections import Counter
 
 import pytest
 
+import model.channelstaterescaling as csr
 from model import seams
 from model.channelstaterescaling import (
     AMBIGUOUS_MAPPERS,
@@ -217,6 +218,19 @@ def test_the_mappers_are_flinks_subtask_state_mappers_and_range_and_full_are_amb
     assert AMBIGUOUS_MAPPERS == frozenset({"FULL", "RANGE"})
 
 
+def test_each_partitioner_has_flinks_upstream_and_downstream_mappers():
+    """``StreamPartitioner.getUpstreamSubtaskStateMapper`` / ``getDownstreamSubtaskStateMapper``
+    in Flink 2.3: KeyGroupStreamPartitioner RANGE downstream, RebalancePartitioner ROUND_ROBIN,
+    the pointwise and broadcast ones UNSUPPORTED both ways; upstream ARBITRARY otherwise."""
+    assert PARTITIONER_MAPPERS == {
+        "hash": ("ARBITRARY", "RANGE"),
+        "rebalance": ("ARBITRARY", "ROUND_ROBIN"),
+        "broadcast": ("UNSUPPORTED", "UNSUPPORTED"),
+        "forward": ("UNSUPPORTED", "UNSUPPORTED"),
+        "rescale": ("UNSUPPORTED", "UNSUPPORTED"),
+    }
+
+
 def test_every_mapper_answers_its_old_subtasks_or_flinks_refusal():
     """Two new subtasks reading three old ones: each mapper's ``getOldSubtasks``, one new subtask
     at a time, and its ``getNewToOldSubtasksMapping``."""
@@ -254,3 +268,90 @@ def test_an_edge_whose_ends_keep_their_parallelism_keeps_its_in_flight_data_in_p
         for partitioner in ("forward", "rescale"):
             assert _answer(assign_channel_state, recs, partitioner, 2, up_new, 2, down_new, 128) == REFUSED, \
                 (partitioner, up_new, down_new)
+
+
+# -- the calls each function makes on the module's others, recorded ------------------------------
+
+
+def _recorded(monkeypatch, name, expected, log, default=None):
+    """Replace the module function ``name`` by a stand-in that records ``(name, arguments)`` of
+    each call in ``log`` and answers what the real function answers for the ``expected``
+    argument tuples (computed beforehand), ``default`` for any other: the caller's call returns,
+    and the test asserts what it asked."""
+    real = getattr(csr, name)
+    answers = {args: real(*args) for args in expected}
+
+    def stand_in(*args):
+        log.append((name, args))
+        return answers.get(args, default)
+
+    monkeypatch.setattr(csr, name, stand_in)
+
+
+def test_the_new_to_old_mapping_asks_get_old_subtasks_for_each_new_subtask(monkeypatch):
+    log = []
+    _recorded(monkeypatch, "old_subtasks", [("ARBITRARY", 0, 3, 2), ("ARBITRARY", 1, 3, 2)], log, default=())
+    assert csr.new_to_old_mapping("ARBITRARY", 3, 2) == ((0, 2), (1,))
+    assert log == [("old_subtasks", ("ARBITRARY", 0, 3, 2)), ("old_subtasks", ("ARBITRARY", 1, 3, 2))]
+
+
+def test_a_gate_descriptor_asks_for_both_sides_mappings_their_identity_and_the_ambiguous_targets(monkeypatch):
+    """``getInflightDataGateOrPartitionRescalingDescriptor``: the own side's and the other
+    side's ``RescaleMappings``, ``isIdentity`` of each, and ``getAmbiguousTargets`` of the own
+    side for an ambiguous mapper."""
+    ident = ((0,), (1,))
+    log = []
+    _recorded(monkeypatch, "new_to_old_mapping", [("RANGE", 2, 2), ("ARBITRARY", 2, 2)], log, default=ident)
+    _recorded(monkeypatch, "is_identity", [(ident, 2)], log, default=False)
+    _recorded(monkeypatch, "ambiguous_targets", [(ident,)], log, default=frozenset())
+    d = csr.gate_descriptor("RANGE", "ARBITRARY", 1, 2, 2, 2, 2)
+    assert d == {"old_indices": [1], "mappings": [[0], [1]], "ambiguous": [], "type": "IDENTITY"}
+    assert log == [("new_to_old_mapping", ("RANGE", 2, 2)), ("new_to_old_mapping", ("ARBITRARY", 2, 2)),
+                   ("is_identity", (ident, 2)), ("is_identity", (ident, 2)), ("ambiguous_targets", (ident,))]
+
+
+def test_the_rescaling_descriptor_asks_for_each_gates_descriptor(monkeypatch):
+    log = []
+    args = ("RANGE", "ARBITRARY", 1, 2, 3, 2, 2)
+    other = {"old_indices": [], "mappings": [], "ambiguous": [], "type": "RESCALING"}
+    _recorded(monkeypatch, "gate_descriptor", [args], log, default=other)
+    real = gate_descriptor(*args)
+    assert csr.inflight_data_rescaling_descriptor("input", 1, [("RANGE", "ARBITRARY")], 2, 3,
+                                                  up_old_parallelism=2, up_new_parallelism=2) == [real]
+    assert log == [("gate_descriptor", args)]
+
+
+def test_the_inheriting_upstream_asks_get_old_subtasks_new_subtask_by_new_subtask(monkeypatch):
+    log = []
+    _recorded(monkeypatch, "old_subtasks", [("ARBITRARY", 0, 3, 2), ("ARBITRARY", 1, 3, 2)], log,
+              default=(0, 1, 2))
+    assert csr.inheriting_upstream("ARBITRARY", 1, 3, 2) == 1
+    assert log == [("old_subtasks", ("ARBITRARY", 0, 3, 2)), ("old_subtasks", ("ARBITRARY", 1, 3, 2))]
+
+
+def test_a_rescaled_hash_edge_asks_for_its_mappers_mapping_ambiguous_targets_and_inheriting_upstreams(monkeypatch):
+    """``assign_channel_state`` of a hash edge rescaled 2 -> 3 on both ends: the partitioner's
+    mappers, the downstream ``RescaleMappings`` and its ambiguous old subtasks, and for each
+    old channel with records (in channel order) the new upstream subtask inheriting its data."""
+    recs = {(1, 1): [("b", 2, 0)], (0, 0): [("a", 1, 0), ("c", 3, 0)], (0, 1): []}
+    # the keys "a" and "c" belong to new subtask 1 (max parallelism 128, parallelism 3), "b" to 0
+    want = {(0, 1): [("a", 1, 0), ("c", 3, 0)]}
+    down_map = ((0,), (0, 1), (1,))  # RANGE 2 -> 3: old 0 and old 1 are both ambiguous
+    log = []
+    _recorded(monkeypatch, "edge_mappers", [("hash",)], log, default=("ARBITRARY", "RANGE"))
+    _recorded(monkeypatch, "new_to_old_mapping", [("RANGE", 2, 3)], log, default=down_map)
+    _recorded(monkeypatch, "ambiguous_targets", [(down_map,)], log, default=frozenset({0, 1}))
+    _recorded(monkeypatch, "inheriting_upstream", [("ARBITRARY", 0, 2, 3), ("ARBITRARY", 1, 2, 3)], log, default=0)
+    # the RecordFilter asked about each record of an ambiguous old channel, for each new consumer reading it
+    a, b, c = ("a", 1, 0), ("b", 2, 0), ("c", 3, 0)
+    asked = [("hash", a, 0, 128, 3), ("hash", c, 0, 128, 3), ("hash", a, 1, 128, 3), ("hash", c, 1, 128, 3),
+             ("hash", b, 1, 128, 3), ("hash", b, 2, 128, 3)]
+    filter_log = []
+    _recorded(monkeypatch, "keeps", asked, filter_log, default=True)
+    got = csr.assign_channel_state(recs, "hash", 2, 3, 2, 3, 128)
+    assert filter_log == [("keeps", args) for args in asked]
+    assert log == [("edge_mappers", ("hash",)), ("new_to_old_mapping", ("RANGE", 2, 3)),
+                   ("ambiguous_targets", (down_map,)), ("inheriting_upstream", ("ARBITRARY", 0, 2, 3)),
+                   ("inheriting_upstream", ("ARBITRARY", 1, 2, 3))]
+    assert got == want
+    assert set(got) <= {(u, d) for u in range(3) for d in range(3)}
