@@ -12,8 +12,10 @@ module's file, its line and function): ``properties/mutation.py`` judges a crash
 mutant's own lines *incompetent* (the mutated line could not run). The mutant's code is
 instrumented (:func:`instrument`: a local set just before the mutated statement), so
 ``raised_at`` also tells whether that frame is the invocation of the mutated function that ran
-the mutated statement (``"same_call"``): such a crash is ``crashed_in_call`` there (no test code
-ran between the mutated line and the exception); any other crash is a crash.
+the mutated statement (``"same_call"``), and whether that invocation is on the traceback at all
+(``"in_call"``: the exception was raised in a function it called, before it returned): such a
+crash is ``crashed_in_call`` there (no test code ran between the mutated line and the
+exception); any other crash is a crash.
 
 Two ways to put a mutant in place, both used by ``properties/mutation.py``:
 
@@ -256,7 +258,9 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
     its traceback whose code comes from that file (or, when none does, of the exception it was
     raised from or while handling), as ``{"line": N, "function": qualified name, "message": the
     exception's text, shortened}``, and when the mutant's code is instrumented ``"same_call"``:
-    whether that frame is the invocation that ran the mutated statement (:func:`instrument`);
+    whether that frame is the invocation that ran the mutated statement (:func:`instrument`), and
+    ``"in_call"``: whether that invocation is on the traceback at all (the exception was raised in
+    it or in a function it called, before it returned);
     None when no frame is in that file (the exception was raised elsewhere without the module
     on the stack) or there is no exception.
     A group answers only when every one of its exceptions was raised at the same place."""
@@ -281,6 +285,9 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
                         if MARK in tb.tb_frame.f_locals:
                             marked.append(code.co_qualname)
                         where["same_call"] = _same_call(code, marked, tb.tb_frame)
+                        # a frame further out that ran the mutated statement: the exception went
+                        # through that invocation, so it was raised before the invocation returned
+                        where["in_call"] = bool(marked)
                 tb = tb.tb_next
             e, seen = e.__cause__ or e.__context__, seen + 1
         if where is None:
@@ -290,6 +297,7 @@ def raised_at(exc: BaseException | None, path: str | None) -> dict | None:
         return None
     if "same_call" in places[0]:
         places[0]["same_call"] = all(p["same_call"] for p in places)
+        places[0]["in_call"] = all(p["in_call"] for p in places)
     return places[0]
 
 

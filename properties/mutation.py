@@ -13,8 +13,8 @@
     profile's parts), stopping at the first failing assertion (after a crash only the remaining
     cheap tests run: one may still fail on an assertion), within a time limit
     ─► killed (which test) / incompetent (raised on its own lines) / crashed_in_call (raised later
-       in the call that ran them) / crashed (which test, which exception, where) / survived (the
-       diff) / timeout
+       in the call that ran them, or in a function that call called, before it returned) / crashed
+       (which test, which exception, where) / survived (the diff) / timeout
          │
          ▼  with ``judge="quick"``, a second, independent judge of every mutant that ran: the quick check (``flinkspec check --profile quick``) of the check suites
     that execute its lines (found by a baseline of every suite under coverage, one context per
@@ -56,15 +56,17 @@ mutant): in the state the test reached, the mutated line could not run at all, s
 produced no behaviour for an assertion to judge. It is reported apart, with its exception and
 line, and left out of the scores like an equivalent mutant.
 
-**Crashed in call.** A crash raised later in the very invocation of the mutated function that
-ran the mutated statement -- the innermost traceback frame in the mutated module's file is that
-invocation's frame (a ``None`` the mutant put in a local or an attribute, dereferenced a few
-lines on, before the call returns) -- is ``crashed_in_call``, also outside the scores: between
-the mutated statement and the exception no test code ran, so no assertion could judge any state
-the mutant made. The mutant's code is instrumented to tell (``properties.mutantrun.instrument``:
-a local of the call set just before the mutated statement, on its line). A crash raised anywhere
-else -- a later call, another function, a generator resumed -- stays ``crashed``: the mutant ran
-and its behaviour went unjudged. A run's verdict weighs every test that crashed: one crash
+**Crashed in call.** A crash raised before the very invocation of the mutated function that
+ran the mutated statement returned -- in that invocation's frame (a ``None`` the mutant put in a
+local or an attribute, dereferenced a few lines on) or in a function it called, directly or not
+(an argument made ``None`` that the callee dereferences, a table emptied that the callee
+indexes): that invocation's frame is on the exception's traceback -- is ``crashed_in_call``,
+also outside the scores: between the mutated statement and the exception no test code ran, so
+no assertion could judge any state the mutant made. The mutant's code is instrumented to tell
+(``properties.mutantrun.instrument``: a local of the call set just before the mutated
+statement, on its line). A crash raised after that invocation returned -- in a later call, the
+same function called again, a generator resumed, a lambda it made called later -- stays
+``crashed``: the mutant ran, the test held the state it made, and its behaviour went unjudged. A run's verdict weighs every test that crashed: one crash
 elsewhere makes it ``crashed``. A ``MemoryError`` (the run's memory limit, ``max_memory``) is
 always ``crashed``.
 
@@ -265,11 +267,16 @@ class Mutant:
         mutated code itself raised (:meth:`raised_itself`); ``"same call"`` when it was raised
         in the invocation of the mutated function that executed a changed line (``at["same_call"]``,
         recorded by the run's instrumented code: ``properties.mutantrun.instrument``), before that
-        invocation returned."""
+        invocation returned; ``"in callee"`` when it was raised in a function that invocation
+        called (directly or not), before it returned (``at["in_call"]``): the invocation passed
+        the mutant's value down (an argument made None, a table emptied) and its callee tripped
+        over it, with no test code run in between either."""
         if self.raised_itself(mutated_source, at):
             return "own line"
         if at is not None and at.get("same_call") and self.in_function(at):
             return "same call"
+        if at is not None and at.get("in_call"):
+            return "in callee"
         return None
 
 
@@ -827,8 +834,9 @@ def _crash_verdict(job: Job, info: dict) -> tuple[str, dict]:
     """A crashed run's outcome and the crash that decides it (``{"test", "exception",
     "raised_at"}``), from every crashing test of the run (``info["crashes"]``; the quick judge
     has one): ``incompetent`` when every crash was raised on the mutant's own lines,
-    ``crashed_in_call`` when every one was raised there or in the invocation of the mutated
-    function that executed a changed line (``raised_at["kind"]`` says which), else ``crashed``
+    ``crashed_in_call`` when every one was raised there or during the invocation of the mutated
+    function that executed a changed line, in that invocation itself or in a function it called
+    (``raised_at["kind"]`` says which: ``"own line"``, ``"same call"``, ``"in callee"``), else ``crashed``
     (the first crash raised elsewhere decides: there the mutant's wrong state left the call).
     A ``MemoryError`` is always a crash: where memory ran out says nothing of where the mutant
     went wrong."""
@@ -838,10 +846,10 @@ def _crash_verdict(job: Job, info: dict) -> tuple[str, dict]:
              for c in crashes]
     if None in kinds:
         return "crashed", crashes[kinds.index(None)]
-    pick = "same call" if "same call" in kinds else "own line"
+    pick = next(k for k in ("in callee", "same call", "own line") if k in kinds)
     crash = dict(crashes[kinds.index(pick)])
     crash["raised_at"] = {**crash["raised_at"], "kind": pick}
-    return ("crashed_in_call" if pick == "same call" else "incompetent"), crash
+    return ("incompetent" if pick == "own line" else "crashed_in_call"), crash
 
 
 def run_local(jobs: list[Job], *, workers: int, deadline: float | None,

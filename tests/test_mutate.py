@@ -487,6 +487,10 @@ class Store:
     def get(self, k):
         return self.table[k]
 
+    def put_through(self, k, v):
+        self.table = None  # mutant: the put stores None
+        return self.get(k)
+
     def step(self):
         value = self.count + 1
         self.count = None  # mutant: the step stores None
@@ -547,7 +551,8 @@ def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_on
     statement (a local of that call, set just before it): a None
     stored and dereferenced before that call returns is crashed_in_call; the same None read by
     a later call (another method, the same method called again, a generator resumed) is a
-    crash: between the two, the test had the state in hand."""
+    crash: between the two, the test had the state in hand; read by a function the call itself
+    calls, it is crashed_in_call again ("in callee")."""
     path = str(tmp_path / "planted_store.py")
 
     def verdict(mutant, at):
@@ -568,8 +573,15 @@ def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_on
         s.get("k")
 
     at = _traced(path, later, put_then_get)
-    assert at["function"] == "Store.get" and at["same_call"] is False
+    assert at["function"] == "Store.get" and at["same_call"] is False and at["in_call"] is False
     assert verdict(later, at)[0] == "crashed"
+
+    # the same None read by a function the mutated invocation calls, before it returns:
+    # crashed_in_call, raised in a callee
+    through = _synthetic_mutant(SYNTHETIC, "Store.put_through")
+    at = _traced(path, through, lambda ns: ns["Store"]().put_through("k", 1))
+    assert at["function"] == "Store.get" and at["same_call"] is False and at["in_call"] is True
+    assert verdict(through, at) == ("crashed_in_call", {**at, "kind": "in callee"})
 
     # the mutated method itself, called again: a new invocation (a new frame, perhaps at the
     # address of the first) raises before it runs the mutated line: crashed
@@ -582,6 +594,7 @@ def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_on
 
     at = _traced(path, step, step_twice)
     assert at["function"] == "Store.step" and at["line"] == step.line - 1 and at["same_call"] is False
+    assert at["in_call"] is False
     assert verdict(step, at)[0] == "crashed"
 
     # a comprehension of the invocation, run within it, trips over its None: crashed_in_call; a
@@ -599,11 +612,13 @@ def test_a_crash_in_the_call_that_ran_the_mutated_line_is_crashed_in_call_and_on
 
     at = _traced(path, key, make_then_use)
     assert at["function"] == "Store.make_key.<locals>.<lambda>" and at["same_call"] is False
+    assert at["in_call"] is False
     assert verdict(key, at)[0] == "crashed"
     # a generator resumed is a new invocation: the caller ran between the two resumptions
     g = _synthetic_mutant(SYNTHETIC, "gen")
     at = _traced(path, g, lambda ns: list(ns["gen"]()))
-    assert at["function"] == "gen" and at["same_call"] is False and verdict(g, at)[0] == "crashed"
+    assert at["function"] == "gen" and at["same_call"] is False and at["in_call"] is False
+    assert verdict(g, at)[0] == "crashed"
     # ... and a mutated statement in a branch, a loop header or an elif gets its mark, on its own line
     from properties import mutantrun
 
