@@ -192,6 +192,30 @@ KILL_PROFILES: dict[str, KillProfile] = {
                               "tests/test_focused_machines.py", *SCENARIOS, *CLUSTER_RUNS)),
     "creditbasedflowcontrol": KillProfile(("tests/test_creditbasedflowcontrol.py", PEER_CASES, *SCENARIOS,
                                            *CLUSTER_RUNS)),
+    # the manager call by call (tests/test_checkpointfailuremanager_state.py) and alone, then the
+    # real declined-checkpoint trace validated against the model under two thresholds
+    "checkpointfailuremanager": KillProfile((
+        "tests/test_checkpointfailuremanager_state.py", "tests/test_checkpointfailuremanager.py",
+        "tests/test_trace_validation.py::test_a_declined_checkpoint_is_compared_with_its_task_and_its_global_failover",
+        "tests/test_trace_validation.py::test_validation_fails_on_a_global_failover_the_threshold_tolerates",
+        *SCENARIOS, *CLUSTER_RUNS)),
+    # the graph, the list state, the restored state and the in-flight data call by call
+    # (tests/test_rescaling_state.py), a resubmitted job's graph in a real trace, the searches
+    # that rescale a source, then the savepoint and rescale scenarios (among the scenarios)
+    "rescaling": KillProfile((
+        "tests/test_rescaling_state.py", "tests/test_rescale_source.py",
+        "tests/test_trace_validation.py::test_a_resubmitted_job_gets_flinks_default_partitioner_for_its_new_parallelisms",
+        *SCENARIOS, *CLUSTER_RUNS)),
+    # every field of small ExecutionGraphs (tests/test_executiongraph_state.py), the wiring, the
+    # chaining and the slot sharing built on it, then the scenarios and the cluster runs
+    "executiongraph": KillProfile(("tests/test_executiongraph_state.py", "tests/test_executiongraph_wiring.py",
+                                   "tests/test_chaining.py", "tests/test_slotsharing.py", *SCENARIOS,
+                                   *CLUSTER_RUNS)),
+    # every field of each allocation call by call (tests/test_slotsharing_state.py), the strategy,
+    # the z3 bound of the slots, the control plane's slot requests, then the cluster runs
+    "slotsharing": KillProfile(("tests/test_slotsharing_state.py", "tests/test_slotsharing.py",
+                                "tests/test_z3_slots.py", "tests/test_controlplane_slots.py", *SCENARIOS,
+                                *CLUSTER_RUNS)),
 }
 
 
