@@ -3,10 +3,12 @@ ResultPartition and InputGate of small graphs asserted whole, the lookups, and t
 ranges against ``EdgeManagerBuildUtil.connectPointwise``'s own loops for every pair of
 parallelisms up to 8."""
 
+import networkx as nx
 import pytest
 
-from model.executiongraph import (InputChannel, InputGate, ResultPartition, Subtask, compile_stream_graph,
-                                  pointwise_consumers, pointwise_producers)
+from model.executiongraph import (InputChannel, InputGate, ResultPartition, Subtask, build_execution_graph,
+                                  compile_stream_graph, pointwise_consumers, pointwise_producers)
+from model.jobgraph import compile_job_graph
 from model.streamgraph import EdgeSpec, OperatorSpec, StreamGraph
 
 
@@ -51,9 +53,21 @@ def _job(p, c, partitioner, mode="pipelined", maxp=None):
         EdgeSpec(source="up", target="down", partitioner=partitioner, exchange_mode=mode),)))
 
 
+def test_the_graph_keeps_its_job_graph_and_stream_graph():
+    ops = (OperatorSpec(name="up", kind="source", parallelism=2), OperatorSpec(name="down", kind="map", parallelism=2))
+    sg = StreamGraph(name="k", operators=ops, edges=(EdgeSpec(source="up", target="down", partitioner="hash"),))
+    jg = compile_job_graph(sg)
+    eg = build_execution_graph(jg)
+    assert (eg.stream_graph, eg.job_graph, type(eg.graph)) == (jg.stream_graph, jg, nx.MultiDiGraph)
+    assert eg.first_subtask == {"up": 0, "down": 2}
+    assert sorted(eg.graph.edges(keys=True)) == [(0, 2, 0), (0, 3, 2), (1, 2, 1), (1, 3, 3)]
+
+
 def test_a_fan_out_graph_whole():
     """up (p=2) --rescale--> down (p=3, maxP 7): up0 feeds down0, down1; up1 feeds down2."""
     eg = _job(2, 3, "rescale", maxp=7)
+    assert (eg.stream_graph.name, type(eg.job_graph).__name__, type(eg.graph).__name__) == \
+        ("w", "JobGraph", "MultiDiGraph")
     assert eg.subtasks == (
         Subtask(id=0, job_vertex="up", subtask_index=0, parallelism=2),
         Subtask(id=1, job_vertex="up", subtask_index=1, parallelism=2),
@@ -129,3 +143,29 @@ def test_two_edges_into_one_consumer_and_the_lookups():
             eg.subtask_id("k", bad)
     assert eg.subtask_id("k", 0) == k0 and eg.subtask_id("k", 1) == k1
     assert eg.subtasks[k1].name == "k (2/2)" and eg.subtasks[a0].name == "a (1/1)"
+
+
+def test_a_single_vertex_graph_whole():
+    """A job of one vertex (source and sink chained, p=3): three subtasks, no channel."""
+    ops = (OperatorSpec(name="src", kind="source", parallelism=3),
+           OperatorSpec(name="out", kind="sink", parallelism=3, sink_kind="upsert"))
+    eg = compile_stream_graph(StreamGraph(name="one", operators=ops, edges=(
+        EdgeSpec(source="src", target="out", partitioner="forward"),)))
+    (vid,) = eg.job_graph.vertices
+    assert eg.first_subtask == {vid: 0}
+    assert eg.subtasks_of(vid) == (0, 1, 2) and eg.subtask_id(vid, 2) == 2
+    assert [(s.id, s.subtask_index, s.parallelism) for s in eg.subtasks] == [(0, 0, 3), (1, 1, 3), (2, 2, 3)]
+    assert eg.channels == () and eg.partitions == ((), (), ()) and eg.input_gates == ((), (), ())
+    assert repr(eg) == "<ExecutionGraph 'one': 3 subtasks, 0 channels>"
+
+
+def test_three_inputs_give_gates_zero_one_two():
+    """a, b, c (p=1 each) --rebalance--> k (p=2): k's gates 0, 1, 2 in JobEdge order."""
+    ops = tuple(OperatorSpec(name=n, kind="source", parallelism=1) for n in "abc") + (
+        OperatorSpec(name="k", kind="map", parallelism=2),)
+    eg = compile_stream_graph(StreamGraph(name="three", operators=ops, edges=tuple(
+        EdgeSpec(source=n, target="k", partitioner="rebalance") for n in "abc")))
+    for s in eg.subtasks_of("k"):
+        assert [g.job_edge for g in eg.input_gates[s]] == [0, 1, 2]
+        assert [(eg.channels[c].gate, eg.channels[c].gate_channel) for g in eg.input_gates[s] for c in g.channels] \
+            == [(0, 0), (1, 0), (2, 0)]
