@@ -139,3 +139,10 @@ def test_a_re_placement_call_by_call():
 def test_duplicate_task_manager_ids_are_one_clear_error():
     with pytest.raises(InvalidArgument, match=r"duplicate TaskManager ids in \['tm', 'tm', 'x'\]"):
         allocate(_eg(), [TaskManager("tm", 1), TaskManager("x", 1), TaskManager("tm", 2)])
+
+
+def test_an_allocation_built_without_its_task_managers_has_none():
+    a = SlotAllocation(state=WAITING_FOR_RESOURCES, groups=(), slot_of_group=(), slot_of_subtask=(),
+                       required_slots={}, available_slots=0)
+    assert a.task_managers == () and a.lost_task_managers == frozenset()
+    assert a.total_required_slots == 0 and a.used_slots() == () and a.subtasks_on("tm") == ()
