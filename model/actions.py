@@ -377,8 +377,9 @@ class DeliverKind(ActionKind):
             if net.backpressured(task.barrier_outputs, cap):
                 return f"consumer task {task.subtask.name} is back-pressured (an output subpartition is full)"
             return None
-        for out in task.out_deques:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
-            if len(out) >= cap:
+        queues = net.queues
+        for out in task.barrier_outputs:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
+            if len(queues[out]) >= cap:
                 return f"consumer task {task.subtask.name} is back-pressured (an output channel is full)"
         return None
 
@@ -403,7 +404,7 @@ class DeliverKind(ActionKind):
             net.received[ch] += 1
             if task.persisting and task.local_of[ch] in task.persisting:
                 task.input_cs[ch].append(e)
-            task.head.process(e[0], e[1], e[2])
+            task.head.process(net.queues, e[0], e[1], e[2])
             if task.deferred:
                 task.run_deferred()
         else:
@@ -462,8 +463,9 @@ class _SourceKind(ActionKind):
                 if c.net.backpressured(t.barrier_outputs, cap):
                     return f"{t.subtask.name} is back-pressured (an output subpartition is full)"
             else:
-                for out in t.out_deques:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
-                    if len(out) >= cap:
+                queues = c.net.queues
+                for out in t.barrier_outputs:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
+                    if len(queues[out]) >= cap:
                         return f"{t.subtask.name} is back-pressured (an output channel is full)"
         return self.source_guard(t.source)
 
@@ -492,7 +494,7 @@ class SourceEmitKind(_SourceKind):
     def apply(self, c, a):
         t = c.tasks[a.subtask]
         rec = t.source.next_record()
-        t.head.process(rec[0], rec[1], rec[2])
+        t.head.process(c.net.queues, rec[0], rec[1], rec[2])
 
     def footprint(self, c, a):
         """A source emits inside its own chain."""

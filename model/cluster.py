@@ -753,8 +753,7 @@ class Cluster:
         build = None  # noqa: F841 -- the recursive closure refers to itself: a reference cycle
         op_nodes = [nodes[n] for n in vertex.operators if ops[n].kind != "source"]
         input_channels = [c for gate in eg.input_gates[st.id] for c in gate.channels]
-        output = TaskOutput([self.channels[c] for c in out_channels],
-                            [self.channels[c] for c in out_channels if not self.blocking[c]])
+        output = TaskOutput(out_channels, [c for c in out_channels if not self.blocking[c]])
         edges = eg.job_graph.edges
         unsupported = frozenset(c for c in out_channels if barriers_forced_aligned(edges[eg.channels[c].job_edge]))
         task = StreamTask(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels,
@@ -819,7 +818,7 @@ class Cluster:
         """The ``RecordWriterOutput`` of result partition ``part`` of ``st``, with its partitioner
         (state, like the rebalance position, lives in the object, so ``copy()`` and
         ``fingerprint()`` see it)."""
-        chans = [self.channels[c] for c in part.channels]
+        chans = tuple(part.channels)
         n = len(chans)
         kind = part.partitioner
         if n == 1 or kind == "forward":
@@ -1058,8 +1057,9 @@ class Cluster:
         cap = self.scope.channel_capacity
         if self.net.network:  # only the unsent buffers count (model.creditbasedflowcontrol)
             return not self.net.backpressured(task.barrier_outputs, cap)
-        for q in task.out_deques:
-            if len(q) >= cap:
+        queues = self.net.queues
+        for c in task.barrier_outputs:
+            if len(queues[c]) >= cap:
                 return False
         return True
 

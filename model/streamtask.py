@@ -156,7 +156,12 @@ def _watermark(ts: int) -> Watermark:
 
 
 class ChainNode:
-    """An operator in a chain: ``process`` a record, ``watermark``, ``snapshot``/``restore``."""
+    """An operator in a chain: ``process`` a record, ``watermark``, ``snapshot``/``restore``.
+
+    ``process``, ``watermark`` and ``end_input`` are handed the network's channel queues
+    (``Channels.queues``) with each call and pass them down the chain: the record writers at
+    its end name their channels by index and append to ``queues[channel]`` (no part of the
+    chain holds a channel)."""
 
     __slots__ = ("name", "next")
 
@@ -164,14 +169,14 @@ class ChainNode:
         """Chain ``nxt`` after this operator."""
         self.next = nxt
 
-    def process(self, k, v, ts):  # pragma: no cover - overridden
+    def process(self, queues, k, v, ts):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def watermark(self, ts: int) -> None:
-        self.next.watermark(ts)
+    def watermark(self, queues, ts: int) -> None:
+        self.next.watermark(queues, ts)
 
-    def end_input(self) -> None:
-        self.next.end_input()
+    def end_input(self, queues) -> None:
+        self.next.end_input(queues)
 
     def snapshot(self, checkpoint_id: int, snap: TaskSnapshot) -> None:
         return None
@@ -192,9 +197,9 @@ class MapNode(ChainNode):
         self.name = name
         self.fn = fn
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         k, v = self.fn(k, v)
-        self.next.process(k, v, ts)
+        self.next.process(queues, k, v, ts)
 
 
 class FilterNode(ChainNode):
@@ -204,16 +209,16 @@ class FilterNode(ChainNode):
         self.name = name
         self.fn = fn
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         if self.fn(k, v):
-            self.next.process(k, v, ts)
+            self.next.process(queues, k, v, ts)
 
 
 class KeyedNode(ChainNode):
     """Wraps a keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``) whose state
     is kept per key group; late records go to the task's side output list."""
 
-    __slots__ = ("op", "late", "skips", "is_window", "collect")
+    __slots__ = ("op", "late", "skips", "is_window")
 
     def __init__(self, name, op, late: list, is_window: bool, skips: list | None = None):
         self.name = name
@@ -224,13 +229,8 @@ class KeyedNode(ChainNode):
         self.skips = [] if skips is None else skips
         self.is_window = is_window
 
-    def process(self, k, v, ts):
-        self.op.process_element(k, v, ts, self)
-
-    def link(self, nxt) -> None:
-        # the operator's output interface: ``collect`` is the next operator's ``process``
-        self.next = nxt
-        self.collect = nxt.process
+    def process(self, queues, k, v, ts):
+        self.op.process_element(k, v, ts, ChainOutput(self, queues))
 
     def collect_late(self, k, v, ts):
         # the watermark the operator had when the record arrived: what justifies the drop
@@ -239,13 +239,34 @@ class KeyedNode(ChainNode):
     def skip_window(self, k, v, ts, max_ts):
         self.skips.append((self.name, k, v, ts, self.op.current_watermark, max_ts))
 
-    def watermark(self, ts):
+    def watermark(self, queues, ts):
         if self.is_window:
-            self.op.advance_watermark(ts, self)
-        self.next.watermark(ts)
+            self.op.advance_watermark(ts, ChainOutput(self, queues))
+        self.next.watermark(queues, ts)
 
     def snapshot(self, checkpoint_id, snap):
         snap.keyed[self.name] = self.op.snapshot_state()
+
+
+class ChainOutput:
+    """A keyed operator's output for one call (``model.windowing.WindowOutput``): what it
+    emits goes to the next operator of the chain with the channel queues the call was handed;
+    late and skipped records to the node's side lists. Made per call, held by nobody after it."""
+
+    __slots__ = ("node", "queues")
+
+    def __init__(self, node: KeyedNode, queues):
+        self.node = node
+        self.queues = queues
+
+    def collect(self, k, v, ts):
+        self.node.next.process(self.queues, k, v, ts)
+
+    def collect_late(self, k, v, ts):
+        self.node.collect_late(k, v, ts)
+
+    def skip_window(self, k, v, ts, max_ts):
+        self.node.skip_window(k, v, ts, max_ts)
 
 
 class SinkNode(ChainNode):
@@ -258,13 +279,13 @@ class SinkNode(ChainNode):
         self.sink = sink
         self.next = None
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         self.sink.write(k, v, ts)
 
-    def watermark(self, ts):
+    def watermark(self, queues, ts):
         return None
 
-    def end_input(self):
+    def end_input(self, queues):
         return None
 
     def snapshot(self, checkpoint_id, snap):
@@ -281,21 +302,22 @@ class SinkNode(ChainNode):
 class RecordWriterOutput(ChainNode):
     """``RecordWriterOutput`` of one result partition with its partitioner (the subclasses:
     the RecordWriter's ``ChannelSelector``): ``process`` routes a record to the channel(s) the
-    partitioner selects; watermarks are broadcast to every channel of the partition."""
+    partitioner selects; watermarks are broadcast to every channel of the partition.
+    ``channels``: the partition's channel ids, in subpartition order."""
 
     __slots__ = ("channels",)
 
     def __init__(self, channels):
         self.name = "<output>"
         self.next = None
-        self.channels = channels
+        self.channels = tuple(channels)
 
-    def watermark(self, ts):
+    def watermark(self, queues, ts):
         wm = _WM_CACHE.get(ts) or _watermark(ts)
-        for ch in self.channels:
-            ch.append(wm)
+        for c in self.channels:
+            queues[c].append(wm)
 
-    def end_input(self):
+    def end_input(self, queues):
         return None
 
 
@@ -308,8 +330,8 @@ class ForwardPartitioner(RecordWriterOutput):
         super().__init__(channels)
         self.channel = channels[0]
 
-    def process(self, k, v, ts):
-        self.channel.append((k, v, ts))
+    def process(self, queues, k, v, ts):
+        queues[self.channel].append((k, v, ts))
 
 
 class RebalancePartitioner(RecordWriterOutput):
@@ -322,12 +344,12 @@ class RebalancePartitioner(RecordWriterOutput):
         super().__init__(channels)
         self.next_channel = start
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         i = self.next_channel + 1
         if i >= len(self.channels):
             i = 0
         self.next_channel = i
-        self.channels[i].append((k, v, ts))
+        queues[self.channels[i]].append((k, v, ts))
 
 
 class BroadcastPartitioner(RecordWriterOutput):
@@ -335,10 +357,10 @@ class BroadcastPartitioner(RecordWriterOutput):
 
     __slots__ = ()
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         rec = (k, v, ts)
-        for ch in self.channels:
-            ch.append(rec)
+        for c in self.channels:
+            queues[c].append(rec)
 
 
 @value  # a memo of a pure function: every copy shares it
@@ -363,12 +385,12 @@ class KeyGroupStreamPartitioner(RecordWriterOutput):
         self.assign_channel = assign_channel
         self.memo = _Memo()
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         known = self.memo.known
         i = known.get(k)
         if i is None:
             i = known[k] = self.assign_channel(k)
-        self.channels[i].append((k, v, ts))
+        queues[self.channels[i]].append((k, v, ts))
 
 
 class Fanout(ChainNode):
@@ -381,17 +403,17 @@ class Fanout(ChainNode):
         self.next = None
         self.outputs = tuple(outputs)
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         for o in self.outputs:
-            o.process(k, v, ts)
+            o.process(queues, k, v, ts)
 
-    def watermark(self, ts):
+    def watermark(self, queues, ts):
         for o in self.outputs:
-            o.watermark(ts)
+            o.watermark(queues, ts)
 
-    def end_input(self):
+    def end_input(self, queues):
         for o in self.outputs:
-            o.end_input()
+            o.end_input(queues)
 
 
 class Discard(ChainNode):
@@ -403,34 +425,35 @@ class Discard(ChainNode):
         self.name = "<discard>"
         self.next = None
 
-    def process(self, k, v, ts):
+    def process(self, queues, k, v, ts):
         return None
 
-    def watermark(self, ts):
+    def watermark(self, queues, ts):
         return None
 
-    def end_input(self):
+    def end_input(self, queues):
         return None
 
 
 class TaskOutput:
     """Events (watermark status, EndOfPartition) go to every output channel; checkpoint
     barriers and cancel markers only to pipelined ones (``barrier_channels``): a blocking
-    partition is consumed after its producer finished and carries no barriers."""
+    partition is consumed after its producer finished and carries no barriers. Channels by
+    id; the queues are handed with each call."""
 
     __slots__ = ("channels", "barrier_channels")
 
     def __init__(self, channels, barrier_channels):
-        self.channels = channels
-        self.barrier_channels = barrier_channels
+        self.channels = tuple(channels)
+        self.barrier_channels = tuple(barrier_channels)
 
-    def emit(self, event):
-        for ch in self.channels:
-            ch.append(event)
+    def emit(self, queues, event):
+        for c in self.channels:
+            queues[c].append(event)
 
-    def emit_barrier(self, event):
-        for ch in self.barrier_channels:
-            ch.append(event)
+    def emit_barrier(self, queues, event):
+        for c in self.barrier_channels:
+            queues[c].append(event)
 
 
 class SourceReader:
@@ -526,7 +549,7 @@ class StreamTask:
         "id", "subtask", "net", "config", "outbox", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "forced_aligned_outputs", "out_deques", "last_triggered", "deferred",
+        "barrier_channels", "barrier_outputs", "forced_aligned_outputs", "last_triggered", "deferred",
         "backend", "out_of_order", "triggers", "aborted_triggers",
     )
     #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
@@ -560,7 +583,6 @@ class StreamTask:
         #: the pipelined outputs whose barriers go aligned whatever the checkpoint's alignment
         #: (``RecordWriterOutput.supportsUnalignedCheckpoints`` false)
         self.forced_aligned_outputs = frozenset(c for c in self.barrier_outputs if c in unaligned_unsupported)
-        self.out_deques = [net.queues[c] for c in self.barrier_outputs]
         self.valve = None
         self.handler = None
         self.status = RUNNING
@@ -598,10 +620,10 @@ class StreamTask:
     # passed to each call, never held by them (no reference cycle through the task's parts).
     # Watermarks go straight to the head of the chain; the status goes to the task's outputs.
     def emit_watermark(self, ts: int) -> None:
-        self.head.watermark(ts)
+        self.head.watermark(self.net.queues, ts)
 
     def emit_watermark_status(self, idle: bool) -> None:
-        self.output.emit(IDLE if idle else ACTIVE)
+        self.output.emit(self.net.queues, IDLE if idle else ACTIVE)
 
     # -- snapshots --------------------------------------------------------------------------
     def take_snapshot(self, checkpoint_id: int) -> TaskSnapshot:
@@ -695,7 +717,7 @@ class StreamTask:
             return verdict
         if verdict is TRIGGER_ABORTED:
             self.last_triggered = cid
-            self.output.emit_barrier(CancelCheckpointMarker(cid))
+            self.output.emit_barrier(self.net.queues, CancelCheckpointMarker(cid))
             return verdict
         self.perform_checkpoint(barrier, barrier.unaligned)
         return verdict
@@ -745,7 +767,7 @@ class StreamTask:
                 for c in self.barrier_outputs:
                     queues[c].append(out.with_unaligned_unsupported() if c in forced else out)
             else:
-                self.output.emit_barrier(out)
+                self.output.emit_barrier(self.net.queues, out)
             self.acknowledge_checkpoint(snap)
 
     def run_deferred(self) -> None:
@@ -760,7 +782,7 @@ class StreamTask:
         if self.deferred and self.deferred.id <= checkpoint_id:
             self.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
         self.timer = None
-        self.output.emit_barrier(CancelCheckpointMarker(checkpoint_id))
+        self.output.emit_barrier(self.net.queues, CancelCheckpointMarker(checkpoint_id))
         self.outbox.append(DeclineCheckpoint(self.id, checkpoint_id, reason))
 
     def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
@@ -835,9 +857,10 @@ class StreamTask:
         """All inputs ended (``endInput``): flush, forward EndOfPartition, ack pending checkpoints."""
         if self.status != RUNNING:
             return
-        self.head.end_input()
+        queues = self.net.queues
+        self.head.end_input(queues)
         self.status = FINISHED
-        self.output.emit(END_OF_PARTITION)
+        self.output.emit(queues, END_OF_PARTITION)
         self.outbox.append(TaskFinished(self.id))
 
 

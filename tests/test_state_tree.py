@@ -3,7 +3,8 @@ single-owned (a value representation cannot hold one object in two places; each 
 must be an index or a name). What is still shared is listed in docs/architecture.md ("State
 as a value"); this test guards what was made single-owned: the tasks (held once, in
 ``Cluster.tasks``), a two-phase-commit sink's transactions (held by the external system, named
-by id in the sink) and the network's channel arrays (held by ``Cluster.net``)."""
+by id in the sink), the network's channel arrays and each channel's queue (held by
+``Cluster.net``; the record writers and the task's output name channels by id)."""
 
 from __future__ import annotations
 
@@ -75,7 +76,8 @@ def owners(state) -> dict:
 
 def _shared(state, kinds) -> list:
     return [(type(x).__name__, paths[:2]) for x, paths in owners(state).values()
-            if len(paths) > 1 and (isinstance(x, kinds) or any(x is a for a in _arrays(state)))]
+            if len(paths) > 1 and (isinstance(x, kinds) or any(x is a for a in _arrays(state))
+                                   or any(x is q for q in _queues(state)))]
 
 
 def _arrays(state) -> list:
@@ -83,8 +85,15 @@ def _arrays(state) -> list:
     return [getattr(net, n) for n in Channels.__slots__] if isinstance(net, Channels) else []
 
 
+def _queues(state) -> list:
+    """The channels' element queues (held by the network, named by id in the record writers and
+    the task's output, which are handed ``Channels.queues`` with each call)."""
+    net = state.net
+    return list(net.queues) if isinstance(net, Channels) else []
+
+
 @pytest.mark.parametrize("name", VARIANTS)
-def test_tasks_transactions_and_channel_arrays_have_one_owner(name):
+def test_tasks_transactions_channel_arrays_and_queues_have_one_owner(name):
     for seed in range(2):
         run = Run(small_scenario(variant(name), seed))
         rng = random.Random(seed)
@@ -105,3 +114,5 @@ def test_the_walk_finds_an_object_held_twice():
     assert ("StreamTask", [("tasks", 0), ("held_again", 0)]) in _shared(c, (StreamTask,))
     c.__dict__["prio"] = c.net.prio  # a channel array held beside the network, as the cluster once did
     assert ("list", [("net", "prio"), ("prio",)]) in _shared(c, (StreamTask,))
+    c.__dict__["out"] = [c.net.queues[0]]  # a channel's queue held by a writer, as the writers once did
+    assert ("deque", [("net", "queues", 0), ("out", 0)]) in _shared(c, (StreamTask,))
