@@ -388,7 +388,7 @@ class DeliverKind(ActionKind):
     def apply(self, c, a):
         """The consumer takes the head element and processes it (``StreamOneInputProcessor``):
         a record goes through the chain (and into the unaligned channel state being persisted),
-        anything else to ``StreamTask.process_event``."""
+        anything else to ``TaskContext.process_event``."""
         net = c.net
         ch = a.channel
         task = c.tasks[net.consumer_of[ch]]
@@ -406,9 +406,9 @@ class DeliverKind(ActionKind):
                 task.input_cs[ch].append(e)
             task.head.process(net.queues, e[0], e[1], e[2])
             if task.deferred:
-                task.run_deferred()
+                c.context(task).run_deferred()
         else:
-            task.process_event(e, ch, c.now)
+            c.context(task).process_event(e, ch, c.now)
 
     def footprint(self, c, a):
         """A record or a watermark is processed inside the consumer's chain (state, timers,
@@ -549,7 +549,7 @@ class SourceIdleKind(_SourceKind):
 
     def apply(self, c, a):
         t = c.tasks[a.subtask]
-        t.source.wm_output.mark_idle(t)
+        t.source.wm_output.mark_idle(c.context(t))
         if c.environment.max_idle_periods is not None:  # counted only under a budget: an unbounded
             c.job.idle_periods += 1                 # run's IDLE/ACTIVE toggles return to one state
 
@@ -570,7 +570,7 @@ class SourceActiveKind(_SourceKind):
 
     def apply(self, c, a):
         t = c.tasks[a.subtask]
-        t.source.wm_output.mark_active(t)
+        t.source.wm_output.mark_active(c.context(t))
 
     def describe(self, c, a):
         return f"{_name(c, a.subtask)} becomes ACTIVE again"
@@ -719,7 +719,7 @@ class NotifyCheckpointCompleteKind(ActionKind):
 @register
 class DeliverCheckpointTriggerKind(ActionKind):
     """Offered while the job runs, for every trigger RPC in flight to a running task
-    (``StreamTask.triggers``), in any order: ``StreamTask.trigger_checkpoint`` takes, ignores
+    (``StreamTask.triggers``), in any order: ``TaskContext.trigger_checkpoint`` takes, ignores
     or cancels it as Flink's ``SubtaskCheckpointCoordinatorImpl.checkpointState`` does."""
 
     action = DeliverCheckpointTrigger

@@ -103,6 +103,7 @@ from model.streamtask import (
     SinkNode,
     SourceReader,
     StreamTask,
+    TaskContext,
     TaskOutput,
 )
 from model.watermarkstatus import StatusWatermarkValve
@@ -756,7 +757,7 @@ class Cluster:
         output = TaskOutput(out_channels, [c for c in out_channels if not self.blocking[c]])
         edges = eg.job_graph.edges
         unsupported = frozenset(c for c in out_channels if barriers_forced_aligned(edges[eg.channels[c].job_edge]))
-        task = StreamTask(self.net, self.config, self.outbox, st, head, op_nodes, output, None, input_channels, out_channels,
+        task = StreamTask(self.net.blocking, self.config, st, head, op_nodes, output, None, input_channels, out_channels,
                           unsupported)
         if self.storage is not None:
             task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}",
@@ -954,7 +955,7 @@ class Cluster:
     # -- state backends and checkpoint storage (only with RuntimeConfig.state_backend) ----------
     def _acknowledge_finished(self, task: StreamTask, cid: int) -> None:
         """A finished task acknowledges with its final state: both phases at once."""
-        snap = task.take_snapshot(cid)
+        snap = self.context(task).take_snapshot(cid)
         if task.backend is not None:
             snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid))
         self._acknowledge(task, snap)
@@ -1111,16 +1112,22 @@ class Cluster:
 
     # -- mechanisms the action kinds apply (their guards hold; Deliver and SourceEmit, the hot
     # path, are applied by their units directly) ---------------------------------------------------
+    def context(self, task: StreamTask) -> TaskContext:
+        """A call into ``task``, with the network and the outbox this cluster owns (made per
+        call, kept by nobody)."""
+        return TaskContext(task, self.net, self.outbox)
+
     def source_watermark(self, t: StreamTask) -> None:
         src = t.source
-        src.wm_output.emit_watermark(src.current_watermark(), t)
+        src.wm_output.emit_watermark(src.current_watermark(), self.context(t))
 
     def source_end(self, t: StreamTask) -> None:
         src = t.source
-        src.wm_output.mark_active(t)
-        src.wm_output.emit_watermark(LONG_MAX, t)
+        ctx = self.context(t)
+        src.wm_output.mark_active(ctx)
+        src.wm_output.emit_watermark(LONG_MAX, ctx)
         src.ended = True
-        t.finish()
+        ctx.finish()
 
     def trigger_checkpoint(self, savepoint: bool) -> None:
         self.job.checkpoints_triggered += 1
@@ -1147,17 +1154,17 @@ class Cluster:
                 if in_flight:
                     t.triggers = t.triggers + (barrier,)
                     continue
-                t.trigger_checkpoint(barrier)
+                self.context(t).trigger_checkpoint(barrier)
                 self.deliver_messages()
 
     def deliver_checkpoint_trigger(self, subtask: int, checkpoint_id: int) -> str:
         """The trigger RPC of ``checkpoint_id`` in flight to ``subtask`` reaches it
-        (``StreamTask.trigger_checkpoint``); returns what the task did with it."""
+        (``TaskContext.trigger_checkpoint``); returns what the task did with it."""
         t = self.tasks[subtask]
         barrier = next(b for b in t.triggers if b.id == checkpoint_id)
         t.triggers = tuple(b for b in t.triggers if b is not barrier)
         newest, notified = t.last_triggered, checkpoint_id in t.aborted_triggers
-        verdict = t.trigger_checkpoint(barrier)
+        verdict = self.context(t).trigger_checkpoint(barrier)
         self.events.append(("trigger_delivered", self.now, subtask, checkpoint_id, newest, notified, verdict))
         self.deliver_messages()
         return verdict
@@ -1184,7 +1191,7 @@ class Cluster:
     def alignment_timeout(self, t: StreamTask) -> None:
         cid = t.timer[0]
         t.timer = None
-        t.handler.on_alignment_timeout(t, cid)
+        t.handler.on_alignment_timeout(self.context(t), cid)
 
     # -- failures and recovery ------------------------------------------------------------------
     def fail_task(self, subtask: int) -> None:
@@ -1431,7 +1438,7 @@ class Cluster:
             if t.status == FINISHED:
                 self._acknowledge_finished(t, cid)
             elif t.status == RUNNING and not t.barrier_channels:
-                t.trigger(barrier, False)
+                self.context(t).trigger(barrier, False)
                 self.deliver_messages()
                 if job.stopping is None:
                     return

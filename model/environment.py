@@ -44,7 +44,7 @@ environment. Every action of an environment kind is offered only while its budge
   tasks it triggers (the sources): "at_once" (in the step that triggers the checkpoint, at
   every such task) or "any_order" (one message per task, each delivered by its own
   DeliverCheckpointTrigger step, in any order among the checkpoints, before or after the
-  checkpoint was aborted: ``model.streamtask.StreamTask.trigger_checkpoint`` says what a task
+  checkpoint was aborted: ``model.streamtask.TaskContext.trigger_checkpoint`` says what a task
   does with a late one). "at_once" reaches a subset of "any_order"'s states.
 
 Invariant: an Environment never changes what the runtime does with an action it took; it only

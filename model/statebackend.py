@@ -5,7 +5,7 @@ many records the task processes before the asynchronous phase runs; an increment
 restores to the same state as a full one of the same moment.
 
 A snapshot has two phases. The *synchronous* phase runs in the task at the barrier
-(``StreamTask.take_snapshot`` calls :meth:`KeyedStateBackend.sync_phase`); the *asynchronous*
+(``TaskContext.take_snapshot`` calls :meth:`KeyedStateBackend.sync_phase`); the *asynchronous*
 phase (``AsyncCheckpointRunnable``) is the action ``FinishAsyncSnapshot``: it writes the
 files and only then the task acknowledges the checkpoint. Records processed in between, other
 barriers, failures and deletions can interleave.

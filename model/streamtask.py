@@ -6,6 +6,12 @@ them); watermarks go through the task's StatusWatermarkValve and each operator f
 event-time timers *before* the watermark is forwarded; checkpoint barriers go to the task's
 barrier handler, which decides when the task snapshots.
 
+The task's state (:class:`StreamTask`: its chain, valve, barrier handler, flags) holds no link to
+the network or to the cluster's outbox: each call into the task is a :class:`TaskContext` the
+cluster makes with both, and the chain is handed the channel queues down each call (a record
+writer names its channels by id). Every channel queue, the network and the outbox have one
+owner.
+
 Follows: ``StreamTask``/``OperatorChain``/``RecordWriterOutput`` and the partitioners
 ``ForwardPartitioner``, ``KeyGroupStreamPartitioner``, ``RebalancePartitioner`` (random start,
 then round robin), ``RescalePartitioner`` (round robin from 0) and ``BroadcastPartitioner``;
@@ -542,11 +548,13 @@ class LocalIndex:
 
 
 class StreamTask:
-    """One running subtask. Holds its chain, its input state (valve, barrier handler,
-    blocked channels, unaligned persistence) and its output writers."""
+    """One running subtask's state: its chain, its input state (valve, barrier handler,
+    unaligned persistence) and its output writers. What the task *does* with an element, a
+    trigger or a barrier is :class:`TaskContext`'s: the cluster hands the task, for one call,
+    the network and the outbox it owns, so that the task holds neither (one owner each)."""
 
     __slots__ = (
-        "id", "subtask", "net", "config", "outbox", "head", "nodes", "output", "source", "input_channels",
+        "id", "subtask", "config", "head", "nodes", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
         "barrier_channels", "barrier_outputs", "forced_aligned_outputs", "last_triggered", "deferred",
@@ -556,15 +564,12 @@ class StreamTask:
     COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs",
                    "forced_aligned_outputs")
 
-    def __init__(self, net, config, outbox, subtask, head, nodes, output, source, input_channels, output_channels,
+    def __init__(self, blocking, config, subtask, head, nodes, output, source, input_channels, output_channels,
                  unaligned_unsupported=frozenset()):
-        """``net``: the ``Channels``; ``outbox``: the list the task appends its messages to
-        (``model.messages``), which the cluster delivers; ``unaligned_unsupported``: the output
-        channels whose edge cannot carry unaligned barriers (``JobEdge.supports_unaligned_checkpoints``
-        false)."""
-        self.net = net
+        """``blocking``: per channel id, whether it is a blocking partition's (``Channels.blocking``);
+        ``unaligned_unsupported``: the output channels whose edge cannot carry unaligned barriers
+        (``JobEdge.supports_unaligned_checkpoints`` false)."""
         self.config = config
-        self.outbox = outbox
         self.subtask = subtask
         self.id = subtask.id
         self.head = head
@@ -575,7 +580,6 @@ class StreamTask:
         #: channel id -> its local index among the task's inputs (static: beside the state)
         self.local_of = LocalIndex(input_channels)
         self.output_channels = tuple(output_channels)
-        blocking = net.blocking
         self.barrier_channels = tuple(i for i, c in enumerate(input_channels) if not blocking[c])
         self.deferred = None
         self.last_triggered = -1
@@ -616,63 +620,6 @@ class StreamTask:
         return any(n.checkpoint_listener for n in self.nodes) or (
             self.backend is not None and self.backend.checkpoint_listener)
 
-    # -- the task as its valve's (or its source reader's) ``PushingAsyncDataInput.DataOutput``:
-    # passed to each call, never held by them (no reference cycle through the task's parts).
-    # Watermarks go straight to the head of the chain; the status goes to the task's outputs.
-    def emit_watermark(self, ts: int) -> None:
-        self.head.watermark(self.net.queues, ts)
-
-    def emit_watermark_status(self, idle: bool) -> None:
-        self.output.emit(self.net.queues, IDLE if idle else ACTIVE)
-
-    # -- snapshots --------------------------------------------------------------------------
-    def take_snapshot(self, checkpoint_id: int) -> TaskSnapshot:
-        st = self.subtask
-        snap = TaskSnapshot(checkpoint_id, st.id, st.job_vertex, st.subtask_index,
-                            finished=self.status == FINISHED)
-        if self.source is not None:
-            snap.operator[self.source.name] = self.source.snapshot_state()
-        for node in self.nodes:
-            node.snapshot(checkpoint_id, snap)
-        net = self.net
-        received = net.received
-        for c in self.input_channels:
-            snap.received[c] = received[c]
-        chans = net.queues
-        blocking = net.blocking
-        for c in self.output_channels:
-            if blocking[c]:
-                snap.partition[c] = tuple(e for e in chans[c] if type(e) is not EndOfPartitionEvent)
-                continue
-            snap.sent[c] = received[c] + sum(1 for e in chans[c] if type(e) is tuple)
-        if self.backend is not None:
-            self.backend.sync_phase(snap)  # the synchronous phase; FinishAsyncSnapshot runs the other
-        return snap
-
-    # -- barrier handler context ---------------------------------------------------------
-    def block(self, ch: int) -> None:
-        self.net.blocked[self.input_channels[ch]] = True
-
-    def resume(self, ch: int) -> None:
-        self.net.blocked[self.input_channels[ch]] = False
-
-    def resume_all(self) -> None:
-        blocked = self.net.blocked
-        for c in self.input_channels:
-            blocked[c] = False
-
-    def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
-        """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
-        if barrier.id <= self.last_triggered and not snapshots_obsolete_barriers():
-            # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
-            # previously?)": an older checkpoint than one already taken is declined
-            self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")
-            return
-        if barrier.forced_aligned:
-            barrier = self.with_unaligned_supported(barrier)
-            unaligned = barrier.unaligned
-        self.perform_checkpoint(barrier, unaligned)
-
     def with_unaligned_supported(self, barrier: CheckpointBarrier) -> CheckpointBarrier:
         """``CheckpointOptions.withUnalignedSupported``, which ``checkpointState`` applies to a
         FORCED_ALIGNED checkpoint once its inputs are aligned ("revert it here so that it can
@@ -696,6 +643,92 @@ class StreamTask:
             return TRIGGER_ABORTED
         return TRIGGER_TAKEN
 
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """``notifyCheckpointAbortAsync`` of a checkpoint whose trigger is still in flight to this
+        task: remembered only when this task has not taken it or a newer one
+        (``SubtaskCheckpointCoordinatorImpl.notifyCheckpoint``: "only record checkpoints that
+        have not triggered on task side")."""
+        if checkpoint_id > self.last_triggered and checkpoint_id not in self.aborted_triggers:
+            self.aborted_triggers = self.aborted_triggers + (checkpoint_id,)
+
+
+class TaskContext:
+    """One call into a running task (Flink: the ``StreamTask`` invokable with its
+    ``Environment``): the task's state (``task``), the network it reads and writes (``net``:
+    ``Channels``, whose ``queues`` it hands down its chain) and the outbox it sends its messages
+    to (``outbox``: ``model.messages``, delivered by the cluster after the step). The cluster
+    makes one per call (``Cluster.context``) and nobody keeps it: the task's barrier handler,
+    valve and source output are handed it as their ``ctx``/``output``, as they were handed the
+    task. Invariant: the state holds no link from a task to the network or the outbox."""
+
+    __slots__ = ("task", "net", "outbox")
+
+    def __init__(self, task: StreamTask, net, outbox: list):
+        self.task = task
+        self.net = net
+        self.outbox = outbox
+
+    @property
+    def barrier_channels(self) -> tuple:
+        return self.task.barrier_channels
+
+    # -- the task as its valve's (or its source reader's) ``PushingAsyncDataInput.DataOutput``:
+    # passed to each call, never held by them (no reference cycle through the task's parts).
+    # Watermarks go straight to the head of the chain; the status goes to the task's outputs.
+    def emit_watermark(self, ts: int) -> None:
+        self.task.head.watermark(self.net.queues, ts)
+
+    def emit_watermark_status(self, idle: bool) -> None:
+        self.task.output.emit(self.net.queues, IDLE if idle else ACTIVE)
+
+    # -- snapshots --------------------------------------------------------------------------
+    def take_snapshot(self, checkpoint_id: int) -> TaskSnapshot:
+        st = self.task.subtask
+        snap = TaskSnapshot(checkpoint_id, st.id, st.job_vertex, st.subtask_index,
+                            finished=self.task.status == FINISHED)
+        if self.task.source is not None:
+            snap.operator[self.task.source.name] = self.task.source.snapshot_state()
+        for node in self.task.nodes:
+            node.snapshot(checkpoint_id, snap)
+        net = self.net
+        received = net.received
+        for c in self.task.input_channels:
+            snap.received[c] = received[c]
+        chans = net.queues
+        blocking = net.blocking
+        for c in self.task.output_channels:
+            if blocking[c]:
+                snap.partition[c] = tuple(e for e in chans[c] if type(e) is not EndOfPartitionEvent)
+                continue
+            snap.sent[c] = received[c] + sum(1 for e in chans[c] if type(e) is tuple)
+        if self.task.backend is not None:
+            self.task.backend.sync_phase(snap)  # the synchronous phase; FinishAsyncSnapshot runs the other
+        return snap
+
+    # -- barrier handler context ---------------------------------------------------------
+    def block(self, ch: int) -> None:
+        self.net.blocked[self.task.input_channels[ch]] = True
+
+    def resume(self, ch: int) -> None:
+        self.net.blocked[self.task.input_channels[ch]] = False
+
+    def resume_all(self) -> None:
+        blocked = self.net.blocked
+        for c in self.task.input_channels:
+            blocked[c] = False
+
+    def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
+        """Snapshot the chain and emit ``barrier`` downstream (``triggerCheckpointOnBarrier``)."""
+        if barrier.id <= self.task.last_triggered and not snapshots_obsolete_barriers():
+            # SubtaskCheckpointCoordinatorImpl: "Out of order checkpoint barrier (aborted
+            # previously?)": an older checkpoint than one already taken is declined
+            self.abort(barrier.id, "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER")
+            return
+        if barrier.forced_aligned:
+            barrier = self.task.with_unaligned_supported(barrier)
+            unaligned = barrier.unaligned
+        self.perform_checkpoint(barrier, unaligned)
+
     def trigger_checkpoint(self, barrier: CheckpointBarrier) -> str:
         """The CheckpointCoordinator's trigger RPC reaches this task (``Task.triggerCheckpointBarrier``
         -> ``StreamTask.triggerCheckpointAsync`` -> ``performCheckpoint`` ->
@@ -710,35 +743,27 @@ class StreamTask:
           checkpoint barrier align"; no snapshot, no decline (the coordinator already aborted it);
         * TRIGGER_TAKEN: the snapshot (:meth:`perform_checkpoint`)."""
         cid = barrier.id
-        verdict = self.trigger_verdict(cid)
-        if cid in self.aborted_triggers:
-            self.aborted_triggers = tuple(x for x in self.aborted_triggers if x != cid)
+        verdict = self.task.trigger_verdict(cid)
+        if cid in self.task.aborted_triggers:
+            self.task.aborted_triggers = tuple(x for x in self.task.aborted_triggers if x != cid)
         if verdict is TRIGGER_OLDER:
             return verdict
         if verdict is TRIGGER_ABORTED:
-            self.last_triggered = cid
-            self.output.emit_barrier(self.net.queues, CancelCheckpointMarker(cid))
+            self.task.last_triggered = cid
+            self.task.output.emit_barrier(self.net.queues, CancelCheckpointMarker(cid))
             return verdict
         self.perform_checkpoint(barrier, barrier.unaligned)
         return verdict
 
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        """``notifyCheckpointAbortAsync`` of a checkpoint whose trigger is still in flight to this
-        task: remembered only when this task has not taken it or a newer one
-        (``SubtaskCheckpointCoordinatorImpl.notifyCheckpoint``: "only record checkpoints that
-        have not triggered on task side")."""
-        if checkpoint_id > self.last_triggered and checkpoint_id not in self.aborted_triggers:
-            self.aborted_triggers = self.aborted_triggers + (checkpoint_id,)
-
     def perform_checkpoint(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
         """Take checkpoint ``barrier.id``: the snapshot of the chain, ``barrier`` downstream."""
-        self.last_triggered = barrier.id
+        self.task.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
-        forced = self.forced_aligned_outputs
+        forced = self.task.forced_aligned_outputs
         if unaligned:
             keep = persists_channel_state()
             net = self.net
-            for c in self.barrier_outputs:
+            for c in self.task.barrier_outputs:
                 ch = net.queues[c]
                 if c in forced:  # RecordWriterOutput: FORCED_ALIGNED, behind the data (no priority)
                     ch.append(barrier.with_unaligned_unsupported())
@@ -751,130 +776,130 @@ class StreamTask:
                 net.prio[c] = n + 1
                 if net.network:
                     net.add_priority_event(c)  # a priority event crosses the network at once
-            if self.barrier_channels and (self.persisting or self.handler.pending):
-                self.pending_uc = snap
-                if not self.persisting:
+            if self.task.barrier_channels and (self.task.persisting or self.task.handler.pending):
+                self.task.pending_uc = snap
+                if not self.task.persisting:
                     self.channel_state_complete(barrier.id)
                 return
             self.acknowledge_checkpoint(snap)
         else:
             out = barrier
-            if self.config.timeoutable_barriers and not barrier.savepoint:
+            if self.task.config.timeoutable_barriers and not barrier.savepoint:
                 out = CheckpointBarrier(barrier.id, barrier.timestamp, savepoint=barrier.savepoint,
                                         unaligned=False, timeoutable=True)
             if forced and out.timeoutable:
                 queues = self.net.queues
-                for c in self.barrier_outputs:
+                for c in self.task.barrier_outputs:
                     queues[c].append(out.with_unaligned_unsupported() if c in forced else out)
             else:
-                self.output.emit_barrier(self.net.queues, out)
+                self.task.output.emit_barrier(self.net.queues, out)
             self.acknowledge_checkpoint(snap)
 
     def run_deferred(self) -> None:
         """Take the snapshot that the FLINK-17568 seam deferred past one more element."""
-        barrier = self.deferred
+        barrier = self.task.deferred
         if barrier is not None:
-            self.deferred = False  # taken; the next unaligned barrier defers again once reset
+            self.task.deferred = False  # taken; the next unaligned barrier defers again once reset
             self.trigger(barrier, True)
-            self.deferred = None
+            self.task.deferred = None
 
     def abort(self, checkpoint_id: int, reason: str) -> None:
-        if self.deferred and self.deferred.id <= checkpoint_id:
-            self.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
-        self.timer = None
-        self.output.emit_barrier(self.net.queues, CancelCheckpointMarker(checkpoint_id))
-        self.outbox.append(DeclineCheckpoint(self.id, checkpoint_id, reason))
+        if self.task.deferred and self.task.deferred.id <= checkpoint_id:
+            self.task.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
+        self.task.timer = None
+        self.task.output.emit_barrier(self.net.queues, CancelCheckpointMarker(checkpoint_id))
+        self.outbox.append(DeclineCheckpoint(self.task.id, checkpoint_id, reason))
 
     def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
         """``CheckpointResponder.acknowledgeCheckpoint``: send the snapshot to the JobMaster."""
-        newer = max(self.acked, default=-1)
-        if newer > snap.checkpoint_id and self.out_of_order is None:
-            self.out_of_order = (snap.checkpoint_id, newer)
-        self.acked.add(snap.checkpoint_id)
-        if self.backend is not None:
-            self.backend.ready(snap)  # acknowledged after the asynchronous phase (FinishAsyncSnapshot)
+        newer = max(self.task.acked, default=-1)
+        if newer > snap.checkpoint_id and self.task.out_of_order is None:
+            self.task.out_of_order = (snap.checkpoint_id, newer)
+        self.task.acked.add(snap.checkpoint_id)
+        if self.task.backend is not None:
+            self.task.backend.ready(snap)  # acknowledged after the asynchronous phase (FinishAsyncSnapshot)
             return
-        self.outbox.append(AcknowledgeCheckpoint(self.id, snap.checkpoint_id, snap))
+        self.outbox.append(AcknowledgeCheckpoint(self.task.id, snap.checkpoint_id, snap))
 
     def start_persisting(self, checkpoint_id: int, channels) -> None:
         if not persists_channel_state():
             return
         for ch in channels:
-            self.persisting[ch] = checkpoint_id
-            self.input_cs.setdefault(self.input_channels[ch], [])
+            self.task.persisting[ch] = checkpoint_id
+            self.task.input_cs.setdefault(self.task.input_channels[ch], [])
 
     def stop_persisting(self, ch: int) -> None:
-        self.persisting.pop(ch, None)
+        self.task.persisting.pop(ch, None)
 
     def stop_persisting_all(self) -> None:
-        self.persisting.clear()
-        self.input_cs.clear()
-        self.pending_uc = None
+        self.task.persisting.clear()
+        self.task.input_cs.clear()
+        self.task.pending_uc = None
 
     def channel_state_complete(self, checkpoint_id: int) -> None:
-        self.persisting.clear()
-        snap = self.pending_uc
-        self.pending_uc = None
+        self.task.persisting.clear()
+        snap = self.task.pending_uc
+        self.task.pending_uc = None
         if snap is None or snap.checkpoint_id != checkpoint_id:
-            self.input_cs.clear()
+            self.task.input_cs.clear()
             return
-        for c, recs in self.input_cs.items():
+        for c, recs in self.task.input_cs.items():
             if recs:
                 snap.input_channel_state[c] = tuple(recs)
-        self.input_cs.clear()
+        self.task.input_cs.clear()
         self.acknowledge_checkpoint(snap)
 
     def register_timer(self, checkpoint_id: int, deadline: int) -> None:
-        self.timer = (checkpoint_id, deadline)
+        self.task.timer = (checkpoint_id, deadline)
 
     # -- input ----------------------------------------------------------------------------
     def process_event(self, e, c: int, now: int) -> None:
         """Everything but records arriving on global channel ``c`` (``now``: the logical clock)."""
-        ch = self.local_of[c]
+        ch = self.task.local_of[c]
         t = type(e)
         if t is Watermark:
-            self.valve.input_watermark(e.timestamp, ch, self)
+            self.task.valve.input_watermark(e.timestamp, ch, self)
         elif t is WatermarkStatus:
-            self.valve.input_watermark_status(e.idle, ch, self)
+            self.task.valve.input_watermark_status(e.idle, ch, self)
         elif t is CheckpointBarrier:
-            if not e.unaligned and self.config.checkpointing_mode == "exactly_once":
+            if not e.unaligned and self.task.config.checkpointing_mode == "exactly_once":
                 self.net.blocked[c] = True
-            self.handler.process_barrier(self, e, ch, now)
+            self.task.handler.process_barrier(self, e, ch, now)
         elif t is CancelCheckpointMarker:
-            if isinstance(self.handler, CheckpointBarrierTracker):
-                self.handler.process_cancellation(self, e.checkpoint_id, ch)
+            if isinstance(self.task.handler, CheckpointBarrierTracker):
+                self.task.handler.process_cancellation(self, e.checkpoint_id, ch)
             else:
-                self.handler.process_cancellation(self, e.checkpoint_id)
+                self.task.handler.process_cancellation(self, e.checkpoint_id)
         elif t is EndOfPartitionEvent:
-            self.eop_seen += 1
+            self.task.eop_seen += 1
             if not self.net.blocking[c]:
                 # the barrier handler counts only the channels that carry barriers
-                self.handler.process_end_of_partition(self, ch, now)
-            if self.eop_seen == len(self.input_channels):
+                self.task.handler.process_end_of_partition(self, ch, now)
+            if self.task.eop_seen == len(self.task.input_channels):
                 self.finish()
 
     def finish(self) -> None:
         """All inputs ended (``endInput``): flush, forward EndOfPartition, ack pending checkpoints."""
-        if self.status != RUNNING:
+        if self.task.status != RUNNING:
             return
         queues = self.net.queues
-        self.head.end_input(queues)
-        self.status = FINISHED
-        self.output.emit(queues, END_OF_PARTITION)
-        self.outbox.append(TaskFinished(self.id))
+        self.task.head.end_input(queues)
+        self.task.status = FINISHED
+        self.task.output.emit(queues, END_OF_PARTITION)
+        self.outbox.append(TaskFinished(self.task.id))
 
 
-#: the fields a released (cancelled and replaced) attempt drops
 
 
-@seams.override("FLINK-17568", StreamTask, "trigger",
+@seams.override("FLINK-17568", TaskContext, "trigger",
                 "unaligned: the task processes one more input element after the barrier was announced and "
                 "before it snapshots, so a post-barrier record enters the cut")
 def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
-    if barrier.id > self.last_triggered and unaligned and self.barrier_channels and self.deferred is None:
+    t = self.task
+    if barrier.id > t.last_triggered and unaligned and t.barrier_channels and t.deferred is None:
         # the bug: the snapshot is deferred until the task processed one more element
         # (``DeliverKind.apply`` runs ``run_deferred`` after it)
-        self.deferred = barrier
+        t.deferred = barrier
         return
     seams.original("FLINK-17568")(self, barrier, unaligned)
 

@@ -3,8 +3,9 @@ single-owned (a value representation cannot hold one object in two places; each 
 must be an index or a name). What is still shared is listed in docs/architecture.md ("State
 as a value"); this test guards what was made single-owned: the tasks (held once, in
 ``Cluster.tasks``), a two-phase-commit sink's transactions (held by the external system, named
-by id in the sink), the network's channel arrays and each channel's queue (held by
-``Cluster.net``; the record writers and the task's output name channels by id)."""
+by id in the sink), the network, its channel arrays and each channel's queue (held by
+``Cluster.net``; the record writers and the task's output name channels by id), and the
+outbox (held by the cluster; a task is handed both with each call, ``TaskContext``)."""
 
 from __future__ import annotations
 
@@ -77,7 +78,8 @@ def owners(state) -> dict:
 def _shared(state, kinds) -> list:
     return [(type(x).__name__, paths[:2]) for x, paths in owners(state).values()
             if len(paths) > 1 and (isinstance(x, kinds) or any(x is a for a in _arrays(state))
-                                   or any(x is q for q in _queues(state)))]
+                                   or any(x is q for q in _queues(state))
+                                   or x is state.net or x is state.outbox)]
 
 
 def _arrays(state) -> list:
@@ -93,7 +95,7 @@ def _queues(state) -> list:
 
 
 @pytest.mark.parametrize("name", VARIANTS)
-def test_tasks_transactions_channel_arrays_and_queues_have_one_owner(name):
+def test_tasks_transactions_network_outbox_and_channels_have_one_owner(name):
     for seed in range(2):
         run = Run(small_scenario(variant(name), seed))
         rng = random.Random(seed)
@@ -116,3 +118,6 @@ def test_the_walk_finds_an_object_held_twice():
     assert ("list", [("net", "prio"), ("prio",)]) in _shared(c, (StreamTask,))
     c.__dict__["out"] = [c.net.queues[0]]  # a channel's queue held by a writer, as the writers once did
     assert ("deque", [("net", "queues", 0), ("out", 0)]) in _shared(c, (StreamTask,))
+    c.__dict__["link"] = (c.net, c.outbox)  # the network and the outbox held by a task, as tasks once did
+    assert {("CreditBasedChannels" if type(c.net).__name__ != "Channels" else "Channels", (("net",), ("link", 0))),
+            ("list", (("outbox",), ("link", 1)))} <= {(k, tuple(p)) for k, p in _shared(c, (StreamTask,))}
