@@ -180,8 +180,7 @@ def _marshal_fingerprint(c: Cluster) -> str:
     """The fingerprint made as it was before the C walk wrote the canonical bytes itself: the
     canonical form built as tuples (C walk), serialized by ``marshal``, each fresh identifier's
     marker replaced in those bytes by its rank, for the ratio: the same equalities, another hash."""
-    c.fingerprint()  # sets the scenario key
-    form = fingerprint.canonical((c._scenario_key[4], c), not c.config.time_sensitive)
+    form = fingerprint.canonical(c, not c.config.time_sensitive)  # what Cluster.fingerprint hashes
     data = marshal.dumps(form, 2)
     ranks: dict = {}
     for tag, digits in sorted(set(_MARK_BYTES.findall(data))):
