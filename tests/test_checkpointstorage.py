@@ -466,3 +466,116 @@ def test_a_restored_checkpoint_subsumed_later_is_discarded_only_when_claimed(mod
     want = {"chk-1/t": "private state of subsumed checkpoint 1"} if mode == "CLAIM" else {}
     assert st.scheduled == want
     assert st.owned == {2}
+
+
+# -- the calls the storage makes on its collaborators, recorded -----------------------------------
+#
+# As Flink's CheckpointsCleaner and CompletedCheckpoint tests record the discards with a mocked
+# state handle: a stand-in in the callee's place records what each call hands it (and checks it
+# right there, so a wrong argument fails the test before the caller goes on with it).
+
+_NOTES = ("last_deleted", "last_restore", "last_change")
+
+
+def test_each_note_is_a_readable_and_writable_attribute_of_the_storage():
+    """``last_deleted``, ``last_restore`` and ``last_change`` are the storage's own attributes,
+    read and written through its notes: each one reads back what was written, on the notes too."""
+    st = CheckpointStorage()
+    for i, name in enumerate(_NOTES):
+        prop = vars(CheckpointStorage).get(name)
+        assert isinstance(prop, property), f"{name} is not a property of CheckpointStorage"
+        assert prop.fget is not None and prop.fset is not None, f"{name} cannot be both read and written"
+        try:
+            st.notes.__setattr__(name, ("from the notes", i))
+            read = getattr(st, name)
+            setattr(st, name, ("through the storage", i))
+            on_notes = getattr(st.notes, name)
+        except (AttributeError, TypeError) as e:
+            pytest.fail(f"the storage's note {name} is not read and written through its notes: {e!r}")
+        assert read == ("from the notes", i), name
+        assert on_notes == ("through the storage", i), name
+    assert [getattr(st.notes, n) for n in _NOTES] == [("through the storage", i) for i in range(3)]
+
+
+class _RecordingStorage(CheckpointStorage):
+    """A storage whose ``schedule_delete`` and ``kept`` are recorded stand-ins: each call's
+    arguments are kept (paths as a tuple), ``schedule_delete`` schedules nothing, ``kept`` answers
+    ``kept_answer``."""
+
+    def __init__(self, kept_answer=None):
+        super().__init__()
+        self.deletes: list = []
+        self.kept_calls: list = []
+        self.kept_answer = kept_answer
+
+    def schedule_delete(self, paths, reason: str) -> None:
+        assert paths is not None, f"schedule_delete handed no paths ({reason!r})"
+        self.deletes.append((tuple(paths), reason))
+
+    def kept(self, retained: tuple) -> dict:
+        self.kept_calls.append(retained)
+        return dict(self.kept_answer or {})
+
+
+def test_a_completion_hands_the_registry_s_unused_files_to_schedule_delete():
+    st = _RecordingStorage()
+    _write(st, "shared/x", "shared/y")
+    st.complete(1, {0: _snap(_shared(1, "shared/x", "shared/y"))}, False, (), (1,), 1)
+    assert st.deletes == [((), "shared state no retained checkpoint uses")]
+    h2 = _shared(2, "shared/y", uploaded=(), placeholders=("shared/y",))
+    assert st.complete(2, {0: _snap(h2)}, False, (), (2,), 2) == 1
+    assert st.deletes == [((), "shared state no retained checkpoint uses"),
+                          (("shared/x",), "shared state no retained checkpoint uses")]
+    assert sorted(st.registry.entries) == ["shared/y"]
+
+
+def test_a_subsumed_checkpoint_hands_each_private_handle_s_paths_to_schedule_delete():
+    st = _RecordingStorage()
+    st.handles[3] = {0: _private(3, "chk-3/a", "chk-3/b"), 1: _shared(3, "shared/s"), 2: _private(3, "chk-3/c")}
+    st.owned.add(3)
+    st.subsume(3)
+    assert st.deletes == [(("chk-3/a", "chk-3/b"), "private state of subsumed checkpoint 3"),
+                          (("chk-3/c",), "private state of subsumed checkpoint 3")]
+    assert st.owned == set()
+
+
+def test_discarding_uploads_hands_each_snapshot_s_uploaded_paths_to_schedule_delete():
+    st = _RecordingStorage()
+    h = _shared(4, "shared/old", "shared/new", uploaded=("shared/new",), placeholders=("shared/old",))
+    st.discard_uploads([_snap(h), _snap(None), _snap(_private(4, "chk-4/t"))], "aborted checkpoint 4")
+    assert st.deletes == [(("shared/new",), "aborted checkpoint 4"), (("chk-4/t",), "aborted checkpoint 4")]
+
+
+def test_referenced_asks_kept_for_the_retained_checkpoints_it_was_given():
+    st = _RecordingStorage(kept_answer={2: "retained checkpoint", 9: "savepoint"})
+    st.handles[2] = {0: _shared(2, "shared/a", "shared/b")}
+    st.handles[9] = {0: _private(9, "sp-9/c")}
+    assert st.referenced((2, 5)) == {"shared/a": (2, "retained checkpoint"), "shared/b": (2, "retained checkpoint"),
+                                     "sp-9/c": (9, "savepoint")}
+    assert st.kept_calls == [(2, 5)]
+
+
+def test_materialize_folds_the_existing_files_in_handle_order_and_nests_what_fold_returns(monkeypatch):
+    import model.checkpointstorage as cs
+
+    folded, nested = [], []
+    flat, keyed = {("agg", 1): "from fold"}, {"agg": {1: "from nest"}}
+
+    def recording_fold(contents):
+        assert contents is not None, "fold handed no contents"
+        folded.append(list(contents))
+        return flat
+
+    def recording_nest(arg):
+        nested.append(arg)
+        return keyed
+
+    monkeypatch.setattr(cs, "fold", recording_fold)
+    monkeypatch.setattr(cs, "nest", recording_nest)
+    st = CheckpointStorage()
+    st.write("shared/2", ((("agg", 1), "b"),))
+    st.write("shared/1", ((("agg", 1), "a"),))
+    h = KeyedStateHandle(2, (("x", "shared/1"), ("gone", "shared/0"), ("y", "shared/2")), (), True)
+    assert st.materialize(h) == (keyed, ("shared/0",))
+    assert folded == [[((("agg", 1), "a"),), ((("agg", 1), "b"),)]]
+    assert nested == [flat] and nested[0] is flat
