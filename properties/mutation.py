@@ -174,6 +174,10 @@ KILL_PROFILES: dict[str, KillProfile] = {
                                  "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
     "jobmaster": KillProfile(("tests/test_jobmaster.py", "tests/test_controlplane.py",
                               "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
+    # the control plane call by call (tests/test_controlplane_state.py), then its hand-driven
+    # scenarios, the slot requests through it, and the cluster runs (the cp-* variants among them)
+    "controlplane": KillProfile(("tests/test_controlplane_state.py", "tests/test_controlplane.py",
+                                 "tests/test_controlplane_slots.py", *SCENARIOS, *CLUSTER_RUNS)),
     # the backends call by call (tests/test_statebackend_state.py), alone and in hand-written
     # cluster runs (tests/test_statebackend.py), then the
     # scenarios and the safe variants' runs (the rocksdb and hashmap variants among them)
