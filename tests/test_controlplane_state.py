@@ -80,8 +80,10 @@ class Watch:
 
     def changes(self) -> tuple[dict, list]:
         now = flat(self.c)
+        # the fields of a ResourceManager or JobMaster that is gone are not listed: its key is None
         out = {k: now.get(k, GONE) for k in set(now) | set(self.before)
-               if self.before.get(k, GONE) != now.get(k, GONE)}
+               if self.before.get(k, GONE) != now.get(k, GONE)
+               and not (k not in now and now.get(k.rsplit(".", 1)[0], GONE) is None)}
         ev = [e for e in self.c.events[self.n_events:]]
         self.before, self.n_events = now, len(self.c.events)
         return out, ev
@@ -347,3 +349,364 @@ def test_silent_task_executors_are_lost_after_the_heartbeat_timeout_on_every_sid
         "te0.deployed": {}, "te0.inactive": {1: 0}, "te0.missed_jm": 0, "te0.missed_rm": 3, "te0.registered": False,
         "te0.slots": [(1, 1, False)],
     }, [("cp_tm_timeout", 0, 0, 0, False), ("cp_job_leader_timeout", 0, 0, 1)], kinds=["failover", "restored"])
+
+
+# -- HA writes and checkpoints -------------------------------------------------------------------------
+
+
+def test_ha_writes_are_fenced_by_the_leading_latch_node_and_need_the_connection():
+    c = running_cluster()
+    cp = c.cp
+    p0, p1 = cp.jms
+    w = Watch(c)
+    # the leader creates, overwrites and deletes a node
+    assert w.step(lambda: cp.ha_write(c, p0, "/x", "a"), {"zk/": (None, 0, 6, 6, 0), "zk/x": ("a", 0, 0, 0, 0)},
+                  [("cp_effect", 0, "store", "/x", 1, 1, True)]) is True
+    assert w.step(lambda: cp.ha_write(c, p0, "/x", "b"), {"zk/x": ("b", 1, 0, 0, 0)},
+                  [("cp_effect", 0, "store", "/x", 1, 1, True)]) is True
+    assert w.step(lambda: cp.ha_write(c, p0, "/x", None, delete=True), {"zk/": (None, 0, 7, 6, 0), "zk/x": GONE},
+                  [("cp_effect", 0, "store", "/x", 1, 1, True)]) is True
+    assert w.step(lambda: cp.ha_write(c, p0, "/x", None, delete=True), {},
+                  [("cp_effect", 0, "store", "/x", 1, 1, True)]) is True  # nothing to delete
+    # a process whose latch node does not lead is refused (its token is its belief: None)
+    assert w.step(lambda: cp.ha_write(c, p1, "/x", "c"), {},
+                  [("cp_effect", 0, "store", "/x", None, 1, False)]) is False
+    # the leader's connection SUSPENDED: its ZooKeeper writes fail, the JobResultStore's does not
+    cp.store.suspend(p0.session)
+    w.changes()
+    assert w.step(lambda: cp.ha_write(c, p0, "/x", "d"), {}, [("cp_effect", 0, "store", "/x", 1, 1, False)]) is False
+    assert w.step(lambda: cp.ha_write(c, p0, ha.JOB_RESULT, "SUCCEEDED"),
+                  {"zk/job-results": (None, 0, 1, 1, 0), "zk" + ha.JOB_RESULT: ("SUCCEEDED", 0, 0, 0, 0)},
+                  [("cp_effect", 0, "store", ha.JOB_RESULT, 1, 1, True)]) is True
+    # a leader whose session expired no longer leads, though its latch path is known
+    cp.store.reconnect(p0.session)
+    cp.store.sessions.discard(p0.session)
+    w.changes()
+    assert w.step(lambda: cp.ha_write(c, p0, "/x", "e"), {}, [("cp_effect", 0, "store", "/x", 1, 1, False)]) is False
+    p1.latch = None
+    assert cp.ha_write(c, p1, "/x", "f") is False
+
+
+def test_checkpoint_ids_and_completed_checkpoints_go_to_the_store():
+    from model.checkpointcoordinator import CompletedCheckpoint
+
+    c = running_cluster()
+    cp = c.cp
+    w = Watch(c)
+    w.step(lambda: cp.checkpoint_id_taken(c, 1), {"max_checkpoint_id": 1, "jm0.counter": 2,
+                                                  "zk/checkpoint-counter/job": (2, 1, 0, 0, 0)},
+           [("cp_checkpoint_id", 0, 1, 0)])
+    w.step(lambda: cp.checkpoint_id_taken(c, 2), {"max_checkpoint_id": 2, "jm0.counter": 3,
+                                                  "zk/checkpoint-counter/job": (3, 2, 0, 0, 0)},
+           [("cp_checkpoint_id", 0, 2, 1)])
+    # an id below the maximum (a counter in memory handing ids out again) keeps the maximum
+    w.step(lambda: cp.checkpoint_id_taken(c, 1), {"jm0.counter": 2, "zk/checkpoint-counter/job": (2, 3, 0, 0, 0)},
+           [("cp_checkpoint_id", 0, 1, 2)])
+    cp1 = CompletedCheckpoint(1, 0, task_states={})
+    c.coordinator.store.add_checkpoint_and_subsume_oldest_one(cp1)
+    assert w.step(lambda: cp.checkpoint_completed(c, cp1), {"storage": (1,), "jm0.memory": 1,
+                                                            "zk/checkpoints/job": ((1,), 1, 0, 0, 0)},
+                  [("cp_effect", 0, "store", ha.CHECKPOINTS, 1, 1, True)]) is True
+    # the pointer's write refused (the connection SUSPENDED): finalization fails, memory unchanged
+    cp2 = CompletedCheckpoint(2, 0, task_states={})
+    cp.store.suspend(cp.jms[0].session)
+    w.changes()
+    assert w.step(lambda: cp.checkpoint_completed(c, cp2), {"storage": (1, 2)},
+                  [("cp_effect", 0, "store", ha.CHECKPOINTS, 1, 1, False), ("cp_finalize_failed", 0, 2)]) is False
+    # no JobMaster runs the job: the metadata is written, no pointer
+    cp.running = None
+    w.changes()
+    assert w.step(lambda: cp.checkpoint_completed(c, CompletedCheckpoint(3, 0, task_states={})),
+                  {"storage": (1, 2, 3)}) is False
+
+
+# -- JobManager failover -----------------------------------------------------------------------------
+
+
+def new_rm(j: int, token: int) -> dict:
+    """The fields of process ``j``'s new ResourceManager of leader session ``token``."""
+    return {f"jm{j}.rm": "rm", f"jm{j}.rm.token": token, f"jm{j}.rm.registered": {}, f"jm{j}.rm.missed": {},
+            f"jm{j}.rm.slots": {}, f"jm{j}.rm.requirements": {}, f"jm{j}.rm.declaration_seq": {}}
+
+
+def new_jobmaster(j: int, token: int, attempts: list, declared: int) -> dict:
+    """The fields of process ``j``'s new JobMaster (the job's two subtasks waiting for a slot)."""
+    k = f"jm{j}.jobmaster"
+    return {k: "jobmaster", f"{k}.token": token, f"{k}.groups": ((0, 1),), f"{k}.pool": {}, f"{k}.group_slot": {},
+            f"{k}.deployed": {}, f"{k}.attempts": attempts, f"{k}.pending": {0, 1}, f"{k}.connected": {},
+            f"{k}.missed": {}, f"{k}.unconfirmed": {}, f"{k}.status": "RUNNING", f"{k}.idle": {},
+            f"{k}.needed": frozenset({0}), f"{k}.declared": declared, f"{k}.acked": False}
+
+
+def test_a_crashed_leader_is_replaced_once_its_session_expired():
+    from model.checkpointcoordinator import CompletedCheckpoint
+
+    c = running_cluster()
+    cp = c.cp
+    w = Watch(c)
+    cp.quiet = 3
+    cp.jms[0].counter, cp.jms[0].memory = 4, CompletedCheckpoint(3, 0, task_states={})
+    w.changes()
+    # the process's memory is lost with it; its latch node lives until ZooKeeper expires the session
+    w.step(lambda: cp.crash_job_manager(c, 0), {"jm0.alive": False, "jm0.jobmaster": None, "jm0.rm": None,
+                                                "jm0.token": None, "jm0.memory": None, "jm0.counter": 1,
+                                                "quiet": 0, "running": None},
+           [("cp_jobmaster_lost", 0, False)], kinds=[])
+    assert [cp.latch_event(c, j) for j in (0, 1)] == [None, None]  # jm0's latch node still leads
+    assert cp.leading_process() is None and cp.running_jobmaster() is None and not cp.needs_tick()
+    assert cp.trigger_gate(c) == "no leading JobMaster runs the job"
+    assert cp.live_sessions() == {2, None}
+    cp.quiet = 3
+    w.changes()
+    w.step(lambda: cp.expire_session(c, 0), {"zk.sessions": frozenset({2}), "zk/leader/latch": (None, 0, 3, 2, 0),
+                                             "zk" + L0: GONE})  # a dead process: no fault
+    assert [cp.latch_event(c, j) for j in (0, 1)] == [None, "grant"]
+    # the new leader restarts the whole job (new attempts) and declares its requirement
+    w.step(lambda: cp.apply_latch_event(c, 1), {
+        **new_rm(1, 2), **new_jobmaster(1, 2, [5, 6], 2), "jm1.token": 2,
+        "net": (rpc.DeclareResourceRequirements(2, 2, 1, 2),), "next_attempt": 7, "next_sequence": 3, "running": 1,
+        "tasks": ("CREATED", "CREATED"), "zk/leader/info": ((1, 2), 1, 0, 0, 0), "quiet": 0,
+    }, [("cp_effect", 0, "store", ha.LEADER_INFO, 2, 2, True), ("cp_leader", 0, 1, 2),
+        ("cp_job_recovered", 0, 2, None, None, False, False)], kinds=["job_manager_failover", "restored"])
+    assert [cp.retrieval_pending(i) for i in (0, 1)] == [True, True]  # both know the old leader
+    # te0 moves to the new leader: its slot of the old JobMaster becomes inactive, offered anew
+    w.step(lambda: cp.leader_retrieval(c, 0), {
+        "net": (rpc.DeclareResourceRequirements(2, 2, 1, 2), rpc.RegisterTaskExecutor(0, 0, 2, ((0, 1, 1),)),
+                rpc.OfferSlots(0, 0, 2, ((0, 1),))),
+        "te0.deployed": {}, "te0.job_token": 2, "te0.registered": False, "te0.rm_token": 2,
+        "te0.slots": [(1, 1, False)]})
+    w.step(lambda: cp.start_job_manager(c, 0), {"jm0.alive": True, "jm0.latch": L2, "jm0.session": 3,
+                                                "zk.next_session": 4, "zk.sessions": frozenset({2, 3}),
+                                                "zk/leader/latch": (None, 0, 4, 3, 0), "zk" + L2: (None, 0, 0, 0, 3)})
+    assert [cp.latch_event(c, j) for j in (0, 1)] == [None, None]
+    assert cp.live_sessions() == {2, 3, None}
+    cp.quiet = 3
+    w.changes()
+    w.step(lambda: cp.expire_session(c, 0), {"quiet": 0, "zk.sessions": frozenset({2}), "zk" + L2: GONE,
+                                             "zk/leader/latch": (None, 0, 5, 3, 0)})  # a living process: a fault
+    assert cp.latch_event(c, 0) == "rejoin"
+
+
+def test_a_suspended_connection_revokes_leadership_and_the_reconnected_latch_queues_again():
+    c = running_cluster()
+    cp = c.cp
+    w = Watch(c)
+    cp.quiet = 3
+    w.changes()
+    w.step(lambda: cp.suspend_connection(c, 0), {"quiet": 0, "zk.suspended": frozenset({1})})
+    assert cp.connection_suspended(0) and not cp.connection_suspended(1)
+    assert not cp.may_lose_session(c, 0)  # leadership is revoked before the session can expire
+    assert [cp.latch_event(c, j) for j in (0, 1)] == ["revoke", None]
+    # revoked: the JobMaster gives its slot back and withdraws its requirement, then stops
+    w.step(lambda: cp.apply_latch_event(c, 0), {
+        "jm0.jobmaster": None, "jm0.rm": None, "jm0.token": None, "running": None, "next_sequence": 3,
+        "net": (rpc.FreeSlot(0, 1, 1), rpc.DeclareResourceRequirements(1, 1, 0, 2))},
+        [("cp_revoked", 0, 0, 1), ("cp_jobmaster_lost", 0, False)], kinds=[])
+    assert cp.may_lose_session(c, 0) and cp.latch_event(c, 0) is None  # nothing granted while SUSPENDED
+    # RECONNECTED: the LeaderLatch resets, its new node queues behind jm1's
+    w.step(lambda: cp.reconnect(c, 0), {"jm0.latch": L2, "zk.suspended": frozenset(),
+                                        "zk/leader/latch": (None, 0, 4, 3, 0), "zk" + L0: GONE,
+                                        "zk" + L2: (None, 0, 0, 0, 1)})
+    assert [cp.latch_event(c, j) for j in (0, 1)] == [None, "grant"]
+    # a process without a latch node (its session gone) rejoins without a node to delete
+    cp.jms[0].latch = None
+    cp.reconnect(c, 0)
+    assert cp.jms[0].latch is None
+
+
+def test_with_tolerate_suspended_connections_only_a_lost_session_revokes():
+    c = cluster(zookeeper_tolerate_suspended_connections=True)
+    cp = c.cp
+    cp.apply_latch_event(c, 0)
+    w = Watch(c)
+    w.step(lambda: cp.suspend_connection(c, 0), {"zk.suspended": frozenset({1})})
+    assert cp.may_lose_session(c, 0) and cp.latch_event(c, 0) is None
+    w.step(lambda: cp.reconnect(c, 0), {"zk.suspended": frozenset()})  # the latch node stays
+    cp.suspend_connection(c, 0)
+    w.changes()
+    w.step(lambda: cp.expire_session(c, 0), {"zk.sessions": frozenset({2}), "zk.suspended": frozenset(),
+                                             "zk/leader/latch": (None, 0, 3, 2, 0), "zk" + L0: GONE})
+    assert [cp.latch_event(c, j) for j in (0, 1)] == ["revoke", "grant"]
+    w.step(lambda: cp.apply_latch_event(c, 0), {
+        "jm0.jobmaster": None, "jm0.rm": None, "jm0.token": None, "running": None, "next_sequence": 3,
+        "net": (rpc.DeclareResourceRequirements(1, 1, 1, 1), rpc.DeclareResourceRequirements(1, 1, 0, 2))},
+        [("cp_revoked", 0, 0, 1), ("cp_jobmaster_lost", 0, False)], kinds=[])
+    assert cp.latch_event(c, 0) == "rejoin"
+    w.step(lambda: cp.apply_latch_event(c, 0), {"jm0.latch": L2, "jm0.session": 3, "zk.next_session": 4,
+                                                "zk.sessions": frozenset({2, 3}), "zk/leader/latch": (None, 0, 4, 3, 0),
+                                                "zk" + L2: (None, 0, 0, 0, 3)})
+    assert cp.latch_event(c, 0) is None
+
+
+# -- delivering RPCs: fencing, reports, reconciliation -------------------------------------------------
+
+
+def confirmed_cluster():
+    """``running_cluster`` after one heartbeat interval delivered: the deployment confirmed."""
+    c = running_cluster()
+    cp = c.cp
+    cp.tick(c)
+    while cp.net.in_flight:
+        cp.deliver(c, 0)
+        cp.after_step(c)
+    assert cp.jms[0].jobmaster.unconfirmed == {} and cp.quiet == 1
+    return c
+
+
+def send_and_deliver(c, m):
+    c.cp.net.send(m)
+    deliver(c, m)
+
+
+def test_rpcs_to_a_gone_leader_session_or_incarnation_are_dropped():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    for m in (rpc.RegisterTaskExecutor(1, 0, 5, ((0, None, None),)), rpc.DeclareResourceRequirements(5, 5, 1, 9),
+              rpc.SlotRequestAnswer(1, 5, 0, 9, True), rpc.HeartbeatResponse("rm", 5, 1, 0, ((0, None, None),)),
+              rpc.OfferSlots(1, 0, 5, ((0, 9),)), rpc.RequirementsAcknowledged(5, 5, 1),
+              rpc.HeartbeatResponse("jm", 5, 0, 0, ((), ())),
+              rpc.HeartbeatResponse("jm", 1, 0, 1, ((), ())),  # an older incarnation's answer
+              rpc.HeartbeatResponse("jm", 1, 1, 0, ((), ())),  # not a heartbeat target
+              rpc.RegistrationResponse(1, 5), rpc.HeartbeatRequest("rm", 1, 0, 1),
+              rpc.HeartbeatRequest("rm", 5, 0, 0), rpc.HeartbeatRequest("jm", 5, 0, 0, (1,)),
+              rpc.HeartbeatRequest("jm", 1, 0, 1, (1,))):
+        w.step(lambda: send_and_deliver(c, m), {})
+    cp.tes[1].alive = False
+    cp.tes[1].registered = False
+    cp.after_step(c)
+    w.changes()
+    for m in (rpc.RequestSlot(1, 1, 0, 9, 1), rpc.RegistrationResponse(1, 1)):
+        w.step(lambda: send_and_deliver(c, m), {})  # a dead TaskExecutor takes nothing
+
+
+def test_a_duplicate_registration_and_a_reconciled_pending_slot_are_recorded():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    w.step(lambda: send_and_deliver(c, REG1), {"net": (RESP1,)}, [("cp_duplicate_registration", 0, 1)])
+    cp.net.in_flight.clear()
+    cp.jms[0].rm.slots[(1, 0)] = ("PENDING", 7, 1)
+    w.changes()
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("rm", 1, 1, 0, ((0, None, None),))),
+           {"jm0.rm.slots": {(0, 0): ("ALLOCATED", 1, 1), (1, 0): ("FREE", None, None)}},
+           [("cp_pending_slot_reconciled", 0, (1, 0))])
+
+
+def test_a_deployment_report_cancels_unknown_executions_and_fails_missing_ones():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    cancel = rpc.CancelTask(0, 1, ((0, 99),))
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, (((0, 1), (0, 99), (1, 2)), ()))),
+           {"net": (cancel,)}, [("cp_deployment_report", 0, 0, 1, ((0, 1), (0, 99), (1, 2)))])
+    # a confirmed execution missing from the report failed at once: the region restarts, and is
+    # deployed again into the same slot at the step's end
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, (((0, 1),), ()))), {
+        "jm0.jobmaster.attempts": [3, 4], "jm0.jobmaster.deployed": {1: ((0, 3), (1, 4))},
+        "jm0.jobmaster.unconfirmed": {(0, 3): 0, (1, 4): 0},
+        "net": (cancel, rpc.CancelTask(0, 1, ((0, 1), (1, 2))), rpc.SubmitTask(0, 1, 1, ((0, 3), (1, 4)))),
+        "next_attempt": 5, "quiet": 0, "tasks": ("CREATED", "CREATED")},
+        [("cp_deployment_report", 0, 0, 1, ((0, 1),)), ("cp_missing_deployment", 0, 0, (1,)),
+         ("cp_submit", 0, 0, (), 3), ("cp_submit", 0, 1, (), 4)], kinds=["failover", "restored"])
+    # a submission not shown yet is pending: missing only after heartbeat_timeout reports without it
+    cp.net.in_flight.clear()
+    w.changes()
+    for n in (1, 2):
+        w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, ((), ()))),
+               {"jm0.jobmaster.unconfirmed": {(0, 3): n, (1, 4): n}}, [("cp_deployment_report", 0, 0, 1, ())])
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, (((1, 4),), ()))),
+           {"jm0.jobmaster.attempts": [5, 6], "jm0.jobmaster.deployed": {1: ((0, 5), (1, 6))},
+            "jm0.jobmaster.unconfirmed": {(0, 5): 0, (1, 6): 0}, "next_attempt": 7,
+            "net": (rpc.CancelTask(0, 1, ((0, 3), (1, 4))), rpc.SubmitTask(0, 1, 1, ((0, 5), (1, 6))))},
+           [("cp_deployment_report", 0, 0, 1, ((1, 4),)), ("cp_missing_deployment", 0, 0, (0,)),
+            ("cp_submit", 0, 0, (), 5), ("cp_submit", 0, 1, (), 6)], kinds=["failover", "restored"])
+
+
+def test_a_report_of_a_slot_the_task_executor_does_not_hold_fails_it():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.jms[0].jobmaster.acked = False
+    w = Watch(c)
+    # the slot fails (its subtasks restart), the requirement is declared again, and the
+    # executions the report shows in a slot the JobMaster no longer has are cancelled
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, (((0, 1), (1, 2)), (1,)))), {
+        "jm0.jobmaster.attempts": [3, 4], "jm0.jobmaster.declared": 2, "jm0.jobmaster.deployed": {},
+        "jm0.jobmaster.group_slot": {}, "jm0.jobmaster.pending": {0, 1}, "jm0.jobmaster.pool": {},
+        "net": (rpc.DeclareResourceRequirements(1, 1, 1, 2), rpc.CancelTask(0, 1, ((0, 1), (1, 2)))),
+        "next_attempt": 5, "next_sequence": 3, "quiet": 0, "tasks": ("CREATED", "CREATED")},
+        [("cp_deployment_report", 0, 0, 1, ((0, 1), (1, 2))), ("cp_slot_failed", 0, 0, (1,))],
+        kinds=["failover", "restored"])
+    # acknowledged, an empty failure list declares nothing
+    cp.jms[0].jobmaster.acked = True
+    cp.net.in_flight.clear()
+    w.changes()
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, ((), ()))), {},
+           [("cp_deployment_report", 0, 0, 1, ())])
+
+
+def test_a_slot_offered_again_under_a_new_allocation_replaces_the_old_one():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    w.step(lambda: send_and_deliver(c, rpc.OfferSlots(0, 0, 1, ((0, 5),))), {
+        "jm0.jobmaster.attempts": [3, 4], "jm0.jobmaster.deployed": {5: ((0, 3), (1, 4))},
+        "jm0.jobmaster.group_slot": {0: 5}, "jm0.jobmaster.pool": {5: (0, 0, 0)},
+        "jm0.jobmaster.unconfirmed": {(0, 3): 0, (1, 4): 0},
+        "net": (rpc.OfferSlotsAnswer(0, 1, (5,), ()), rpc.SubmitTask(0, 1, 5, ((0, 3), (1, 4)))),
+        "next_attempt": 5, "quiet": 0, "tasks": ("CREATED", "CREATED")},
+        [("cp_slot_replaced", 0, 0, (0, 1)), ("cp_submit", 0, 0, (), 3), ("cp_submit", 0, 1, (), 4)],
+        kinds=["failover", "restored"])
+    # not the running JobMaster's: the pool changes, the data plane does not
+    cp.running = None
+    cp.net.in_flight.clear()
+    w.changes()
+    w.step(lambda: send_and_deliver(c, rpc.OfferSlots(0, 0, 1, ((0, 6),))), {
+        "jm0.jobmaster.deployed": {}, "jm0.jobmaster.group_slot": {}, "jm0.jobmaster.pool": {6: (0, 0, 0)},
+        "net": (rpc.OfferSlotsAnswer(0, 1, (6,), ()),)},
+        [("cp_slot_replaced", 0, 0, (0, 1))], kinds=[])
+
+
+def test_an_offer_to_a_deposed_leader_is_recorded():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.store.expire_session(cp.jms[0].session)
+    w = Watch(c)
+    w.step(lambda: send_and_deliver(c, rpc.OfferSlots(1, 1, 1, ((0, 5),))), {
+        "jm0.jobmaster.connected": {0: 0, 1: 1}, "jm0.jobmaster.missed": {0: 0, 1: 0},
+        "net": (rpc.OfferSlotsAnswer(1, 1, (), (5,)),)}, [("cp_offer_to_deposed", 0, 1, 0), ("cp_te_connected", 0, 1, 1)])
+    # a TaskExecutor connected with that incarnation already: no new connection
+    w.step(lambda: send_and_deliver(c, rpc.OfferSlots(1, 1, 1, ((0, 5),))),
+           {"net": (rpc.OfferSlotsAnswer(1, 1, (), (5,)),) * 2}, [("cp_offer_to_deposed", 0, 1, 0)])
+
+
+def test_free_slot_cancel_task_and_a_refused_submission_on_the_task_executor():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    w.step(lambda: send_and_deliver(c, rpc.SubmitTask(1, 1, 5, ((0, 7),))), {},
+           [("cp_effect", 0, "te1", "submitTask", 1, 1, False)])  # no slot of that allocation
+    w.step(lambda: send_and_deliver(c, rpc.SubmitTask(0, 9, 1, ((0, 7),))), {},
+           [("cp_effect", 0, "te0", "submitTask", 9, 1, False)])  # not the job leader's
+    w.step(lambda: send_and_deliver(c, rpc.FreeSlot(0, 1, 9)), {})  # no such allocation
+    w.step(lambda: send_and_deliver(c, rpc.FreeSlot(0, 9, 1)), {})  # not the owner's
+    w.step(lambda: send_and_deliver(c, rpc.CancelTask(0, 9, ((0, 1),))), {})
+    w.step(lambda: send_and_deliver(c, rpc.CancelTask(0, 1, ((0, 7),))), {})  # not running: nothing dies
+    w.step(lambda: send_and_deliver(c, rpc.CancelTask(0, 1, ((0, 1),))),
+           {"quiet": 0, "tasks": ("CANCELED", "RUNNING"), "te0.deployed": {0: ((1, 2),)}})
+    w.step(lambda: send_and_deliver(c, rpc.FreeSlot(0, 1, 1)),
+           {"tasks": ("CANCELED", "CANCELED"), "te0.deployed": {}, "te0.slots": [None]},
+           [("cp_effect", 0, "te0", "freeSlot", 1, 1, True)])
+    # a submission into an allocated slot of the job leader: the current attempt runs
+    c.tasks[0].status = "CREATED"
+    cp.tes[0].slots[0] = (1, 1, False)
+    w.changes()
+    w.step(lambda: send_and_deliver(c, rpc.SubmitTask(0, 1, 1, ((0, 1), (1, 7)))),
+           {"tasks": ("RUNNING", "CANCELED"), "te0.deployed": {0: ((0, 1), (1, 7))}, "te0.slots": [(1, 1, True)]},
+           [("cp_effect", 0, "te0", "submitTask", 1, 1, True)])
+    # replacing an execution of the slot: the old one dies (the current attempt of subtask 0)
+    c.tasks[1].status = "CREATED"
+    w.changes()
+    w.step(lambda: send_and_deliver(c, rpc.SubmitTask(0, 1, 1, ((0, 8), (1, 2)))),
+           {"tasks": ("CANCELED", "RUNNING"), "te0.deployed": {0: ((0, 8), (1, 2))}},
+           [("cp_effect", 0, "te0", "submitTask", 1, 1, True)])
