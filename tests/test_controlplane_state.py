@@ -710,3 +710,168 @@ def test_free_slot_cancel_task_and_a_refused_submission_on_the_task_executor():
     w.step(lambda: send_and_deliver(c, rpc.SubmitTask(0, 1, 1, ((0, 8), (1, 2)))),
            {"tasks": ("CANCELED", "RUNNING"), "te0.deployed": {0: ((0, 8), (1, 2))}},
            [("cp_effect", 0, "te0", "submitTask", 1, 1, True)])
+
+
+# -- the data plane's hooks ----------------------------------------------------------------------------
+
+
+def test_a_restart_cancels_the_old_executions_and_waits_for_deployment_with_new_attempts():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    w.step(lambda: cp.restarted(c, {1}), {
+        "jm0.jobmaster.attempts": [1, 3], "jm0.jobmaster.deployed": {1: ((0, 1),)}, "jm0.jobmaster.pending": {1},
+        "net": (rpc.CancelTask(0, 1, ((1, 2),)),), "next_attempt": 4, "tasks": ("RUNNING", "CREATED")})
+    # subtask 1's new attempt was never deployed: only subtask 0's execution is cancelled
+    w.step(lambda: cp.restarted(c, {0, 1}), {
+        "jm0.jobmaster.attempts": [4, 5], "jm0.jobmaster.deployed": {}, "jm0.jobmaster.pending": {0, 1},
+        "net": (rpc.CancelTask(0, 1, ((1, 2),)), rpc.CancelTask(0, 1, ((0, 1),))), "next_attempt": 6,
+        "tasks": ("CREATED", "CREATED")})
+    # an execution in an allocation the pool no longer holds is not cancelled
+    cp.net.in_flight.clear()
+    jm = cp.jms[0].jobmaster
+    jm.deployed = {1: ((0, 4),), 9: ((1, 5),)}
+    w.changes()
+    w.step(lambda: cp.restarted(c, {0, 1}), {
+        "jm0.jobmaster.attempts": [6, 7], "jm0.jobmaster.deployed": {}, "net": (rpc.CancelTask(0, 1, ((0, 4),)),),
+        "next_attempt": 8})
+    # no JobMaster runs the job: the subtasks wait all the same
+    cp.running = None
+    c.tasks[0].status = "RUNNING"
+    w.changes()
+    w.step(lambda: cp.restarted(c, {0}), {"tasks": ("CREATED", "CREATED")})
+
+
+def test_executions_die_or_deploy_only_as_the_current_attempt():
+    c = confirmed_cluster()
+    cp = c.cp
+    w = Watch(c)
+    w.step(lambda: cp.executions_died(c, {(0, 7), (1, 2)}), {"tasks": ("RUNNING", "CANCELED")})
+    w.step(lambda: cp.executions_died(c, {(1, 2)}), {})  # only a running task is cancelled
+    c.tasks[1].status = "CREATED"
+    w.changes()
+    w.step(lambda: cp.deployed(c, {(1, 7)}), {})  # not the current attempt
+    w.step(lambda: cp.deployed(c, {(1, 2), (0, 1)}), {"tasks": ("RUNNING", "RUNNING")})
+    c.tasks[1].status = "FINISHED"
+    w.changes()
+    w.step(lambda: cp.deployed(c, {(1, 2)}), {})  # only a task waiting for deployment runs
+    cp.running = None
+    c.tasks[1].status = "CREATED"
+    w.changes()
+    w.step(lambda: cp.deployed(c, {(1, 2)}), {})  # no running JobMaster: no current attempt
+    w.step(lambda: cp.executions_died(c, {(0, 1)}), {})
+
+
+def test_a_finished_execution_leaves_the_slot_tables_and_the_deployment_tracking():
+    c = running_cluster()
+    cp = c.cp
+    c.tasks[0].status = "FINISHED"
+    w = Watch(c)
+    w.step(lambda: cp.forget_finished(c), {"jm0.jobmaster.deployed": {1: ((1, 2),)},
+                                           "jm0.jobmaster.unconfirmed": {(1, 2): 0}, "te0.deployed": {0: ((1, 2),)}})
+    w.step(lambda: cp.forget_finished(c), {})
+    c.tasks[1].status = "FINISHED"
+    w.changes()
+    w.step(lambda: cp.forget_finished(c), {"jm0.jobmaster.deployed": {}, "jm0.jobmaster.unconfirmed": {},
+                                           "te0.deployed": {}})
+    # an older attempt of a finished subtask is not the finished execution
+    cp.tes[1].deployed = {0: ((0, 9),)}
+    w.changes()
+    w.step(lambda: cp.forget_finished(c), {})
+    cp.running = None
+    cp.tes[1].deployed = {0: ((0, 1),)}
+    w.changes()
+    w.step(lambda: cp.forget_finished(c), {})  # no running JobMaster: nothing is known finished
+
+
+# -- scheduling: pipelined regions and idle slots -------------------------------------------------------
+
+
+def bring_up(c):
+    """Leader jm0, every TaskExecutor retrieved it, every RPC delivered in order."""
+    cp = c.cp
+    cp.apply_latch_event(c, 0)
+    for i in range(len(cp.tes)):
+        cp.leader_retrieval(c, i)
+    while cp.net.in_flight:
+        cp.deliver(c, 0)
+        cp.after_step(c)
+
+
+def blocking_cluster():
+    """source -> map, agg behind a blocking exchange (regions {0}, {1, 2}), one slot sharing
+    group, one TaskExecutor of one slot."""
+    c = cluster("cp-blocking-regions", small=attrs.evolve(variant("cp-blocking-regions").small))
+    bring_up(c)
+    return c
+
+
+def test_a_region_behind_blocking_partitions_is_deployed_once_its_producers_finished():
+    c = blocking_cluster()
+    cp = c.cp
+    assert (cp.timeout, cp.idle_timeout) == (1, 2)
+    jm = cp.jms[0].jobmaster
+    assert (jm.deployed, jm.pending, [t.status for t in c.tasks]) == ({1: ((0, 1),)}, {1, 2},
+                                                                       ["RUNNING", "CREATED", "CREATED"])
+    assert cp.schedulable(c) == frozenset({0})
+    c.tasks[0].status = "FINISHED"
+    assert cp.schedulable(c) == frozenset({0, 1, 2})
+    w = Watch(c)
+    # the producer finished: it leaves the tables, its consumers are submitted into the group's slot
+    w.step(lambda: cp.after_step(c), {
+        "jm0.jobmaster.deployed": {1: ((1, 2), (2, 3))}, "jm0.jobmaster.pending": set(),
+        "jm0.jobmaster.unconfirmed": {(1, 2): 0, (2, 3): 0}, "net": (rpc.SubmitTask(0, 1, 1, ((1, 2), (2, 3))),),
+        "te0.deployed": {}}, [("cp_submit", 0, 1, (), 2), ("cp_submit", 0, 2, (), 3)])
+    w.step(lambda: cp.deliver(c, 0), {"net": (), "tasks": ("FINISHED", "RUNNING", "RUNNING"),
+                                      "te0.deployed": {0: ((1, 2), (2, 3))}},
+           [("cp_effect", 0, "te0", "submitTask", 1, 1, True)])
+    for t in c.tasks:
+        t.status = "FINISHED"
+    w.changes()
+    # every subtask finished: the group gives its slot back to the pool (free, idle) and the
+    # requirement drops to 0
+    w.step(lambda: cp.after_step(c), {
+        "jm0.jobmaster.acked": False, "jm0.jobmaster.declared": 2, "jm0.jobmaster.deployed": {},
+        "jm0.jobmaster.group_slot": {}, "jm0.jobmaster.idle": {1: 0}, "jm0.jobmaster.needed": frozenset(),
+        "jm0.jobmaster.unconfirmed": {}, "net": (rpc.DeclareResourceRequirements(1, 1, 0, 2),),
+        "next_sequence": 3, "te0.deployed": {}}, [("cp_slot_freed", 0, 1, 0)])
+    # heartbeats answered: after slot.idle.timeout intervals the idle slot is released
+    start = len(c.events)
+    for _ in range(3):
+        cp.tick(c)
+        while cp.net.in_flight:
+            cp.deliver(c, 0)
+            cp.after_step(c)
+    report = ("cp_deployment_report", 0, 0, 1, ())
+    assert c.events[start:] == [report, ("cp_idle_slot_released", 0, 0, 0, 1, 0),
+                                ("cp_effect", 0, "te0", "freeSlot", 1, 1, True), report, report]
+    assert (jm.pool, jm.idle, cp.tes[0].slots) == ({}, {}, [None])
+    assert cp.jms[0].rm.slots == {(0, 0): ("FREE", None, None)} and cp.jms[0].rm.requirements == {}
+
+
+def test_an_idle_slot_of_the_pool_is_reused_by_a_restarted_region():
+    c = blocking_cluster()
+    cp = c.cp
+    c.tasks[0].status = "FINISHED"
+    cp.after_step(c)
+    cp.deliver(c, 0)
+    for t in c.tasks:
+        t.status = "FINISHED"
+    cp.after_step(c)
+    cp.net.in_flight.clear()
+    assert cp.jms[0].jobmaster.idle == {1: 0}
+    c.tasks[1].status = c.tasks[2].status = "CREATED"
+    w = Watch(c)
+    w.step(lambda: cp.restarted(c, {1, 2}), {"jm0.jobmaster.attempts": [1, 4, 5], "jm0.jobmaster.pending": {1, 2},
+                                             "next_attempt": 6})
+    w.step(lambda: cp.after_step(c), {
+        "jm0.jobmaster.declared": 3, "jm0.jobmaster.deployed": {1: ((1, 4), (2, 5))}, "jm0.jobmaster.group_slot": {0: 1},
+        "jm0.jobmaster.idle": {}, "jm0.jobmaster.needed": frozenset({0}), "jm0.jobmaster.pending": set(),
+        "jm0.jobmaster.unconfirmed": {(1, 4): 0, (2, 5): 0}, "next_sequence": 4,
+        "net": (rpc.DeclareResourceRequirements(1, 1, 1, 3), rpc.SubmitTask(0, 1, 1, ((1, 4), (2, 5))))},
+        [("cp_idle_slot_reused", 0, 1), ("cp_submit", 0, 1, (), 4), ("cp_submit", 0, 2, (), 5)])
+    # a JobMaster whose job reached its terminal state schedules nothing
+    cp.jms[0].jobmaster.status = "FINISHED"
+    cp.restarted(c, {1})
+    w.changes()
+    w.step(lambda: cp.schedule(c), {})
