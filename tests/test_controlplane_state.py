@@ -875,3 +875,197 @@ def test_an_idle_slot_of_the_pool_is_reused_by_a_restarted_region():
     cp.restarted(c, {1})
     w.changes()
     w.step(lambda: cp.schedule(c), {})
+
+
+# -- settledness, dead letters -------------------------------------------------------------------------
+
+
+def test_a_change_of_what_heartbeats_reconcile_restarts_the_settling():
+    c = confirmed_cluster()
+    cp = c.cp
+    base = cp._signature()
+    assert base == cp.ids.signature
+    cp.quiet = 4
+    cp.after_step(c)
+    assert cp.quiet == 4  # nothing changed
+    # each part of the signature: a change sets quiet to 0 and becomes the new signature
+    changes = [
+        lambda: setattr(cp.tes[1], "inc", 1), lambda: setattr(cp.tes[1], "registered", False),
+        lambda: setattr(cp.tes[1], "rm_token", 7), lambda: setattr(cp.tes[1], "job_token", 7),
+        lambda: cp.tes[1].slots.__setitem__(0, (5, 1, False)), lambda: cp.tes[1].deployed.__setitem__(0, ((0, 9),)),
+        lambda: setattr(cp.tes[1], "alive", False), lambda: setattr(cp.jms[1], "alive", False),
+        lambda: setattr(cp.jms[1], "token", 9), lambda: cp.jms[0].rm.registered.pop(1),
+        lambda: cp.jms[0].rm.slots.pop((1, 0)), lambda: cp.jms[0].rm.requirements.clear(),
+        lambda: cp.jms[0].jobmaster.pool.__setitem__(9, (1, 0, 0)),
+        lambda: cp.jms[0].jobmaster.deployed.__setitem__(9, ((1, 9),)),
+        lambda: cp.jms[0].jobmaster.group_slot.__setitem__(1, 9),
+        lambda: setattr(cp, "running", None),
+        lambda: cp.jms[0].jobmaster.pending.add(1),  # (not running the job: not deployed at the step's end)
+    ]
+    for change in changes:
+        cp.quiet = 4
+        change()
+        assert cp._signature() != cp.ids.signature
+        cp.after_step(c)
+        assert cp.quiet == 0 and cp._signature() == cp.ids.signature
+    cp.jms[0].jobmaster = None
+    cp.quiet = 4
+    cp.after_step(c)
+    assert cp.quiet == 0
+    cp.jms[0].rm = None
+    cp.quiet = 4
+    cp.after_step(c)
+    assert cp.quiet == 0
+    # what heartbeats do not reconcile: no restart
+    cp.quiet = 4
+    cp.tes[0].missed_rm = 1
+    cp.tes[0].inactive = {3: 1}
+    cp.after_step(c)
+    assert cp.quiet == 4
+
+
+def test_the_drain_needs_heartbeat_intervals_until_registrations_and_connections_agree():
+    c = confirmed_cluster()
+    cp = c.cp
+    lead = cp.jms[0]
+    cp.quiet = 3
+    assert cp.needs_tick()  # not yet more than heartbeat_timeout + 1 quiet intervals
+    cp.quiet = 4
+    assert not cp.needs_tick() and cp.settled()
+    cp.tes[1].registered = False
+    assert cp.needs_tick()
+    cp.tes[1].registered = True
+    lead.rm.registered[1] = 5
+    assert cp.needs_tick()  # registered with another incarnation
+    lead.rm.registered[1] = 0
+    cp.tes[1].alive = False
+    assert cp.needs_tick()  # a dead TaskExecutor still registered
+    del lead.rm.registered[1]
+    assert not cp.needs_tick()
+    cp.tes[0].inc = 1
+    assert cp.needs_tick()  # connected to the JobMaster with an older incarnation
+    cp.tes[0].inc = 0
+    cp.tes[0].alive = False
+    del lead.rm.registered[0]
+    assert cp.needs_tick()  # a dead TaskExecutor still connected to the JobMaster
+    lead.jobmaster.connected.clear()
+    assert not cp.needs_tick()
+    lead.jobmaster = None
+    assert not cp.needs_tick()
+    cp.net.send(rpc.RegistrationResponse(0, 1))
+    assert not cp.settled()
+
+
+def test_dead_letters_are_dropped_at_once_when_the_environment_says_so():
+    c = cluster(dead_letters="at_once")
+    cp = c.cp
+    bring_up(c)
+    kept = [rpc.RegistrationResponse(0, 1), rpc.RegisterTaskExecutor(1, 0, 2, ()), rpc.OfferSlots(0, 0, 1, ()),
+            rpc.RequestSlot(0, 7, 0, 9, 7), rpc.HeartbeatResponse("rm", 1, 0, 0, ())]
+    dead = [rpc.RegisterTaskExecutor(1, 0, 7, ()), rpc.HeartbeatResponse("jm", 3, 0, 0, ((), ())),
+            rpc.DeclareResourceRequirements(5, 5, 1, 1)]
+    cp.net.in_flight = kept[:2] + dead + kept[2:]
+    assert cp.live_sessions() == {1, 2, None}
+    cp.after_step(c)
+    assert cp.net.in_flight == kept
+    cp.net.in_flight = [rpc.RegistrationResponse(0, 1)]
+    lst = cp.net.in_flight
+    cp.discard_dead_letters()
+    assert cp.net.in_flight is lst  # nothing dropped: the list stays
+    cp.net.in_flight = []
+    cp.discard_dead_letters()
+    assert cp.net.in_flight == []
+    # a session is live while a living process's latch node, belief, ResourceManager or JobMaster has it
+    cp.jms[0].rm.token, cp.jms[0].jobmaster.token, cp.jms[0].token = 11, 12, 13
+    assert cp.live_sessions() == {1, 2, 11, 12, 13, None}
+    cp.jms[1].alive = False
+    cp.jms[0].latch = None
+    assert cp.live_sessions() == {11, 12, 13}
+    # the default environment delivers them (and drops them on delivery)
+    c2 = running_cluster()
+    c2.cp.net.in_flight = list(dead)
+    c2.cp.after_step(c2)
+    assert c2.cp.net.in_flight == dead
+
+
+# -- the job's end -------------------------------------------------------------------------------------
+
+CLEAN = {"zk/checkpoint-counter": (None, 0, 2, 1, 0), "zk/checkpoint-counter/job": GONE,
+         "zk/checkpoints": (None, 0, 2, 1, 0), "zk/checkpoints/job": GONE, "zk/jobgraphs": (None, 0, 2, 1, 0),
+         "zk/jobgraphs/job": GONE}
+
+
+def test_the_job_reaches_its_terminal_state_writes_its_result_and_is_cleaned_up():
+    c = confirmed_cluster()
+    cp = c.cp
+    c.data_plane_drained = lambda: True
+    assert cp.job_done_possible(c) is None
+    w = Watch(c)
+    w.step(lambda: cp.job_reached_terminal_state(c), {
+        "jm0.jobmaster.status": "FINISHED", "terminal": True, "zk/job-results": (None, 0, 1, 1, 0),
+        "zk" + ha.JOB_RESULT: ("SUCCEEDED", 0, 0, 0, 0)},
+        [("cp_job_terminal", 0, 1), ("cp_effect", 0, "store", ha.JOB_RESULT, 1, 1, True)])
+    assert cp.job_done_possible(c) == "no leading JobMaster runs the job"
+    assert cp.trigger_gate(c) == "the job reached its terminal state"
+    assert not cp._dispatcher.recoverable(cp)
+    assert cp.cleanup_possible() is None
+    # the job graph, the checkpoint pointers and the counter deleted; the JobMaster gives its slot
+    # back, withdraws its requirement and closes: its process's ResourceManager forgets the job
+    w.step(lambda: cp.cleanup(c), {
+        **CLEAN, "jm0.jobmaster": None, "jm0.rm.requirements": {}, "next_sequence": 3,
+        "net": (rpc.FreeSlot(0, 1, 1), rpc.DeclareResourceRequirements(1, 1, 0, 2))},
+        [("cp_effect", 0, "store", ha.JOB_GRAPH, 1, 1, True), ("cp_effect", 0, "store", ha.CHECKPOINTS, 1, 1, True),
+         ("cp_effect", 0, "store", ha.CHECKPOINT_COUNTER, 1, 1, True), ("cp_job_cleaned_up", 0, 1)])
+    assert cp.cleanup_possible() == "the job graph is cleaned up already"
+    assert not cp.finished()
+    cp.net.in_flight.clear()
+    assert cp.finished()
+
+
+def test_a_failed_job_is_done_at_once_and_its_result_is_failed():
+    c = confirmed_cluster()
+    cp = c.cp
+    c.job.status = "FAILED"
+    assert cp.job_done_possible(c) is None
+    w = Watch(c)
+    w.step(lambda: cp.job_reached_terminal_state(c), {
+        "jm0.jobmaster.status": "FINISHED", "terminal": True, "zk/job-results": (None, 0, 1, 1, 0),
+        "zk" + ha.JOB_RESULT: ("FAILED", 0, 0, 0, 0)},
+        [("cp_job_terminal", 0, 1), ("cp_effect", 0, "store", ha.JOB_RESULT, 1, 1, True)])
+
+
+def test_a_deposed_leader_finishing_the_job_records_no_result():
+    c = confirmed_cluster()
+    cp = c.cp
+    c.data_plane_drained = lambda: True
+    cp.store.suspend(cp.jms[0].session)
+    cp.store.sessions.discard(cp.jms[0].session)
+    w = Watch(c)
+    # its latch node still leads, its session is gone: not globally terminal, the result refused
+    w.step(lambda: cp.job_reached_terminal_state(c), {"jm0.jobmaster.status": "FINISHED"},
+           [("cp_job_terminal", 0, 1), ("cp_effect", 0, "store", ha.JOB_RESULT, 1, 1, False)])
+    # a process whose latch node does not lead is not globally terminal either
+    c2 = confirmed_cluster()
+    c2.cp.jms[0].latch = L1
+    c2.cp.job_reached_terminal_state(c2)
+    assert not c2.cp.terminal
+    c2.cp.jms[0].latch = None
+    c2.cp.job_reached_terminal_state(c2)
+    assert not c2.cp.terminal
+
+
+def test_cleanup_by_a_new_leader_that_found_the_result():
+    c = confirmed_cluster()
+    cp = c.cp
+    c.data_plane_drained = lambda: True
+    cp.job_reached_terminal_state(c)
+    cp.crash_job_manager(c, 0)
+    cp.expire_session(c, 0)
+    cp.apply_latch_event(c, 1)  # the result is stored: the job is not recovered
+    assert cp.jms[1].jobmaster is None and cp.running is None
+    assert cp.cleanup_possible() is None
+    w = Watch(c)
+    w.step(lambda: cp.cleanup(c), {**CLEAN},
+           [("cp_effect", 0, "store", ha.JOB_GRAPH, 2, 2, True), ("cp_effect", 0, "store", ha.CHECKPOINTS, 2, 2, True),
+            ("cp_effect", 0, "store", ha.CHECKPOINT_COUNTER, 2, 2, True), ("cp_job_cleaned_up", 0, 2)])
+    assert cp.finished()
