@@ -1069,3 +1069,158 @@ def test_cleanup_by_a_new_leader_that_found_the_result():
            [("cp_effect", 0, "store", ha.JOB_GRAPH, 2, 2, True), ("cp_effect", 0, "store", ha.CHECKPOINTS, 2, 2, True),
             ("cp_effect", 0, "store", ha.CHECKPOINT_COUNTER, 2, 2, True), ("cp_job_cleaned_up", 0, 2)])
     assert cp.finished()
+
+
+# -- a new leader's recovery, the gates, TaskExecutor processes ------------------------------------------
+
+
+def test_a_new_leader_restores_the_stores_latest_checkpoint_and_continues_the_count():
+    from model.checkpointcoordinator import CompletedCheckpoint
+
+    c = confirmed_cluster()
+    cp = c.cp
+    for cid in (1, 2):
+        cp.checkpoint_id_taken(c, cid)
+        ck = CompletedCheckpoint(cid, 0, task_states={})
+        c.coordinator.store.add_checkpoint_and_subsume_oldest_one(ck)
+        assert cp.checkpoint_completed(c, ck)
+    assert cp.store.get(ha.CHECKPOINTS)[0] == (2,) and sorted(cp.storage) == [1, 2]
+    c.job.notifications[2] = "in flight"
+    cp.crash_job_manager(c, 0)
+    assert not c.job.notifications  # the notifications died with the JobMaster
+    c.job.notifications[2] = "in flight"
+    cp.expire_session(c, 0)
+    w = Watch(c)
+    w.step(lambda: cp.apply_latch_event(c, 1), {
+        **new_rm(1, 2), **new_jobmaster(1, 2, [5, 6], 2), "jm1.token": 2,
+        "net": (rpc.DeclareResourceRequirements(2, 2, 1, 2),), "next_attempt": 7, "next_sequence": 3, "running": 1,
+        "tasks": ("CREATED", "CREATED"), "zk/leader/info": ((1, 2), 1, 0, 0, 0)},
+        [("cp_effect", 0, "store", ha.LEADER_INFO, 2, 2, True), ("cp_leader", 0, 1, 2),
+         ("cp_job_recovered", 0, 2, 2, 2, True, False)], kinds=["job_manager_failover", "restored"])
+    assert c.coordinator.next_checkpoint_id == 3
+    assert [x.checkpoint_id for x in c.coordinator.store.get_all_checkpoints()] == [2]
+    assert not c.job.notifications
+
+
+def test_the_checkpoint_and_job_end_gates_need_the_leading_running_jobmaster():
+    c = confirmed_cluster()
+    cp = c.cp
+    p = cp.jms[0]
+    assert cp.trigger_gate(c) is None
+    p.token = 7  # the process no longer believes in its JobMaster's session
+    assert cp.trigger_gate(c) == "no leading JobMaster runs the job"
+    p.token = None
+    assert cp.job_done_possible(c) == "no leading JobMaster runs the job"
+    p.token = 1
+    c.tasks[1].status = "FINISHED"
+    assert cp.trigger_gate(c) is None  # finished tasks do not hold a checkpoint back
+    c.tasks[1].status = "CANCELED"
+    assert cp.trigger_gate(c) == "agg (1/1) is CANCELED (not every task runs)"
+    p.alive = False
+    assert cp.trigger_gate(c) == "no leading JobMaster runs the job"
+    assert cp.running_jobmaster() is None and cp.current_attempt(0) is None
+    p.alive = True
+    p.jobmaster.status = "FINISHED"
+    assert cp.job_done_possible(c) == "no leading JobMaster runs the job"
+    # cleanup: a leader without a JobMaster and without a result has nothing to clean up yet
+    p.jobmaster = None
+    assert cp.cleanup_possible() == "the job has not reached a terminal state"
+    cp.store.create(ha.JOB_RESULT, "SUCCEEDED")
+    assert cp.cleanup_possible() is None
+
+
+def test_a_crashed_task_executor_loses_its_rpcs_and_its_tasks_and_restarts_as_a_new_incarnation():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.tick(c)
+    cp.net.send(rpc.RegistrationResponse(1, 1))
+    cp.quiet = 3
+    w = Watch(c)
+    kept = (HB_RM1, RESP1)
+    # what was sent to te0 is lost; its tasks die, nobody knows yet
+    w.step(lambda: cp.crash_task_executor(c, 0), {
+        "net": kept, "quiet": 0, "tasks": ("CANCELED", "CANCELED"), "te0.alive": False, "te0.deployed": {},
+        "te0.job_token": None, "te0.missed_jm": 0, "te0.missed_rm": 0, "te0.registered": False,
+        "te0.rm_token": None, "te0.slots": [None]})
+    cp.quiet = 3
+    w.changes()
+    w.step(lambda: cp.start_task_executor(c, 0), {"te0.alive": True, "te0.inc": 1, "quiet": 0})
+    assert not cp.retrieval_pending(1) and cp.retrieval_pending(0)
+    reg = rpc.RegisterTaskExecutor(0, 1, 1, ((0, None, None),))
+    w.step(lambda: cp.leader_retrieval(c, 0), {"net": kept + (reg,), "te0.job_token": 1, "te0.rm_token": 1})
+    # the old incarnation is still the JobMaster's heartbeat target; the new one registers again
+    w.step(lambda: cp.tick(c), {"jm0.jobmaster.missed": {0: 2}, "jm0.rm.missed": {0: 2, 1: 2},
+                                "net": kept + (reg, HB_RM0, HB_RM1, HB_JM0, reg), "quiet": 1, "te1.missed_rm": 2})
+    cp.tes[1].alive = False
+    assert not cp.retrieval_pending(1)
+
+
+def test_a_task_executor_that_lost_its_registration_registers_again_each_interval():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.net.in_flight.clear()
+    cp.tes[1].registered = False
+    cp.jms[1].alive = False
+    w = Watch(c)
+    reg = rpc.RegisterTaskExecutor(1, 0, 1, ((0, None, None),))
+    w.step(lambda: cp.tick(c), {"jm0.jobmaster.missed": {0: 1}, "jm0.rm.missed": {0: 1, 1: 1},
+                                "net": (HB_RM0, HB_RM1, HB_JM0, reg), "quiet": 2, "te0.missed_jm": 1,
+                                "te0.missed_rm": 1})
+    w.step(lambda: cp.tick(c), {"jm0.jobmaster.missed": {0: 2}, "jm0.rm.missed": {0: 2, 1: 2},
+                                "net": (HB_RM0, HB_RM1, HB_JM0, reg) * 2, "quiet": 3, "te0.missed_jm": 2,
+                                "te0.missed_rm": 2})  # an unregistered TaskExecutor counts no missed requests
+    # a TaskExecutor that knows no leader does not register
+    cp.tes[1].rm_token = None
+    cp.net.in_flight.clear()
+    cp.tick(c)
+    assert reg not in cp.net.in_flight
+
+
+def test_the_dispatcher_recovers_a_job_without_a_result_and_writes_the_result():
+    c = running_cluster()
+    cp = c.cp
+    d = Dispatcher()
+    assert d.recoverable(cp)
+    d.write_job_result(cp, c, cp.jms[0], "CANCELED")
+    assert cp.store.get(ha.JOB_RESULT) == ("CANCELED", 0) and not d.recoverable(cp)
+    cp.store.delete(ha.JOB_RESULT)
+    cp.store.delete(ha.JOB_GRAPH)
+    assert not d.recoverable(cp)
+
+
+def test_an_active_slot_missing_from_two_allocated_slot_reports_in_a_row_is_freed():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.quiet = 3
+    w = Watch(c)
+    empty = rpc.HeartbeatRequest("jm", 1, 0, 0, ())
+    w.step(lambda: send_and_deliver(c, empty), {
+        "te0.unreported": {1}, "net": (rpc.HeartbeatResponse("jm", 1, 0, 0, (((0, 1), (1, 2)), ())),)})
+    cp.net.in_flight.clear()
+    cp.tes[0].missed_jm = 1
+    w.changes()
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatRequest("jm", 1, 0, 0, (9,))), {
+        "te0.unreported": set(), "te0.slots": [None], "te0.deployed": {}, "te0.missed_jm": 0,
+        "tasks": ("CANCELED", "CANCELED"), "quiet": 0,
+        "net": (rpc.HeartbeatResponse("jm", 1, 0, 0, ((), (9,))),)}, [("cp_unreported_slot_freed", 0, 0, 1)])
+
+
+def test_a_jobmaster_not_running_the_job_times_out_a_task_executor_without_failing_tasks():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.running = None
+    cp.net.in_flight.clear()
+    for _ in range(3):
+        cp.tick(c)
+    assert [e for e in c.events if e[0] == "cp_tm_timeout"] == [("cp_tm_timeout", 0, 0, 0, False)]
+    assert [t.status for t in c.tasks] == ["RUNNING", "RUNNING"]  # not the running JobMaster's: no failover
+    assert not [e for e in c.events if e[0] == "failover"]
+    assert rpc.FreeSlot(0, 1, 1) in cp.net.in_flight
+    # a dead process does nothing in a heartbeat interval
+    cp.jms[0].alive = False
+    cp.tes[0].alive = cp.tes[1].alive = False
+    cp.net.in_flight.clear()
+    before = flat(c)
+    cp.tick(c)
+    assert cp.net.in_flight == [] and {k: v for k, v in flat(c).items() if k != "quiet"} == {
+        k: v for k, v in before.items() if k != "quiet"}
