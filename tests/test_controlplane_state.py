@@ -1224,3 +1224,53 @@ def test_a_jobmaster_not_running_the_job_times_out_a_task_executor_without_faili
     cp.tick(c)
     assert cp.net.in_flight == [] and {k: v for k, v in flat(c).items() if k != "quiet"} == {
         k: v for k, v in before.items() if k != "quiet"}
+
+
+def test_the_setup_fields_are_read_only_and_the_identifier_counters_writable():
+    """Each of ControlPlane's forwarding properties reads (and, for the counters, writes) its
+    own field of ``setup`` or ``ids``; on an instance made without a cluster, so that a property
+    that cannot be read fails here, by name, rather than in ``ControlPlane.__init__``."""
+    from model.controlplane import IdCounters
+
+    cp = ControlPlane.__new__(ControlPlane)
+    cp.setup = type("Setup", (), {})()
+    fields = {"groups": "g", "region_inputs": "r", "timeout": "t", "idle_timeout": "i",
+              "dead_letters_at_once": "d", "dispatcher": "x"}
+    for field, v in fields.items():
+        setattr(cp.setup, field, v)
+    cp.ids = IdCounters()
+    assert (cp.ids.next_allocation, cp.ids.next_attempt, cp.ids.next_sequence, cp.ids.signature) == (1, 1, 1, None)
+
+    def read(name):
+        try:
+            return getattr(cp, name)
+        except Exception as e:  # a property that reads the wrong part or field
+            pytest.fail(f"ControlPlane.{name} cannot be read: {e!r}")
+
+    for name, field in (("groups", "groups"), ("region_inputs", "region_inputs"), ("timeout", "timeout"),
+                        ("idle_timeout", "idle_timeout"), ("dead_letters_at_once", "dead_letters_at_once"),
+                        ("_dispatcher", "dispatcher")):
+        assert read(name) == fields[field]
+        assert getattr(ControlPlane, name).fset is None, f"ControlPlane.{name} is writable"
+    for name, field in (("next_allocation", "next_allocation"), ("next_attempt", "next_attempt"),
+                        ("next_sequence", "next_sequence"), ("_sig", "signature")):
+        assert getattr(ControlPlane, name).fset is not None, f"ControlPlane.{name} is read-only"
+        try:
+            setattr(cp, name, 41)
+        except Exception as e:
+            pytest.fail(f"ControlPlane.{name} cannot be written: {e!r}")
+        assert getattr(cp.ids, field) == 41 and read(name) == 41
+
+
+def test_the_events_say_whether_a_checkpoint_or_a_commit_was_in_flight():
+    c = confirmed_cluster()
+    cp = c.cp
+    c.trigger_checkpoint(False)
+    assert c.coordinator.num_pending == 1 and cp.max_checkpoint_id == 1
+    cp.net.in_flight.clear()
+    for _ in range(3):
+        cp.tick(c)
+    assert [e for e in c.events if e[0] == "cp_tm_timeout"] == [("cp_tm_timeout", 0, 0, 0, True)]
+    c.job.notifications[1] = "in flight"
+    cp.crash_job_manager(c, 0)
+    assert [e for e in c.events if e[0] == "cp_jobmaster_lost"] == [("cp_jobmaster_lost", 0, True)]
