@@ -1274,3 +1274,25 @@ def test_the_events_say_whether_a_checkpoint_or_a_commit_was_in_flight():
     c.job.notifications[1] = "in flight"
     cp.crash_job_manager(c, 0)
     assert [e for e in c.events if e[0] == "cp_jobmaster_lost"] == [("cp_jobmaster_lost", 0, True)]
+
+
+def test_a_new_jobmanager_process_and_setup_on_their_own():
+    """JobManagerProcess and ControlPlaneSetup made directly (not through a Cluster, whose
+    control plane would be made from them first)."""
+    from model.controlplane import ControlPlaneSetup
+
+    p = JobManagerProcess(3)
+    assert {f: getattr(p, f) for f in JobManagerProcess.__slots__} == {
+        "index": 3, "alive": True, "session": None, "latch": None, "token": None, "rm": None, "jobmaster": None,
+        "memory": None, "counter": 1}
+    sc = small_scenario(attrs.evolve(variant("cp-blocking-regions"), small=variant("cp-blocking-regions").small))
+    sc = sc.with_settings(heartbeat_timeout=4, slot_idle_timeout=6, dead_letters="at_once")
+    plane = Cluster.from_scenario(sc.with_settings(control_plane=False))  # its ExecutionGraph, no control plane
+    assert plane.cp is None
+    host = type("Host", (), {"config": sc.config, "eg": plane.eg, "environment": sc.environment})()
+    s = ControlPlaneSetup(host)
+    assert (s.groups, s.region_inputs, s.timeout, s.idle_timeout, s.dead_letters_at_once) == (
+        ((0, 1, 2),), ((), (0,), (0,)), 4, 6, True)
+    assert type(s.dispatcher) is Dispatcher
+    host.environment = attrs.evolve(sc.environment, dead_letters="on_delivery")
+    assert ControlPlaneSetup(host).dead_letters_at_once is False
