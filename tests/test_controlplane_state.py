@@ -1296,3 +1296,27 @@ def test_a_new_jobmanager_process_and_setup_on_their_own():
     assert type(s.dispatcher) is Dispatcher
     host.environment = attrs.evolve(sc.environment, dead_letters="on_delivery")
     assert ControlPlaneSetup(host).dead_letters_at_once is False
+
+
+def test_lookups_and_writes_on_their_edges():
+    c = running_cluster()
+    cp = c.cp
+    # an HA write to a node whose parents do not exist creates them
+    assert cp.ha_write(c, cp.jms[0], "/a/b", 5)
+    assert cp.store.get("/a/b") == (5, 0) and cp.store.exists("/a")
+    # leader retrieval is pending while either the ResourceManager or the job leader is not the leader's
+    te = cp.tes[1]
+    te.job_token = 7
+    assert cp.retrieval_pending(1)
+    te.job_token, te.rm_token = 1, 7
+    assert cp.retrieval_pending(1)
+    te.rm_token = 1
+    assert not cp.retrieval_pending(1)
+    # only a living process's ResourceManager or JobMaster takes an RPC
+    cp.jms[0].alive = False
+    assert cp._rm(1) is None and cp._jm(1) is None
+    cp.jms[0].alive = True
+    assert cp._rm(1) is cp.jms[0].rm and cp._jm(1) is cp.jms[0]
+    # the process a JobMaster's RPC reaches is found by the JobMaster's session, not the process's belief
+    cp.jms[0].token = None
+    assert cp._jm(1) is cp.jms[0] and cp._rm(1) is cp.jms[0].rm
