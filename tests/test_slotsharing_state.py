@@ -59,8 +59,8 @@ def test_two_slot_sharing_groups_need_the_sum_of_their_widest_vertices():
     assert required_slots(eg) == {"x": 3, "y": 2}
     groups = compute_execution_slot_sharing_groups(eg)
     # b0 takes a0's group (its first candidate); c opens the groups of 'y'
-    assert [(g.id, g.slot_sharing_group, g.subtasks) for g in groups] == [
-        (0, "x", (0, 3)), (1, "x", (1,)), (2, "x", (2,)), (3, "y", (4,)), (4, "y", (5,))]
+    assert groups == tuple(ExecutionSlotSharingGroup(id=g, slot_sharing_group=ssg, subtasks=m) for g, ssg, m in (
+        (0, "x", (0, 3)), (1, "x", (1,)), (2, "x", (2,)), (3, "y", (4,)), (4, "y", (5,))))
     a = allocate(eg, [TaskManager("tm", 5)])
     assert a.total_required_slots == 5 and a.available_slots == 5 and a.state == ALLOCATED
     assert a.slot_of_subtask == (SlotId("tm", 0), SlotId("tm", 1), SlotId("tm", 2), SlotId("tm", 0),
@@ -146,3 +146,48 @@ def test_an_allocation_built_without_its_task_managers_has_none():
                        required_slots={}, available_slots=0)
     assert a.task_managers == () and a.lost_task_managers == frozenset()
     assert a.total_required_slots == 0 and a.used_slots() == () and a.subtasks_on("tm") == ()
+
+
+def test_a_single_vertex_opens_one_group_per_subtask_holding_that_subtask():
+    """No producer, no co-location: each subtask of the only vertex takes a new group (step 4),
+    the group holding exactly that subtask, ids in creation order."""
+    eg = compile_stream_graph(StreamGraph(operators=(
+        OperatorSpec(name="src", kind="source", parallelism=3, slot_sharing_group="x"),), edges=()))
+    assert compute_execution_slot_sharing_groups(eg) == (
+        ExecutionSlotSharingGroup(id=0, slot_sharing_group="x", subtasks=(0,)),
+        ExecutionSlotSharingGroup(id=1, slot_sharing_group="x", subtasks=(1,)),
+        ExecutionSlotSharingGroup(id=2, slot_sharing_group="x", subtasks=(2,)))
+    assert required_slots(eg) == {"x": 3}
+
+
+def test_a_subtask_whose_first_input_offers_no_candidate_tries_its_next_input():
+    """c's first input comes from u in another slot sharing group (no candidates); its second,
+    a rescale from a (p=4), offers a0, a1's groups to c0 and a2, a3's to c1: c1 joins a2 in
+    group 3, not the oldest available group 2."""
+    ops = (OperatorSpec(name="u", kind="source", parallelism=1, slot_sharing_group="x"),
+           OperatorSpec(name="a", kind="source", parallelism=4, slot_sharing_group="y"),
+           OperatorSpec(name="c", kind="map", parallelism=2, slot_sharing_group="y"))
+    eg = compile_stream_graph(StreamGraph(operators=ops, edges=(
+        EdgeSpec(source="u", target="c", partitioner="rebalance"),
+        EdgeSpec(source="a", target="c", partitioner="rescale"))))
+    assert [len(eg.input_gates[s]) for s in eg.subtasks_of("c")] == [2, 2]
+    assert compute_execution_slot_sharing_groups(eg) == (
+        ExecutionSlotSharingGroup(id=0, slot_sharing_group="x", subtasks=(0,)),
+        ExecutionSlotSharingGroup(id=1, slot_sharing_group="y", subtasks=(1, 5)),
+        ExecutionSlotSharingGroup(id=2, slot_sharing_group="y", subtasks=(2,)),
+        ExecutionSlotSharingGroup(id=3, slot_sharing_group="y", subtasks=(3, 6)),
+        ExecutionSlotSharingGroup(id=4, slot_sharing_group="y", subtasks=(4,)))
+
+
+def test_a_re_placement_keeps_the_groups_of_the_previous_allocation():
+    """The groups are computed once (the strategy's ExecutionSlotSharingGroups): a re-placement
+    from a previous allocation uses its groups, even ones handed in, and does not compute them anew."""
+    eg = _eg()
+    tms = [TaskManager("tm-a", 1), TaskManager("tm-b", 1)]
+    one = (ExecutionSlotSharingGroup(id=0, slot_sharing_group="default", subtasks=tuple(range(7))),)
+    solo = allocate(eg, tms, groups=one)
+    moved = allocate(eg, tms, lost_task_managers={"tm-a"}, previous=solo)
+    assert moved == SlotAllocation(
+        state=ALLOCATED, groups=one, slot_of_group=(SlotId("tm-b", 0),), slot_of_subtask=(SlotId("tm-b", 0),) * 7,
+        required_slots={"default": 3}, available_slots=1, task_managers=(TaskManager("tm-a", 1), TaskManager("tm-b", 1)),
+        lost_task_managers=frozenset({"tm-a"}))
