@@ -32,6 +32,14 @@ GONE = "<absent>"
 L0, L1, L2 = (f"{ha.LATCH}/latch-{i:010d}" for i in range(3))
 
 
+def as_is(value):
+    """``value()``, or what made it fail (a field of the wrong type), for the comparison to show."""
+    try:
+        return value()
+    except Exception as e:
+        return ("<cannot be read>", repr(e))
+
+
 def flat(c) -> dict:
     """Every field of the control plane (and the subtasks' states), one key each."""
     cp = c.cp
@@ -61,11 +69,11 @@ def flat(c) -> dict:
         for f in TaskExecutor.__slots__:
             if f != "index":
                 d[f"te{te.index}.{f}"] = copy.deepcopy(getattr(te, f))
-    d["net"] = tuple(cp.net.in_flight)
+    d["net"] = as_is(lambda: tuple(cp.net.in_flight))
     for f in ("running", "quiet", "started", "max_checkpoint_id", "terminal", "next_allocation", "next_attempt",
               "next_sequence"):
         d[f] = getattr(cp, f)
-    d["storage"] = tuple(sorted(cp.storage))
+    d["storage"] = as_is(lambda: tuple(sorted(cp.storage)))
     d["tasks"] = tuple(t.status for t in c.tasks)
     return d
 
@@ -1250,11 +1258,13 @@ def test_the_setup_fields_are_read_only_and_the_identifier_counters_writable():
     for name, field in (("groups", "groups"), ("region_inputs", "region_inputs"), ("timeout", "timeout"),
                         ("idle_timeout", "idle_timeout"), ("dead_letters_at_once", "dead_letters_at_once"),
                         ("_dispatcher", "dispatcher")):
+        assert isinstance(ControlPlane.__dict__.get(name), property), f"ControlPlane.{name} is not a property"
         assert read(name) == fields[field]
-        assert getattr(ControlPlane, name).fset is None, f"ControlPlane.{name} is writable"
+        assert ControlPlane.__dict__[name].fset is None, f"ControlPlane.{name} is writable"
     for name, field in (("next_allocation", "next_allocation"), ("next_attempt", "next_attempt"),
                         ("next_sequence", "next_sequence"), ("_sig", "signature")):
-        assert getattr(ControlPlane, name).fset is not None, f"ControlPlane.{name} is read-only"
+        assert isinstance(ControlPlane.__dict__.get(name), property), f"ControlPlane.{name} is not a property"
+        assert ControlPlane.__dict__[name].fset is not None, f"ControlPlane.{name} is read-only"
         try:
             setattr(cp, name, 41)
         except Exception as e:
