@@ -753,6 +753,14 @@ def test_a_restart_cancels_the_old_executions_and_waits_for_deployment_with_new_
     w.step(lambda: cp.restarted(c, {0, 1}), {
         "jm0.jobmaster.attempts": [6, 7], "jm0.jobmaster.deployed": {}, "net": (rpc.CancelTask(0, 1, ((0, 4),)),),
         "next_attempt": 8})
+    # the cancellation goes to the TaskExecutor that holds the allocation (not to its incarnation)
+    cp.net.in_flight.clear()
+    jm.pool = {1: (1, 5, 0)}
+    jm.deployed = {1: ((0, 6),)}
+    w.changes()
+    w.step(lambda: cp.restarted(c, {0}), {
+        "jm0.jobmaster.attempts": [8, 7], "jm0.jobmaster.deployed": {}, "net": (rpc.CancelTask(1, 1, ((0, 6),)),),
+        "next_attempt": 9})
     # no JobMaster runs the job: the subtasks wait all the same
     cp.running = None
     c.tasks[0].status = "RUNNING"
