@@ -20,9 +20,10 @@ from model.actions import AnnounceCredit, Deliver, SendBuffer, SourceEmit, Sourc
 from model.channels import Channels
 from model.cluster import Cluster, RuntimeConfig, drain
 from model import seams
+from model import creditbasedflowcontrol
 from model.creditbasedflowcontrol import EXCLUSIVE, FLOATING, UNBACKED, CreditBasedChannels, is_event
 from model.errors import FlinkspecError
-from model.events import END_OF_PARTITION, CancelCheckpointMarker, CheckpointBarrier, Watermark
+from model.events import END_OF_PARTITION, CancelCheckpointMarker, CheckpointBarrier, EndOfPartitionEvent, Watermark
 from model.variants import small_scenario, variant
 from spec.network import (credit_never_negative, network_buffers_conserved, network_stall_confined_to_gate,
                           received_within_credit)
@@ -223,6 +224,18 @@ def test_a_subpartition_is_blocked_only_by_an_aligned_barrier_it_sent_or_the_ali
     assert loose.sender_blocked(0) is False
 
 
+def test_an_aligned_barrier_alone_in_the_receiver_s_queue_blocks_and_an_unaligned_one_does_not():
+    net = _placed()
+    net.queues[0].extend([CheckpointBarrier(1, 0), REC])
+    net.arrived[0] = 1
+    assert net.sender_blocked(0) is True
+    net.queues[1].extend([CheckpointBarrier(1, 0, unaligned=True), REC])
+    net.arrived[1] = 1
+    assert net.sender_blocked(1) is False
+    assert net.sender_refusal(0) == "channel 0's subpartition is blocked by an aligned barrier until the consumer resumes"
+    assert net.sender_refusal(1) is None
+
+
 def test_the_sender_refuses_with_the_reason_of_getAvailabilityAndBacklog():
     net = _placed(b=1, f=0)
     assert net.sender_refusal(0) == "channel 0's subpartition has no unsent buffer"
@@ -246,8 +259,19 @@ def test_the_sender_refuses_with_the_reason_of_getAvailabilityAndBacklog():
     assert net.sender_refusal(0) is None
 
 
+class _ListenersRegisteredOnce(list):
+    """A gate's buffer listeners, recorded: ``LocalBufferPool.addBufferListener`` is called once
+    per wait (``BufferManager`` sets ``isWaitingForFloatingBuffers`` as it registers), so a
+    channel already registered that registers again fails here, on the spot."""
+
+    def append(self, c) -> None:
+        assert c not in self, f"channel {c} registered as a buffer listener twice: {list(self)}"
+        super().append(c)
+
+
 def test_a_backlog_requests_floating_buffers_up_to_backlog_plus_initial_credit():
     net = _placed(b=2, f=3)
+    net.listeners = [_ListenersRegisteredOnce()]
     net.on_sender_backlog(0, 2)
     assert (net.required[0], net.floating[0], net.pool, net.unannounced[0]) == (4, 2, [1], 2)
     assert net.waiting[0] is False and net.listeners == [[]]
@@ -466,6 +490,7 @@ def test_the_viewer_reads_every_table_of_a_remote_channel():
 
 
 def test_is_event_is_the_event_classes_exactly():
+    assert creditbasedflowcontrol._EVENTS == (CheckpointBarrier, CancelCheckpointMarker, EndOfPartitionEvent)
     assert is_event(CheckpointBarrier(1, 0)) and is_event(CancelCheckpointMarker(1)) and is_event(END_OF_PARTITION)
     assert not is_event(REC) and not is_event(Watermark(1)) and not is_event(None)
 
