@@ -1348,3 +1348,17 @@ def test_lookups_and_writes_on_their_edges():
     # the process a JobMaster's RPC reaches is found by the JobMaster's session, not the process's belief
     cp.jms[0].token = None
     assert cp._jm(1) is cp.jms[0] and cp._rm(1) is cp.jms[0].rm
+
+
+def test_without_any_latch_node_nobody_leads():
+    c = cluster()
+    cp = c.cp
+    cp.expire_session(c, 0)
+    cp.expire_session(c, 1)
+    assert cp.leader_token() is None
+    assert cp.leading_process() is None and not cp.needs_tick()  # token None is not leader session None
+    assert cp.cleanup_possible() == "no leading JobManager"
+    assert [cp.latch_event(c, j) for j in (0, 1)] == ["rejoin", "rejoin"]
+    c = running_cluster()
+    c.cp.jms[0].alive = False  # (its latch node still leads, its belief is the leader session)
+    assert c.cp.leader_token() == c.cp.jms[0].token == 1 and c.cp.leading_process() is None
