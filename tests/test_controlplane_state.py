@@ -54,12 +54,12 @@ def flat(c) -> dict:
         for f in JobManagerProcess.__slots__:
             v = getattr(p, f)
             if f == "rm":
-                d[f"jm{p.index}.rm"] = None if v is None else "rm"
-                for g in ResourceManager.__slots__ if v is not None else ():
+                d[f"jm{p.index}.rm"] = None if v is None else "rm" if type(v) is ResourceManager else repr(v)
+                for g in ResourceManager.__slots__ if type(v) is ResourceManager else ():
                     d[f"jm{p.index}.rm.{g}"] = copy.deepcopy(getattr(v, g))
             elif f == "jobmaster":
-                d[f"jm{p.index}.jobmaster"] = None if v is None else "jobmaster"
-                for g in JobMaster.__slots__ if v is not None else ():
+                d[f"jm{p.index}.jobmaster"] = None if v is None else "jobmaster" if type(v) is JobMaster else repr(v)
+                for g in JobMaster.__slots__ if type(v) is JobMaster else ():
                     d[f"jm{p.index}.jobmaster.{g}"] = copy.deepcopy(getattr(v, g))
             elif f == "memory":
                 d[f"jm{p.index}.memory"] = None if v is None else v.checkpoint_id
@@ -1362,3 +1362,19 @@ def test_without_any_latch_node_nobody_leads():
     c = running_cluster()
     c.cp.jms[0].alive = False  # (its latch node still leads, its belief is the leader session)
     assert c.cp.leader_token() == c.cp.jms[0].token == 1 and c.cp.leading_process() is None
+
+
+def test_with_the_checkpoint_id_counter_in_memory_a_new_leader_counts_from_its_own_memory():
+    from model import seams
+
+    for seam, store_count, next_id in (((), 3, 3), (("checkpoint-counter-in-memory",), 1, 1)):
+        c = confirmed_cluster()
+        cp = c.cp
+        with seams.active(seam):
+            cp.checkpoint_id_taken(c, 1)
+            cp.checkpoint_id_taken(c, 2)
+            assert cp.jms[0].counter == 3 and cp.store.get(ha.CHECKPOINT_COUNTER)[0] == store_count
+            cp.crash_job_manager(c, 0)
+            cp.expire_session(c, 0)
+            cp.apply_latch_event(c, 1)
+        assert c.coordinator.next_checkpoint_id == next_id, seam
