@@ -62,7 +62,7 @@ def flat(c) -> dict:
                 for g in JobMaster.__slots__ if type(v) is JobMaster else ():
                     d[f"jm{p.index}.jobmaster.{g}"] = copy.deepcopy(getattr(v, g))
             elif f == "memory":
-                d[f"jm{p.index}.memory"] = None if v is None else v.checkpoint_id
+                d[f"jm{p.index}.memory"] = None if v is None else getattr(v, "checkpoint_id", repr(v))
             elif f != "index":
                 d[f"jm{p.index}.{f}"] = v
     for te in cp.tes:
