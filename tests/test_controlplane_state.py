@@ -1378,3 +1378,24 @@ def test_with_the_checkpoint_id_counter_in_memory_a_new_leader_counts_from_its_o
             cp.expire_session(c, 0)
             cp.apply_latch_event(c, 1)
         assert c.coordinator.next_checkpoint_id == next_id, seam
+
+
+def test_a_task_executor_moving_to_a_new_leader_kills_what_a_deposed_jobmaster_still_runs():
+    c = running_cluster()
+    cp = c.cp
+    cp.store.set_data(ha.LEADER_INFO, (1, 2))  # another leader's information; jm0 does not know yet
+    w = Watch(c)
+    w.step(lambda: cp.leader_retrieval(c, 0), {
+        "net": (rpc.RegisterTaskExecutor(0, 0, 2, ((0, 1, 1),)), rpc.OfferSlots(0, 0, 2, ((0, 1),))),
+        "te0.deployed": {}, "te0.job_token": 2, "te0.registered": False, "te0.rm_token": 2,
+        "te0.slots": [(1, 1, False)], "tasks": ("CANCELED", "CANCELED")})
+
+
+def test_the_slots_of_a_lost_task_executor_are_freed_on_that_task_executor():
+    c = running_cluster()
+    cp = c.cp
+    jm = cp.jms[0].jobmaster
+    jm.pool, jm.connected, jm.missed = {1: (1, 0, 0)}, {1: 0}, {1: 0}  # the slot on te1 (index 1, incarnation 0)
+    for _ in range(3):
+        cp.tick(c)
+    assert rpc.FreeSlot(1, 1, 1) in cp.net.in_flight and jm.pool == {}
