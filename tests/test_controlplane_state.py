@@ -1399,3 +1399,28 @@ def test_the_slots_of_a_lost_task_executor_are_freed_on_that_task_executor():
     for _ in range(3):
         cp.tick(c)
     assert rpc.FreeSlot(1, 1, 1) in cp.net.in_flight and jm.pool == {}
+
+
+def test_a_slot_request_answered_occupied_makes_the_resource_manager_ask_for_another_slot():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.jms[0].rm.slots[(0, 0)] = ("PENDING", 7, 1)
+    w = Watch(c)
+    w.step(lambda: send_and_deliver(c, rpc.SlotRequestAnswer(0, 1, 0, 7, False, (9, 5))), {
+        "jm0.rm.slots": {(0, 0): ("ALLOCATED", 9, 5), (1, 0): ("PENDING", 2, 1)}, "next_allocation": 3,
+        "net": (rpc.RequestSlot(1, 1, 0, 2, 1),), "quiet": 0})
+
+
+def test_every_failed_slot_of_a_report_fails_its_subtasks_only_for_the_running_jobmaster():
+    c = confirmed_cluster()
+    cp = c.cp
+    cp.running = None  # the JobMaster does not run the job (deposed, not knowing it yet)
+    w = Watch(c)
+    w.step(lambda: send_and_deliver(c, rpc.HeartbeatResponse("jm", 1, 0, 0, ((), (1, 9)))), {
+        "jm0.jobmaster.group_slot": {}, "jm0.jobmaster.pool": {}, "jm0.jobmaster.deployed": {}, "quiet": 0},
+        [("cp_deployment_report", 0, 0, 1, ()), ("cp_slot_failed", 0, 0, (1, 9))], kinds=[])
+    assert [t.status for t in c.tasks] == ["RUNNING", "RUNNING"]
+    c2 = confirmed_cluster()
+    send_and_deliver(c2, rpc.HeartbeatResponse("jm", 1, 0, 0, (((0, 1), (1, 2)), (1, 9))))
+    assert [kind(e) for e in c2.events if kind(e) == "failover"] == ["failover"]
+    assert c2.cp.jms[0].jobmaster.attempts == [3, 4]
