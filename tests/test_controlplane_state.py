@@ -1148,6 +1148,11 @@ def test_the_checkpoint_and_job_end_gates_need_the_leading_running_jobmaster():
     p.alive = True
     p.jobmaster.status = "FINISHED"
     assert cp.job_done_possible(c) == "no leading JobMaster runs the job"
+    assert cp.cleanup_possible() is None  # its JobMaster reached the terminal state (no result needed)
+    p.jobmaster.status = "RUNNING"
+    cp.store.create(ha.JOB_RESULT, "SUCCEEDED")
+    assert cp.cleanup_possible() == "the job has not reached a terminal state"  # its own JobMaster runs
+    cp.store.delete(ha.JOB_RESULT)
     # cleanup: a leader without a JobMaster and without a result has nothing to clean up yet
     p.jobmaster = None
     assert cp.cleanup_possible() == "the job has not reached a terminal state"
