@@ -1372,7 +1372,7 @@ def test_without_any_latch_node_nobody_leads():
 def test_with_the_checkpoint_id_counter_in_memory_a_new_leader_counts_from_its_own_memory():
     from model import seams
 
-    for seam, store_count, next_id in (((), 3, 3), (("checkpoint-counter-in-memory",), 1, 1)):
+    for seam, store_count, next_id in (((), 3, 3), (("checkpoint-counter-in-memory",), 1, 7)):
         c = confirmed_cluster()
         cp = c.cp
         with seams.active(seam):
@@ -1381,6 +1381,7 @@ def test_with_the_checkpoint_id_counter_in_memory_a_new_leader_counts_from_its_o
             assert cp.jms[0].counter == 3 and cp.store.get(ha.CHECKPOINT_COUNTER)[0] == store_count
             cp.crash_job_manager(c, 0)
             cp.expire_session(c, 0)
+            cp.jms[1].counter = 7  # what the new leader's process counted in memory
             cp.apply_latch_event(c, 1)
         assert c.coordinator.next_checkpoint_id == next_id, seam
 
