@@ -40,7 +40,7 @@ import attrs
 
 from model.events import CheckpointBarrier, Watermark, value
 from model.inputfiles import short, short_text
-from model.streamtask import FINISHED, RUNNING, TRIGGER_ABORTED, TRIGGER_OLDER, KeyedNode, SinkNode
+from model.streamtask import FINISHED, RUNNING, TRIGGER_ABORTED, TRIGGER_OLDER
 
 
 # -- the action values -------------------------------------------------------------------------
@@ -331,11 +331,7 @@ def task_footprint(task, channel) -> frozenset:
         parts.add(("channel", channel))
     for o in task.output_channels:
         parts.add(("channel", o))
-    for node in task.nodes:
-        if isinstance(node, SinkNode):
-            parts.add(("external",))
-        elif isinstance(node, KeyedNode):
-            parts.add(("late",))
+    parts.update(task.side_outputs)
     return frozenset(parts)
 
 
@@ -404,7 +400,7 @@ class DeliverKind(ActionKind):
             net.received[ch] += 1
             if task.persisting and task.local_of[ch] in task.persisting:
                 task.input_cs[ch].append(e)
-            task.head.process(net.queues, e[0], e[1], e[2])
+            task.head.process(c.context(task), e[0], e[1], e[2])
             if task.deferred:
                 c.context(task).run_deferred()
         else:
@@ -494,7 +490,7 @@ class SourceEmitKind(_SourceKind):
     def apply(self, c, a):
         t = c.tasks[a.subtask]
         rec = t.source.next_record()
-        t.head.process(c.net.queues, rec[0], rec[1], rec[2])
+        t.head.process(c.context(t), rec[0], rec[1], rec[2])
 
     def footprint(self, c, a):
         """A source emits inside its own chain."""

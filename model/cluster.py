@@ -440,7 +440,7 @@ class Cluster:
         self.external = sinks.ExternalSystem()
         self.late: list = []
         #: the windows a sliding window skipped as late for an element another window took
-        #: (``KeyedNode.skip_window``): what ``window_results_exactly_once`` excuses
+        #: (``ChainOutput.skip_window``): what ``window_results_exactly_once`` excuses
         self.window_skips: list = []
         self.job = JobState()
         self.acks: dict[int, dict] = {}
@@ -722,7 +722,6 @@ class Cluster:
             if e.source in in_vertex and e.target in in_vertex:
                 chained.setdefault(e.source, []).append(e.target)
         nodes: dict[str, object] = {}
-        late = self.late
 
         def build(name):
             if name in nodes:
@@ -738,8 +737,7 @@ class Cluster:
             elif kind == "filter":
                 node = FilterNode(name, filter_function(spec.function, f"operator '{name}'"))
             elif kind in ("keyed_aggregate", "window"):
-                node = KeyedNode(name, self._keyed_operator(spec, vertex.max_parallelism), late, kind == "window",
-                                 self.window_skips)
+                node = KeyedNode(name, self._keyed_operator(spec, vertex.max_parallelism), kind == "window")
             elif kind == "sink":
                 node = SinkNode(name, self._sink(spec, st))
             else:  # pragma: no cover - validate() rejects unknown kinds
@@ -760,8 +758,7 @@ class Cluster:
         task = StreamTask(self.net.blocking, self.config, st, head, op_nodes, output, None, input_channels, out_channels,
                           unsupported)
         if self.storage is not None:
-            task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}",
-                                        [n for n in op_nodes if isinstance(n, KeyedNode)])
+            task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}")
         head_spec = ops[head_name]
         if head_spec.kind == "source":
             splits = self.job_input.splits.get(head_spec.name, ())
@@ -957,7 +954,7 @@ class Cluster:
         """A finished task acknowledges with its final state: both phases at once."""
         snap = self.context(task).take_snapshot(cid)
         if task.backend is not None:
-            snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid))
+            snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid), task.keyed_nodes)
         self._acknowledge(task, snap)
 
     def _finalize_fails(self, cid: int, tid: int) -> bool:
@@ -986,7 +983,7 @@ class Cluster:
     def finish_async_snapshot(self, task: StreamTask, cid: int) -> None:
         """The asynchronous phase of ``task``'s snapshot ``cid`` (``AsyncCheckpointRunnable``):
         write the files, then acknowledge."""
-        snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid))
+        snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid), task.keyed_nodes)
         self.outbox.append(AcknowledgeCheckpoint(task.id, cid, snap))
 
     def fail_async_snapshot(self, task: StreamTask, cid: int) -> None:
@@ -1115,7 +1112,7 @@ class Cluster:
     def context(self, task: StreamTask) -> TaskContext:
         """A call into ``task``, with the network and the outbox this cluster owns (made per
         call, kept by nobody)."""
-        return TaskContext(task, self.net, self.outbox)
+        return TaskContext(task, self.net, self.outbox, self.external, self.late, self.window_skips)
 
     def source_watermark(self, t: StreamTask) -> None:
         src = t.source
@@ -1183,8 +1180,9 @@ class Cluster:
         else:
             sent[key] -= 1
         task = self.tasks[subtask]
+        ctx = self.context(task)
         for node in task.nodes:
-            node.notify_complete(checkpoint_id)
+            node.notify_complete(ctx, checkpoint_id)
         if task.backend is not None:
             task.backend.notify_complete(checkpoint_id)
 
@@ -1417,7 +1415,7 @@ class Cluster:
             elif isinstance(node, SinkNode):
                 state = snap.operator.get(node.name)
                 if state is not None:
-                    node.sink.initialize_state(state)
+                    node.sink.initialize_state(self.external, state)
 
     # -- savepoints and rescaling --------------------------------------------------------------
     @seams.within
@@ -1452,13 +1450,15 @@ class Cluster:
         job.savepoint_snapshots = self.completed.get(cid)
         for (tid, ncid) in list(job.notifications):  # each in-flight notification once
             if ncid <= cid:
-                for node in self.tasks[tid].nodes:
-                    node.notify_complete(ncid)
+                task = self.tasks[tid]
+                ctx = self.context(task)
+                for node in task.nodes:
+                    node.notify_complete(ctx, ncid)
         job.notifications.clear()
         for t in self.tasks:
             for node in t.nodes:
                 if isinstance(node, SinkNode):
-                    node.sink.close()
+                    node.sink.close(self.external)
             if t.status == RUNNING:
                 t.status = "STOPPED"
         for ch in self.channels:
@@ -1628,7 +1628,7 @@ class Cluster:
                     if getattr(sink, "pending_commit", None):
                         return True
                     cur = getattr(sink, "current", None)
-                    if cur is not None and sink.external.transactions[cur].records:
+                    if cur is not None and self.external.transactions[cur].records:
                         return True
         return False
 

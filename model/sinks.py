@@ -255,33 +255,36 @@ class TwoPhaseCommitSink:
 
     Construction runs ``initializeState(restored_state)``: ``None`` for a fresh start, a
     :class:`TwoPhaseCommitState` (or a list of them after rescaling) for a restore.
+
+    The sink holds no link to the external system (the model's deliberate difference from a
+    ``SinkFunction`` holding its client): every method that talks to it is handed it, so that
+    the cluster is its one owner.
     """
 
-    __slots__ = ("external", "subtask", "current", "pending_commit")
+    __slots__ = ("subtask", "current", "pending_commit")
 
     kind = TWO_PHASE_COMMIT
     #: it commits on ``notify_checkpoint_complete``
     checkpoint_listener = True
 
     def __init__(self, external: ExternalSystem, subtask: int, restored_state=None, *, abort_lingering: bool = True):
-        self.external = external
         self.subtask = subtask
         #: the id of the transaction being written (the external system holds the Transaction:
         #: a sink names its transactions, it does not hold them)
         self.current: TransactionId | None = None
         #: checkpoint id -> TransactionId, insertion (= checkpoint) order.
         self.pending_commit: dict = {}
-        self.initialize_state(restored_state, abort_lingering=abort_lingering)
+        self.initialize_state(external, restored_state, abort_lingering=abort_lingering)
 
     def __repr__(self) -> str:
         cur = self.current
         return f"<TwoPhaseCommitSink subtask={self.subtask} current={cur!r} pending={list(self.pending_commit)}>"
 
-    def initialize_state(self, restored_state=None, *, abort_lingering: bool = True) -> None:
+    def initialize_state(self, external: ExternalSystem, restored_state=None, *, abort_lingering: bool = True) -> None:
         """``initializeState``: recoverAndCommit restored pending transactions (in order),
         recoverAndAbort each restored current transaction, optionally abort this subtask's
         other *open* transactions, then begin a new transaction."""
-        ext = self.external
+        ext = external
         for entry in _restored_entries(restored_state):
             for pc in entry.pending_commit_transactions:
                 ext.commit(pc.transaction)
@@ -290,28 +293,28 @@ class TwoPhaseCommitSink:
             for txn in ext.uncommitted_transactions(self.subtask, (OPEN,)):
                 ext.abort(txn.id)
         self.pending_commit = {}
-        self._begin()
+        self._begin(ext)
 
-    def _begin(self) -> None:
-        self.current = self.external.begin_transaction(self.subtask).id
+    def _begin(self, external: ExternalSystem) -> None:
+        self.current = external.begin_transaction(self.subtask).id
 
-    def write(self, key, value, timestamp) -> None:
+    def write(self, external: ExternalSystem, key, value, timestamp) -> None:
         """``invoke(transaction, value, context)``: append to the current transaction."""
-        self.external.transactions[self.current].records.append((key, value, timestamp))
+        external.transactions[self.current].records.append((key, value, timestamp))
 
-    def snapshot_state(self, checkpoint_id: int) -> TwoPhaseCommitState:
+    def snapshot_state(self, external: ExternalSystem, checkpoint_id: int) -> TwoPhaseCommitState:
         """``snapshotState``: pre-commit the current transaction as pending for
         ``checkpoint_id``, begin a new one, return the state to checkpoint."""
         cur = self.current
-        self.external.pre_commit(cur, checkpoint_id)
+        external.pre_commit(cur, checkpoint_id)
         self.pending_commit[checkpoint_id] = cur
-        self._begin()
+        self._begin(external)
         return TwoPhaseCommitState(
             self.current,
             tuple(PendingCommit(cid, tid) for cid, tid in self.pending_commit.items()),
         )
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> list:
+    def notify_checkpoint_complete(self, external: ExternalSystem, checkpoint_id: int) -> list:
         """Commit every pending transaction with checkpoint id <= ``checkpoint_id``, in
         order. Returns the committed transaction ids."""
         pending = self.pending_commit
@@ -321,48 +324,48 @@ class TwoPhaseCommitSink:
         out = []
         for cid in done:
             tid = pending.pop(cid)
-            self.external.commit(tid)
+            external.commit(tid)
             out.append(tid)
         return out
 
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+    def notify_checkpoint_aborted(self, external: ExternalSystem, checkpoint_id: int) -> None:
         """``notifyCheckpointAborted``: nothing (the transaction stays pending)."""
         return None
 
-    def close(self) -> None:
+    def close(self, external: ExternalSystem) -> None:
         """``close()`` on a clean shutdown: abort the current transaction."""
         if self.current is not None:
-            self.external.abort(self.current)
+            external.abort(self.current)
             self.current = None
 
 
 class _StatelessSink:
-    """A sink writing straight to the external system: no state, nothing to commit."""
+    """A sink writing straight to the external system (handed to each call, as to
+    :class:`TwoPhaseCommitSink`): no state, nothing to commit."""
 
-    __slots__ = ("external", "subtask")
+    __slots__ = ("subtask",)
     #: nothing to commit: ``notify_checkpoint_complete`` does nothing
     checkpoint_listener = False
 
     def __init__(self, external: ExternalSystem, subtask: int, restored_state=None):
-        self.external = external
         self.subtask = subtask
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} subtask={self.subtask}>"
 
-    def initialize_state(self, restored_state=None) -> None:
+    def initialize_state(self, external: ExternalSystem, restored_state=None) -> None:
         return None
 
-    def snapshot_state(self, checkpoint_id: int) -> None:
+    def snapshot_state(self, external: ExternalSystem, checkpoint_id: int) -> None:
         return None
 
-    def notify_checkpoint_complete(self, checkpoint_id: int) -> list:
+    def notify_checkpoint_complete(self, external: ExternalSystem, checkpoint_id: int) -> list:
         return []
 
-    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+    def notify_checkpoint_aborted(self, external: ExternalSystem, checkpoint_id: int) -> None:
         return None
 
-    def close(self) -> None:
+    def close(self, external: ExternalSystem) -> None:
         return None
 
 
@@ -374,8 +377,8 @@ class UpsertSink(_StatelessSink):
 
     kind = UPSERT
 
-    def write(self, key, value, timestamp) -> None:
-        self.external.upsert(key, value, timestamp, self.subtask)
+    def write(self, external: ExternalSystem, key, value, timestamp) -> None:
+        external.upsert(key, value, timestamp, self.subtask)
 
 
 class AppendSink(_StatelessSink):
@@ -386,8 +389,8 @@ class AppendSink(_StatelessSink):
 
     kind = APPEND
 
-    def write(self, key, value, timestamp) -> None:
-        self.external.append(key, value, timestamp, self.subtask)
+    def write(self, external: ExternalSystem, key, value, timestamp) -> None:
+        external.append(key, value, timestamp, self.subtask)
 
 
 _SINK_CLASSES = {TWO_PHASE_COMMIT: TwoPhaseCommitSink, UPSERT: UpsertSink, APPEND: AppendSink}

@@ -62,16 +62,16 @@ class KeyedStateBackend:
     """A task's keyed state backend. ``uid`` names its files; ``pending`` holds, per
     checkpoint id, ``[snapshot, resources, ready]`` from the synchronous phase until the
     asynchronous one ran (``ready``: the task would acknowledge now, e.g. its unaligned channel
-    state is complete)."""
+    state is complete). The backend holds no link to the task's operators: the asynchronous
+    phase is handed the task's keyed nodes (``KeyedNode``) with the call."""
 
-    __slots__ = ("uid", "pending", "nodes")
+    __slots__ = ("uid", "pending")
     #: whether ``notify_complete`` does anything (the RocksDB backend's confirms uploads)
     checkpoint_listener = False
 
-    def __init__(self, uid: str, nodes):
+    def __init__(self, uid: str):
         self.uid = uid
         self.pending: dict[int, list] = {}
-        self.nodes = nodes
 
     # -- the two phases -------------------------------------------------------------------
     def sync_phase(self, snap) -> None:
@@ -87,20 +87,19 @@ class KeyedStateBackend:
     def ready_ids(self) -> list:
         return [cid for cid, e in self.pending.items() if e[2]]
 
-    def async_phase(self, checkpoint_id: int, storage, savepoint: bool):
-        """Write the files; returns the snapshot with its ``state_handle``."""
+    def async_phase(self, checkpoint_id: int, storage, savepoint: bool, nodes):
+        """Write the files; returns the snapshot with its ``state_handle``. ``nodes``: the
+        task's keyed nodes, whose live state the asynchronous phase could read (it must not:
+        ``HashMapStateBackend.state_to_write``)."""
         snap, res, _ = self.pending.pop(checkpoint_id)
-        handle = self._write(checkpoint_id, res, storage, savepoint)
+        handle = self._write(checkpoint_id, res, storage, savepoint, nodes)
         return _with_handle(snap, handle)
-
-    def live_keyed(self) -> dict:
-        return {n.name: n.op.snapshot_state() for n in self.nodes}
 
     # -- overridden ---------------------------------------------------------------------
     def _resources(self, snap):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _write(self, checkpoint_id, res, storage, savepoint) -> KeyedStateHandle:  # pragma: no cover
+    def _write(self, checkpoint_id, res, storage, savepoint, nodes) -> KeyedStateHandle:  # pragma: no cover
         raise NotImplementedError
 
     def restore(self, handle, storage, keyed: dict, keep_base: bool) -> dict:  # pragma: no cover
@@ -121,13 +120,14 @@ class HashMapStateBackend(KeyedStateBackend):
         # the copy-on-write snapshot: the per-key-group values of the barrier moment (immutable)
         return snap.keyed
 
-    def state_to_write(self, res) -> dict:
+    def state_to_write(self, res, nodes) -> dict:
         """What the asynchronous phase writes: the copy-on-write snapshot of the synchronous
-        phase (``HeapSnapshotStrategy``: ``CopyOnWriteStateTableSnapshot``)."""
+        phase (``HeapSnapshotStrategy``: ``CopyOnWriteStateTableSnapshot``), not the live state
+        of the task's keyed ``nodes``."""
         return res
 
-    def _write(self, checkpoint_id, res, storage, savepoint):
-        keyed = self.state_to_write(res)
+    def _write(self, checkpoint_id, res, storage, savepoint, nodes):
+        keyed = self.state_to_write(res, nodes)
         path = f"{'sp' if savepoint else 'chk'}-{checkpoint_id}/{self.uid}"
         storage.write(path, tuple(sorted(flatten(keyed).items(), key=lambda kv: kv[0])))
         return KeyedStateHandle(checkpoint_id, ((self.uid, path),), (path,), False)
@@ -144,8 +144,8 @@ class RocksDBStateBackend(KeyedStateBackend):
     __slots__ = ("incremental", "ssts", "live", "view", "next_sst", "uploads", "confirmed")
     checkpoint_listener = True
 
-    def __init__(self, uid, nodes, incremental: bool):
-        super().__init__(uid, nodes)
+    def __init__(self, uid, incremental: bool):
+        super().__init__(uid)
         self.incremental = incremental
         self.ssts: dict[str, tuple] = {}      # live SST name -> content
         self.live: list[str] = []             # live SSTs, oldest first
@@ -190,7 +190,7 @@ class RocksDBStateBackend(KeyedStateBackend):
             return {}, True
         return (self.uploads.get(self.confirmed, {}) if self.confirmed is not None else {}), True
 
-    def _write(self, checkpoint_id, res, storage, savepoint):
+    def _write(self, checkpoint_id, res, storage, savepoint, nodes):
         base, as_placeholders = ({}, True) if savepoint else self.base()
         files, uploaded, sent, reused = [], [], {}, []
         for name, content in res:
@@ -242,11 +242,11 @@ def _with_handle(snap, handle):
     return attrs.evolve(snap, state_handle=handle)
 
 
-def make_backend(config, uid: str, nodes) -> KeyedStateBackend:
-    """The backend ``config.state_backend`` names, for a task's keyed operator ``nodes``."""
+def make_backend(config, uid: str) -> KeyedStateBackend:
+    """The backend ``config.state_backend`` names, for the task whose files ``uid`` names."""
     if config.state_backend == "hashmap":
-        return HashMapStateBackend(uid, nodes)
-    return RocksDBStateBackend(uid, nodes, config.incremental)
+        return HashMapStateBackend(uid)
+    return RocksDBStateBackend(uid, config.incremental)
 
 
 def restored_files_are_the_base(claim_mode: str) -> bool:
@@ -259,8 +259,8 @@ def restored_files_are_the_base(claim_mode: str) -> bool:
 @seams.override("heap-snapshot-without-copy-on-write", HashMapStateBackend, "state_to_write",
                 "heap snapshots without copy-on-write: the asynchronous phase writes the live state, so writes after "
                 "the barrier leak into the snapshot")
-def _live_state_written(self, res) -> dict:
-    return self.live_keyed()
+def _live_state_written(self, res, nodes) -> dict:
+    return {n.name: n.op.snapshot_state() for n in nodes}
 
 
 @seams.override("incremental-reuses-unconfirmed-files", RocksDBStateBackend, "base",

@@ -7,10 +7,10 @@ event-time timers *before* the watermark is forwarded; checkpoint barriers go to
 barrier handler, which decides when the task snapshots.
 
 The task's state (:class:`StreamTask`: its chain, valve, barrier handler, flags) holds no link to
-the network or to the cluster's outbox: each call into the task is a :class:`TaskContext` the
-cluster makes with both, and the chain is handed the channel queues down each call (a record
-writer names its channels by id). Every channel queue, the network and the outbox have one
-owner.
+the network, the cluster's outbox, the external system or the cluster's late-record lists: each
+call into the task is a :class:`TaskContext` the cluster makes with them, handed down the chain
+(a record writer names its channels by id, a sink writes to ``ctx.external``). Each chain node is
+held once, by its predecessor. No part of a task's state has two owners.
 
 Follows: ``StreamTask``/``OperatorChain``/``RecordWriterOutput`` and the partitioners
 ``ForwardPartitioner``, ``KeyGroupStreamPartitioner``, ``RebalancePartitioner`` (random start,
@@ -166,7 +166,7 @@ class ChainNode:
 
     ``process``, ``watermark`` and ``end_input`` are handed the network's channel queues
     (``Channels.queues``) with each call and pass them down the chain: the record writers at
-    its end name their channels by index and append to ``queues[channel]`` (no part of the
+    its end name their channels by index and append to ``ctx.queues[channel]`` (no part of the
     chain holds a channel)."""
 
     __slots__ = ("name", "next")
@@ -175,16 +175,16 @@ class ChainNode:
         """Chain ``nxt`` after this operator."""
         self.next = nxt
 
-    def process(self, queues, k, v, ts):  # pragma: no cover - overridden
+    def process(self, ctx, k, v, ts):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def watermark(self, queues, ts: int) -> None:
-        self.next.watermark(queues, ts)
+    def watermark(self, ctx, ts: int) -> None:
+        self.next.watermark(ctx, ts)
 
-    def end_input(self, queues) -> None:
-        self.next.end_input(queues)
+    def end_input(self, ctx) -> None:
+        self.next.end_input(ctx)
 
-    def snapshot(self, checkpoint_id: int, snap: TaskSnapshot) -> None:
+    def snapshot(self, ctx, checkpoint_id: int, snap: TaskSnapshot) -> None:
         return None
 
     #: whether ``notify_complete`` does anything (Flink: the operator implements
@@ -192,7 +192,7 @@ class ChainNode:
     #: notification (``StreamTask.checkpoint_listener``)
     checkpoint_listener = False
 
-    def notify_complete(self, checkpoint_id: int) -> None:
+    def notify_complete(self, ctx, checkpoint_id: int) -> None:
         return None
 
 
@@ -203,9 +203,9 @@ class MapNode(ChainNode):
         self.name = name
         self.fn = fn
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         k, v = self.fn(k, v)
-        self.next.process(queues, k, v, ts)
+        self.next.process(ctx, k, v, ts)
 
 
 class FilterNode(ChainNode):
@@ -215,64 +215,59 @@ class FilterNode(ChainNode):
         self.name = name
         self.fn = fn
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         if self.fn(k, v):
-            self.next.process(queues, k, v, ts)
+            self.next.process(ctx, k, v, ts)
 
 
 class KeyedNode(ChainNode):
     """Wraps a keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``) whose state
-    is kept per key group; late records go to the task's side output list."""
+    is kept per key group; late records go to the call's side-output list (``ctx.late``: the
+    cluster's), as do the windows a sliding window operator skipped as late for an element that
+    another of its windows took (``ctx.skips``)."""
 
-    __slots__ = ("op", "late", "skips", "is_window")
+    __slots__ = ("op", "is_window")
 
-    def __init__(self, name, op, late: list, is_window: bool, skips: list | None = None):
+    def __init__(self, name, op, is_window: bool):
         self.name = name
         self.op = op
-        self.late = late
-        #: the windows a sliding window operator skipped as late for an element that another of
-        #: its windows took: (operator, key, value, timestamp, watermark, window max timestamp)
-        self.skips = [] if skips is None else skips
         self.is_window = is_window
 
-    def process(self, queues, k, v, ts):
-        self.op.process_element(k, v, ts, ChainOutput(self, queues))
+    def process(self, ctx, k, v, ts):
+        self.op.process_element(k, v, ts, ChainOutput(self, ctx))
 
-    def collect_late(self, k, v, ts):
-        # the watermark the operator had when the record arrived: what justifies the drop
-        self.late.append((self.name, k, v, ts, self.op.current_watermark))
-
-    def skip_window(self, k, v, ts, max_ts):
-        self.skips.append((self.name, k, v, ts, self.op.current_watermark, max_ts))
-
-    def watermark(self, queues, ts):
+    def watermark(self, ctx, ts):
         if self.is_window:
-            self.op.advance_watermark(ts, ChainOutput(self, queues))
-        self.next.watermark(queues, ts)
+            self.op.advance_watermark(ts, ChainOutput(self, ctx))
+        self.next.watermark(ctx, ts)
 
-    def snapshot(self, checkpoint_id, snap):
+    def snapshot(self, ctx, checkpoint_id, snap):
         snap.keyed[self.name] = self.op.snapshot_state()
 
 
 class ChainOutput:
     """A keyed operator's output for one call (``model.windowing.WindowOutput``): what it
-    emits goes to the next operator of the chain with the channel queues the call was handed;
-    late and skipped records to the node's side lists. Made per call, held by nobody after it."""
+    emits goes to the next operator of the chain with the call's context; late records
+    (operator, key, value, timestamp, the operator's watermark at arrival: what justifies the
+    drop) and skipped windows (the same and the window's max timestamp) to the context's side
+    lists. Made per call, held by nobody after it."""
 
-    __slots__ = ("node", "queues")
+    __slots__ = ("node", "ctx")
 
-    def __init__(self, node: KeyedNode, queues):
+    def __init__(self, node: KeyedNode, ctx):
         self.node = node
-        self.queues = queues
+        self.ctx = ctx
 
     def collect(self, k, v, ts):
-        self.node.next.process(self.queues, k, v, ts)
+        self.node.next.process(self.ctx, k, v, ts)
 
     def collect_late(self, k, v, ts):
-        self.node.collect_late(k, v, ts)
+        node = self.node
+        self.ctx.late.append((node.name, k, v, ts, node.op.current_watermark))
 
     def skip_window(self, k, v, ts, max_ts):
-        self.node.skip_window(k, v, ts, max_ts)
+        node = self.node
+        self.ctx.skips.append((node.name, k, v, ts, node.op.current_watermark, max_ts))
 
 
 class SinkNode(ChainNode):
@@ -285,24 +280,24 @@ class SinkNode(ChainNode):
         self.sink = sink
         self.next = None
 
-    def process(self, queues, k, v, ts):
-        self.sink.write(k, v, ts)
+    def process(self, ctx, k, v, ts):
+        self.sink.write(ctx.external, k, v, ts)
 
-    def watermark(self, queues, ts):
+    def watermark(self, ctx, ts):
         return None
 
-    def end_input(self, queues):
+    def end_input(self, ctx):
         return None
 
-    def snapshot(self, checkpoint_id, snap):
-        snap.operator[self.name] = self.sink.snapshot_state(checkpoint_id)
+    def snapshot(self, ctx, checkpoint_id, snap):
+        snap.operator[self.name] = self.sink.snapshot_state(ctx.external, checkpoint_id)
 
     @property
     def checkpoint_listener(self):
         return self.sink.checkpoint_listener
 
-    def notify_complete(self, checkpoint_id):
-        self.sink.notify_checkpoint_complete(checkpoint_id)
+    def notify_complete(self, ctx, checkpoint_id):
+        self.sink.notify_checkpoint_complete(ctx.external, checkpoint_id)
 
 
 class RecordWriterOutput(ChainNode):
@@ -318,12 +313,12 @@ class RecordWriterOutput(ChainNode):
         self.next = None
         self.channels = tuple(channels)
 
-    def watermark(self, queues, ts):
+    def watermark(self, ctx, ts):
         wm = _WM_CACHE.get(ts) or _watermark(ts)
         for c in self.channels:
-            queues[c].append(wm)
+            ctx.queues[c].append(wm)
 
-    def end_input(self, queues):
+    def end_input(self, ctx):
         return None
 
 
@@ -336,8 +331,8 @@ class ForwardPartitioner(RecordWriterOutput):
         super().__init__(channels)
         self.channel = channels[0]
 
-    def process(self, queues, k, v, ts):
-        queues[self.channel].append((k, v, ts))
+    def process(self, ctx, k, v, ts):
+        ctx.queues[self.channel].append((k, v, ts))
 
 
 class RebalancePartitioner(RecordWriterOutput):
@@ -350,12 +345,12 @@ class RebalancePartitioner(RecordWriterOutput):
         super().__init__(channels)
         self.next_channel = start
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         i = self.next_channel + 1
         if i >= len(self.channels):
             i = 0
         self.next_channel = i
-        queues[self.channels[i]].append((k, v, ts))
+        ctx.queues[self.channels[i]].append((k, v, ts))
 
 
 class BroadcastPartitioner(RecordWriterOutput):
@@ -363,10 +358,10 @@ class BroadcastPartitioner(RecordWriterOutput):
 
     __slots__ = ()
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         rec = (k, v, ts)
         for c in self.channels:
-            queues[c].append(rec)
+            ctx.queues[c].append(rec)
 
 
 @value  # a memo of a pure function: every copy shares it
@@ -391,12 +386,12 @@ class KeyGroupStreamPartitioner(RecordWriterOutput):
         self.assign_channel = assign_channel
         self.memo = _Memo()
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         known = self.memo.known
         i = known.get(k)
         if i is None:
             i = known[k] = self.assign_channel(k)
-        queues[self.channels[i]].append((k, v, ts))
+        ctx.queues[self.channels[i]].append((k, v, ts))
 
 
 class Fanout(ChainNode):
@@ -409,17 +404,17 @@ class Fanout(ChainNode):
         self.next = None
         self.outputs = tuple(outputs)
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         for o in self.outputs:
-            o.process(queues, k, v, ts)
+            o.process(ctx, k, v, ts)
 
-    def watermark(self, queues, ts):
+    def watermark(self, ctx, ts):
         for o in self.outputs:
-            o.watermark(queues, ts)
+            o.watermark(ctx, ts)
 
-    def end_input(self, queues):
+    def end_input(self, ctx):
         for o in self.outputs:
-            o.end_input(queues)
+            o.end_input(ctx)
 
 
 class Discard(ChainNode):
@@ -431,13 +426,13 @@ class Discard(ChainNode):
         self.name = "<discard>"
         self.next = None
 
-    def process(self, queues, k, v, ts):
+    def process(self, ctx, k, v, ts):
         return None
 
-    def watermark(self, queues, ts):
+    def watermark(self, ctx, ts):
         return None
 
-    def end_input(self, queues):
+    def end_input(self, ctx):
         return None
 
 
@@ -453,13 +448,13 @@ class TaskOutput:
         self.channels = tuple(channels)
         self.barrier_channels = tuple(barrier_channels)
 
-    def emit(self, queues, event):
+    def emit(self, ctx, event):
         for c in self.channels:
-            queues[c].append(event)
+            ctx.queues[c].append(event)
 
-    def emit_barrier(self, queues, event):
+    def emit_barrier(self, ctx, event):
         for c in self.barrier_channels:
-            queues[c].append(event)
+            ctx.queues[c].append(event)
 
 
 class SourceReader:
@@ -554,15 +549,16 @@ class StreamTask:
     the network and the outbox it owns, so that the task holds neither (one owner each)."""
 
     __slots__ = (
-        "id", "subtask", "config", "head", "nodes", "output", "source", "input_channels",
+        "id", "subtask", "config", "head", "op_order", "side_outputs", "output", "source", "input_channels",
         "local_of", "output_channels", "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
         "barrier_channels", "barrier_outputs", "forced_aligned_outputs", "last_triggered", "deferred",
         "backend", "out_of_order", "triggers", "aborted_triggers",
     )
-    #: the channel indices, set at deployment and never changed: a copy shares them (``model.statecopy``)
+    #: the channel indices and the chain's operator order, set at deployment and never changed:
+    #: a copy shares them (``model.statecopy``)
     COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs",
-                   "forced_aligned_outputs")
+                   "forced_aligned_outputs", "op_order", "side_outputs")
 
     def __init__(self, blocking, config, subtask, head, nodes, output, source, input_channels, output_channels,
                  unaligned_unsupported=frozenset()):
@@ -572,8 +568,15 @@ class StreamTask:
         self.config = config
         self.subtask = subtask
         self.id = subtask.id
+        #: the chain (``OperatorChain``): its first node, which holds the others -- each node is
+        #: held once, by its predecessor (``next``, ``Fanout.outputs``); :attr:`nodes` lists them
         self.head = head
-        self.nodes = nodes
+        #: the chain's operators' names in the JobVertex's order (what :attr:`nodes` follows)
+        self.op_order = tuple(n.name for n in nodes)
+        #: the parts beside the task that its chain writes to: ``("external",)`` when it has a
+        #: sink, ``("late",)`` when it has a keyed operator (``model.actions`` footprints)
+        self.side_outputs = tuple(sorted({("external",) if isinstance(n, SinkNode) else ("late",)
+                                          for n in nodes if isinstance(n, (SinkNode, KeyedNode))}))
         self.output = output
         self.source = source
         self.input_channels = tuple(input_channels)
@@ -611,6 +614,27 @@ class StreamTask:
         self.aborted_triggers: tuple = ()
         #: the keyed state backend (``model.statebackend``) with RuntimeConfig.state_backend, else None
         self.backend = None
+
+    @property
+    def nodes(self) -> list:
+        """The chain's operators (not its record writers), in the JobVertex's order: found by
+        walking the chain from its head, so that no node is held twice."""
+        found = {}
+        stack = [self.head]
+        while stack:
+            n = stack.pop()
+            t = type(n)
+            if t is Fanout:
+                stack.extend(n.outputs)
+            elif n is not None and t is not Discard and not isinstance(n, RecordWriterOutput):
+                found[n.name] = n
+                stack.append(n.next)
+        return [found[name] for name in self.op_order]
+
+    @property
+    def keyed_nodes(self) -> list:
+        """The chain's keyed operators (what a keyed state backend snapshots)."""
+        return [n for n in self.nodes if type(n) is KeyedNode]
 
     @property
     def checkpoint_listener(self) -> bool:
@@ -655,18 +679,27 @@ class StreamTask:
 class TaskContext:
     """One call into a running task (Flink: the ``StreamTask`` invokable with its
     ``Environment``): the task's state (``task``), the network it reads and writes (``net``:
-    ``Channels``, whose ``queues`` it hands down its chain) and the outbox it sends its messages
-    to (``outbox``: ``model.messages``, delivered by the cluster after the step). The cluster
-    makes one per call (``Cluster.context``) and nobody keeps it: the task's barrier handler,
-    valve and source output are handed it as their ``ctx``/``output``, as they were handed the
-    task. Invariant: the state holds no link from a task to the network or the outbox."""
+    ``Channels``; ``queues`` its channel queues), the outbox it sends its messages to
+    (``outbox``: ``model.messages``, delivered by the cluster after the step), the external
+    system its sinks write to and the cluster's lists of late records and skipped windows. The
+    cluster makes one per call (``Cluster.context``) and nobody keeps it: it is handed down the
+    chain, and the task's barrier handler, valve and source output are handed it as their
+    ``ctx``/``output``. Invariant: the state holds no link from a task to any of these."""
 
-    __slots__ = ("task", "net", "outbox")
+    __slots__ = ("task", "net", "queues", "outbox", "external", "late", "skips")
 
-    def __init__(self, task: StreamTask, net, outbox: list):
+    def __init__(self, task: StreamTask, net, outbox: list, external, late: list, skips: list):
         self.task = task
         self.net = net
+        #: ``net.queues``, handed down the chain with the context
+        self.queues = net.queues
         self.outbox = outbox
+        #: the external system the chain's sinks write to (``model.sinks.ExternalSystem``)
+        self.external = external
+        #: the records a keyed operator dropped as late, and the windows a sliding window
+        #: operator skipped as late (``Cluster.late``, ``Cluster.window_skips``)
+        self.late = late
+        self.skips = skips
 
     @property
     def barrier_channels(self) -> tuple:
@@ -676,10 +709,10 @@ class TaskContext:
     # passed to each call, never held by them (no reference cycle through the task's parts).
     # Watermarks go straight to the head of the chain; the status goes to the task's outputs.
     def emit_watermark(self, ts: int) -> None:
-        self.task.head.watermark(self.net.queues, ts)
+        self.task.head.watermark(self, ts)
 
     def emit_watermark_status(self, idle: bool) -> None:
-        self.task.output.emit(self.net.queues, IDLE if idle else ACTIVE)
+        self.task.output.emit(self, IDLE if idle else ACTIVE)
 
     # -- snapshots --------------------------------------------------------------------------
     def take_snapshot(self, checkpoint_id: int) -> TaskSnapshot:
@@ -689,7 +722,7 @@ class TaskContext:
         if self.task.source is not None:
             snap.operator[self.task.source.name] = self.task.source.snapshot_state()
         for node in self.task.nodes:
-            node.snapshot(checkpoint_id, snap)
+            node.snapshot(self, checkpoint_id, snap)
         net = self.net
         received = net.received
         for c in self.task.input_channels:
@@ -750,7 +783,7 @@ class TaskContext:
             return verdict
         if verdict is TRIGGER_ABORTED:
             self.task.last_triggered = cid
-            self.task.output.emit_barrier(self.net.queues, CancelCheckpointMarker(cid))
+            self.task.output.emit_barrier(self, CancelCheckpointMarker(cid))
             return verdict
         self.perform_checkpoint(barrier, barrier.unaligned)
         return verdict
@@ -792,7 +825,7 @@ class TaskContext:
                 for c in self.task.barrier_outputs:
                     queues[c].append(out.with_unaligned_unsupported() if c in forced else out)
             else:
-                self.task.output.emit_barrier(self.net.queues, out)
+                self.task.output.emit_barrier(self, out)
             self.acknowledge_checkpoint(snap)
 
     def run_deferred(self) -> None:
@@ -807,7 +840,7 @@ class TaskContext:
         if self.task.deferred and self.task.deferred.id <= checkpoint_id:
             self.task.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
         self.task.timer = None
-        self.task.output.emit_barrier(self.net.queues, CancelCheckpointMarker(checkpoint_id))
+        self.task.output.emit_barrier(self, CancelCheckpointMarker(checkpoint_id))
         self.outbox.append(DeclineCheckpoint(self.task.id, checkpoint_id, reason))
 
     def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
@@ -882,10 +915,9 @@ class TaskContext:
         """All inputs ended (``endInput``): flush, forward EndOfPartition, ack pending checkpoints."""
         if self.task.status != RUNNING:
             return
-        queues = self.net.queues
-        self.task.head.end_input(queues)
+        self.task.head.end_input(self)
         self.task.status = FINISHED
-        self.task.output.emit(queues, END_OF_PARTITION)
+        self.task.output.emit(self, END_OF_PARTITION)
         self.outbox.append(TaskFinished(self.task.id))
 
 

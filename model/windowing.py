@@ -336,7 +336,6 @@ class WindowOperator:
         "current_watermark",
         "num_late_records_dropped",
         "_size",
-        "_assign",
         "_is_count",
         "_key_info",
         "_contents",
@@ -369,7 +368,6 @@ class WindowOperator:
         self.current_watermark = LONG_MIN
         self.num_late_records_dropped = 0
         self._size = assigner.size
-        self._assign = assigner.assign_starts
         self._is_count = aggregate == "count"
         self._key_info: dict = {}  # key -> (key group, key order)
         self._contents: dict[int, dict] = {}  # key group -> {(key, start): aggregate}
@@ -402,7 +400,7 @@ class WindowOperator:
     # -------------------------------------------------------------- processing
 
     def process_element(self, key: object, value: object, timestamp: int, out: WindowOutput) -> None:
-        starts = self._assign(timestamp)
+        starts = self.assigner.assign_starts(timestamp)
         info = self._key_info.get(key)
         if info is None:
             info = self._info(key)

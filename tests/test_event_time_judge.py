@@ -90,7 +90,7 @@ def test_windows_into_an_upsert_sink_with_idle_sources_pass_and_a_lost_record_is
                     "the window operator ignores an on-time record once a watermark arrived")
     def _lose(self, key, value, timestamp, out):
         if self.current_watermark > LONG_MIN and not any(
-                st + self._size - 1 + self.allowed_lateness <= self.current_watermark for st in self._assign(timestamp)):
+                st + self._size - 1 + self.allowed_lateness <= self.current_watermark for st in self.assigner.assign_starts(timestamp)):
             return
         seams.original("test-window-loses-a-record")(self, key, value, timestamp, out)
     try:
@@ -163,7 +163,7 @@ def test_sliding_windows_with_idle_sources_pass_and_a_window_dropped_for_all_is_
     @seams.override("test-sliding-drops-all", WindowOperator, "process_element",
                     "a record one of whose windows is late is dropped from all of them")
     def _drop_all(self, key, value, timestamp, out):
-        starts = self._assign(timestamp)
+        starts = self.assigner.assign_starts(timestamp)
         if len(starts) > 1 and any(st + self._size - 1 + self.allowed_lateness <= self.current_watermark
                                    for st in starts):
             return

@@ -39,9 +39,9 @@ def recs(n, start=0, key="k"):
     return [(key, i, i) for i in range(start, start + n)]
 
 
-def write_all(sink, records):
+def write_all(ext, sink, records):
     for k, v, ts in records:
-        sink.write(k, v, ts)
+        sink.write(ext, k, v, ts)
 
 
 def test_two_phase_commit_nothing_visible_before_notify():
@@ -49,17 +49,17 @@ def test_two_phase_commit_nothing_visible_before_notify():
     3. nothing visible, 4. notify 1: r0..r2 visible in order, once."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    write_all(s, recs(3))
+    write_all(ext, s, recs(3))
     first = s.current
-    state = s.snapshot_state(1)
+    state = s.snapshot_state(ext, 1)
     assert ext.transactions[first].status == PRECOMMITTED
     assert state == TwoPhaseCommitState(s.current, (PendingCommit(1, first),))
     assert state.pending_transaction != first
     assert ext.committed == []
-    assert s.notify_checkpoint_complete(1) == [first]
+    assert s.notify_checkpoint_complete(ext, 1) == [first]
     assert ext.committed_records() == recs(3)
     assert ext.transactions[first].status == COMMITTED
-    assert s.notify_checkpoint_complete(1) == []  # already committed: nothing left
+    assert s.notify_checkpoint_complete(ext, 1) == []  # already committed: nothing left
     assert ext.committed_records() == recs(3)
 
 
@@ -69,18 +69,18 @@ def test_two_phase_commit_notify_commits_all_pending_up_to_id():
     5. notify 3 commits c."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    s.write("a", 1, 1)
-    s.snapshot_state(1)
-    s.write("b", 2, 2)
-    s.snapshot_state(2)
-    s.write("c", 3, 3)
-    st = s.snapshot_state(3)
+    s.write(ext, "a", 1, 1)
+    s.snapshot_state(ext, 1)
+    s.write(ext, "b", 2, 2)
+    s.snapshot_state(ext, 2)
+    s.write(ext, "c", 3, 3)
+    st = s.snapshot_state(ext, 3)
     assert [p.checkpoint_id for p in st.pending_commit_transactions] == [1, 2, 3]
-    s.notify_checkpoint_complete(2)
+    s.notify_checkpoint_complete(ext, 2)
     assert ext.committed_records() == [("a", 1, 1), ("b", 2, 2)]
     assert list(s.pending_commit) == [3]
-    s.notify_checkpoint_aborted(3)  # no effect
-    s.notify_checkpoint_complete(3)
+    s.notify_checkpoint_aborted(ext, 3)  # no effect
+    s.notify_checkpoint_complete(ext, 3)
     assert ext.committed_records() == [("a", 1, 1), ("b", 2, 2), ("c", 3, 3)]
 
 
@@ -92,18 +92,18 @@ def test_failure_between_snapshot_and_notify_recommits_without_duplicates():
     6. output == r0..r7 exactly once; 7. a stale notify 1 to the new instance is a no-op."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    write_all(s, recs(5))
-    state1 = s.snapshot_state(1)
-    write_all(s, recs(3, start=5))
+    write_all(ext, s, recs(5))
+    state1 = s.snapshot_state(ext, 1)
+    write_all(ext, s, recs(3, start=5))
     after_snapshot = s.current
     # failure: the instance is gone; only state1 survives
     s2 = TwoPhaseCommitSink(ext, 0, state1)
     assert ext.committed_records() == recs(5)
     assert ext.transactions[after_snapshot].status == ABORTED
-    write_all(s2, recs(3, start=5))
-    s2.snapshot_state(2)
-    s2.notify_checkpoint_complete(1)
-    s2.notify_checkpoint_complete(2)
+    write_all(ext, s2, recs(3, start=5))
+    s2.snapshot_state(ext, 2)
+    s2.notify_checkpoint_complete(ext, 1)
+    s2.notify_checkpoint_complete(ext, 2)
     assert diff_outputs(recs(8), ext.committed_records()).ok
     assert ext.anomalies == []
 
@@ -113,9 +113,9 @@ def test_restore_recommit_is_idempotent_when_already_committed():
     the same transaction again: no-op, no duplicate."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    write_all(s, recs(4))
-    st = s.snapshot_state(1)
-    s.notify_checkpoint_complete(1)
+    write_all(ext, s, recs(4))
+    st = s.snapshot_state(ext, 1)
+    s.notify_checkpoint_complete(ext, 1)
     TwoPhaseCommitSink(ext, 0, st)
     assert ext.committed_records() == recs(4)
 
@@ -126,14 +126,14 @@ def test_restore_aborts_lingering_open_transactions_but_not_precommitted():
     A committed, B aborted (it is state1's pending transaction), C aborted as lingering."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    s.write("a", 1, 1)
+    s.write(ext, "a", 1, 1)
     a = s.current
-    st1 = s.snapshot_state(1)
+    st1 = s.snapshot_state(ext, 1)
     b = s.current
-    s.write("b", 2, 2)
-    s.snapshot_state(2)
+    s.write(ext, "b", 2, 2)
+    s.snapshot_state(ext, 2)
     c = s.current
-    s.write("c", 3, 3)
+    s.write(ext, "c", 3, 3)
     TwoPhaseCommitSink(ext, 0, st1)
     assert [ext.transactions[t].status for t in (a, b, c)] == [COMMITTED, ABORTED, ABORTED]
     assert ext.committed_records() == [("a", 1, 1)]
@@ -144,7 +144,7 @@ def test_fresh_start_aborts_open_transactions_of_a_failed_attempt():
     transaction is aborted, never visible; transaction ids are never reused."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 1)
-    s.write("x", 1, 1)
+    s.write(ext, "x", 1, 1)
     old = s.current
     s2 = TwoPhaseCommitSink(ext, 1, None)
     assert ext.transactions[old].status == ABORTED
@@ -157,9 +157,9 @@ def test_rescale_in_restores_states_of_two_old_subtasks():
     the single new subtask restores both entries and commits both pending transactions."""
     ext = ExternalSystem()
     s0, s1 = TwoPhaseCommitSink(ext, 0), TwoPhaseCommitSink(ext, 1)
-    s0.write("a", 1, 1)
-    s1.write("b", 2, 2)
-    states = merge_restored_states([s0.snapshot_state(1), None, s1.snapshot_state(1)])
+    s0.write(ext, "a", 1, 1)
+    s1.write(ext, "b", 2, 2)
+    states = merge_restored_states([s0.snapshot_state(ext, 1), None, s1.snapshot_state(ext, 1)])
     TwoPhaseCommitSink(ext, 0, states)
     assert sorted(ext.committed_records()) == [("a", 1, 1), ("b", 2, 2)]
     assert ext.committed[1][3] == 1  # the record keeps the subtask that wrote it
@@ -170,7 +170,7 @@ def test_rescale_in_restores_states_of_two_old_subtasks():
 def test_commit_of_aborted_transaction_is_an_anomaly():
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    s.write("a", 1, 1)
+    s.write(ext, "a", 1, 1)
     tid = s.current
     ext.abort(tid)
     assert ext.commit(tid) is False
@@ -183,11 +183,11 @@ def test_savepoint_transaction_committed_by_next_checkpoint_notify():
     a and b committed."""
     ext = ExternalSystem()
     s = TwoPhaseCommitSink(ext, 0)
-    s.write("a", 1, 1)
-    s.snapshot_state(2)
-    s.write("b", 2, 2)
-    s.snapshot_state(3)
-    s.notify_checkpoint_complete(3)
+    s.write(ext, "a", 1, 1)
+    s.snapshot_state(ext, 2)
+    s.write(ext, "b", 2, 2)
+    s.snapshot_state(ext, 3)
+    s.notify_checkpoint_complete(ext, 3)
     assert ext.committed_records() == [("a", 1, 1), ("b", 2, 2)]
 
 
@@ -196,11 +196,11 @@ def test_append_sink_duplicates_after_restore():
     3. restore from checkpoint 1 and replay r3..r4: r3 and r4 are visible twice."""
     ext = ExternalSystem()
     s = AppendSink(ext, 0)
-    write_all(s, recs(3))
-    assert s.snapshot_state(1) is None
-    write_all(s, recs(2, start=3))
+    write_all(ext, s, recs(3))
+    assert s.snapshot_state(ext, 1) is None
+    write_all(ext, s, recs(2, start=3))
     s2 = make_sink("append", ext, 0, None)
-    write_all(s2, recs(2, start=3))
+    write_all(ext, s2, recs(2, start=3))
     d = diff_outputs(recs(5), ext.committed_records())
     assert not d.ok
     assert [(e.value, e.expected, e.actual) for e in d.duplicated] == [(3, 1, 2), (4, 1, 2)]
@@ -213,9 +213,9 @@ def test_upsert_sink_final_table_equal_after_replay():
     ext = ExternalSystem()
     s = UpsertSink(ext, 0)
     results = [(("k", w), w * 10, w) for w in range(5)]
-    write_all(s, results)
+    write_all(ext, s, results)
     s2 = make_sink("upsert", ext, 0, None)
-    write_all(s2, results[3:])
+    write_all(ext, s2, results[3:])
     assert len(ext.upsert_log) == 7
     assert diff_outputs(results, ext.upsert_records(), mode="upsert").ok
     # the changelog itself is not exactly-once: the replayed upserts show up twice
@@ -238,10 +238,10 @@ def test_two_phase_commit_write_is_fast():
     s = TwoPhaseCommitSink(ext, 0)
     t0 = time.perf_counter()
     for i in range(10_000):
-        s.write(i % 7, i, i)
+        s.write(ext, i % 7, i, i)
         if i % 100 == 99:
-            s.snapshot_state(i // 100 + 1)
-            s.notify_checkpoint_complete(i // 100 + 1)
+            s.snapshot_state(ext, i // 100 + 1)
+            s.notify_checkpoint_complete(ext, i // 100 + 1)
     assert time.perf_counter() - t0 < 1.0
     assert len(ext.committed) == 10_000
 
@@ -268,18 +268,18 @@ def _run_with_failure(restore_pending: bool):
     def emit(n):
         nonlocal offset
         for r in data[offset : offset + n]:
-            sink.write(*r)
+            sink.write(ext, *r)
         offset = min(offset + n, len(data))
 
     def notify(effects):
         for e in effects:
             if isinstance(e, NotifyCheckpointComplete):
-                sink.notify_checkpoint_complete(e.checkpoint_id)
+                sink.notify_checkpoint_complete(ext, e.checkpoint_id)
 
     emit(3)
     cid = c.trigger_checkpoint(now=1).checkpoint_id
     c.receive_acknowledge(cid, 0, offset, now=2)
-    notify(c.receive_acknowledge(cid, 1, sink.snapshot_state(cid), now=3))
+    notify(c.receive_acknowledge(cid, 1, sink.snapshot_state(ext, cid), now=3))
     emit(3)
     cid = c.trigger_checkpoint(now=4).checkpoint_id
     c.receive_acknowledge(cid, 0, offset, now=5)
@@ -292,7 +292,7 @@ def _run_with_failure(restore_pending: bool):
     emit(10)
     cid = c.trigger_checkpoint(now=10).checkpoint_id
     c.receive_acknowledge(cid, 0, offset, now=11)
-    notify(c.receive_acknowledge(cid, 1, sink.snapshot_state(cid), now=12))
+    notify(c.receive_acknowledge(cid, 1, sink.snapshot_state(ext, cid), now=12))
     return data, ext.committed_records()
 
 
@@ -314,8 +314,8 @@ def test_snapshot_pre_commits_the_current_transaction_for_its_checkpoint():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
     first = sink.current
-    write_all(sink, recs(2))
-    state = sink.snapshot_state(5)
+    write_all(ext, sink, recs(2))
+    state = sink.snapshot_state(ext, 5)
     txn = ext.transactions[first]
     assert (txn.status, txn.checkpoint_id) == (PRECOMMITTED, 5)
     assert sink.current != first and ext.transactions[sink.current].status == OPEN
@@ -382,8 +382,8 @@ def test_uncommitted_transactions_of_an_owner_in_id_order():
 def test_make_sink_runs_initialize_state_with_the_restored_state():
     ext = ExternalSystem()
     old = TwoPhaseCommitSink(ext, 0)
-    write_all(old, recs(2))
-    state = old.snapshot_state(1)
+    write_all(ext, old, recs(2))
+    state = old.snapshot_state(ext, 1)
     restored = make_sink("two_phase_commit", ext, 0, state)
     assert isinstance(restored, TwoPhaseCommitSink) and restored.kind == "two_phase_commit"
     assert ext.committed_records() == recs(2)  # recoverAndCommit of the pending transaction
@@ -397,11 +397,11 @@ def test_initialize_state_aborts_lingering_open_transactions_by_default():
     default of both the constructor and ``initialize_state``)."""
     ext = ExternalSystem()
     failed = TwoPhaseCommitSink(ext, 0)
-    write_all(failed, recs(1))
+    write_all(ext, failed, recs(1))
     lingering = failed.current
     again = TwoPhaseCommitSink.__new__(TwoPhaseCommitSink)
-    again.external, again.subtask, again.current, again.pending_commit = ext, 0, None, {}
-    again.initialize_state()
+    again.subtask, again.current, again.pending_commit = 0, None, {}
+    again.initialize_state(ext)
     assert ext.transactions[lingering].status == ABORTED
     assert again.current != lingering and ext.transactions[again.current].status == OPEN and again.pending_commit == {}
 
@@ -409,51 +409,51 @@ def test_initialize_state_aborts_lingering_open_transactions_by_default():
 def test_initialize_state_forgets_pending_commits_of_the_instance():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
-    sink.snapshot_state(1)
-    sink.initialize_state(None)
-    assert sink.pending_commit == {} and sink.notify_checkpoint_complete(1) == []
+    sink.snapshot_state(ext, 1)
+    sink.initialize_state(ext, None)
+    assert sink.pending_commit == {} and sink.notify_checkpoint_complete(ext, 1) == []
 
 
 def test_notify_returns_the_committed_transactions_in_checkpoint_order():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
-    assert sink.notify_checkpoint_complete(3) == []
+    assert sink.notify_checkpoint_complete(ext, 3) == []
     ids = []
     for n in (1, 2, 3):
         ids.append(sink.current)
-        write_all(sink, recs(1, start=n))
-        sink.snapshot_state(n)
-    assert sink.notify_checkpoint_complete(2) == ids[:2]
+        write_all(ext, sink, recs(1, start=n))
+        sink.snapshot_state(ext, n)
+    assert sink.notify_checkpoint_complete(ext, 2) == ids[:2]
     assert list(sink.pending_commit) == [3]
-    sink.notify_checkpoint_aborted(3)
+    sink.notify_checkpoint_aborted(ext, 3)
     assert list(sink.pending_commit) == [3]  # an abort notification changes nothing
-    assert sink.notify_checkpoint_complete(3) == ids[2:]
+    assert sink.notify_checkpoint_complete(ext, 3) == ids[2:]
 
 
 def test_close_aborts_the_current_transaction():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
     cur = sink.current
-    sink.close()
+    sink.close(ext)
     assert ext.transactions[cur].status == ABORTED and sink.current is None
-    sink.close()  # twice: nothing more
+    sink.close(ext)  # twice: nothing more
     assert ext.anomalies == []
 
 
 def test_stateless_sinks_have_no_state_and_commit_nothing():
     ext = ExternalSystem()
     for sink in (UpsertSink(ext, 0), AppendSink(ext, 0)):
-        assert sink.snapshot_state(1) is None and sink.notify_checkpoint_complete(1) == []
-        assert sink.initialize_state(None) is None and sink.notify_checkpoint_aborted(1) is None
-        assert sink.close() is None
+        assert sink.snapshot_state(ext, 1) is None and sink.notify_checkpoint_complete(ext, 1) == []
+        assert sink.initialize_state(ext, None) is None and sink.notify_checkpoint_aborted(ext, 1) is None
+        assert sink.close(ext) is None
 
 
 def test_upsert_sink_keeps_the_changelog_and_the_last_value_per_key():
     ext = ExternalSystem()
     s0, s1 = UpsertSink(ext, 0), UpsertSink(ext, 1)
-    s0.write("a", 1, 10)
-    s1.write("b", 2, 20)
-    s0.write("a", 3, 30)
+    s0.write(ext, "a", 1, 10)
+    s1.write(ext, "b", 2, 20)
+    s0.write(ext, "a", 3, 30)
     assert ext.upsert_log == [("a", 1, 10, 0), ("b", 2, 20, 1), ("a", 3, 30, 0)]
     assert ext.upsert_records() == [("a", 3, 30), ("b", 2, 20)]
     assert ext.committed == []
@@ -461,7 +461,7 @@ def test_upsert_sink_keeps_the_changelog_and_the_last_value_per_key():
 
 def test_append_sink_output_names_its_subtask():
     ext = ExternalSystem()
-    AppendSink(ext, 4).write("k", 1, 2)
+    AppendSink(ext, 4).write(ext, "k", 1, 2)
     assert ext.committed == [("k", 1, 2, 4)] and ext.committed_records() == [("k", 1, 2)]
 
 
@@ -510,7 +510,7 @@ def test_a_savepoint_that_commits_then_an_older_restore_breaks_the_protocol():
 def test_restore_of_a_state_without_pending_transactions_aborts_its_open_one():
     ext = ExternalSystem()
     old = TwoPhaseCommitSink(ext, 0)
-    write_all(old, recs(1))
+    write_all(ext, old, recs(1))
     state = TwoPhaseCommitState(old.current)
     TwoPhaseCommitSink(ext, 1, state)
     assert ext.transactions[state.pending_transaction].status == ABORTED and ext.committed == []
@@ -527,9 +527,9 @@ def test_without_abort_lingering_an_open_transaction_of_a_failed_attempt_stays_o
 def test_sink_reprs_name_the_subtask_the_transaction_and_the_pending_checkpoints():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 3)
-    sink.snapshot_state(7)
+    sink.snapshot_state(ext, 7)
     assert repr(sink) == f"<TwoPhaseCommitSink subtask=3 current={sink.current!r} pending=[7]>"
-    sink.close()
+    sink.close(ext)
     assert repr(sink) == "<TwoPhaseCommitSink subtask=3 current=None pending=[7]>"
     assert repr(UpsertSink(ext, 1)) == "<UpsertSink subtask=1>" and repr(AppendSink(ext, 2)) == "<AppendSink subtask=2>"
 
@@ -544,13 +544,13 @@ def test_exactly_once_sink_kinds_are_those_whose_output_survives_a_restore(kind)
     rows = [(f"k{i}", i, i) for i in range(4)]
     ext = ExternalSystem()
     sink = make_sink(kind, ext, 0)
-    write_all(sink, rows[:2])
-    state = sink.snapshot_state(1)
-    sink.notify_checkpoint_complete(1)
-    write_all(sink, rows[2:])  # lost with the failure
+    write_all(ext, sink, rows[:2])
+    state = sink.snapshot_state(ext, 1)
+    sink.notify_checkpoint_complete(ext, 1)
+    write_all(ext, sink, rows[2:])  # lost with the failure
     sink = make_sink(kind, ext, 0, state)
-    write_all(sink, rows[2:])  # replayed from the source's restored offset
-    sink.snapshot_state(2)
-    sink.notify_checkpoint_complete(2)
+    write_all(ext, sink, rows[2:])  # replayed from the source's restored offset
+    sink.snapshot_state(ext, 2)
+    sink.notify_checkpoint_complete(ext, 2)
     out = ext.upsert_records() if kind == "upsert" else ext.committed_records()
     assert (sorted(out) == rows) == (kind in EXACTLY_ONCE_SINK_KINDS)

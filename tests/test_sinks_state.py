@@ -108,7 +108,8 @@ def test_upsert_and_append_write_their_tables_at_once():
 def test_a_fresh_two_phase_commit_sink_begins_one_transaction_and_holds_nothing_pending():
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 4)
-    assert (sink.external, sink.subtask, sink.current, sink.pending_commit) == (ext, 4, TransactionId(4, 0), {})
+    assert (sink.subtask, sink.current, sink.pending_commit) == (4, TransactionId(4, 0), {})
+    assert sink.__slots__ == ("subtask", "current", "pending_commit")  # no link to the external system
     assert [_fields(t) for t in ext.transactions.values()] == [(TransactionId(4, 0), OPEN, [], None)]
     assert (sink.kind, sink.checkpoint_listener) == (TWO_PHASE_COMMIT, True)
 
@@ -117,40 +118,40 @@ def test_write_snapshot_notify_and_close_each_leave_the_sink_and_the_system_as_f
     ext = ExternalSystem()
     sink = TwoPhaseCommitSink(ext, 0)
     t0 = sink.current
-    sink.write("k", 1, 10)
+    sink.write(ext, "k", 1, 10)
     assert ext.transactions[t0].records == [("k", 1, 10)] and ext.committed == []
-    state = sink.snapshot_state(1)
+    state = sink.snapshot_state(ext, 1)
     t1 = TransactionId(0, 1)
     assert state == TwoPhaseCommitState(t1, (PendingCommit(1, t0),))
     assert sink.current == t1 and sink.pending_commit == {1: t0}
     assert _fields(ext.transactions[t0]) == (t0, PRECOMMITTED, [("k", 1, 10)], 1)
     assert _fields(ext.transactions[t1]) == (t1, OPEN, [], None)
-    sink.write("k", 2, 20)
-    state = sink.snapshot_state(2)
+    sink.write(ext, "k", 2, 20)
+    state = sink.snapshot_state(ext, 2)
     t2 = TransactionId(0, 2)
     assert state == TwoPhaseCommitState(t2, (PendingCommit(1, t0), PendingCommit(2, t1)))
     assert sink.pending_commit == {1: t0, 2: t1}
     # a notification commits the pending transactions up to its id, in order, and forgets them
-    assert sink.notify_checkpoint_complete(1) == [t0]
+    assert sink.notify_checkpoint_complete(ext, 1) == [t0]
     assert sink.pending_commit == {2: t1} and ext.committed == [("k", 1, 10, 0)]
     assert ext.transactions[t0].status == COMMITTED and ext.transactions[t1].status == PRECOMMITTED
-    assert sink.notify_checkpoint_aborted(2) is None and sink.pending_commit == {2: t1}
-    assert sink.notify_checkpoint_complete(1) == [] and sink.pending_commit == {2: t1}
-    assert sink.notify_checkpoint_complete(5) == [t1] and sink.pending_commit == {}
-    assert sink.notify_checkpoint_complete(6) == []
+    assert sink.notify_checkpoint_aborted(ext, 2) is None and sink.pending_commit == {2: t1}
+    assert sink.notify_checkpoint_complete(ext, 1) == [] and sink.pending_commit == {2: t1}
+    assert sink.notify_checkpoint_complete(ext, 5) == [t1] and sink.pending_commit == {}
+    assert sink.notify_checkpoint_complete(ext, 6) == []
     assert ext.committed == [("k", 1, 10, 0), ("k", 2, 20, 0)] and ext.anomalies == []
-    sink.close()
+    sink.close(ext)
     assert sink.current is None and ext.transactions[t2].status == ABORTED
-    sink.close()
+    sink.close(ext)
     assert sink.current is None and ext.anomalies == []
 
 
 def test_a_restore_commits_the_pending_aborts_the_current_and_begins_anew():
     ext = ExternalSystem()
     old = TwoPhaseCommitSink(ext, 0)
-    old.write("k", 1, 10)
-    state = old.snapshot_state(1)
-    old.write("k", 2, 20)  # after the checkpoint: lost with the failure
+    old.write(ext, "k", 1, 10)
+    state = old.snapshot_state(ext, 1)
+    old.write(ext, "k", 2, 20)  # after the checkpoint: lost with the failure
     lingering = ext.begin_transaction(0)  # an open transaction the restored state does not name
     new = TwoPhaseCommitSink(ext, 0, state)
     assert new.pending_commit == {} and new.current == TransactionId(0, 3)
@@ -163,18 +164,18 @@ def test_a_restore_commits_the_pending_aborts_the_current_and_begins_anew():
     assert kept.transactions[keeping.current].status == OPEN
 
 
-def test_the_stateless_sinks_hold_their_system_and_subtask_only():
+def test_the_stateless_sinks_hold_their_subtask_only():
     ext = ExternalSystem()
     for cls, kind in ((UpsertSink, UPSERT), (AppendSink, APPEND)):
         sink = cls(ext, 3, None)
-        assert (sink.external, sink.subtask, sink.kind, sink.checkpoint_listener) == (ext, 3, kind, False)
-        assert sink.initialize_state(None) is None and sink.snapshot_state(1) is None
-        assert sink.notify_checkpoint_complete(1) == [] and sink.notify_checkpoint_aborted(1) is None
-        assert sink.close() is None
+        assert (sink.subtask, sink.kind, sink.checkpoint_listener) == (3, kind, False) and not hasattr(sink, "external")
+        assert sink.initialize_state(ext, None) is None and sink.snapshot_state(ext, 1) is None
+        assert sink.notify_checkpoint_complete(ext, 1) == [] and sink.notify_checkpoint_aborted(ext, 1) is None
+        assert sink.close(ext) is None
         made = make_sink(kind, ext, 2)
-        assert type(made) is cls and (made.external, made.subtask) == (ext, 2)
-    UpsertSink(ext, 3).write("k", 1, 10)
-    AppendSink(ext, 4).write("j", 2, 20)
+        assert type(made) is cls and made.subtask == 2
+    UpsertSink(ext, 3).write(ext, "k", 1, 10)
+    AppendSink(ext, 4).write(ext, "j", 2, 20)
     assert ext.upsert_log == [("k", 1, 10, 3)] and ext.committed == [("j", 2, 20, 4)]
     two = make_sink(TWO_PHASE_COMMIT, ext, 5)
     assert type(two) is TwoPhaseCommitSink and two.subtask == 5 and two.current == TransactionId(5, 0)
@@ -250,22 +251,22 @@ def test_the_calls_a_two_phase_commit_sink_makes_on_the_external_system():
     t = [TransactionId(2, n) for n in range(3)]
     assert ext.calls == [("uncommitted", 2, (OPEN,)), ("begin", 2)]
     ext.calls.clear()
-    sink.write("k", 1, 10)
-    sink.snapshot_state(1)
+    sink.write(ext, "k", 1, 10)
+    sink.snapshot_state(ext, 1)
     assert ext.calls == [("pre_commit", t[0], 1), ("begin", 2)]
     ext.calls.clear()
-    sink.snapshot_state(2)
-    sink.notify_checkpoint_complete(2)
+    sink.snapshot_state(ext, 2)
+    sink.notify_checkpoint_complete(ext, 2)
     assert ext.calls == [("pre_commit", t[1], 2), ("begin", 2), ("commit", t[0]), ("commit", t[1])]
     ext.calls.clear()
-    sink.close()
+    sink.close(ext)
     assert ext.calls == [("abort", t[2])]
     # a restore: the pending ones committed, the restored current one aborted, this subtask's
     # open ones aborted, then a new transaction
     ext.calls.clear()
     old = TwoPhaseCommitSink(ext, 3)
-    old.write("j", 2, 20)
-    state = old.snapshot_state(7)
+    old.write(ext, "j", 2, 20)
+    state = old.snapshot_state(ext, 7)
     u = [TransactionId(3, n) for n in range(2)]
     lingering = ext.begin_transaction(3)
     ext.calls.clear()

@@ -88,18 +88,19 @@ def driver_rows(plan: R.ReplayPlan, run_fn=standin.standin_walk) -> list[tuple]:
 # ------------------------------------------------------------------------------- pipeline
 
 
-def test_rows_identical_under_local1_local2_rerun_and_in_the_driver(sparks, tmp_path):
+def test_rows_identical_under_local1_local2_and_in_the_driver(sparks, tmp_path):
+    """(A rerun under the same master gives the same rows too: ``test_task_retries_change_nothing``
+    replays one plan twice.)"""
     c = R.replay(sparks.use("local[1]"), attrs.evolve(PLAN, partitions=5), tmp_path / "c", engine=ENGINE)
     a = R.replay(sparks.use("local[2]"), PLAN, tmp_path / "a", engine=ENGINE)
-    b = R.replay(sparks.use("local[2]"), PLAN, tmp_path / "b", engine=ENGINE)
     assert c.summary["master"] == "local[1]" and a.summary["master"] == "local[2]"
     assert (a.partitions, c.partitions) == (6, 5)  # 600 runs: 6 x 100 by default
     rows_a = stored_rows(a.runs_dir)
-    assert rows_a == stored_rows(b.runs_dir) == stored_rows(c.runs_dir)
+    assert rows_a == stored_rows(c.runs_dir)
     # every planned (variant, seed) exactly once, and the executors' rows equal the driver's
     assert sorted((r[0], r[1]) for r in rows_a) == sorted(PLAN.all_runs())
     assert rows_a == driver_rows(PLAN)
-    assert stable(a.summary) == stable(b.summary) == stable(c.summary)
+    assert stable(a.summary) == stable(c.summary)
     # the sample is not trivial: both verdicts occur, and each unsafe variant is found
     assert 0 < a.summary["violations"] < a.summary["runs"] == 600
     assert a.summary["ok"] is True

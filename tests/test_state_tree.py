@@ -1,11 +1,13 @@
-"""Toward a state that is a tree: the parts a state no longer shares between two owners stay
-single-owned (a value representation cannot hold one object in two places; each such link
-must be an index or a name). What is still shared is listed in docs/architecture.md ("State
-as a value"); this test guards what was made single-owned: the tasks (held once, in
-``Cluster.tasks``), a two-phase-commit sink's transactions (held by the external system, named
-by id in the sink), the network, its channel arrays and each channel's queue (held by
-``Cluster.net``; the record writers and the task's output name channels by id), and the
-outbox (held by the cluster; a task is handed both with each call, ``TaskContext``)."""
+"""A state is a tree: no mutable part of it is held by two owners (a value representation
+cannot hold one object in two places; each such link is an index or a name). Walked over
+every reachable object of seven variants' walks: the tasks (held once, in ``Cluster.tasks``),
+a two-phase-commit sink's transactions (held by the external system, named by id in the
+sink), the network, its channel arrays and each channel's queue (held by ``Cluster.net``; the
+record writers and the task's output name channels by id), the outbox, the external system
+and the late and skipped-window lists (held by the cluster; a task's chain is handed them with
+each call, ``TaskContext``), a chain's nodes (held once, by their predecessor; a task's
+``nodes`` are found by walking the chain), a keyed backend's operators (handed to it per call)
+and a window operator's assigner (asked through the operator, no bound method kept)."""
 
 from __future__ import annotations
 
@@ -94,18 +96,37 @@ def _queues(state) -> list:
     return list(net.queues) if isinstance(net, Channels) else []
 
 
+def held_twice(state) -> list:
+    """Every mutable part reached by two paths: (its type's name, the first two paths)."""
+    return [(type(x).__name__, paths[:2]) for x, paths in owners(state).values() if len(paths) > 1]
+
+
 @pytest.mark.parametrize("name", VARIANTS)
-def test_tasks_transactions_network_outbox_and_channels_have_one_owner(name):
+def test_no_part_of_a_state_has_two_owners(name):
     for seed in range(2):
         run = Run(small_scenario(variant(name), seed))
         rng = random.Random(seed)
-        assert _shared(run.cluster, (StreamTask, Transaction)) == []
+        assert held_twice(run.cluster) == []
         for _ in range(40):
             acts = run.enabled_actions()
             if not acts:
                 break
             run.step(rng.choice(acts))
-            assert _shared(run.cluster, (StreamTask, Transaction)) == [], (name, seed, run.cluster.trace)
+            assert held_twice(run.cluster) == [], (name, seed, run.cluster.trace)
+
+
+def test_the_walk_finds_a_chain_node_a_side_list_or_the_external_system_held_twice():
+    """The check has teeth on what the chain once shared: a node held by its predecessor and by a
+    list of the task's nodes, the cluster's late list held by a keyed node, the external system
+    held by a sink."""
+    run = Run(small_scenario(variant("late-window-2pc"), 0))
+    c = run.cluster
+    task = next(t for t in c.tasks if t.side_outputs)
+    c.__dict__["nodes_again"] = list(task.nodes)
+    c.__dict__["late_again"] = c.late
+    c.__dict__["external_again"] = c.external
+    kinds = {k for k, _ in held_twice(c)}
+    assert {type(task.nodes[0]).__name__, "list", "ExternalSystem"} <= kinds
 
 
 def test_the_walk_finds_an_object_held_twice():

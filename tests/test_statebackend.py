@@ -95,23 +95,23 @@ def _snap(cid, keyed):
 def test_heap_snapshot_keeps_the_state_of_its_synchronous_phase_only_with_copy_on_write():
     for cow, expected in ((True, {("agg", 1): "v1"}), (False, {("agg", 1): "v2"})):
         node = _Node("agg", {1: "v1"})
-        b = HashMapStateBackend("t", [node])
+        b = HashMapStateBackend("t")
         storage = CheckpointStorage()
         b.sync_phase(_snap(1, {"agg": {1: "v1"}}))
         node.op.state[1] = "v2"  # a record processed between the phases
         b.ready(_snap(1, {"agg": {1: "v1"}}))
         with seams.active(() if cow else ("heap-snapshot-without-copy-on-write",)):
-            snap = b.async_phase(1, storage, savepoint=False)
+            snap = b.async_phase(1, storage, savepoint=False, nodes=[node])
         assert dict(storage.files[snap.state_handle.paths[0]]) == expected, cow
 
 
 def test_rocksdb_uploads_only_new_ssts_reusing_those_of_the_last_confirmed_checkpoint():
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     storage = CheckpointStorage()
 
     def take(cid, keyed):
         b.sync_phase(_snap(cid, keyed))
-        return b.async_phase(cid, storage, savepoint=False).state_handle
+        return b.async_phase(cid, storage, savepoint=False, nodes=[]).state_handle
 
     h1 = take(1, {"agg": {1: "a"}})
     h2 = take(2, {"agg": {1: "a", 2: "b"}})   # 1 not confirmed yet: everything uploaded again
@@ -125,7 +125,7 @@ def test_rocksdb_uploads_only_new_ssts_reusing_those_of_the_last_confirmed_check
 
 
 def test_rocksdb_flush_writes_deletion_markers_and_compaction_merges_the_live_ssts():
-    b = RocksDBStateBackend("t", [], incremental=False)
+    b = RocksDBStateBackend("t", incremental=False)
     b._flush({("agg", 1): "a", ("agg", 2): "b"})
     b._flush({("agg", 1): "a"})                        # key group 2 gone: a deletion marker
     assert b.ssts[b.live[-1]] == ((("agg", 2), None),)
@@ -321,7 +321,7 @@ def test_a_stop_with_savepoint_completing_after_every_task_finished_is_not_the_e
 def test_the_asynchronous_phase_waits_until_the_task_would_acknowledge():
     """``AsyncCheckpointRunnable`` runs once the task would acknowledge (its channel state
     complete): a synchronous phase alone does not make a snapshot ready."""
-    b = HashMapStateBackend("t", [])
+    b = HashMapStateBackend("t")
     b.sync_phase(_snap(1, {"agg": {1: "a"}}))
     assert b.ready_ids() == []
     b.ready(_snap(2, {}))                       # a checkpoint without a synchronous phase: ignored
@@ -334,14 +334,14 @@ def test_a_heap_snapshot_is_one_private_file_in_the_checkpoint_or_the_savepoint_
     """``HeapSnapshotStrategy`` writes one ``KeyGroupsStateHandle`` per task: private state (not
     registered in the SharedStateRegistry), under the checkpoint's ``chk-<id>`` directory or the
     savepoint's own directory."""
-    b = HashMapStateBackend("t", [])
+    b = HashMapStateBackend("t")
     storage = CheckpointStorage()
     b.sync_phase(_snap(1, {"agg": {1: "a", 2: "b"}}))
-    h1 = b.async_phase(1, storage, savepoint=False).state_handle
+    h1 = b.async_phase(1, storage, savepoint=False, nodes=[]).state_handle
     assert h1 == KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False, ())
     assert dict(storage.files["chk-1/t"]) == {("agg", 1): "a", ("agg", 2): "b"}
     b.sync_phase(_snap(2, {"agg": {1: "c"}}))
-    h2 = b.async_phase(2, storage, savepoint=True).state_handle
+    h2 = b.async_phase(2, storage, savepoint=True, nodes=[]).state_handle
     assert h2 == KeyedStateHandle(2, (("t", "sp-2/t"),), ("sp-2/t",), False, ())
 
 
@@ -350,20 +350,20 @@ def test_a_heap_restore_reads_the_handle_and_without_one_takes_the_redistributed
     storage.write("chk-1/t", ((("agg", 1), "a"),))
     handle = KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False)
     other = {"agg": {7: "z"}}                   # what a rescaled restore hands over instead
-    assert HashMapStateBackend("t", []).restore(handle, storage, other, keep_base=False) == {"agg": {1: "a"}}
-    assert HashMapStateBackend("t", []).restore(None, storage, other, keep_base=False) == other
+    assert HashMapStateBackend("t").restore(handle, storage, other, keep_base=False) == {"agg": {1: "a"}}
+    assert HashMapStateBackend("t").restore(None, storage, other, keep_base=False) == other
 
 
 def _take(b, storage, cid, keyed, savepoint=False):
     b.sync_phase(_snap(cid, keyed))
-    return b.async_phase(cid, storage, savepoint=savepoint).state_handle
+    return b.async_phase(cid, storage, savepoint=savepoint, nodes=[]).state_handle
 
 
 def test_a_full_rocksdb_checkpoint_uploads_every_sst_as_private_state_even_after_a_confirmed_one():
     """Without incremental checkpoints (``RocksFullSnapshotStrategy``) every checkpoint writes
     all of its state into its own ``chk-<id>`` directory, private (nothing shared, nothing
     referenced), whatever was confirmed before."""
-    b = RocksDBStateBackend("t", [], incremental=False)
+    b = RocksDBStateBackend("t", incremental=False)
     storage = CheckpointStorage()
     _take(b, storage, 1, {"agg": {1: "a"}})
     b.notify_complete(1)
@@ -379,7 +379,7 @@ def test_a_rocksdb_savepoint_copies_every_sst_and_its_notification_keeps_the_inc
     does not move the base of the next incremental checkpoint (FLINK-23949:
     ``notifyCheckpointComplete`` confirms only a checkpoint whose uploads it recorded), so the
     next checkpoint still references the files of the last confirmed checkpoint."""
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     storage = CheckpointStorage()
     h1 = _take(b, storage, 1, {"agg": {1: "a"}})
     b.notify_complete(1)
@@ -396,7 +396,7 @@ def test_the_unconfirmed_files_seam_reuses_the_last_snapshot_taken_without_place
     """``incremental-reuses-unconfirmed-files``: the base is the last snapshot taken, confirmed
     or not, and the reused files are sent as if they were new (no placeholder the JobManager
     would check against its SharedStateRegistry)."""
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     storage = CheckpointStorage()
     with seams.active(("incremental-reuses-unconfirmed-files",)):
         h1 = _take(b, storage, 1, {"agg": {1: "a"}})
@@ -408,7 +408,7 @@ def test_the_unconfirmed_files_seam_reuses_the_last_snapshot_taken_without_place
 def test_a_rocksdb_restore_without_a_handle_puts_the_values_into_one_new_sst():
     """A rescaled restore (canonical, as a savepoint's): the redistributed values are inserted
     into the new instance, one SST, and the next checkpoint writes them."""
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     keyed = {"agg": {1: "a", 2: "b"}}
     assert b.restore(None, CheckpointStorage(), keyed, keep_base=False) == keyed
     assert len(b.live) == 1 and dict(b.ssts[b.live[0]]) == {("agg", 1): "a", ("agg", 2): "b"}
@@ -437,7 +437,7 @@ def test_a_rocksdb_restore_reads_a_deleted_file_as_empty_so_the_loss_is_judged_n
     storage = CheckpointStorage()
     storage.write("shared/a", ((("agg", 1), "a"),))
     handle = KeyedStateHandle(1, (("t-0", "shared/a"), ("t-1", "shared/gone")), (), True)
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     assert b.restore(handle, storage, {}, keep_base=True) == {"agg": {1: "a"}}
     assert b.ssts["t-1"] == () and b.live == ["t-0", "t-1"]
     assert b.uploads == {1: {"t-0": "shared/a", "t-1": "shared/gone"}} and b.confirmed == 1

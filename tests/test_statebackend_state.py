@@ -42,30 +42,33 @@ class _Node:
         self.name, self.op = name, _Op(state)
 
 
-def test_a_new_backend_holds_its_uid_its_nodes_and_nothing_pending():
-    nodes = [_Node("agg", {1: "a"})]
-    heap = HashMapStateBackend("t-0", nodes)
-    assert (heap.uid, heap.pending, heap.nodes, heap.checkpoint_listener) == ("t-0", {}, nodes, False)
-    rocks = RocksDBStateBackend("t-1", nodes, incremental=True)
-    assert (rocks.uid, rocks.pending, rocks.nodes, rocks.checkpoint_listener) == ("t-1", {}, nodes, True)
+def test_a_new_backend_holds_its_uid_and_nothing_pending():
+    heap = HashMapStateBackend("t-0")
+    assert (heap.uid, heap.pending, heap.checkpoint_listener) == ("t-0", {}, False)
+    rocks = RocksDBStateBackend("t-1", incremental=True)
+    assert (rocks.uid, rocks.pending, rocks.checkpoint_listener) == ("t-1", {}, True)
     assert _rocks(rocks) == (True, {}, [], {}, 0, {}, None)
-    assert _rocks(RocksDBStateBackend("t-2", [], incremental=False))[0] is False
-    assert heap.live_keyed() == {"agg": {1: "a"}} and KeyedStateBackend.notify_complete(heap, 1) is None
+    assert _rocks(RocksDBStateBackend("t-2", incremental=False))[0] is False
+    assert KeyedStateBackend.notify_complete(heap, 1) is None
+    # the backend holds no link to the task's operators: the asynchronous phase is handed them
+    assert KeyedStateBackend.__slots__ == ("uid", "pending")
+    nodes = [_Node("agg", {1: "a"})]
+    assert heap.state_to_write({"agg": {1: "old"}}, nodes) == {"agg": {1: "old"}}
 
 
 def test_make_backend_follows_the_configuration():
     assert BACKENDS == ("hashmap", "rocksdb")
     assert isinstance(MAX_LIVE_SSTS, int) and MAX_LIVE_SSTS >= 1  # a count of files
-    heap = make_backend(RuntimeConfig(state_backend="hashmap"), "u", ["n"])
-    assert type(heap) is HashMapStateBackend and (heap.uid, heap.nodes) == ("u", ["n"])
+    heap = make_backend(RuntimeConfig(state_backend="hashmap"), "u")
+    assert type(heap) is HashMapStateBackend and heap.uid == "u"
     for incremental in (True, False):
-        rocks = make_backend(RuntimeConfig(state_backend="rocksdb", incremental=incremental), "v", [])
+        rocks = make_backend(RuntimeConfig(state_backend="rocksdb", incremental=incremental), "v")
         assert type(rocks) is RocksDBStateBackend and (rocks.uid, rocks.incremental) == ("v", incremental)
     assert [restored_files_are_the_base(m) for m in ("CLAIM", "NO_CLAIM")] == [True, False]
 
 
 def test_the_synchronous_phase_keeps_the_snapshot_pending_until_ready_and_written():
-    b = HashMapStateBackend("t", [])
+    b = HashMapStateBackend("t")
     s1 = _snap(1, {"agg": {1: "a"}})
     assert b.sync_phase(s1) is None
     assert b.pending == {1: [s1, {"agg": {1: "a"}}, False]} and b.ready_ids() == []
@@ -78,7 +81,7 @@ def test_the_synchronous_phase_keeps_the_snapshot_pending_until_ready_and_writte
     b.ready(_snap(9, {}))  # no such pending snapshot: nothing changes
     assert sorted(b.pending) == [1, 2]
     storage = CheckpointStorage()
-    done = b.async_phase(1, storage, savepoint=False)
+    done = b.async_phase(1, storage, savepoint=False, nodes=[])
     assert sorted(b.pending) == [2] and b.ready_ids() == []
     assert done.state_handle == KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False)
     assert done.keyed == later.keyed and done.checkpoint_id == 1
@@ -86,20 +89,20 @@ def test_the_synchronous_phase_keeps_the_snapshot_pending_until_ready_and_writte
 
 
 def test_a_heap_savepoint_and_restore():
-    b = HashMapStateBackend("t", [])
+    b = HashMapStateBackend("t")
     b.sync_phase(_snap(3, {"agg": {2: "y", 1: "x"}}))
     storage = CheckpointStorage()
-    done = b.async_phase(3, storage, savepoint=True)
+    done = b.async_phase(3, storage, savepoint=True, nodes=[])
     assert done.state_handle == KeyedStateHandle(3, (("t", "sp-3/t"),), ("sp-3/t",), False)
     assert storage.files == {"sp-3/t": ((("agg", 1), "x"), (("agg", 2), "y"))}
-    fresh = HashMapStateBackend("t", [])
+    fresh = HashMapStateBackend("t")
     assert fresh.restore(done.state_handle, storage, {}, keep_base=True) == {"agg": {1: "x", 2: "y"}}
     assert fresh.restore(None, storage, {"agg": {5: "z"}}, keep_base=False) == {"agg": {5: "z"}}
     assert fresh.pending == {}
 
 
 def test_rocksdb_flush_adds_one_sst_of_the_changes_and_moves_the_view():
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     b._flush({("agg", 2): "b", ("agg", 1): "a"})
     assert _rocks(b)[1:5] == ({"t-0": ((("agg", 1), "a"), (("agg", 2), "b"))}, ["t-0"],
                               {("agg", 2): "b", ("agg", 1): "a"}, 1)
@@ -117,7 +120,7 @@ def test_rocksdb_flush_adds_one_sst_of_the_changes_and_moves_the_view():
 
 
 def test_rocksdb_resources_are_the_live_ssts_after_the_flush():
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     res = b._resources(_snap(1, {"agg": {1: "a"}}))
     assert res == (("t-0", ((("agg", 1), "a"),)),)
     b.sync_phase(_snap(2, {"agg": {1: "a", 2: "b"}}))
@@ -125,11 +128,11 @@ def test_rocksdb_resources_are_the_live_ssts_after_the_flush():
 
 
 def test_rocksdb_incremental_checkpoints_record_their_uploads_and_a_confirmation_moves_the_base():
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     storage = CheckpointStorage()
     assert b.base() == ({}, True)
     b.sync_phase(_snap(1, {"agg": {1: "a"}}))
-    h1 = b.async_phase(1, storage, savepoint=False).state_handle
+    h1 = b.async_phase(1, storage, savepoint=False, nodes=[]).state_handle
     assert h1 == KeyedStateHandle(1, (("t-0", "shared/t-0@1"),), ("shared/t-0@1",), True, ())
     assert b.uploads == {1: {"t-0": "shared/t-0@1"}} and b.confirmed is None
     assert b.base() == ({}, True)  # nothing confirmed yet
@@ -137,7 +140,7 @@ def test_rocksdb_incremental_checkpoints_record_their_uploads_and_a_confirmation
     assert b.confirmed == 1 and b.uploads == {1: {"t-0": "shared/t-0@1"}}
     assert b.base() == ({"t-0": "shared/t-0@1"}, True)
     b.sync_phase(_snap(2, {"agg": {1: "a", 2: "b"}}))
-    h2 = b.async_phase(2, storage, savepoint=False).state_handle
+    h2 = b.async_phase(2, storage, savepoint=False, nodes=[]).state_handle
     assert h2 == KeyedStateHandle(2, (("t-0", "shared/t-0@1"), ("t-1", "shared/t-1@2")), ("shared/t-1@2",), True,
                                   ("shared/t-0@1",))
     assert b.uploads == {1: {"t-0": "shared/t-0@1"}, 2: {"t-0": "shared/t-0@1", "t-1": "shared/t-1@2"}}
@@ -150,18 +153,18 @@ def test_rocksdb_incremental_checkpoints_record_their_uploads_and_a_confirmation
 
 
 def test_rocksdb_full_checkpoints_and_savepoints_upload_everything():
-    b = RocksDBStateBackend("t", [], incremental=False)
+    b = RocksDBStateBackend("t", incremental=False)
     storage = CheckpointStorage()
     b.sync_phase(_snap(1, {"agg": {1: "a"}}))
-    h = b.async_phase(1, storage, savepoint=False).state_handle
+    h = b.async_phase(1, storage, savepoint=False, nodes=[]).state_handle
     assert h == KeyedStateHandle(1, (("t-0", "chk-1/t-0"),), ("chk-1/t-0",), False, ())
     assert b.uploads == {1: {"t-0": "chk-1/t-0"}} and b.base() == ({}, True)
-    inc = RocksDBStateBackend("u", [], incremental=True)
+    inc = RocksDBStateBackend("u", incremental=True)
     inc.sync_phase(_snap(1, {"agg": {1: "a"}}))
-    inc.async_phase(1, storage, savepoint=False)
+    inc.async_phase(1, storage, savepoint=False, nodes=[])
     inc.notify_complete(1)
     inc.sync_phase(_snap(2, {"agg": {1: "a"}}))
-    sp = inc.async_phase(2, storage, savepoint=True).state_handle
+    sp = inc.async_phase(2, storage, savepoint=True, nodes=[]).state_handle
     assert sp == KeyedStateHandle(2, (("u-0", "sp-2/u-0"),), ("sp-2/u-0",), False, ())
     assert inc.uploads == {1: {"u-0": "shared/u-0@1"}} and inc.confirmed == 1  # a savepoint records nothing
     assert storage.files["sp-2/u-0"] == ((("agg", 1), "a"),)
@@ -174,7 +177,7 @@ def test_rocksdb_restore_reads_the_files_and_keeps_them_as_the_base_only_when_to
     handle = KeyedStateHandle(5, (("x-0", "shared/x-0@4"), ("x-1", "shared/x-1@5")),
                               ("shared/x-1@5",), True)
     for keep in (True, False):
-        b = RocksDBStateBackend("t", [], incremental=True)
+        b = RocksDBStateBackend("t", incremental=True)
         assert b.restore(handle, storage, {}, keep_base=keep) == {"agg": {1: "a", 3: "c"}}
         assert b.ssts == {"x-0": ((("agg", 1), "a"), (("agg", 2), "b")),
                           "x-1": ((("agg", 2), None), (("agg", 3), "c"))}
@@ -186,11 +189,11 @@ def test_rocksdb_restore_reads_the_files_and_keeps_them_as_the_base_only_when_to
         assert b.next_sst == 0
     # a deleted file restores as empty (the loss is judged by the properties)
     storage.files.pop("shared/x-0@4")
-    b = RocksDBStateBackend("t", [], incremental=True)
+    b = RocksDBStateBackend("t", incremental=True)
     assert b.restore(handle, storage, {}, keep_base=False) == {"agg": {3: "c"}}
     assert b.ssts["x-0"] == ()
     # without a handle (rescaled): the values go into one new SST
-    c = RocksDBStateBackend("t", [], incremental=True)
+    c = RocksDBStateBackend("t", incremental=True)
     assert c.restore(None, storage, {"agg": {7: "z"}}, keep_base=True) == {"agg": {7: "z"}}
     assert (c.ssts, c.live, c.view, c.next_sst) == ({"t-0": ((("agg", 7), "z"),)}, ["t-0"], {("agg", 7): "z"}, 1)
     assert (c.uploads, c.confirmed) == ({}, None)
@@ -204,14 +207,14 @@ class _HeapRecorded(HashMapStateBackend):
     __slots__ = ("calls",)
 
     def __init__(self):
-        super().__init__("t", [])
+        super().__init__("t")
         self.calls: list = []
 
     def _resources(self, snap):
         self.calls.append(("resources", snap))
         return super()._resources(snap) if snap is not None else None
 
-    def _write(self, checkpoint_id, res, storage, savepoint):
+    def _write(self, checkpoint_id, res, storage, savepoint, nodes):
         self.calls.append(("write", checkpoint_id, res, storage, savepoint))
         return KeyedStateHandle(checkpoint_id)
 
@@ -223,7 +226,7 @@ class _RocksRecorded(RocksDBStateBackend):
     __slots__ = ("calls",)
 
     def __init__(self):
-        super().__init__("t", [], incremental=True)
+        super().__init__("t", incremental=True)
         self.calls: list = []
 
     def _flush(self, current):
@@ -238,7 +241,7 @@ def test_the_two_phases_hand_the_snapshot_strategy_the_snapshot_its_resources_an
     b.sync_phase(s1)
     assert b.calls == [("resources", s1)]
     storage = CheckpointStorage()
-    done = b.async_phase(1, storage, savepoint=True)
+    done = b.async_phase(1, storage, savepoint=True, nodes=[])
     assert b.calls[1:] == [("write", 1, {"agg": {1: "a"}}, storage, True)]
     assert done == attrs.evolve(s1, state_handle=KeyedStateHandle(1))  # the snapshot with its handle
 

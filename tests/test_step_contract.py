@@ -237,8 +237,9 @@ def test_only_the_tasks_that_act_on_a_completed_checkpoint_are_notified():
                     for cid in cids:
                         d = c.copy()
                         task = d.tasks[t.id]
+                        ctx = d.context(task)
                         for node in task.nodes:
-                            node.notify_complete(cid)
+                            node.notify_complete(ctx, cid)
                         if task.backend is not None:
                             task.backend.notify_complete(cid)
                         if not t.checkpoint_listener:

@@ -715,8 +715,9 @@ def test_cli_validate_the_committed_traces(main, capsys):
 
 
 def test_cli_validate_json(main, capsys, tmp_path):
-    # one of the committed traces and a divergent copy of it
-    good = _trace_file("rocksdb-incremental")
+    # one of the committed traces and a divergent copy of it (a trace whose divergence the
+    # search rules out at once: a restore of a checkpoint that was never taken)
+    good = _trace_file("checkpoint-declined")
     tr = load_trace(good)
     events = [json.loads(json.dumps(e)) for e in tr.events]
     events[_first(events, "restored")]["checkpoint"] = 99
@@ -726,10 +727,10 @@ def test_cli_validate_json(main, capsys, tmp_path):
     assert len(lines) == 3
     first, second, summary = lines
     assert first["file"] == str(good) and first["verdict"] == "consistent"
-    assert first["matched"] == first["events"] and first["fault"] == "rocksdb-incremental"
+    assert first["matched"] == first["events"] and first["fault"] == "checkpoint-declined"
     assert second["verdict"] == "divergent" and second["first_unmatched"]["seq"] == _first(events, "restored")
     assert summary["traces"] == 2 and summary["consistent"] == 1 and summary["divergent"] == 1
-    assert summary["per_fault"] == {"rocksdb-incremental": {"consistent": 1, "divergent": 1}}
+    assert summary["per_fault"] == {"checkpoint-declined": {"consistent": 1, "divergent": 1}}
     report = json.loads(Path(summary["report"]).read_text(encoding="utf-8"))
     assert [t["verdict"] for t in report["traces"]] == ["consistent", "divergent"]
     # the model's run to the deepest matched point replays through the step function
