@@ -40,6 +40,10 @@ def test_a_property_without_a_registered_invariant_is_not_written(tmp_path):
              ["active", 0]]
     cex = {"channels": 3, "trace": trace, "step": 7, "property": "progress_aligned_min", "knobs": {}}
     assert counterexample_of(cex) is None
+
+
+@pytest.mark.slow  # the bounded search to k=16 takes tens of seconds
+def test_the_registered_progress_counterexample_of_flink_2_3_0_is_not_written(tmp_path):
     run = run_check(CHECKS["valve_progress_flink_2_3_0"], None)
     assert run.result == "counterexample"
     if run.counterexample["property"] == "progress_aligned_min":  # z3 may also return an all-idle-flush trace
