@@ -373,18 +373,18 @@ def test_a_dead_letter_stays_dead_and_its_delivery_changes_nothing_but_the_netwo
     assert met > 20, f"the walks met only {met} dead letters"
 
 
-def test_dropping_dead_letters_at_once_keeps_every_verdict_and_shortest_length():
+@pytest.mark.parametrize("name", ["cp-no-fencing", pytest.param("FLINK-11813", marks=pytest.mark.slow),
+                                  pytest.param("cp-restore-from-memory", marks=pytest.mark.slow)])
+def test_dropping_dead_letters_at_once_keeps_every_verdict_and_shortest_length(name):
     """The same small scenarios with ``on_delivery`` and with ``at_once``: the same verdict and the
     same shortest counterexample length, with fewer states for ``at_once``."""
     from properties.explore import Limits, explore
-    for name in ("cp-no-fencing", "FLINK-11813", "cp-restore-from-memory"):
-        v = variant(name)
-        sc = small_scenario(v)
-        assert sc.environment.dead_letters == "at_once"
-        a = explore(sc, Limits(max_seconds=60))
-        b = explore(sc.with_settings(dead_letters="on_delivery"), Limits(max_seconds=60))
-        assert (a.verdict, a.violation.invariant, a.depth) == (b.verdict, b.violation.invariant, b.depth), name
-        assert a.distinct_states < b.distinct_states, name
+    sc = small_scenario(variant(name))
+    assert sc.environment.dead_letters == "at_once"
+    a = explore(sc, Limits(max_seconds=60))
+    b = explore(sc.with_settings(dead_letters="on_delivery"), Limits(max_seconds=60))
+    assert (a.verdict, a.violation.invariant, a.depth) == (b.verdict, b.violation.invariant, b.depth), name
+    assert a.distinct_states < b.distinct_states, name
 
 
 def test_dead_letters_must_be_named():
