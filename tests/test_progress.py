@@ -283,12 +283,14 @@ def test_reporters_in_threads_do_not_mix_lines(monkeypatch):
     monkeypatch.delenv(P.ENV, raising=False)
     out = io.StringIO()
     with P.Reporter("t", stream=out, interval=0.001) as rep:
-        def work():
-            for i in range(300):
+        def work():  # updates until both threads have printed lines (at most 10 s)
+            i, deadline = 0, time.monotonic() + 10
+            while out.getvalue().count("\n") < 200 and time.monotonic() < deadline:
                 rep.update(f"step {i}")
+                i += 1
         th = threading.Thread(target=work)
         th.start()
         th.join()
     # (a heartbeat before the thread's first update prints the elapsed time alone: "t: 0s")
     lines = out.getvalue().splitlines()
-    assert lines and all(re.fullmatch(r"t: step \d+ \(\d+s\)|t: \d+s", x) for x in lines), lines[:5]
+    assert len(lines) >= 200 and all(re.fullmatch(r"t: step \d+ \(\d+s\)|t: \d+s", x) for x in lines), lines[:5]
