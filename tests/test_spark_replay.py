@@ -26,7 +26,7 @@ from model.errors import InvalidArgument
 
 ENGINE = R.standin_engine()
 VARIANTS = tuple(ENGINE.expected)
-PLAN = R.ReplayPlan(runs=600, variants=VARIANTS, seed=7)
+PLAN = R.ReplayPlan(runs=300, variants=VARIANTS, seed=7)
 
 
 class Sparks:
@@ -94,7 +94,7 @@ def test_rows_identical_under_local1_local2_and_in_the_driver(sparks, tmp_path):
     c = R.replay(sparks.use("local[1]"), attrs.evolve(PLAN, partitions=5), tmp_path / "c", engine=ENGINE)
     a = R.replay(sparks.use("local[2]"), PLAN, tmp_path / "a", engine=ENGINE)
     assert c.summary["master"] == "local[1]" and a.summary["master"] == "local[2]"
-    assert (a.partitions, c.partitions) == (6, 5)  # 600 runs: 6 x 100 by default
+    assert (a.partitions, c.partitions) == (3, 5)  # 300 runs: 3 x 100 by default
     rows_a = stored_rows(a.runs_dir)
     assert rows_a == stored_rows(c.runs_dir)
     # every planned (variant, seed) exactly once, and the executors' rows equal the driver's
@@ -102,7 +102,7 @@ def test_rows_identical_under_local1_local2_and_in_the_driver(sparks, tmp_path):
     assert rows_a == driver_rows(PLAN)
     assert stable(a.summary) == stable(c.summary)
     # the sample is not trivial: both verdicts occur, and each unsafe variant is found
-    assert 0 < a.summary["violations"] < a.summary["runs"] == 600
+    assert 0 < a.summary["violations"] < a.summary["runs"] == 300
     assert a.summary["ok"] is True
 
 
@@ -124,8 +124,8 @@ def test_parquet_partitioned_by_variant_readable_and_replaced_atomically(sparks,
     runs = Path(first.runs_dir)
     assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == sorted(f"variant={v}" for v in VARIANTS)
     # readable by Spark and by pyarrow, with the same rows; summary.json matches
-    assert R.read_results(spark, str(runs)).count() == len(stored_rows(runs)) == 600
-    assert json.loads((out / "summary.json").read_text())["runs"] == 600
+    assert R.read_results(spark, str(runs)).count() == len(stored_rows(runs)) == 300
+    assert json.loads((out / "summary.json").read_text())["runs"] == 300
     # a second replay into the same directory replaces (not merges) the results
     smaller = attrs.evolve(PLAN, runs=90, seed=1000)
     R.replay(spark, smaller, out, engine=ENGINE)
@@ -386,6 +386,6 @@ def test_task_retries_change_nothing(sparks, tmp_path):
     retried = R.replay(spark, plan, tmp_path / "retried", engine=ENGINE, run_fn=failing)
     assert len(list(markers.iterdir())) == 6  # each of the 6 tasks failed once
     rows = stored_rows(retried.runs_dir)
-    assert len(rows) == len({(r[0], r[1]) for r in rows}) == 600  # nobody counted twice
+    assert len(rows) == len({(r[0], r[1]) for r in rows}) == 300  # nobody counted twice
     assert rows == stored_rows(base.runs_dir)
     assert stable(retried.summary) == stable(base.summary)
