@@ -220,6 +220,36 @@ KILL_PROFILES: dict[str, KillProfile] = {
     "slotsharing": KillProfile(("tests/test_slotsharing_state.py", "tests/test_slotsharing.py",
                                 "tests/test_z3_slots.py", "tests/test_controlplane_slots.py", *SCENARIOS,
                                 *CLUSTER_RUNS)),
+    # the small modules: each one's calls and values alone first (the tests named after it), then
+    # the scenarios where the data plane runs it (not the cluster runs: their baseline alone takes
+    # minutes, and the unit tests state each call's whole result)
+    # the stream elements alone, the forced-aligned barriers, then the scenarios that carry them
+    "events": KillProfile(("tests/test_events.py", "tests/test_forced_aligned.py", *SCENARIOS)),
+    # a run's history: new, copied, deep-copied
+    "history": KillProfile(("tests/test_history.py", *SCENARIOS)),
+    # the error texts (shortened, one line) and the bad-input cases
+    "errors": KillProfile(("tests/test_errors.py", *SCENARIOS)),
+    # the scope's checks and migration helpers, then how a scenario splits its settings
+    "scope": KillProfile(("tests/test_scope_state.py", "tests/test_scope.py", *SCENARIOS)),
+    # the Dispatcher and its runners call by call, then the session and application clusters
+    "dispatcher": KillProfile(("tests/test_dispatcher_state.py", "tests/test_dispatcher.py")),
+    # the coarse channels call by call, then the scenarios that fill them
+    "channels": KillProfile(("tests/test_channels.py", *SCENARIOS)),
+    # the reference's graph, output and comparison, then the scenarios judged against it
+    "reference": KillProfile(("tests/test_reference.py", *SCENARIOS)),
+    # the messages and networks call by call, then the control plane driven one call at a time
+    "rpc": KillProfile(("tests/test_rpc.py", "tests/test_controlplane_state.py")),
+    # the named functions, then the scenarios whose maps and filters run them
+    "functions": KillProfile(("tests/test_functions.py", *SCENARIOS)),
+    # the ActiveResourceManager call by call, then the application clusters that use it
+    "activeresourcemanager": KillProfile(("tests/test_activeresourcemanager_state.py",
+                                          "tests/test_activeresourcemanager.py")),
+    # long arithmetic, the generator and the output call by call, then the sources of the scenarios
+    "eventtime": KillProfile(("tests/test_eventtime_state.py", "tests/test_eventtime.py", *SCENARIOS)),
+    # every field's rule, then where a scenario's settings go
+    "environment": KillProfile(("tests/test_environment_state.py", "tests/test_environment.py", *SCENARIOS)),
+    # the kinds, entries and registry alone, then the registered catalog
+    "catalog": KillProfile(("tests/test_catalog_state.py", "tests/test_catalog.py")),
 }
 
 
