@@ -136,3 +136,24 @@ def test_comparison_mode_looks_past_an_input_reached_twice():
     g3 = _graph(lambda b: (b.source("s"), b.map("a", "s"), b.map("x", "s"), b.map("y", "s"),
                            b.sink("k", ["a", "x", "y"])))
     assert comparison_mode(g3, "k") == "multiset"
+
+
+def _rebalanced_rolling_sum(pr: int):
+    b = StreamGraphBuilder("bro")
+    b.source("src", parallelism=1)
+    b.map("m", "src", partitioner="broadcast", parallelism=2)
+    b.map("r", "m", partitioner="rebalance", parallelism=pr, function="add:1")
+    b.keyed_aggregate("agg", "r", aggregate="sum", parallelism=2)
+    b.sink("out", "agg", sink_kind="append", partitioner="rebalance", parallelism=2)
+    return b.build(validate=False)
+
+
+def test_the_reference_run_is_the_one_of_seed_0():
+    """A broadcast job keeps its parallelisms, so a rebalance partitioner's first channel (drawn
+    from the run's seed) decides which subtask gets which record, and the commit order with it."""
+    inp = JobInput({"src": ((("a", 1, 1), ("b", 3, 3), ("a", 4, 4), ("c", 5, 5)),)})
+    assert reference_output(_rebalanced_rolling_sum(2), inp) == {"out": [
+        ("a", 2, 1), ("a", 4, 1), ("b", 8, 3), ("b", 4, 3), ("a", 9, 4), ("a", 14, 4), ("c", 12, 5), ("c", 6, 5)]}
+    inp = JobInput({"src": ((("a", 0, 0), ("b", 1, 1), ("c", 2, 2), ("a", 3, 3)),)})
+    assert reference_output(_rebalanced_rolling_sum(3), inp) == {"out": [
+        ("a", 1, 0), ("a", 2, 0), ("b", 2, 1), ("b", 4, 1), ("c", 3, 2), ("c", 6, 2), ("a", 6, 3), ("a", 10, 3)]}
