@@ -156,11 +156,17 @@ KILL_PROFILES: dict[str, KillProfile] = {
     "checkpointbarrierhandler": KillProfile(("tests/test_checkpointbarrierhandler.py", "tests/test_focused_machines.py",
                                              "tests/test_snapshot_order.py",
                                              "tests/test_timing_properties.py", *SCENARIOS, *CLUSTER_RUNS)),
-    "watermarkstatus": KillProfile(("tests/test_watermarkstatus.py", "tests/test_eventtime.py", *SCENARIOS,
+    # the valve's fields and output call by call (tests/test_watermarkstatus_state.py), then its unit tests
+    "watermarkstatus": KillProfile(("tests/test_watermarkstatus_state.py", "tests/test_watermarkstatus.py",
+                                    "tests/test_eventtime.py", *SCENARIOS,
                                     *CLUSTER_RUNS)),
-    "failover": KillProfile(("tests/test_failover.py", "tests/test_restart_strategies.py", *SCENARIOS,
+    # the strategies' tables call by call (tests/test_failover_state.py), then their unit tests
+    "failover": KillProfile(("tests/test_failover_state.py", "tests/test_failover.py",
+                             "tests/test_restart_strategies.py", *SCENARIOS,
                              *CLUSTER_RUNS)),
-    "stateassignment": KillProfile(("tests/test_stateassignment.py", "tests/test_focused_machines.py",
+    # each function's whole answer written out (tests/test_stateassignment_state.py), then its unit tests
+    "stateassignment": KillProfile(("tests/test_stateassignment_state.py", "tests/test_stateassignment.py",
+                                    "tests/test_focused_machines.py",
                                     "tests/test_rescale_source.py",
                                     "tests/test_channelstaterescaling.py", *SCENARIOS, *CLUSTER_RUNS)),
     "keygroups": KillProfile(("tests/test_keygroups.py", "tests/test_z3_keygroups.py",

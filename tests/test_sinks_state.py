@@ -164,6 +164,14 @@ def test_a_restore_commits_the_pending_aborts_the_current_and_begins_anew():
     assert kept.transactions[keeping.current].status == OPEN
 
 
+def test_make_sink_looks_the_kind_up_in_its_table():
+    from model import sinks
+
+    assert sinks._SINK_CLASSES == {TWO_PHASE_COMMIT: TwoPhaseCommitSink, UPSERT: UpsertSink, APPEND: AppendSink}
+    with pytest.raises(InvalidArgument, match=r"^sink kind 'kafka': must be one of two_phase_commit, upsert, append$"):
+        make_sink("kafka", ExternalSystem(), 0)
+
+
 def test_the_stateless_sinks_hold_their_subtask_only():
     ext = ExternalSystem()
     for cls, kind in ((UpsertSink, UPSERT), (AppendSink, APPEND)):
