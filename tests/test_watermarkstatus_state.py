@@ -262,3 +262,29 @@ def test_the_public_names_and_the_variants_table():
         "flink-2.3.0": {}, "flink-40475-fix": {"flink_40475": True}, "pre-flink-7728": {"flush_on_all_idle": False},
         "pre-flink-7721": {"check_aligned_nonempty": False},
         "mutant-realign-below-output": {"realign_below_output": True}}
+
+
+class _RawOutput:
+    """A stand-in output recording each argument as the valve passes it (Flink hands the
+    output a ``WatermarkStatus``; here the flag ``idle`` itself, which must be a bool)."""
+
+    def __init__(self):
+        self.calls: list = []
+
+    def emit_watermark(self, ts):
+        self.calls.append(("emitWatermark", ts))
+
+    def emit_watermark_status(self, idle):
+        self.calls.append(("emitWatermarkStatus", idle))
+
+
+def test_the_valve_hands_its_output_the_status_as_a_bool():
+    v, out = StatusWatermarkValve(2), _RawOutput()
+    v.input_watermark(4, 0, out)
+    v.input_watermark(6, 1, out)
+    v.input_watermark_status(True, 0, out)
+    v.input_watermark_status(True, 1, out)
+    v.input_watermark_status(False, 1, out)
+    assert out.calls == [("emitWatermark", 4), ("emitWatermark", 6), ("emitWatermarkStatus", True),
+                         ("emitWatermarkStatus", False)]
+    assert [type(a) for k, a in out.calls if k == "emitWatermarkStatus"] == [bool, bool]
