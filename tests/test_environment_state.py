@@ -19,6 +19,17 @@ def test_the_choices():
     assert RPC_ORDERS == ("any", "connection")
 
 
+def test_the_declared_defaults():
+    # read from the declaration, so that a wrong default is seen even where it fails validation
+    assert {f.name: f.default for f in attrs.fields(Environment)} == {
+        "max_failures": 0, "control_plane_faults": None, "max_checkpoints": None, "savepoints": False,
+        "trigger_savepoints": False, "rescale_from_checkpoints": False, "max_checkpoint_rescales": 1,
+        "rescale_options": (), "max_idle_periods": None, "rpc_order": "any", "rpc_capacity": None,
+        "dead_letters": "on_delivery", "trigger_delivery": "at_once", "job_submissions": 0}
+    assert all(type(f.default) is type(v) for f, v in zip(attrs.fields(Environment), (
+        0, None, None, False, False, False, 1, (), None, "any", None, "on_delivery", "at_once", 0)))
+
+
 def test_the_default_environment():
     e = Environment()
     assert attrs.asdict(e) == {

@@ -30,12 +30,25 @@ def test_the_constants():
     assert type(END_OF_PARTITION) is EndOfPartitionEvent and END_OF_PARTITION == EndOfPartitionEvent()
 
 
+# explicit ids: a node id must not depend on the values (a mutant may make a constant None)
 @pytest.mark.parametrize("element", [Watermark(7), MAX_WATERMARK, IDLE, ACTIVE, CheckpointBarrier(3, 9, unaligned=True),
-                                     CancelCheckpointMarker(4), END_OF_PARTITION])
+                                     CancelCheckpointMarker(4), END_OF_PARTITION],
+                         ids=["watermark", "max-watermark", "idle", "active", "barrier", "cancel", "end-of-partition"])
 def test_a_copy_of_an_element_is_the_element_itself(element):
     assert copy.copy(element) is element
     assert copy.deepcopy(element) is element
     assert copy.deepcopy({"k": [element]})["k"][0] is element
+
+
+def test_value_makes_copies_return_the_object_itself():
+    @events.value
+    @attrs.frozen
+    class Point:
+        x: int
+
+    p = Point(3)
+    assert copy.copy(p) is p and copy.deepcopy(p) is p
+    assert copy.deepcopy([p, {"k": p}])[1]["k"] is p
 
 
 def test_a_barriers_options_default_to_an_aligned_checkpoint():

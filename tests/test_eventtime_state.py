@@ -19,22 +19,33 @@ def test_the_constants():
     assert eventtime._SIGN == 9223372036854775808
 
 
-@pytest.mark.parametrize("x, wrapped", [
+JLONG = [
     (0, 0), (5, 5), (-5, -5), (LONG_MAX, LONG_MAX), (LONG_MIN, LONG_MIN),
     (LONG_MAX + 1, LONG_MIN), (LONG_MAX + 2, LONG_MIN + 1), (LONG_MIN - 1, LONG_MAX), (LONG_MIN - 2, LONG_MAX - 1),
     (2**64, 0), (2**64 + 5, 5), (2**64 - 1, -1), (-(2**64), 0), (-(2**64) - 3, -3), (3 * 2**64 + 7, 7),
     (2**65 + LONG_MAX, LONG_MAX), (2**65 + 2**63, LONG_MIN),
-])
+]
+
+
+def _ids(cases):
+    """Node ids that do not depend on the values (a mutant may change a constant they hold)."""
+    return [f"case{i}" for i in range(len(cases))]
+
+
+@pytest.mark.parametrize("x, wrapped", JLONG, ids=_ids(JLONG))
 def test_jlong(x, wrapped):
     assert jlong(x) == wrapped
     assert type(jlong(x)) is int
 
 
-@pytest.mark.parametrize("a, b, r", [
+REM = [
     (7, 3, 1), (-7, 3, -1), (7, -3, 1), (-7, -3, -1), (6, 3, 0), (-6, 3, 0), (0, 5, 0), (0, -5, 0),
     (LONG_MIN, -1, 0), (LONG_MIN, 1, 0), (LONG_MIN, 10, -8), (LONG_MAX, 10, 7), (1, 2, 1), (-1, 2, -1),
     (2, 3, 2), (-2, 3, -2), (3, 4, 3),
-])
+]
+
+
+@pytest.mark.parametrize("a, b, r", REM, ids=_ids(REM))
 def test_java_rem(a, b, r):
     assert java_rem(a, b) == r
 
@@ -46,13 +57,16 @@ def test_java_rem_by_zero():
         java_rem(0, 0)
 
 
-@pytest.mark.parametrize("x, a", [(0, 0), (1, 1), (-1, 1), (LONG_MAX, LONG_MAX), (-LONG_MAX, LONG_MAX),
-                                  (LONG_MIN, LONG_MIN), (LONG_MIN + 1, LONG_MAX), (-2, 2), (2, 2)])
+ABS = [(0, 0), (1, 1), (-1, 1), (LONG_MAX, LONG_MAX), (-LONG_MAX, LONG_MAX), (LONG_MIN, LONG_MIN),
+       (LONG_MIN + 1, LONG_MAX), (-2, 2), (2, 2)]
+
+
+@pytest.mark.parametrize("x, a", ABS, ids=_ids(ABS))
 def test_java_abs(x, a):
     assert java_abs(x) == a
 
 
-@pytest.mark.parametrize("value", [0, 1, -1, LONG_MIN, LONG_MAX])
+@pytest.mark.parametrize("value", [0, 1, -1, LONG_MIN, LONG_MAX], ids=_ids(range(5)))
 def test_check_long_keeps_a_long(value):
     assert check_long("x", value) == value and type(check_long("x", value)) is int
 
@@ -65,7 +79,7 @@ def test_check_long_returns_a_plain_int():
     assert out == 3 and type(out) is int
 
 
-@pytest.mark.parametrize("value, text", [
+REFUSED = [
     (True, "ts: must be an integer (a Java long), got True"),
     (False, "ts: must be an integer (a Java long), got False"),
     (1.0, "ts: must be an integer (a Java long), got 1.0"),
@@ -73,7 +87,10 @@ def test_check_long_returns_a_plain_int():
     (None, "ts: must be an integer (a Java long), got None"),
     (LONG_MAX + 1, f"ts: {LONG_MAX + 1} is outside the Java long range [{LONG_MIN}, {LONG_MAX}]"),
     (LONG_MIN - 1, f"ts: {LONG_MIN - 1} is outside the Java long range [{LONG_MIN}, {LONG_MAX}]"),
-])
+]
+
+
+@pytest.mark.parametrize("value, text", REFUSED, ids=_ids(REFUSED))
 def test_check_long_refuses(value, text):
     with pytest.raises(InvalidArgument) as e:
         check_long("ts", value)
@@ -84,7 +101,7 @@ def _g(g):
     return g.out_of_orderness, g.max_timestamp
 
 
-@pytest.mark.parametrize("ooo", [0, 1, 5, LONG_MAX])
+@pytest.mark.parametrize("ooo", [0, 1, 5, LONG_MAX], ids=_ids(range(4)))
 def test_a_new_generator_starts_so_that_its_first_watermark_is_long_min(ooo):
     g = BoundedOutOfOrdernessWatermarks(ooo)
     assert _g(g) == (ooo, LONG_MIN + ooo + 1)
@@ -130,12 +147,15 @@ def test_the_periodic_watermark_wraps_as_a_java_long():
     assert h.on_periodic_emit() == LONG_MAX - 1  # -2 - MAX - 1 wraps
 
 
-@pytest.mark.parametrize("ooo, text", [
+BAD_BOUNDS = [
     (-1, "BoundedOutOfOrdernessWatermarks.out_of_orderness: -1 is negative (maxOutOfOrderness cannot be negative)"),
     (1.5, "BoundedOutOfOrdernessWatermarks.out_of_orderness: must be an integer (a Java long), got 1.5"),
     (LONG_MAX + 1, f"BoundedOutOfOrdernessWatermarks.out_of_orderness: {LONG_MAX + 1} is outside the Java long "
                    f"range [{LONG_MIN}, {LONG_MAX}]"),
-])
+]
+
+
+@pytest.mark.parametrize("ooo, text", BAD_BOUNDS, ids=_ids(BAD_BOUNDS))
 def test_a_bad_bound_is_refused(ooo, text):
     with pytest.raises(InvalidArgument) as e:
         BoundedOutOfOrdernessWatermarks(ooo)

@@ -11,6 +11,13 @@ from model.errors import FlinkspecError
 from model.scope import FIELDS, ModelScope, moved_field_problem, split_scope
 
 
+def test_the_declared_defaults():
+    # read from the declaration, so that a wrong default is seen even where it fails validation
+    assert [(f.name, f.default) for f in attrs.fields(ModelScope)] == [("control_plane", False),
+                                                                       ("channel_capacity", 4)]
+    assert attrs.fields(ModelScope).control_plane.default is False
+
+
 def test_the_default_scope():
     s = ModelScope()
     assert s.control_plane is False and s.channel_capacity == 4 and type(s.channel_capacity) is int
