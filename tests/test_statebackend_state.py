@@ -42,6 +42,12 @@ class _Node:
         self.name, self.op = name, _Op(state)
 
 
+def test_the_backend_names_and_the_compaction_bound():
+    """First in the file: a mutant that breaks another test module's collection (the names read
+    by ``RuntimeConfig``'s check) still meets this assertion."""
+    assert BACKENDS == ("hashmap", "rocksdb") and MAX_LIVE_SSTS == 3
+
+
 def test_a_new_backend_holds_its_uid_and_nothing_pending():
     heap = HashMapStateBackend("t-0")
     assert (heap.uid, heap.pending, heap.checkpoint_listener) == ("t-0", {}, False)
