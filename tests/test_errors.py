@@ -4,6 +4,8 @@ line, cuts every long quoted value to its first 60 characters and bounds the who
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from model import errors
@@ -13,6 +15,12 @@ from model.errors import ActionNotEnabled, FlinkspecError, InvalidArgument, Inva
 def test_the_limits():
     assert errors.QUOTE_LIMIT == 60
     assert errors.MESSAGE_LIMIT == 600
+
+
+def test_the_long_quoted_value_pattern_is_compiled_once():
+    p = errors._LONG_QUOTED
+    assert isinstance(p, re.Pattern)
+    assert p.pattern == r"""(['\"])([^'\"\n]{60})[^'\"\n]{20,}\1"""
 
 
 def test_a_short_message_is_unchanged():
