@@ -15,8 +15,9 @@ Ch = namedtuple("Ch", "producer consumer")
 
 
 def _tables(s: Channels) -> tuple:
-    return ([list(q) for q in s.queues], s.prio, s.blocked, s.received, s.read_pos, s.blocking, s.producer_of,
-            s.consumer_of)
+    """Every table (a queue as a list; anything else as it is: the comparison then fails on it)."""
+    queues = [list(q) if isinstance(q, deque) else q for q in s.queues] if isinstance(s.queues, list) else s.queues
+    return (queues, s.prio, s.blocked, s.received, s.read_pos, s.blocking, s.producer_of, s.consumer_of)
 
 
 def _stack(blocking=(False, True, False)) -> Channels:

@@ -11,11 +11,15 @@ from model.dispatcher import GLOBALLY_TERMINAL, ApplicationDispatcherBootstrap, 
 
 
 def _runner(r: JobManagerRunner) -> tuple:
+    """The runner's fields (anything else as it is: the comparison then fails on it)."""
+    if not isinstance(r, JobManagerRunner):
+        return r
     return (r.index, r.status, r.attempt, r.tasks, r.pool, r.task_slot)
 
 
 def _dispatcher(d: Dispatcher) -> tuple:
-    return ([_runner(r) for r in d.jobs], d.job_graphs, d.results, d.shut_down, d.ha_cleaned)
+    jobs = [_runner(r) for r in d.jobs] if isinstance(d.jobs, list) else d.jobs
+    return (jobs, d.job_graphs, d.results, d.shut_down, d.ha_cleaned)
 
 
 def test_the_globally_terminal_states():
