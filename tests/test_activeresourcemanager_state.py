@@ -213,3 +213,32 @@ def test_ticking_while_a_counter_is_below_its_saturation(pending, idle, idle_wor
     arm.pending, arm.idle = dict(pending), dict(idle)
     assert arm.ticking(2, 1, idle_workers) is expected
     assert _state(arm) == (pending, idle)
+
+
+class _IgnoresPending(ActiveResourceManager):
+    """As under the seam active-rm-ignores-pending-workers: a declaration is compared with the
+    registered workers only."""
+
+    def counts_pending_workers(self):
+        return False
+
+
+def test_without_counting_pending_workers_every_check_requests_the_whole_need():
+    arm, ids = _IgnoresPending(), _Ids()
+    assert arm.check_resource_declarations(ids, 2) == ([1, 2], [])
+    assert _state(arm) == ({1: 0, 2: 0}, {})
+    assert arm.check_resource_declarations(ids, 2) == ([3, 4], [])
+    assert _state(arm) == ({1: 0, 2: 0, 3: 0, 4: 0}, {})
+    assert arm.check_resource_declarations(ids, 0) == ([], [])
+    assert _state(arm) == ({1: 0, 2: 0, 3: 0, 4: 0}, {})
+
+
+def test_a_new_idle_worker_ticks_even_with_an_idle_timeout_of_zero():
+    arm = ActiveResourceManager()
+    assert arm.ticking(0, 0, (5,)) is True
+    arm.idle = {5: 0}
+    assert arm.ticking(0, 0, (5,)) is True
+    arm.idle = {5: 1}
+    assert arm.ticking(0, 0, (5,)) is False
+    arm.pending = {6: 0}
+    assert arm.ticking(0, 0, (5,)) is True
