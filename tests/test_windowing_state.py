@@ -19,6 +19,12 @@ from model.windowing import (
     WindowOperator,
 )
 
+def test_a_time_window_and_the_snapshot_records():
+    """Cheap and first in the file: a mutant that stops the module importing fails here first."""
+    assert TimeWindow(0, 10).max_timestamp() == 9
+    assert WindowKeyGroupState() == WindowKeyGroupState((), ()) and KeyedAggregateKeyGroupState().values == ()
+
+
 def KG(key):
     """A stand-in key-group function: an int key's group is key % 4, anything else's -1."""
     return key % 4 if isinstance(key, int) else -1
@@ -252,6 +258,7 @@ def test_restored_timers_without_contents_snapshot_and_clean_up_as_they_are():
     op = WindowOperator(TumblingEventTimeWindows(10), "sum", 0, KG)
     only_timers = {2: WindowKeyGroupState(timers=((9, 6, w0),))}
     op.restore_state(only_timers)
+    assert _tables(op) == ({}, {}, {2: {(9, 6, 0)}}, [(9, 2, ("int", 6), 0, 6)])  # no contents table at all
     assert op.snapshot_state() == only_timers
     mixed = {2: WindowKeyGroupState(contents=((6, w1, 5),), timers=((9, 6, w0), (19, 6, w1)))}
     op.restore_state(mixed)
