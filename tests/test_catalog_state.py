@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import attrs
+
 import pytest
 
 from model import catalog
@@ -100,6 +102,14 @@ def test_bad_expectations_are_refused(expected, text):
     with pytest.raises(ValueError) as e:
         _entry(expected=expected)
     assert str(e.value) == text
+
+
+def test_the_declared_seam_field():
+    # read from the declaration: the layers register entries with ``seam=`` at import
+    f = attrs.fields(Entry).seam_of
+    assert (f.alias, f.default, f.eq) == ("seam", None, False)
+    assert [a.name for a in attrs.fields(Entry)] == ["name", "family", "expected", "description", "flink_key",
+                                                     "seam_of", "command", "scope"]
 
 
 def test_an_entrys_defaults_and_seam():
