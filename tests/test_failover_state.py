@@ -34,6 +34,44 @@ DIAMOND = _eg(9, pipelined=[(0, 2), (1, 3), (4, 6), (5, 6), (7, 8)],
 CYCLE = _eg(4, pipelined=[(0, 2)], blocking=[(0, 1), (1, 2)])
 
 
+def test_a_new_region_strategy_without_channels_between_regions():
+    """First: a strategy whose construction never touches the region graph's tables (no channel
+    crosses two regions), so a wrong initial table fails here on the assertion."""
+    cyc = RestartPipelinedRegionFailoverStrategy(CYCLE)
+    assert cyc.regions == (frozenset({0, 1, 2}), frozenset({3}))
+    assert cyc.region_of == {0: 0, 1: 0, 2: 0, 3: 1}
+    assert cyc.consumed_by == {0: set(), 1: set()}
+    assert cyc.inputs_of == {0: [], 1: []}
+    assert cyc.tasks_to_restart([3]) == frozenset({3})
+    assert cyc.tasks_to_restart([1], frozenset({1})) == frozenset({0, 1, 2})
+
+
+class _Visiting(RestartPipelinedRegionFailoverStrategy):
+    """The region strategy recording the regions whose consumers it asks for: each region is
+    visited once (Flink's ``RestartPipelinedRegionFailoverStrategy`` keeps the visited regions
+    in a set), so a second visit fails at once instead of looping."""
+
+    def __init__(self, eg):
+        super().__init__(eg)
+        self.asked: list = []
+
+    def consumer_regions(self, r):
+        assert r not in self.asked, f"region {r} visited twice: {self.asked}"
+        self.asked.append(r)
+        return super().consumer_regions(r)
+
+
+def test_each_region_is_visited_once_in_the_order_of_the_stack():
+    strategy = _Visiting(DIAMOND)
+    # region 2 fails; its input channel 7 ((3, 4)) is lost: region 1 backtracked, whose consumer
+    # region 2 is already restarting
+    assert strategy.tasks_to_restart([5], frozenset({7})) == frozenset({1, 3, 4, 5, 6})
+    assert strategy.asked == [2, 1]
+    strategy.asked.clear()
+    assert strategy.tasks_to_restart([0, 1]) == frozenset({0, 1, 2, 3, 4, 5, 6})
+    assert strategy.asked == [1, 2, 0]
+
+
 def test_channel_is_blocking_reads_the_job_edges_result_partition_type():
     assert [channel_is_blocking(DIAMOND, ch) for ch in DIAMOND.channels] == [False] * 5 + [True] * 4
 
