@@ -5,6 +5,8 @@ fingerprint counts the messages in flight."""
 
 from __future__ import annotations
 
+import threading
+
 import attrs
 import pytest
 
@@ -143,6 +145,19 @@ def test_a_fingerprint_counts_the_ordered_networks_list_as_it_is():
 
 def _keys(n):
     return [connection(m) for m in n.in_flight]
+
+
+def test_an_ordered_send_returns():
+    """A message that sorts before every one in flight walks to the front and is inserted there:
+    the call returns (run in a thread, so that a send that never returns fails here)."""
+    n = ConnectionOrderedNetwork()
+    n.send(HB_RM)
+    n.send(REG)
+    t = threading.Thread(target=n.send, args=(DECL,), daemon=True)
+    t.start()
+    t.join(2.0)
+    assert not t.is_alive(), "ConnectionOrderedNetwork.send did not return"
+    assert n.in_flight == [DECL, HB_RM, REG]
 
 
 def test_the_ordered_network_groups_its_messages_by_connection_in_sending_order():
