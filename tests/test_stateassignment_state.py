@@ -47,6 +47,11 @@ def test_key_group_ranges_written_out():
         assert [sa.key_groups_restored_by(10, 3, i) for i in range(3)] == [[0, 3, 6, 9], [1, 4, 7], [2, 5, 8]]
 
 
+def test_a_new_subtask_without_restored_key_groups_gets_an_empty_table():
+    assert assign_keyed_state([], 4, 2) == [{}, {}]
+    assert assign_keyed_state([{}, {}], 8, 3) == [{}, {}, {}]
+
+
 def test_assign_keyed_state_by_range_intersection():
     old = [{0: "a", 1: "b", 2: "c"}, {3: "d", 5: "f"}, {7: "h", 9: "j"}]
     frozen = [dict(d) for d in old]
