@@ -204,7 +204,7 @@ refmap_add(RefMap *m, PyObject *x)
 
 static PyObject *c_atomic;      /* frozenset of types returned as they are */
 static PyObject *c_info;        /* dict type -> info: "value" | "custom" |
-                                   (slots, shared, has_dict, member descriptors, shared flags) */
+                                   (slots, has_dict, member descriptors) */
 static PyObject *c_info_fn;     /* callable(type) -> info */
 static PyObject *c_fallback;    /* copy.deepcopy */
 static PyObject *c_deque_type;
@@ -420,9 +420,8 @@ dc_object(PyObject *x, CopyMemo *memo, PyObject *info)
 {
     PyTypeObject *t = Py_TYPE(x);
     PyObject *slots = PyTuple_GET_ITEM(info, 0);
-    int has_dict = PyTuple_GET_ITEM(info, 2) == Py_True;
-    PyObject *descrs = PyTuple_GET_ITEM(info, 3);
-    PyObject *shared_flags = PyTuple_GET_ITEM(info, 4);
+    int has_dict = PyTuple_GET_ITEM(info, 1) == Py_True;
+    PyObject *descrs = PyTuple_GET_ITEM(info, 2);
     PyObject *y = PyBaseObject_Type.tp_new(t, empty_tuple, NULL);
     if (y == NULL)
         return NULL;
@@ -444,7 +443,7 @@ dc_object(PyObject *x, CopyMemo *memo, PyObject *info)
             Py_DECREF(v);
             goto fail;
         }
-        if (a || PyTuple_GET_ITEM(shared_flags, i) == Py_True) {
+        if (a) {
             c = v;
         } else {
             c = dc(v, memo);

@@ -329,9 +329,9 @@ def task_footprint(task, channel) -> frozenset:
     parts = {("task", task.id)}
     if channel is not None:
         parts.add(("channel", channel))
-    for o in task.output_channels:
+    for o in task.plan.output_channels:
         parts.add(("channel", o))
-    parts.update(task.side_outputs)
+    parts.update(task.plan.side_outputs)
     return frozenset(parts)
 
 
@@ -370,11 +370,11 @@ class DeliverKind(ActionKind):
             return f"consumer task {task.subtask.name} is {task.status}"
         cap = c.scope.channel_capacity
         if net.network:
-            if net.backpressured(task.barrier_outputs, cap):
+            if net.backpressured(task.plan.barrier_outputs, cap):
                 return f"consumer task {task.subtask.name} is back-pressured (an output subpartition is full)"
             return None
         queues = net.queues
-        for out in task.barrier_outputs:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
+        for out in task.plan.barrier_outputs:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
             if len(queues[out]) >= cap:
                 return f"consumer task {task.subtask.name} is back-pressured (an output channel is full)"
         return None
@@ -398,9 +398,9 @@ class DeliverKind(ActionKind):
                 net.consumed(ch, e)  # its network buffer is recycled
         if type(e) is tuple:
             net.received[ch] += 1
-            if task.persisting and task.local_of[ch] in task.persisting:
+            if task.persisting and task.plan.local_of[ch] in task.persisting:
                 task.input_cs[ch].append(e)
-            task.head.process(c.context(task), e[0], e[1], e[2])
+            task.plan.head.process(c.context(task), e[0], e[1], e[2])
             if task.deferred:
                 c.context(task).run_deferred()
         else:
@@ -456,11 +456,11 @@ class _SourceKind(ActionKind):
         if self.needs_free_output:
             cap = c.scope.channel_capacity
             if c.net.network:
-                if c.net.backpressured(t.barrier_outputs, cap):
+                if c.net.backpressured(t.plan.barrier_outputs, cap):
                     return f"{t.subtask.name} is back-pressured (an output subpartition is full)"
             else:
                 queues = c.net.queues
-                for out in t.barrier_outputs:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
+                for out in t.plan.barrier_outputs:  # back-pressure (Cluster.outputs_free, inlined: the hot path)
                     if len(queues[out]) >= cap:
                         return f"{t.subtask.name} is back-pressured (an output channel is full)"
         return self.source_guard(t.source)
@@ -490,7 +490,7 @@ class SourceEmitKind(_SourceKind):
     def apply(self, c, a):
         t = c.tasks[a.subtask]
         rec = t.source.next_record()
-        t.head.process(c.context(t), rec[0], rec[1], rec[2])
+        t.plan.head.process(c.context(t), rec[0], rec[1], rec[2])
 
     def footprint(self, c, a):
         """A source emits inside its own chain."""
@@ -750,7 +750,7 @@ class DeliverCheckpointTriggerKind(ActionKind):
         if verdict == TRIGGER_OLDER:
             return frozenset({("task", t.id)})
         if verdict == TRIGGER_ABORTED:
-            return frozenset({("task", t.id), *(("channel", o) for o in t.output_channels)})
+            return frozenset({("task", t.id), *(("channel", o) for o in t.plan.output_channels)})
         return None
 
     def apply(self, c, a):

@@ -105,6 +105,7 @@ from model.streamtask import (
     StreamTask,
     TaskContext,
     TaskOutput,
+    TaskPlan,
 )
 from model.watermarkstatus import StatusWatermarkValve
 from model.windowing import (
@@ -704,8 +705,10 @@ class Cluster:
             raise FlinkspecError(f"job input names unknown source(s) {sorted(unknown)}; sources are {sorted(sources)}")
 
     def _deploy(self, st) -> StreamTask:
-        """Build subtask ``st``'s OperatorChain: every operator of the JobVertex gets a node
-        whose output is its chained successors plus the result partitions it produces."""
+        """Build subtask ``st``'s plan, its OperatorChain (every operator of the JobVertex gets a
+        node whose output is its chained successors plus the result partitions it produces), and
+        its state: the stateful operators' (a keyed operator, a sink writer) and the rebalancing
+        record writers' first positions, at the slots their nodes name."""
         eg = self.eg
         sg = eg.stream_graph
         ops = self._ops
@@ -713,9 +716,11 @@ class Cluster:
         in_vertex = set(vertex.operators)
         out_channels: list[int] = []
         partition_outputs: dict[str, list] = {}
+        operators: list = []
+        next_channel: list[int] = []
         for part in eg.partitions[st.id]:
             edge = eg.job_graph.edges[part.job_edge]
-            partition_outputs.setdefault(edge.source_operator, []).append(self._record_writer(st, part))
+            partition_outputs.setdefault(edge.source_operator, []).append(self._record_writer(st, part, next_channel))
             out_channels.extend(part.channels)
         chained: dict[str, list[str]] = {}
         for e in sg.edges:
@@ -737,9 +742,11 @@ class Cluster:
             elif kind == "filter":
                 node = FilterNode(name, filter_function(spec.function, f"operator '{name}'"))
             elif kind in ("keyed_aggregate", "window"):
-                node = KeyedNode(name, self._keyed_operator(spec, vertex.max_parallelism), kind == "window")
+                operators.append(self._keyed_operator(spec, vertex.max_parallelism))
+                node = KeyedNode(name, len(operators) - 1, kind == "window")
             elif kind == "sink":
-                node = SinkNode(name, self._sink(spec, st))
+                operators.append(self._sink(spec, st))
+                node = SinkNode(name, len(operators) - 1)
             else:  # pragma: no cover - validate() rejects unknown kinds
                 raise FlinkspecError(f"operator '{name}': unknown kind {kind!r}")
             if kind != "source" and kind != "sink":
@@ -755,8 +762,8 @@ class Cluster:
         output = TaskOutput(out_channels, [c for c in out_channels if not self.blocking[c]])
         edges = eg.job_graph.edges
         unsupported = frozenset(c for c in out_channels if barriers_forced_aligned(edges[eg.channels[c].job_edge]))
-        task = StreamTask(self.net.blocking, self.config, st, head, op_nodes, output, None, input_channels, out_channels,
-                          unsupported)
+        plan = TaskPlan.build(self.net.blocking, head, op_nodes, output, input_channels, out_channels, unsupported)
+        task = StreamTask(self.config, st, plan, operators, next_channel, None)
         if self.storage is not None:
             task.backend = make_backend(self.config, f"g{self.job.generation}a{self.job.attempt}s{st.id}")
         head_spec = ops[head_name]
@@ -768,7 +775,7 @@ class Cluster:
             task.source = SourceReader(head_spec.name, mine, ooo, self._source_output())
         else:
             task.valve = StatusWatermarkValve(len(input_channels))
-            task.handler = self._barrier_handler(len(task.barrier_channels))
+            task.handler = self._barrier_handler(len(plan.barrier_channels))
         return task
 
     def _barrier_handler(self, n):
@@ -812,10 +819,10 @@ class Cluster:
         self.sink_owners[owner] = spec.name
         return sinks.make_sink(spec.sink_kind, self.external, owner, None)
 
-    def _record_writer(self, st, part):
-        """The ``RecordWriterOutput`` of result partition ``part`` of ``st``, with its partitioner
-        (state, like the rebalance position, lives in the object, so ``copy()`` and
-        ``fingerprint()`` see it)."""
+    def _record_writer(self, st, part, next_channel: list):
+        """The ``RecordWriterOutput`` of result partition ``part`` of ``st``, with its partitioner;
+        a rebalancing one's first position is appended to ``next_channel`` (the task's state), at
+        the slot the writer names."""
         chans = tuple(part.channels)
         n = len(chans)
         kind = part.partitioner
@@ -829,8 +836,10 @@ class Cluster:
         if kind == "rebalance":
             # RebalancePartitioner: a random start (seeded by the run), then round robin
             rng = random.Random(f"{self.seed}:{self.job.attempt}:{st.id}:{part.job_edge}")
-            return RebalancePartitioner(chans, rng.randrange(n))
-        return RebalancePartitioner(chans, -1)  # RescalePartitioner: round robin from 0
+            next_channel.append(rng.randrange(n))
+        else:
+            next_channel.append(-1)  # RescalePartitioner: round robin from 0
+        return RebalancePartitioner(chans, len(next_channel) - 1)
 
     @property
     def delta(self) -> StepDelta:
@@ -954,7 +963,7 @@ class Cluster:
         """A finished task acknowledges with its final state: both phases at once."""
         snap = self.context(task).take_snapshot(cid)
         if task.backend is not None:
-            snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid), task.keyed_nodes)
+            snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid), task.keyed_operators)
         self._acknowledge(task, snap)
 
     def _finalize_fails(self, cid: int, tid: int) -> bool:
@@ -983,7 +992,7 @@ class Cluster:
     def finish_async_snapshot(self, task: StreamTask, cid: int) -> None:
         """The asynchronous phase of ``task``'s snapshot ``cid`` (``AsyncCheckpointRunnable``):
         write the files, then acknowledge."""
-        snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid), task.keyed_nodes)
+        snap = task.backend.async_phase(cid, self.storage, self._is_savepoint(cid), task.keyed_operators)
         self.outbox.append(AcknowledgeCheckpoint(task.id, cid, snap))
 
     def fail_async_snapshot(self, task: StreamTask, cid: int) -> None:
@@ -1054,9 +1063,9 @@ class Cluster:
         channel has a free buffer (blocking partitions are written to disk, unbounded)."""
         cap = self.scope.channel_capacity
         if self.net.network:  # only the unsent buffers count (model.creditbasedflowcontrol)
-            return not self.net.backpressured(task.barrier_outputs, cap)
+            return not self.net.backpressured(task.plan.barrier_outputs, cap)
         queues = self.net.queues
-        for c in task.barrier_outputs:
+        for c in task.plan.barrier_outputs:
             if len(queues[c]) >= cap:
                 return False
         return True
@@ -1145,7 +1154,7 @@ class Cluster:
         for t in self.tasks:
             if t.status == FINISHED:
                 self._acknowledge_finished(t, cid)
-            elif t.status == RUNNING and not t.barrier_channels:
+            elif t.status == RUNNING and not t.plan.barrier_channels:
                 # sources, and tasks fed only by blocking partitions, are triggered directly
                 # (Execution.triggerCheckpoint: an RPC to the task's TaskExecutor)
                 if in_flight:
@@ -1181,7 +1190,7 @@ class Cluster:
             sent[key] -= 1
         task = self.tasks[subtask]
         ctx = self.context(task)
-        for node in task.nodes:
+        for node in task.plan.nodes:
             node.notify_complete(ctx, checkpoint_id)
         if task.backend is not None:
             task.backend.notify_complete(checkpoint_id)
@@ -1409,13 +1418,12 @@ class Cluster:
         keyed = snap.keyed
         if task.backend is not None:
             keyed = self._restore_backend(task, snap, keep_base)
-        for node in task.nodes:
-            if isinstance(node, KeyedNode):
-                node.op.restore_state(keyed.get(node.name, {}))
-            elif isinstance(node, SinkNode):
-                state = snap.operator.get(node.name)
-                if state is not None:
-                    node.sink.initialize_state(self.external, state)
+        for name, op in task.keyed_operators.items():
+            op.restore_state(keyed.get(name, {}))
+        for name, sink in task.sink_writers.items():
+            state = snap.operator.get(name)
+            if state is not None:
+                sink.initialize_state(self.external, state)
 
     # -- savepoints and rescaling --------------------------------------------------------------
     @seams.within
@@ -1435,7 +1443,7 @@ class Cluster:
         for t in self.tasks:
             if t.status == FINISHED:
                 self._acknowledge_finished(t, cid)
-            elif t.status == RUNNING and not t.barrier_channels:
+            elif t.status == RUNNING and not t.plan.barrier_channels:
                 self.context(t).trigger(barrier, False)
                 self.deliver_messages()
                 if job.stopping is None:
@@ -1452,13 +1460,12 @@ class Cluster:
             if ncid <= cid:
                 task = self.tasks[tid]
                 ctx = self.context(task)
-                for node in task.nodes:
+                for node in task.plan.nodes:
                     node.notify_complete(ctx, ncid)
         job.notifications.clear()
         for t in self.tasks:
-            for node in t.nodes:
-                if isinstance(node, SinkNode):
-                    node.sink.close(self.external)
+            for sink in t.sink_writers.values():
+                sink.close(self.external)
             if t.status == RUNNING:
                 t.status = "STOPPED"
         for ch in self.channels:
@@ -1622,14 +1629,12 @@ class Cluster:
         (transactions of failed attempts that nobody will commit are not counted: the external
         system times them out)."""
         for t in self.tasks:
-            for node in t.nodes:
-                if isinstance(node, SinkNode):
-                    sink = node.sink
-                    if getattr(sink, "pending_commit", None):
-                        return True
-                    cur = getattr(sink, "current", None)
-                    if cur is not None and self.external.transactions[cur].records:
-                        return True
+            for sink in t.sink_writers.values():
+                if getattr(sink, "pending_commit", None):
+                    return True
+                cur = getattr(sink, "current", None)
+                if cur is not None and self.external.transactions[cur].records:
+                    return True
         return False
 
 

@@ -63,7 +63,8 @@ class KeyedStateBackend:
     checkpoint id, ``[snapshot, resources, ready]`` from the synchronous phase until the
     asynchronous one ran (``ready``: the task would acknowledge now, e.g. its unaligned channel
     state is complete). The backend holds no link to the task's operators: the asynchronous
-    phase is handed the task's keyed nodes (``KeyedNode``) with the call."""
+    phase is handed the task's keyed operators by name (``StreamTask.keyed_operators``) with the
+    call."""
 
     __slots__ = ("uid", "pending")
     #: whether ``notify_complete`` does anything (the RocksDB backend's confirms uploads)
@@ -87,19 +88,19 @@ class KeyedStateBackend:
     def ready_ids(self) -> list:
         return [cid for cid, e in self.pending.items() if e[2]]
 
-    def async_phase(self, checkpoint_id: int, storage, savepoint: bool, nodes):
-        """Write the files; returns the snapshot with its ``state_handle``. ``nodes``: the
-        task's keyed nodes, whose live state the asynchronous phase could read (it must not:
-        ``HashMapStateBackend.state_to_write``)."""
+    def async_phase(self, checkpoint_id: int, storage, savepoint: bool, operators: dict):
+        """Write the files; returns the snapshot with its ``state_handle``. ``operators``: the
+        task's keyed operators by name, whose live state the asynchronous phase could read (it
+        must not: ``HashMapStateBackend.state_to_write``)."""
         snap, res, _ = self.pending.pop(checkpoint_id)
-        handle = self._write(checkpoint_id, res, storage, savepoint, nodes)
+        handle = self._write(checkpoint_id, res, storage, savepoint, operators)
         return _with_handle(snap, handle)
 
     # -- overridden ---------------------------------------------------------------------
     def _resources(self, snap):  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def _write(self, checkpoint_id, res, storage, savepoint, nodes) -> KeyedStateHandle:  # pragma: no cover
+    def _write(self, checkpoint_id, res, storage, savepoint, operators) -> KeyedStateHandle:  # pragma: no cover
         raise NotImplementedError
 
     def restore(self, handle, storage, keyed: dict, keep_base: bool) -> dict:  # pragma: no cover
@@ -120,14 +121,14 @@ class HashMapStateBackend(KeyedStateBackend):
         # the copy-on-write snapshot: the per-key-group values of the barrier moment (immutable)
         return snap.keyed
 
-    def state_to_write(self, res, nodes) -> dict:
+    def state_to_write(self, res, operators) -> dict:
         """What the asynchronous phase writes: the copy-on-write snapshot of the synchronous
         phase (``HeapSnapshotStrategy``: ``CopyOnWriteStateTableSnapshot``), not the live state
-        of the task's keyed ``nodes``."""
+        of the task's keyed ``operators``."""
         return res
 
-    def _write(self, checkpoint_id, res, storage, savepoint, nodes):
-        keyed = self.state_to_write(res, nodes)
+    def _write(self, checkpoint_id, res, storage, savepoint, operators):
+        keyed = self.state_to_write(res, operators)
         path = f"{'sp' if savepoint else 'chk'}-{checkpoint_id}/{self.uid}"
         storage.write(path, tuple(sorted(flatten(keyed).items(), key=lambda kv: kv[0])))
         return KeyedStateHandle(checkpoint_id, ((self.uid, path),), (path,), False)
@@ -190,7 +191,7 @@ class RocksDBStateBackend(KeyedStateBackend):
             return {}, True
         return (self.uploads.get(self.confirmed, {}) if self.confirmed is not None else {}), True
 
-    def _write(self, checkpoint_id, res, storage, savepoint, nodes):
+    def _write(self, checkpoint_id, res, storage, savepoint, operators):
         base, as_placeholders = ({}, True) if savepoint else self.base()
         files, uploaded, sent, reused = [], [], {}, []
         for name, content in res:
@@ -259,8 +260,8 @@ def restored_files_are_the_base(claim_mode: str) -> bool:
 @seams.override("heap-snapshot-without-copy-on-write", HashMapStateBackend, "state_to_write",
                 "heap snapshots without copy-on-write: the asynchronous phase writes the live state, so writes after "
                 "the barrier leak into the snapshot")
-def _live_state_written(self, res, nodes) -> dict:
-    return {n.name: n.op.snapshot_state() for n in nodes}
+def _live_state_written(self, res, operators) -> dict:
+    return {name: op.snapshot_state() for name, op in operators.items()}
 
 
 @seams.override("incremental-reuses-unconfirmed-files", RocksDBStateBackend, "base",

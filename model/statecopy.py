@@ -13,11 +13,9 @@ pre-maps -- but dispatches on the exact type once per object instead of going th
   ``maxlen``), dicts and sets element by element;
 * a bound method is rebound to the copy of its owner;
 * any other object of a plain Python class: a new instance of the same class
-  (``object.__new__``, no ``__init__``) with every slot and ``__dict__`` entry copied (a slot
-  the class lists in ``COPY_SHARED`` -- static structure, never changed after construction --
-  is shared, not copied: ``copy.deepcopy`` would copy it, with no difference a step can see); a
-  class that customizes copying or pickling, or is not a Python class, is left to
-  ``copy.deepcopy``.
+  (``object.__new__``, no ``__init__``) with every slot and ``__dict__`` entry copied (what a
+  state holds that never changes -- a task's plan -- is a value, shared); a class that
+  customizes copying or pickling, or is not a Python class, is left to ``copy.deepcopy``.
 
 Invariant (tested on every variant's random walks): a copy has the same fingerprint as its
 original, and stepping one never changes the other.
@@ -57,19 +55,6 @@ def _slots_of(cls) -> tuple:
                 if n not in names and n not in ("__weakref__", "__dict__"):
                     names.append(n)
         s = _SLOTS[cls] = tuple(names)
-    return s
-
-
-_SHARED: dict = {}
-
-
-def _shared_of(cls) -> frozenset:
-    """The slots named in ``COPY_SHARED`` by ``cls`` or a base class: set at construction and
-    never changed or mutated afterwards (static structure such as a task's channel indices),
-    so a copy shares them instead of copying them."""
-    s = _SHARED.get(cls)
-    if s is None:
-        s = _SHARED[cls] = frozenset(n for k in cls.__mro__ for n in k.__dict__.get("COPY_SHARED", ()))
     return s
 
 
@@ -176,13 +161,12 @@ def py_deep_copy(x, memo: dict):
         return y
     y = _NEW(t)
     memo[i] = y
-    shared = _shared_of(t)
     for n in _slots_of(t):
         try:
             v = getattr(x, n)
         except AttributeError:
             continue
-        _set(y, n, v if type(v) in _ATOMIC or n in shared else py_deep_copy(v, memo))
+        _set(y, n, v if type(v) in _ATOMIC else py_deep_copy(v, memo))
     d = getattr(x, "__dict__", None)
     if d is not None:
         yd = y.__dict__
@@ -205,13 +189,13 @@ _CUSTOM_MARK = "custom"
 def _copy_info(t) -> object:
     """What ``model._native.deep_copy`` does with an object of class ``t`` (asked once per
     class): return it (a value), hand it to ``copy.deepcopy`` (a class that customizes
-    copying), or copy its slots (``(slots, shared slots, has __dict__)``)."""
+    copying), or copy its slots (``(slots, has __dict__, their member descriptors)``)."""
     if getattr(t, "__deepcopy__", None) is _same:
         return _VALUE_MARK
     if not _plain(t):
         return _CUSTOM_MARK
-    slots, shared = _slots_of(t), _shared_of(t)
-    return (slots, shared, t.__dictoffset__ != 0, member_descriptors(t, slots), tuple(n in shared for n in slots))
+    slots = _slots_of(t)
+    return (slots, t.__dictoffset__ != 0, member_descriptors(t, slots))
 
 
 def member_descriptors(t, names: tuple) -> tuple:

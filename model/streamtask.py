@@ -6,11 +6,16 @@ them); watermarks go through the task's StatusWatermarkValve and each operator f
 event-time timers *before* the watermark is forwarded; checkpoint barriers go to the task's
 barrier handler, which decides when the task snapshots.
 
-The task's state (:class:`StreamTask`: its chain, valve, barrier handler, flags) holds no link to
-the network, the cluster's outbox, the external system or the cluster's late-record lists: each
-call into the task is a :class:`TaskContext` the cluster makes with them, handed down the chain
-(a record writer names its channels by id, a sink writes to ``ctx.external``). Each chain node is
-held once, by its predecessor. No part of a task's state has two owners.
+A subtask is two things: its *plan* (:class:`TaskPlan`: the OperatorChain's structure, the
+user functions, the record writers' partitioners and the channel indices -- fixed when the
+task is deployed from the ExecutionGraph, a value every copy shares) and its *state*
+(:class:`StreamTask`: the stateful operators' state by position, the rebalance positions, the
+valve, the barrier handler, the flags). The chain's nodes are the plan: a node holds no state,
+it reads and writes the task's (``ctx.task.operators[node.slot]``). The task's state holds no
+link to the network, the cluster's outbox, the external system or the cluster's late-record
+lists: each call into the task is a :class:`TaskContext` the cluster makes with them, handed
+down the chain (a record writer names its channels by id, a sink writes to ``ctx.external``).
+No part of a task's state has two owners.
 
 Follows: ``StreamTask``/``OperatorChain``/``RecordWriterOutput`` and the partitioners
 ``ForwardPartitioner``, ``KeyGroupStreamPartitioner``, ``RebalancePartitioner`` (random start,
@@ -162,12 +167,14 @@ def _watermark(ts: int) -> Watermark:
 
 
 class ChainNode:
-    """An operator in a chain: ``process`` a record, ``watermark``, ``snapshot``/``restore``.
-
-    ``process``, ``watermark`` and ``end_input`` are handed the network's channel queues
-    (``Channels.queues``) with each call and pass them down the chain: the record writers at
-    its end name their channels by index and append to ``ctx.queues[channel]`` (no part of the
-    chain holds a channel)."""
+    """An operator in a chain, part of the task's plan (:class:`TaskPlan`): ``process`` a record,
+    ``watermark``, ``end_input``, ``snapshot``, ``notify_complete``, each handed the call's
+    :class:`TaskContext` and passing it down the chain. A node holds only structure (its name,
+    its successor, its user function); a stateful node (``slot``) keeps its state in the task:
+    ``ctx.task.operators[slot]`` for a keyed operator or a sink writer,
+    ``ctx.task.next_channel[slot]`` for a rebalancing record writer. The record writers at the
+    chain's end name their channels by index and append to ``ctx.queues[channel]``. Nodes are
+    linked while the plan is built (:meth:`link`), never changed afterwards."""
 
     __slots__ = ("name", "next")
 
@@ -186,11 +193,6 @@ class ChainNode:
 
     def snapshot(self, ctx, checkpoint_id: int, snap: TaskSnapshot) -> None:
         return None
-
-    #: whether ``notify_complete`` does anything (Flink: the operator implements
-    #: ``CheckpointListener``); a task none of whose operators or backend listens gets no
-    #: notification (``StreamTask.checkpoint_listener``)
-    checkpoint_listener = False
 
     def notify_complete(self, ctx, checkpoint_id: int) -> None:
         return None
@@ -221,28 +223,28 @@ class FilterNode(ChainNode):
 
 
 class KeyedNode(ChainNode):
-    """Wraps a keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``) whose state
-    is kept per key group; late records go to the call's side-output list (``ctx.late``: the
-    cluster's), as do the windows a sliding window operator skipped as late for an element that
-    another of its windows took (``ctx.skips``)."""
+    """A keyed operator (``KeyedAggregateOperator`` or ``WindowOperator``, the task's
+    ``operators[slot]``) whose state is kept per key group; late records go to the call's
+    side-output list (``ctx.late``: the cluster's), as do the windows a sliding window operator
+    skipped as late for an element that another of its windows took (``ctx.skips``)."""
 
-    __slots__ = ("op", "is_window")
+    __slots__ = ("slot", "is_window")
 
-    def __init__(self, name, op, is_window: bool):
+    def __init__(self, name, slot: int, is_window: bool):
         self.name = name
-        self.op = op
+        self.slot = slot
         self.is_window = is_window
 
     def process(self, ctx, k, v, ts):
-        self.op.process_element(k, v, ts, ChainOutput(self, ctx))
+        ctx.task.operators[self.slot].process_element(k, v, ts, ChainOutput(self, ctx))
 
     def watermark(self, ctx, ts):
         if self.is_window:
-            self.op.advance_watermark(ts, ChainOutput(self, ctx))
+            ctx.task.operators[self.slot].advance_watermark(ts, ChainOutput(self, ctx))
         self.next.watermark(ctx, ts)
 
     def snapshot(self, ctx, checkpoint_id, snap):
-        snap.keyed[self.name] = self.op.snapshot_state()
+        snap.keyed[self.name] = ctx.task.operators[self.slot].snapshot_state()
 
 
 class ChainOutput:
@@ -262,26 +264,27 @@ class ChainOutput:
         self.node.next.process(self.ctx, k, v, ts)
 
     def collect_late(self, k, v, ts):
-        node = self.node
-        self.ctx.late.append((node.name, k, v, ts, node.op.current_watermark))
+        node, ctx = self.node, self.ctx
+        ctx.late.append((node.name, k, v, ts, ctx.task.operators[node.slot].current_watermark))
 
     def skip_window(self, k, v, ts, max_ts):
-        node = self.node
-        self.ctx.skips.append((node.name, k, v, ts, node.op.current_watermark, max_ts))
+        node, ctx = self.node, self.ctx
+        ctx.skips.append((node.name, k, v, ts, ctx.task.operators[node.slot].current_watermark, max_ts))
 
 
 class SinkNode(ChainNode):
-    """The last operator of a sink chain: writes to a sink writer (``model.sinks``)."""
+    """The last operator of a sink chain: writes to a sink writer (``model.sinks``), the task's
+    ``operators[slot]``."""
 
-    __slots__ = ("sink",)
+    __slots__ = ("slot",)
 
-    def __init__(self, name, sink):
+    def __init__(self, name, slot: int):
         self.name = name
-        self.sink = sink
+        self.slot = slot
         self.next = None
 
     def process(self, ctx, k, v, ts):
-        self.sink.write(ctx.external, k, v, ts)
+        ctx.task.operators[self.slot].write(ctx.external, k, v, ts)
 
     def watermark(self, ctx, ts):
         return None
@@ -290,14 +293,10 @@ class SinkNode(ChainNode):
         return None
 
     def snapshot(self, ctx, checkpoint_id, snap):
-        snap.operator[self.name] = self.sink.snapshot_state(ctx.external, checkpoint_id)
-
-    @property
-    def checkpoint_listener(self):
-        return self.sink.checkpoint_listener
+        snap.operator[self.name] = ctx.task.operators[self.slot].snapshot_state(ctx.external, checkpoint_id)
 
     def notify_complete(self, ctx, checkpoint_id):
-        self.sink.notify_checkpoint_complete(ctx.external, checkpoint_id)
+        ctx.task.operators[self.slot].notify_checkpoint_complete(ctx.external, checkpoint_id)
 
 
 class RecordWriterOutput(ChainNode):
@@ -336,20 +335,23 @@ class ForwardPartitioner(RecordWriterOutput):
 
 
 class RebalancePartitioner(RecordWriterOutput):
-    """``RebalancePartitioner`` (``start`` drawn at random by the caller, then round robin) and
-    ``RescalePartitioner`` (``start=-1``: round robin from channel 0) of one RecordWriter."""
+    """``RebalancePartitioner`` (its first position drawn at random by the deployment, then round
+    robin) and ``RescalePartitioner`` (first position -1: round robin from channel 0) of one
+    RecordWriter. The position (Flink's ``nextChannelToSendTo``) is the task's
+    ``next_channel[slot]``."""
 
-    __slots__ = ("next_channel",)
+    __slots__ = ("slot",)
 
-    def __init__(self, channels, start: int):
+    def __init__(self, channels, slot: int):
         super().__init__(channels)
-        self.next_channel = start
+        self.slot = slot
 
     def process(self, ctx, k, v, ts):
-        i = self.next_channel + 1
+        positions = ctx.task.next_channel
+        i = positions[self.slot] + 1
         if i >= len(self.channels):
             i = 0
-        self.next_channel = i
+        positions[self.slot] = i
         ctx.queues[self.channels[i]].append((k, v, ts))
 
 
@@ -542,54 +544,86 @@ class LocalIndex:
         return self.of.get(channel, default)
 
 
+@value  # fixed at deployment: every copy shares it
+@attrs.frozen(slots=True, eq=False)
+class TaskPlan:
+    """The structure of one deployed subtask (Flink: what ``StreamTask`` builds from its
+    ``StreamConfig`` and ``Environment`` at deployment -- the ``OperatorChain`` with its user
+    functions and ``RecordWriterOutput``s, the input gates' channels): fixed until the task is
+    deployed again, so never part of what a step changes. Every copy of a state shares it; a
+    fingerprint reads it once (a value's form is cached).
+
+    ``head``: the chain's first node (a source task's: its source's output), which holds the
+    others; ``nodes``: the chain's operators (not its record writers) in the JobVertex's order;
+    ``keyed`` and ``sinks``: its keyed operators' and sink's nodes; ``output``: the task's
+    events output. Channels are global ids; ``barrier_channels`` are the *local* indices of
+    the pipelined input channels (those that carry barriers), ``barrier_outputs`` the pipelined
+    output channels, ``forced_aligned_outputs`` those whose barriers go aligned whatever the
+    checkpoint's alignment (``RecordWriterOutput.supportsUnalignedCheckpoints`` false);
+    ``side_outputs``: the parts beside the task that its chain writes to (``("external",)`` with
+    a sink, ``("late",)`` with a keyed operator: ``model.actions`` footprints)."""
+
+    head: object
+    nodes: tuple
+    output: TaskOutput
+    input_channels: tuple
+    output_channels: tuple
+    local_of: LocalIndex
+    barrier_channels: tuple
+    barrier_outputs: tuple
+    forced_aligned_outputs: frozenset
+    keyed: tuple
+    sinks: tuple
+    side_outputs: tuple
+
+    @classmethod
+    def build(cls, blocking, head, nodes, output, input_channels, output_channels,
+              unaligned_unsupported=frozenset()) -> "TaskPlan":
+        """``blocking``: per channel id, whether it is a blocking partition's
+        (``Channels.blocking``); ``unaligned_unsupported``: the output channels whose edge cannot
+        carry unaligned barriers (``JobEdge.supports_unaligned_checkpoints`` false)."""
+        nodes = tuple(nodes)
+        barrier_outputs = tuple(c for c in output_channels if not blocking[c])
+        keyed = tuple(n for n in nodes if type(n) is KeyedNode)
+        sinks = tuple(n for n in nodes if type(n) is SinkNode)
+        return cls(head=head, nodes=nodes, output=output, input_channels=tuple(input_channels),
+                   output_channels=tuple(output_channels), local_of=LocalIndex(input_channels),
+                   barrier_channels=tuple(i for i, c in enumerate(input_channels) if not blocking[c]),
+                   barrier_outputs=barrier_outputs,
+                   forced_aligned_outputs=frozenset(c for c in barrier_outputs if c in unaligned_unsupported),
+                   keyed=keyed, sinks=sinks,
+                   side_outputs=((("external",),) if sinks else ()) + ((("late",),) if keyed else ()))
+
+
 class StreamTask:
-    """One running subtask's state: its chain, its input state (valve, barrier handler,
-    unaligned persistence) and its output writers. What the task *does* with an element, a
-    trigger or a barrier is :class:`TaskContext`'s: the cluster hands the task, for one call,
-    the network and the outbox it owns, so that the task holds neither (one owner each)."""
+    """One running subtask's state: its operators' state (``operators``, by the position its
+    plan's nodes name), its record writers' rebalance positions (``next_channel``), its input
+    state (valve, barrier handler, unaligned persistence) and its flags. Its structure is
+    ``plan`` (:class:`TaskPlan`). What the task *does* with an element, a trigger or a barrier
+    is :class:`TaskContext`'s: the cluster hands the task, for one call, the network and the
+    outbox it owns, so that the task holds neither (one owner each)."""
 
     __slots__ = (
-        "id", "subtask", "config", "head", "op_order", "side_outputs", "output", "source", "input_channels",
-        "local_of", "output_channels", "valve", "handler", "status", "persisting",
+        "id", "subtask", "config", "plan", "operators", "next_channel", "source",
+        "valve", "handler", "status", "persisting",
         "input_cs", "pending_uc", "timer", "eop_seen", "acked", "late", "attempt",
-        "barrier_channels", "barrier_outputs", "forced_aligned_outputs", "last_triggered", "deferred",
+        "last_triggered", "deferred",
         "backend", "out_of_order", "triggers", "aborted_triggers",
     )
-    #: the channel indices and the chain's operator order, set at deployment and never changed:
-    #: a copy shares them (``model.statecopy``)
-    COPY_SHARED = ("local_of", "input_channels", "output_channels", "barrier_channels", "barrier_outputs",
-                   "forced_aligned_outputs", "op_order", "side_outputs")
 
-    def __init__(self, blocking, config, subtask, head, nodes, output, source, input_channels, output_channels,
-                 unaligned_unsupported=frozenset()):
-        """``blocking``: per channel id, whether it is a blocking partition's (``Channels.blocking``);
-        ``unaligned_unsupported``: the output channels whose edge cannot carry unaligned barriers
-        (``JobEdge.supports_unaligned_checkpoints`` false)."""
+    def __init__(self, config, subtask, plan: TaskPlan, operators, next_channel, source):
+        """``operators``: the state of each stateful node of ``plan`` (a keyed operator, a sink
+        writer), at its ``slot``; ``next_channel``: each rebalancing record writer's first
+        position, at its ``slot``."""
         self.config = config
         self.subtask = subtask
         self.id = subtask.id
-        #: the chain (``OperatorChain``): its first node, which holds the others -- each node is
-        #: held once, by its predecessor (``next``, ``Fanout.outputs``); :attr:`nodes` lists them
-        self.head = head
-        #: the chain's operators' names in the JobVertex's order (what :attr:`nodes` follows)
-        self.op_order = tuple(n.name for n in nodes)
-        #: the parts beside the task that its chain writes to: ``("external",)`` when it has a
-        #: sink, ``("late",)`` when it has a keyed operator (``model.actions`` footprints)
-        self.side_outputs = tuple(sorted({("external",) if isinstance(n, SinkNode) else ("late",)
-                                          for n in nodes if isinstance(n, (SinkNode, KeyedNode))}))
-        self.output = output
+        self.plan = plan
+        self.operators = list(operators)
+        self.next_channel = list(next_channel)
         self.source = source
-        self.input_channels = tuple(input_channels)
-        #: channel id -> its local index among the task's inputs (static: beside the state)
-        self.local_of = LocalIndex(input_channels)
-        self.output_channels = tuple(output_channels)
-        self.barrier_channels = tuple(i for i, c in enumerate(input_channels) if not blocking[c])
         self.deferred = None
         self.last_triggered = -1
-        self.barrier_outputs = tuple(c for c in output_channels if not blocking[c])
-        #: the pipelined outputs whose barriers go aligned whatever the checkpoint's alignment
-        #: (``RecordWriterOutput.supportsUnalignedCheckpoints`` false)
-        self.forced_aligned_outputs = frozenset(c for c in self.barrier_outputs if c in unaligned_unsupported)
         self.valve = None
         self.handler = None
         self.status = RUNNING
@@ -616,32 +650,25 @@ class StreamTask:
         self.backend = None
 
     @property
-    def nodes(self) -> list:
-        """The chain's operators (not its record writers), in the JobVertex's order: found by
-        walking the chain from its head, so that no node is held twice."""
-        found = {}
-        stack = [self.head]
-        while stack:
-            n = stack.pop()
-            t = type(n)
-            if t is Fanout:
-                stack.extend(n.outputs)
-            elif n is not None and t is not Discard and not isinstance(n, RecordWriterOutput):
-                found[n.name] = n
-                stack.append(n.next)
-        return [found[name] for name in self.op_order]
+    def keyed_operators(self) -> dict:
+        """The chain's keyed operators by name, in the JobVertex's order (what a keyed state
+        backend snapshots)."""
+        ops = self.operators
+        return {n.name: ops[n.slot] for n in self.plan.keyed}
 
     @property
-    def keyed_nodes(self) -> list:
-        """The chain's keyed operators (what a keyed state backend snapshots)."""
-        return [n for n in self.nodes if type(n) is KeyedNode]
+    def sink_writers(self) -> dict:
+        """The chain's sink writers by their operator's name."""
+        ops = self.operators
+        return {n.name: ops[n.slot] for n in self.plan.sinks}
 
     @property
     def checkpoint_listener(self) -> bool:
         """Whether notifyCheckpointComplete changes anything in this task: an operator of its
         chain (a two-phase-commit sink) or its state backend (RocksDB's, confirming uploads)
         acts on it. The cluster sends the notification only to such a task (``Cluster``)."""
-        return any(n.checkpoint_listener for n in self.nodes) or (
+        ops = self.operators
+        return any(ops[n.slot].checkpoint_listener for n in self.plan.sinks) or (
             self.backend is not None and self.backend.checkpoint_listener)
 
     def with_unaligned_supported(self, barrier: CheckpointBarrier) -> CheckpointBarrier:
@@ -703,16 +730,16 @@ class TaskContext:
 
     @property
     def barrier_channels(self) -> tuple:
-        return self.task.barrier_channels
+        return self.task.plan.barrier_channels
 
     # -- the task as its valve's (or its source reader's) ``PushingAsyncDataInput.DataOutput``:
     # passed to each call, never held by them (no reference cycle through the task's parts).
     # Watermarks go straight to the head of the chain; the status goes to the task's outputs.
     def emit_watermark(self, ts: int) -> None:
-        self.task.head.watermark(self, ts)
+        self.task.plan.head.watermark(self, ts)
 
     def emit_watermark_status(self, idle: bool) -> None:
-        self.task.output.emit(self, IDLE if idle else ACTIVE)
+        self.task.plan.output.emit(self, IDLE if idle else ACTIVE)
 
     # -- snapshots --------------------------------------------------------------------------
     def take_snapshot(self, checkpoint_id: int) -> TaskSnapshot:
@@ -721,15 +748,15 @@ class TaskContext:
                             finished=self.task.status == FINISHED)
         if self.task.source is not None:
             snap.operator[self.task.source.name] = self.task.source.snapshot_state()
-        for node in self.task.nodes:
+        for node in self.task.plan.nodes:
             node.snapshot(self, checkpoint_id, snap)
         net = self.net
         received = net.received
-        for c in self.task.input_channels:
+        for c in self.task.plan.input_channels:
             snap.received[c] = received[c]
         chans = net.queues
         blocking = net.blocking
-        for c in self.task.output_channels:
+        for c in self.task.plan.output_channels:
             if blocking[c]:
                 snap.partition[c] = tuple(e for e in chans[c] if type(e) is not EndOfPartitionEvent)
                 continue
@@ -740,14 +767,14 @@ class TaskContext:
 
     # -- barrier handler context ---------------------------------------------------------
     def block(self, ch: int) -> None:
-        self.net.blocked[self.task.input_channels[ch]] = True
+        self.net.blocked[self.task.plan.input_channels[ch]] = True
 
     def resume(self, ch: int) -> None:
-        self.net.blocked[self.task.input_channels[ch]] = False
+        self.net.blocked[self.task.plan.input_channels[ch]] = False
 
     def resume_all(self) -> None:
         blocked = self.net.blocked
-        for c in self.task.input_channels:
+        for c in self.task.plan.input_channels:
             blocked[c] = False
 
     def trigger(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
@@ -783,7 +810,7 @@ class TaskContext:
             return verdict
         if verdict is TRIGGER_ABORTED:
             self.task.last_triggered = cid
-            self.task.output.emit_barrier(self, CancelCheckpointMarker(cid))
+            self.task.plan.output.emit_barrier(self, CancelCheckpointMarker(cid))
             return verdict
         self.perform_checkpoint(barrier, barrier.unaligned)
         return verdict
@@ -792,11 +819,11 @@ class TaskContext:
         """Take checkpoint ``barrier.id``: the snapshot of the chain, ``barrier`` downstream."""
         self.task.last_triggered = barrier.id
         snap = self.take_snapshot(barrier.id)
-        forced = self.task.forced_aligned_outputs
+        forced = self.task.plan.forced_aligned_outputs
         if unaligned:
             keep = persists_channel_state()
             net = self.net
-            for c in self.task.barrier_outputs:
+            for c in self.task.plan.barrier_outputs:
                 ch = net.queues[c]
                 if c in forced:  # RecordWriterOutput: FORCED_ALIGNED, behind the data (no priority)
                     ch.append(barrier.with_unaligned_unsupported())
@@ -809,7 +836,7 @@ class TaskContext:
                 net.prio[c] = n + 1
                 if net.network:
                     net.add_priority_event(c)  # a priority event crosses the network at once
-            if self.task.barrier_channels and (self.task.persisting or self.task.handler.pending):
+            if self.task.plan.barrier_channels and (self.task.persisting or self.task.handler.pending):
                 self.task.pending_uc = snap
                 if not self.task.persisting:
                     self.channel_state_complete(barrier.id)
@@ -822,10 +849,10 @@ class TaskContext:
                                         unaligned=False, timeoutable=True)
             if forced and out.timeoutable:
                 queues = self.net.queues
-                for c in self.task.barrier_outputs:
+                for c in self.task.plan.barrier_outputs:
                     queues[c].append(out.with_unaligned_unsupported() if c in forced else out)
             else:
-                self.task.output.emit_barrier(self, out)
+                self.task.plan.output.emit_barrier(self, out)
             self.acknowledge_checkpoint(snap)
 
     def run_deferred(self) -> None:
@@ -840,7 +867,7 @@ class TaskContext:
         if self.task.deferred and self.task.deferred.id <= checkpoint_id:
             self.task.deferred = None  # the deferred (FLINK-17568) snapshot of an aborted checkpoint is dropped
         self.task.timer = None
-        self.task.output.emit_barrier(self, CancelCheckpointMarker(checkpoint_id))
+        self.task.plan.output.emit_barrier(self, CancelCheckpointMarker(checkpoint_id))
         self.outbox.append(DeclineCheckpoint(self.task.id, checkpoint_id, reason))
 
     def acknowledge_checkpoint(self, snap: TaskSnapshot) -> None:
@@ -859,7 +886,7 @@ class TaskContext:
             return
         for ch in channels:
             self.task.persisting[ch] = checkpoint_id
-            self.task.input_cs.setdefault(self.task.input_channels[ch], [])
+            self.task.input_cs.setdefault(self.task.plan.input_channels[ch], [])
 
     def stop_persisting(self, ch: int) -> None:
         self.task.persisting.pop(ch, None)
@@ -888,7 +915,7 @@ class TaskContext:
     # -- input ----------------------------------------------------------------------------
     def process_event(self, e, c: int, now: int) -> None:
         """Everything but records arriving on global channel ``c`` (``now``: the logical clock)."""
-        ch = self.task.local_of[c]
+        ch = self.task.plan.local_of[c]
         t = type(e)
         if t is Watermark:
             self.task.valve.input_watermark(e.timestamp, ch, self)
@@ -908,16 +935,16 @@ class TaskContext:
             if not self.net.blocking[c]:
                 # the barrier handler counts only the channels that carry barriers
                 self.task.handler.process_end_of_partition(self, ch, now)
-            if self.task.eop_seen == len(self.task.input_channels):
+            if self.task.eop_seen == len(self.task.plan.input_channels):
                 self.finish()
 
     def finish(self) -> None:
         """All inputs ended (``endInput``): flush, forward EndOfPartition, ack pending checkpoints."""
         if self.task.status != RUNNING:
             return
-        self.task.head.end_input(self)
+        self.task.plan.head.end_input(self)
         self.task.status = FINISHED
-        self.task.output.emit(self, END_OF_PARTITION)
+        self.task.plan.output.emit(self, END_OF_PARTITION)
         self.outbox.append(TaskFinished(self.task.id))
 
 
@@ -928,7 +955,7 @@ class TaskContext:
                 "before it snapshots, so a post-barrier record enters the cut")
 def _trigger_flink_17568(self, barrier: CheckpointBarrier, unaligned: bool) -> None:
     t = self.task
-    if barrier.id > t.last_triggered and unaligned and t.barrier_channels and t.deferred is None:
+    if barrier.id > t.last_triggered and unaligned and t.plan.barrier_channels and t.deferred is None:
         # the bug: the snapshot is deferred until the task processed one more element
         # (``DeliverKind.apply`` runs ``run_deferred`` after it)
         t.deferred = barrier

@@ -85,7 +85,6 @@ from model.keygroups import assign_to_key_group, compute_operator_index_for_key_
 from model.reference import reference_output, sink_output_by_operator
 from model.scope import ModelScope
 from model.streamgraph import OperatorSpec, StreamGraph, StreamGraphBuilder, stream_graph_to_dict
-from model.streamtask import KeyedNode
 
 ROOT = Path(__file__).resolve().parents[1]
 FLINK_VENV = ROOT / ".venv-flink"
@@ -370,15 +369,16 @@ def _keyed_state(c: Cluster, name: str) -> dict:
     aggregate's value, or a window operator's window contents."""
     out = {}
     for t in c.tasks:
-        for node in t.nodes:
-            if isinstance(node, KeyedNode) and node.name == name:
-                for kg, st in node.op.snapshot_state().items():
-                    if hasattr(st, "values"):
-                        for k, v in st.values:
-                            out[k] = (t.subtask.subtask_index, v)
-                    else:
-                        for k, _w, _agg in st.contents:
-                            out[k] = (t.subtask.subtask_index, None)
+        op = t.keyed_operators.get(name)
+        if op is None:
+            continue
+        for kg, st in op.snapshot_state().items():
+            if hasattr(st, "values"):
+                for k, v in st.values:
+                    out[k] = (t.subtask.subtask_index, v)
+            else:
+                for k, _w, _agg in st.contents:
+                    out[k] = (t.subtask.subtask_index, None)
     return out
 
 

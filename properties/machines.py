@@ -245,7 +245,7 @@ def record_after_barrier(c, a) -> int:
     if len(q) <= pos or type(q[pos]) is not tuple:  # records are plain tuples (model.events)
         return 0
     task = c.tasks[c.consumer_of[i]]
-    h, ch = task.handler, task.local_of[i]
+    h, ch = task.handler, task.plan.local_of[i]
     if h is None:
         return 0
     pending = getattr(h, "pending", None)

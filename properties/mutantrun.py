@@ -430,7 +430,9 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
     "crashes": every crashing test as ``{"test", "exception", "raised_at"}``, "ran": N}`` to
     ``result_path``; return :data:`KILLED` when a test failed on an assertion,
     :data:`CRASHED` when none did and one failed on another exception or a test module did not
-    collect, :data:`SURVIVED` when all passed (:data:`ERROR` when pytest could not run them,
+    collect (the tests of the files that did collect still run: pytest runs none when a node id
+    names a test of a file that did not import, so they are run again without those),
+    :data:`SURVIVED` when all passed (:data:`ERROR` when pytest could not run them,
     :data:`OUT_OF_MEMORY` when pytest itself ran out of memory and no assertion had failed)."""
     import pytest  # here, not at the top: a fresh interpreter must install the hook before pytest loads conftest
 
@@ -447,6 +449,13 @@ def run_tests(nodeids: list[str], result_path: str | None, *, quiet: bool = True
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
     rc = pytest.main(args, plugins=[rec])
+    if rc == pytest.ExitCode.USAGE_ERROR and rec.ran == 0:
+        # a node id of a test file that did not import is "not found": pytest then runs no test
+        # at all. The collection error is recorded (a crash); the other files' tests still run.
+        broken = {c["test"] for c in rec.crashes if c["exception"] == "collection error"}
+        rest = [n for n in nodeids if n.split("::")[0] not in broken]
+        if broken and rest and len(rest) < len(nodeids):
+            rc = pytest.main(args[:-len(nodeids)] + rest, plugins=[rec])
     if rec.internal_memory_error and not rec.assertion:
         outcome = OUT_OF_MEMORY
     elif rec.failed is not None:

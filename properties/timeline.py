@@ -128,10 +128,7 @@ def _handler_text(h) -> str | None:
 
 def _keyed_state(task) -> dict:
     out = {}
-    for node in task.nodes:
-        op = getattr(node, "op", None)
-        if op is None or not hasattr(op, "snapshot_state"):
-            continue
+    for name, op in task.keyed_operators.items():
         per_kg = {}
         for kg, st in op.snapshot_state().items():
             if hasattr(st, "contents"):  # WindowKeyGroupState
@@ -141,7 +138,7 @@ def _keyed_state(task) -> dict:
             else:  # KeyedAggregateKeyGroupState
                 parts = [f"{k!r} = {v!r}" for k, v in st.values]
             per_kg[f"kg {kg}"] = "; ".join(parts) or "-"
-        out[node.name] = per_kg
+        out[name] = per_kg
     return out
 
 
@@ -299,7 +296,7 @@ def snapshot(run) -> dict:
             if t.aborted_triggers:
                 d["notified_aborted"] = [f"checkpoint {x}" for x in t.aborted_triggers]
         if t.persisting:
-            d["persisting_channel_state"] = [f"ch{t.input_channels[i]}" for i in sorted(t.persisting)]
+            d["persisting_channel_state"] = [f"ch{t.plan.input_channels[i]}" for i in sorted(t.persisting)]
         tasks[names[t.id]] = d
         ks = _keyed_state(t)
         if ks:

@@ -20,7 +20,10 @@ unobservable steps (deliveries, barriers, records, watermarks, notifications) in
   tried first, and only data-free runs are taken where data independence holds
   (:func:`data_free_reason`). Verdicts: ``consistent`` (a model run produces the whole trace),
   ``divergent`` (the search exhausted the model's runs: the longest matched prefix, the first
-  event the model cannot produce there, and what it could do instead; or a shared file deleted
+  event the model cannot produce there, and what it could do instead; or the search matched
+  the prefix before an event that names a task the job does not have -- a vertex or subtask
+  index outside that phase's JobGraph, :func:`unknown_task` --, which no run continues past,
+  so the first run to match the prefix decides; or a shared file deleted
   while a retained checkpoint references it, or a file of a snapshot restored in NO_CLAIM mode
   deleted or reused, :func:`referenced_file_deleted`),
   ``inconclusive`` (a bound hit first, named).
@@ -660,6 +663,37 @@ def data_free_reason(scenario: Scenario) -> str | None:
     return None
 
 
+def _tasks_named(key: tuple) -> tuple:
+    """The tasks ``(vertex, subtask)`` an observation names."""
+    kind = key[0]
+    if kind == "task_failed":
+        return (key[1],)
+    if kind == "failover":
+        return tuple(sorted(key[1]))
+    if kind == "checkpoint_aborted" and len(key) == 4:
+        return (key[3],)
+    return ()
+
+
+def unknown_task(trace: Trace, expected: list[Expected]) -> tuple[int, str] | None:
+    """``(position, reason)`` of the first expected observation naming a task that its phase's
+    JobGraph does not have (the header's vertex parallelisms): no run of the model makes it,
+    whatever it did before, so no run matches past it. None if every task named exists."""
+    shapes = trace.header["flink_vertices"]
+    phase = 0
+    for i, x in enumerate(expected):
+        if x.key[0] == "job_submitted":
+            phase += 1
+        if phase >= len(shapes):
+            return None  # a phase without a recorded shape: _shape_error names it
+        shape = shapes[phase]["parallelism"]
+        for v, s in _tasks_named(x.key):
+            if not (0 <= v < len(shape) and 0 <= s < shape[v]):
+                return i, (f"event {x.seq} ({x.describe()}) names task [{v}, {s}], which phase {phase}'s JobGraph "
+                           f"does not have (its vertices' parallelisms: {shape}): no run of the model produces it")
+    return None
+
+
 def _culprit(expected: list[Expected], pos: int, tried) -> Expected:
     """The first expected event at ``pos`` that no refused step could have produced, kind and
     fields alike (checkpoint ids under the binding of the step): where a step of several failed, the one that
@@ -693,6 +727,7 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
         return Verdict(DIVERGENT, trace.path, 0, total, 1, time.perf_counter() - t0,
                        first_unmatched=expected[0] if expected else None, reason=shape, omitted=tuple(omitted))
     phases = [tuple((n, p) for n, p in ph["parallelism"].items()) for ph in trace.header["phases"]]
+    unknown = unknown_task(trace, expected)
     seen: set = set()
     # the stack holds edges, stepped when taken (most are never taken once a run is found):
     # (parent state, action or None for the root, its position, its binding)
@@ -730,6 +765,11 @@ def validate(trace: Trace, *, max_states: int = 200_000, max_seconds: float = 12
         if pos == total:
             return Verdict(CONSISTENT, trace.path, total, total, states, time.perf_counter() - t0,
                            omitted=tuple(omitted), actions=tuple(c.trace), binding=binding)
+        if unknown is not None and pos == unknown[0]:
+            # no run matches past this position: the first run to reach it has the longest prefix
+            return Verdict(DIVERGENT, trace.path, pos, total, states + 1, time.perf_counter() - t0,
+                           first_unmatched=expected[pos], reason=unknown[1], omitted=tuple(omitted),
+                           actions=tuple(c.trace))
         key = (c.fingerprint(), pos, binding)
         if key in seen:
             continue

@@ -509,7 +509,7 @@ def source_output_problem(cluster, task) -> str | None:
     reader = task.source
     excused = late_in_input(cluster.job_input, reader.name, reader.out_of_orderness) if reader is not None \
         else frozenset()
-    for c in task.output_channels:
+    for c in task.plan.output_channels:
         q = net.queues[c]
         if not q:
             continue
@@ -520,7 +520,7 @@ def source_output_problem(cluster, task) -> str | None:
             continue
         consumer = cluster.tasks[net.consumer_of[c]]
         valve = consumer.valve
-        local = consumer.local_of.get(c)
+        local = consumer.plan.local_of.get(c)
         if valve is None or local is None:
             continue
         idle, wm = valve.channel_is_idle(local), valve.channel_watermark(local)

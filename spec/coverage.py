@@ -101,7 +101,7 @@ def barrier_aligned_while_other_channel_blocked(run, new_events) -> bool:
     if not any(blocked):
         return False
     for t in run.cluster.tasks:
-        if sum(1 for c in t.input_channels if blocked[c]) >= 2:
+        if sum(1 for c in t.plan.input_channels if blocked[c]) >= 2:
             return True
     return False
 
@@ -140,7 +140,7 @@ def idle_channel_returned_below_output_watermark(run, new_events) -> bool:
         v = t.valve
         if v is None:
             continue
-        for ch in range(len(t.input_channels)):
+        for ch in range(len(t.plan.input_channels)):
             if not v.channel_is_idle(ch) and not v.channel_is_aligned(ch):
                 return True
     return False

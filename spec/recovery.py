@@ -74,10 +74,7 @@ def keyed_state_on_owner(run) -> Violation | None:
         return None  # keyed state only moves when tasks are (re)deployed and restored
     eg = cluster.eg
     for task in cluster.tasks:
-        for node in task.nodes:
-            op = getattr(node, "op", None)
-            if op is None or not hasattr(op, "key_groups"):
-                continue
+        for name, op in task.keyed_operators.items():
             vertex = eg.job_graph.vertices[task.subtask.job_vertex]
             r = compute_key_group_range_for_operator_index(vertex.max_parallelism, vertex.parallelism,
                                                            task.subtask.subtask_index)
@@ -87,7 +84,7 @@ def keyed_state_on_owner(run) -> Violation | None:
                         invariant="keyed_state_on_owner",
                         expected={"key_group": kg, "owner_range": [r.start, r.end]},
                         actual={"key_group": kg, "subtask": task.subtask.name},
-                        message=(f"operator '{node.name}': the state of key group {kg} was restored on "
+                        message=(f"operator '{name}': the state of key group {kg} was restored on "
                                  f"{task.subtask.name}, whose KeyGroupRange is [{r.start}, {r.end}]; records "
                                  f"of that key group are routed elsewhere, so the state is stranded"),
                     )

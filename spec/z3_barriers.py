@@ -475,7 +475,7 @@ def _wiring(cluster) -> tuple[list[int], list[int]]:
     """(model channel id, producer subtask id) of encoding channel c = consumer gate order."""
     eg = cluster.eg
     consumer = [t for t in cluster.tasks if t.source is None][0]
-    chans = list(consumer.input_channels)
+    chans = list(consumer.plan.input_channels)
     return chans, [eg.channels[c].producer for c in chans]
 
 

@@ -145,7 +145,7 @@ def _source_run():
     c = run.cluster
     src = c.source_tasks[0]
     run.step(A.SourceEmit(src.id))
-    ch = next(ch for ch in src.output_channels if c.net.queues[ch])
+    ch = next(ch for ch in src.plan.output_channels if c.net.queues[ch])
     return run, c, src, ch
 
 

@@ -141,10 +141,27 @@ def test_the_idleness_budget_keeps_a_known_unsafe_variant_found():
     assert a.distinct_states <= b.distinct_states
 
 
-def test_what_a_copy_shares_as_static_structure_never_changes():
-    """``COPY_SHARED`` slots (a task's channel indices) are shared between a state and its
-    copies: on walks of every variant, none of them changes after it is first met."""
-    from model.statecopy import _shared_of
+def _plan_form(x):
+    """What a task's plan holds, walked afresh (a fingerprint caches a value's form, so it would
+    not see a plan changed in place): every chain node's slots, the plan's fields."""
+    from model.streamtask import ChainNode, TaskOutput, TaskPlan, _Memo
+    from model.statecopy import _slots_of
+    t = type(x)
+    if t is _Memo:
+        return "memo"  # a memo of a pure function, filled as keys come
+    if t in (tuple, frozenset, list):
+        return (t.__name__,) + tuple(_plan_form(e) for e in (sorted(x) if t is frozenset else x))
+    if isinstance(x, (ChainNode, TaskOutput, TaskPlan)):
+        return (t.__name__,) + tuple((n, _plan_form(getattr(x, n, None))) for n in _slots_of(t))
+    if t.__name__ == "LocalIndex":
+        return ("LocalIndex", tuple(sorted(x.of.items())))
+    return x if t in (int, str, bool, type(None)) else ("object", id(x))
+
+
+def test_a_tasks_plan_never_changes():
+    """A task's plan (its chain, its record writers, its channel indices) is a value every copy
+    shares: on walks of every variant, none of it changes after it is first met, and a copy of
+    the cluster holds the very same plan objects."""
     met = 0
     for name in variant_names():
         rng = random.Random(9)
@@ -152,11 +169,10 @@ def test_what_a_copy_shares_as_static_structure_never_changes():
         first: dict = {}
         for _ in range(60):
             for t in c.tasks:
-                for n in _shared_of(type(t)):
-                    v = getattr(t, n)
-                    have = first.setdefault(id(v), (v, repr(v)))
-                    assert have[0] is not v or have[1] == repr(v), f"{name}: {type(t).__name__}.{n} changed"
-                    met += 1
+                have = first.setdefault(id(t.plan), (t.plan, _plan_form(t.plan)))
+                assert have[0] is not t.plan or have[1] == _plan_form(t.plan), f"{name}: the plan of {t.id} changed"
+                met += 1
+            assert [t.plan for t in c.copy().tasks] == [t.plan for t in c.tasks]
             acts = c.enabled_actions()
             if not acts:
                 break

@@ -103,7 +103,6 @@ def test_stop_with_savepoint_and_rescale_3_to_2_with_uneven_key_groups():
         src(0..1) ──hash──► agg(0..2)→out(0..2)   ==>   src(0..2) ──hash──► agg(0..1)→out(0..1)
     """
     from model.keygroups import compute_key_group_range_for_operator_index
-    from model.streamtask import KeyedNode
 
     g = _keyed_count_job(src_p=2, agg_p=3, max_p=10)
     inp = _input(splits=3, per_split=6)
@@ -126,9 +125,9 @@ def test_stop_with_savepoint_and_rescale_3_to_2_with_uneven_key_groups():
     assert eg.job_graph.vertices["agg"].parallelism == 2 and eg.job_graph.vertices["agg"].max_parallelism == 10
     new_kgs = []
     for i in range(2):
-        node = next(n for n in c.tasks[sub(eg, "agg", i)].nodes if isinstance(n, KeyedNode))
+        op = c.tasks[sub(eg, "agg", i)].keyed_operators["agg"]
         r = compute_key_group_range_for_operator_index(10, 2, i)
-        kgs = node.op.key_groups()
+        kgs = op.key_groups()
         assert all(r.start <= kg <= r.end for kg in kgs), (i, kgs, r)
         new_kgs.extend(kgs)
     assert sorted(new_kgs) == sorted(old_kgs)  # every key group exactly once, none lost

@@ -19,6 +19,7 @@ d has a broadcast input, so *both* its inputs are forced aligned; d -> out is no
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from model.cluster import drain_choice
@@ -185,7 +186,7 @@ def test_the_invariant_holds_on_forced_edges_and_names_channel_state_found_there
 
     def unforce(c):  # re-emit checkpoint 1's barriers as a runtime without the forcing would have
         for t in c.tasks:
-            t.forced_aligned_outputs = frozenset()
+            t.plan = attrs.evolve(t.plan, forced_aligned_outputs=frozenset())
 
     g = _job()
     c = fresh(g, INPUT, RuntimeConfig(unaligned=True))

@@ -447,6 +447,28 @@ def test_an_assertion_after_a_crash_still_kills_and_only_cheap_tests_run_after_a
     assert got["ran"] == 2
 
 
+def test_a_test_file_that_does_not_import_is_a_crash_and_the_other_files_tests_still_run(tmp_path):
+    """A mutant that breaks a module one profile file imports: that file does not collect (a
+    crash), and the tests of the files that did collect still run -- pytest given node ids runs
+    none when one names a test of a file that did not import -- so that one of them may kill."""
+    from properties import mutantrun
+
+    (tmp_path / "test_broken.py").write_text("raise ImportError('a mutated constant')\n\n\ndef test_x():\n    pass\n")
+    (tmp_path / "test_unit.py").write_text("def test_ok():\n    pass\n\n\ndef test_assert():\n    assert 1 == 2\n")
+    ids = ["test_broken.py::test_x", "test_unit.py::test_ok", "test_unit.py::test_assert"]
+    r = subprocess.run([sys.executable, "-c", _RUN_TESTS, json.dumps(ids), json.dumps(ids), str(tmp_path / "r.json")],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    got = {"code": r.returncode, **json.loads((tmp_path / "r.json").read_text())}
+    assert got["code"] == mutantrun.KILLED and got["failed"] == "test_unit.py::test_assert", got
+    assert got["ran"] == 2
+    assert got["crashes"] == [{"test": "test_broken.py", "exception": "collection error", "raised_at": None}], got
+    # the broken file alone: a crash, no test ran
+    r = subprocess.run([sys.executable, "-c", _RUN_TESTS, json.dumps(ids[:1]), "[]", str(tmp_path / "r.json")],
+                       cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=300)
+    got = {"code": r.returncode, **json.loads((tmp_path / "r.json").read_text())}
+    assert got["code"] == mutantrun.CRASHED and got["failed"] == "test_broken.py" and got["ran"] == 0, got
+
+
 def test_a_function_whose_products_were_made_at_import_is_not_swapped_but_run_afresh():
     """``model.checkpointstorage._note`` makes the storage's note properties when the class is
     defined: swapping its code in a forked child would leave the properties' accessors as they

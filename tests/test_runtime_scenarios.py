@@ -184,7 +184,7 @@ def test_chained_operators_run_in_one_task_without_channels():
     c.step(A.SourceEmit(s0))
     c.step(A.SourceEmit(s0))
     assert records(c.channels[ch]) == [("a", 2, 0)]
-    assert [type(n).__name__ for n in c.tasks[s0].nodes] == ["MapNode", "FilterNode"]
+    assert [type(n).__name__ for n in c.tasks[s0].plan.nodes] == ["MapNode", "FilterNode"]
     drain(c)
     assert oracle_diffs(g, inp, c) == {}
 
@@ -351,7 +351,7 @@ def test_all_idle_flush_skipped_by_flink_2_3_0_and_done_with_flink_40475():
     # FLINK-40475: the same scenario with the fixed valve constructed directly in the task
     c2 = fresh(g, inp, RuntimeConfig())
     t = c2.tasks[w]
-    t.valve = StatusWatermarkValve(len(t.input_channels), flink_40475=True)
+    t.valve = StatusWatermarkValve(len(t.plan.input_channels), flink_40475=True)
     _three_channel_idle_sequence(c2)
     assert t.valve.last_output_watermark == 20
     assert c2.external.committed_records() == [("a", 1, 9), ("b", 1, 19)]

@@ -76,7 +76,7 @@ def test_a_barrier_of_an_older_or_ended_checkpoint_reaches_tasks_and_changes_no_
                 h = t.handler
                 if type(h) is not SingleCheckpointBarrierHandler or t.status != "RUNNING":
                     continue
-                for ch in (t.input_channels[i] for i in t.barrier_channels):
+                for ch in (t.plan.input_channels[i] for i in t.plan.barrier_channels):
                     q = c.net.queues[ch]
                     if not q or type(q[0]) is not CheckpointBarrier or not h.is_obsolete(q[0]):
                         continue

@@ -115,18 +115,18 @@ def test_no_part_of_a_state_has_two_owners(name):
             assert held_twice(run.cluster) == [], (name, seed, run.cluster.trace)
 
 
-def test_the_walk_finds_a_chain_node_a_side_list_or_the_external_system_held_twice():
-    """The check has teeth on what the chain once shared: a node held by its predecessor and by a
-    list of the task's nodes, the cluster's late list held by a keyed node, the external system
-    held by a sink."""
+def test_the_walk_finds_an_operators_state_a_side_list_or_the_external_system_held_twice():
+    """The check has teeth on what the chain once shared: an operator's state held by its task
+    and by a list of the task's operators, the cluster's late list held by a keyed operator, the
+    external system held by a sink."""
     run = Run(small_scenario(variant("late-window-2pc"), 0))
     c = run.cluster
-    task = next(t for t in c.tasks if t.side_outputs)
-    c.__dict__["nodes_again"] = list(task.nodes)
+    task = next(t for t in c.tasks if t.plan.keyed)
+    c.__dict__["operators_again"] = list(task.keyed_operators.values())
     c.__dict__["late_again"] = c.late
     c.__dict__["external_again"] = c.external
     kinds = {k for k, _ in held_twice(c)}
-    assert {type(task.nodes[0]).__name__, "list", "ExternalSystem"} <= kinds
+    assert {type(c.__dict__["operators_again"][0]).__name__, "list", "ExternalSystem"} <= kinds
 
 
 def test_the_walk_finds_an_object_held_twice():

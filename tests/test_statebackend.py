@@ -82,26 +82,20 @@ class _Op:
         return dict(self.state)
 
 
-class _Node:
-    def __init__(self, name, state):
-        self.name = name
-        self.op = _Op(state)
-
-
 def _snap(cid, keyed):
     return TaskSnapshot(cid, 0, "agg", 0, keyed={k: dict(v) for k, v in keyed.items()})
 
 
 def test_heap_snapshot_keeps_the_state_of_its_synchronous_phase_only_with_copy_on_write():
     for cow, expected in ((True, {("agg", 1): "v1"}), (False, {("agg", 1): "v2"})):
-        node = _Node("agg", {1: "v1"})
+        op = _Op({1: "v1"})
         b = HashMapStateBackend("t")
         storage = CheckpointStorage()
         b.sync_phase(_snap(1, {"agg": {1: "v1"}}))
-        node.op.state[1] = "v2"  # a record processed between the phases
+        op.state[1] = "v2"  # a record processed between the phases
         b.ready(_snap(1, {"agg": {1: "v1"}}))
         with seams.active(() if cow else ("heap-snapshot-without-copy-on-write",)):
-            snap = b.async_phase(1, storage, savepoint=False, nodes=[node])
+            snap = b.async_phase(1, storage, savepoint=False, operators={"agg": op})
         assert dict(storage.files[snap.state_handle.paths[0]]) == expected, cow
 
 
@@ -111,7 +105,7 @@ def test_rocksdb_uploads_only_new_ssts_reusing_those_of_the_last_confirmed_check
 
     def take(cid, keyed):
         b.sync_phase(_snap(cid, keyed))
-        return b.async_phase(cid, storage, savepoint=False, nodes=[]).state_handle
+        return b.async_phase(cid, storage, savepoint=False, operators={}).state_handle
 
     h1 = take(1, {"agg": {1: "a"}})
     h2 = take(2, {"agg": {1: "a", 2: "b"}})   # 1 not confirmed yet: everything uploaded again
@@ -337,11 +331,11 @@ def test_a_heap_snapshot_is_one_private_file_in_the_checkpoint_or_the_savepoint_
     b = HashMapStateBackend("t")
     storage = CheckpointStorage()
     b.sync_phase(_snap(1, {"agg": {1: "a", 2: "b"}}))
-    h1 = b.async_phase(1, storage, savepoint=False, nodes=[]).state_handle
+    h1 = b.async_phase(1, storage, savepoint=False, operators={}).state_handle
     assert h1 == KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False, ())
     assert dict(storage.files["chk-1/t"]) == {("agg", 1): "a", ("agg", 2): "b"}
     b.sync_phase(_snap(2, {"agg": {1: "c"}}))
-    h2 = b.async_phase(2, storage, savepoint=True, nodes=[]).state_handle
+    h2 = b.async_phase(2, storage, savepoint=True, operators={}).state_handle
     assert h2 == KeyedStateHandle(2, (("t", "sp-2/t"),), ("sp-2/t",), False, ())
 
 
@@ -356,7 +350,7 @@ def test_a_heap_restore_reads_the_handle_and_without_one_takes_the_redistributed
 
 def _take(b, storage, cid, keyed, savepoint=False):
     b.sync_phase(_snap(cid, keyed))
-    return b.async_phase(cid, storage, savepoint=savepoint, nodes=[]).state_handle
+    return b.async_phase(cid, storage, savepoint=savepoint, operators={}).state_handle
 
 
 def test_a_full_rocksdb_checkpoint_uploads_every_sst_as_private_state_even_after_a_confirmed_one():

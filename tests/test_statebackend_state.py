@@ -37,11 +37,6 @@ class _Op:
         return dict(self.state)
 
 
-class _Node:
-    def __init__(self, name, state):
-        self.name, self.op = name, _Op(state)
-
-
 def test_the_backend_names_and_the_compaction_bound():
     """First in the file: a mutant that breaks another test module's collection (the names read
     by ``RuntimeConfig``'s check) still meets this assertion."""
@@ -58,8 +53,8 @@ def test_a_new_backend_holds_its_uid_and_nothing_pending():
     assert KeyedStateBackend.notify_complete(heap, 1) is None
     # the backend holds no link to the task's operators: the asynchronous phase is handed them
     assert KeyedStateBackend.__slots__ == ("uid", "pending")
-    nodes = [_Node("agg", {1: "a"})]
-    assert heap.state_to_write({"agg": {1: "old"}}, nodes) == {"agg": {1: "old"}}
+    operators = {"agg": _Op({1: "a"})}
+    assert heap.state_to_write({"agg": {1: "old"}}, operators) == {"agg": {1: "old"}}
 
 
 def test_make_backend_follows_the_configuration():
@@ -87,7 +82,7 @@ def test_the_synchronous_phase_keeps_the_snapshot_pending_until_ready_and_writte
     b.ready(_snap(9, {}))  # no such pending snapshot: nothing changes
     assert sorted(b.pending) == [1, 2]
     storage = CheckpointStorage()
-    done = b.async_phase(1, storage, savepoint=False, nodes=[])
+    done = b.async_phase(1, storage, savepoint=False, operators={})
     assert sorted(b.pending) == [2] and b.ready_ids() == []
     assert done.state_handle == KeyedStateHandle(1, (("t", "chk-1/t"),), ("chk-1/t",), False)
     assert done.keyed == later.keyed and done.checkpoint_id == 1
@@ -98,7 +93,7 @@ def test_a_heap_savepoint_and_restore():
     b = HashMapStateBackend("t")
     b.sync_phase(_snap(3, {"agg": {2: "y", 1: "x"}}))
     storage = CheckpointStorage()
-    done = b.async_phase(3, storage, savepoint=True, nodes=[])
+    done = b.async_phase(3, storage, savepoint=True, operators={})
     assert done.state_handle == KeyedStateHandle(3, (("t", "sp-3/t"),), ("sp-3/t",), False)
     assert storage.files == {"sp-3/t": ((("agg", 1), "x"), (("agg", 2), "y"))}
     fresh = HashMapStateBackend("t")
@@ -138,7 +133,7 @@ def test_rocksdb_incremental_checkpoints_record_their_uploads_and_a_confirmation
     storage = CheckpointStorage()
     assert b.base() == ({}, True)
     b.sync_phase(_snap(1, {"agg": {1: "a"}}))
-    h1 = b.async_phase(1, storage, savepoint=False, nodes=[]).state_handle
+    h1 = b.async_phase(1, storage, savepoint=False, operators={}).state_handle
     assert h1 == KeyedStateHandle(1, (("t-0", "shared/t-0@1"),), ("shared/t-0@1",), True, ())
     assert b.uploads == {1: {"t-0": "shared/t-0@1"}} and b.confirmed is None
     assert b.base() == ({}, True)  # nothing confirmed yet
@@ -146,7 +141,7 @@ def test_rocksdb_incremental_checkpoints_record_their_uploads_and_a_confirmation
     assert b.confirmed == 1 and b.uploads == {1: {"t-0": "shared/t-0@1"}}
     assert b.base() == ({"t-0": "shared/t-0@1"}, True)
     b.sync_phase(_snap(2, {"agg": {1: "a", 2: "b"}}))
-    h2 = b.async_phase(2, storage, savepoint=False, nodes=[]).state_handle
+    h2 = b.async_phase(2, storage, savepoint=False, operators={}).state_handle
     assert h2 == KeyedStateHandle(2, (("t-0", "shared/t-0@1"), ("t-1", "shared/t-1@2")), ("shared/t-1@2",), True,
                                   ("shared/t-0@1",))
     assert b.uploads == {1: {"t-0": "shared/t-0@1"}, 2: {"t-0": "shared/t-0@1", "t-1": "shared/t-1@2"}}
@@ -162,15 +157,15 @@ def test_rocksdb_full_checkpoints_and_savepoints_upload_everything():
     b = RocksDBStateBackend("t", incremental=False)
     storage = CheckpointStorage()
     b.sync_phase(_snap(1, {"agg": {1: "a"}}))
-    h = b.async_phase(1, storage, savepoint=False, nodes=[]).state_handle
+    h = b.async_phase(1, storage, savepoint=False, operators={}).state_handle
     assert h == KeyedStateHandle(1, (("t-0", "chk-1/t-0"),), ("chk-1/t-0",), False, ())
     assert b.uploads == {1: {"t-0": "chk-1/t-0"}} and b.base() == ({}, True)
     inc = RocksDBStateBackend("u", incremental=True)
     inc.sync_phase(_snap(1, {"agg": {1: "a"}}))
-    inc.async_phase(1, storage, savepoint=False, nodes=[])
+    inc.async_phase(1, storage, savepoint=False, operators={})
     inc.notify_complete(1)
     inc.sync_phase(_snap(2, {"agg": {1: "a"}}))
-    sp = inc.async_phase(2, storage, savepoint=True, nodes=[]).state_handle
+    sp = inc.async_phase(2, storage, savepoint=True, operators={}).state_handle
     assert sp == KeyedStateHandle(2, (("u-0", "sp-2/u-0"),), ("sp-2/u-0",), False, ())
     assert inc.uploads == {1: {"u-0": "shared/u-0@1"}} and inc.confirmed == 1  # a savepoint records nothing
     assert storage.files["sp-2/u-0"] == ((("agg", 1), "a"),)
@@ -220,7 +215,7 @@ class _HeapRecorded(HashMapStateBackend):
         self.calls.append(("resources", snap))
         return super()._resources(snap) if snap is not None else None
 
-    def _write(self, checkpoint_id, res, storage, savepoint, nodes):
+    def _write(self, checkpoint_id, res, storage, savepoint, operators):
         self.calls.append(("write", checkpoint_id, res, storage, savepoint))
         return KeyedStateHandle(checkpoint_id)
 
@@ -247,7 +242,7 @@ def test_the_two_phases_hand_the_snapshot_strategy_the_snapshot_its_resources_an
     b.sync_phase(s1)
     assert b.calls == [("resources", s1)]
     storage = CheckpointStorage()
-    done = b.async_phase(1, storage, savepoint=True, nodes=[])
+    done = b.async_phase(1, storage, savepoint=True, operators={})
     assert b.calls[1:] == [("write", 1, {"agg": {1: "a"}}, storage, True)]
     assert done == attrs.evolve(s1, state_handle=KeyedStateHandle(1))  # the snapshot with its handle
 

@@ -32,7 +32,6 @@ from model.errors import ActionNotEnabled
 from model.fingerprint import canonical
 from model.events import _same
 from model.fingerprint import _BESIDE, _is_value_type
-from model.statecopy import _shared_of
 from model.variants import generate, variant, variant_names
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True, database=None,
@@ -137,8 +136,7 @@ def _mutable_reachable(root, stop: set) -> dict:
             continue  # the model's int subclasses (AllocationID, ExecutionAttemptID) are immutable
         elif t.__module__.startswith("model.") and not _is_value_type(t) and not isinstance(x, type):
             out[id(x)] = x
-            static = {id(getattr(x, n, None)) for n in _shared_of(t)}  # COPY_SHARED: shared on purpose
-            todo.extend(v for v in gc.get_referents(x) if not isinstance(v, type) and id(v) not in static)
+            todo.extend(v for v in gc.get_referents(x) if not isinstance(v, type))
     return out
 
 
@@ -238,7 +236,7 @@ def test_only_the_tasks_that_act_on_a_completed_checkpoint_are_notified():
                         d = c.copy()
                         task = d.tasks[t.id]
                         ctx = d.context(task)
-                        for node in task.nodes:
+                        for node in task.plan.nodes:
                             node.notify_complete(ctx, cid)
                         if task.backend is not None:
                             task.backend.notify_complete(cid)

@@ -506,6 +506,31 @@ def test_validation_fails_on_a_failure_of_a_task_the_job_does_not_have(tmp_path,
     v = validate(tr, **BUDGET)
     _assert_divergent_at(v, at)
     assert v.first_unmatched.key[0] == "task_failed"
+    task = [len(shape), 0] if where == "vertex" else [0, shape[0]]
+    assert f"names task {task}, which phase 0's JobGraph does not have" in v.reason, v.reason
+
+
+@pytest.mark.slow
+def test_a_task_the_job_does_not_have_diverges_where_the_exhaustive_search_does(tmp_path, monkeypatch):
+    """The search stops at the first run that matches the prefix before an event naming a task
+    the job does not have; searching every run instead ends at the same event, same prefix."""
+    from properties import tracevalidation
+    shape = load_trace(_trace_file("rocksdb-incremental")).header["flink_vertices"][0]["parallelism"]
+
+    def change(events):
+        i = _first(events, "task_failed")
+        events[i]["task"] = [len(shape), 0]
+        return i
+
+    tr, at = _mutated(tmp_path, "rocksdb-incremental", change)
+    early = validate(tr, **BUDGET)
+    monkeypatch.setattr(tracevalidation, "unknown_task", lambda trace, expected: None)
+    exhaustive = validate(tr, **BUDGET)
+    assert exhaustive.reason is None and early.reason
+    for v in (early, exhaustive):
+        _assert_divergent_at(v, at)
+    assert (early.matched, early.first_unmatched) == (exhaustive.matched, exhaustive.first_unmatched)
+    assert early.states < exhaustive.states
 
 
 # -- mapping rules --------------------------------------------------------------------------------------
