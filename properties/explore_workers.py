@@ -112,6 +112,9 @@ class _LevelWork:
         self.done = 0
         self.level = Level()
         self.violations: list = []
+        #: the smallest rank of a state whose children hold a violation: the states ranked after
+        #: it are counted, not expanded (the level's smallest violation is not among theirs)
+        self.first_violation = float("inf")
         self.transitions = 0
         self.stopped: str | None = None
         self.next_progress = time.perf_counter() + PROGRESS_EVERY
@@ -179,7 +182,8 @@ class _LevelWork:
         level = self.level
         if _INSPECT[0] is not None:
             _INSPECT[0](run)
-        if self.violations:
+        if self.violations and rank > self.first_violation:
+            # (a state stolen after a violation may rank below it: that one is expanded)
             acts = run.enabled_actions() if acts is None else acts
             self.transitions += len(to_take(run.cluster, acts, sleep, self.reduce))
             run.dispose()
@@ -190,6 +194,7 @@ class _LevelWork:
             key = (rank, repr(a))
             if v is not None:
                 self.violations.append((key, violation_trace(t, child), v))
+                self.first_violation = min(self.first_violation, rank)
                 child.dispose()  # only the trace is kept
                 continue
             if self.violations:

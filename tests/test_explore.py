@@ -301,6 +301,54 @@ def test_worker_processes_give_the_result_of_one_process(name, workers, changes)
     assert split.workers == workers and local.verdict == ("verified" if variant(name).safe else "violation")
 
 
+def test_a_worker_expands_a_stolen_state_that_ranks_below_its_violation():
+    """A worker that found a violation still expands the states it steals afterwards that rank
+    below it: one of them may hold the level's smallest violating trace. (Work stealing hands a
+    worker states of any rank once its own are done; skipping them gave, now and then, another
+    counterexample than the search in one process.)"""
+    from properties.explore import LocalLevels, Watch
+    from properties.explore_workers import _LevelWork
+
+    class Recording(LocalLevels):
+        frontiers: list = []
+
+        def expand(self, frontier, seen, watch, report):
+            self.frontiers.append([(t, s) for t, _run, s in frontier])
+            return super().expand(frontier, seen, watch, report)
+
+    class Quiet:  # the driver's end of the pipe: never asks anything
+        def poll(self):
+            return False
+
+        def send(self, msg):
+            pass
+
+    sc = _small("at-least-once-2pc")
+    levels = Recording(sc, True)
+    local = explore(sc, levels=levels)
+    assert local.verdict == "violation"
+    entries = [(rank, None, t, s) for rank, (t, s) in enumerate(levels.frontiers[-1])]
+
+    def violations(*batches):
+        work = _LevelWork(sc, True, {}, set(), Watch(), Quiet())
+        for batch in batches:
+            work.run(batch)
+        transitions, found, _claims, _stopped = work.finish()
+        return transitions, found
+
+    transitions, found = violations(entries)
+    bad = sorted({key[0] for key, _t, _v in found})
+    first = min(found, key=lambda x: x[0])
+    assert first[1] == local.trace
+    # a later violating state, expanded first, and the smaller ones stolen after it
+    later = [rank for rank, _f, t, s in entries if rank > bad[0] and violations([(rank, None, t, s)])[1]]
+    assert later, "the level has a second violating state"
+    cut = later[0]
+    stolen_transitions, stolen = violations([e for e in entries if e[0] >= cut], [e for e in entries if e[0] < cut])
+    assert min(stolen, key=lambda x: x[0])[:2] == first[:2]
+    assert stolen_transitions == transitions
+
+
 def test_a_fingerprint_does_not_depend_on_when_it_was_first_computed():
     """A rescale replaces the graph: a run fingerprinted before the restart and one first
     fingerprinted after it (a state replayed from its trace, as the worker processes and Spark's
