@@ -15,7 +15,11 @@ instrumented (:func:`instrument`: a local set just before the mutated statement)
 the mutated statement (``"same_call"``), and whether that invocation is on the traceback at all
 (``"in_call"``: the exception was raised in a function it called, before it returned): such a
 crash is ``crashed_in_call`` there (no test code ran between the mutated line and the
-exception); any other crash is a crash.
+exception); any other crash is a crash. In a fresh interpreter the first import of the mutated
+module is watched too (``FIRST_IMPORT``): when it fails on the mutant's own lines (a class
+statement whose ``__slots__`` was made ``None``), that first failure is reported as such
+(``"first_import"``), and ``properties/mutation.py`` judges the mutant incompetent from it,
+whatever a later import of the half-imported module raises elsewhere.
 
 Two ways to put a mutant in place, both used by ``properties/mutation.py``:
 
@@ -38,6 +42,7 @@ import ast
 import importlib
 import importlib.abc
 import importlib.util
+import inspect
 import json
 import os
 import sys
@@ -53,40 +58,110 @@ SURVIVED, KILLED, ERROR, CRASHED, OUT_OF_MEMORY = 0, 1, 3, 4, 5
 RAISE_MODEL_CRASHES = "FLINKSPEC_RAISE_MODEL_CRASHES"
 
 
-class _SourceLoader(importlib.abc.Loader):
-    """Executes a module from the mutant's source text instead of its file."""
+#: how the first import of the mutated module in this process ended (the import hook's: the
+#: fresh-interpreter way), None before it ran: ``{"ok": True}``, or ``{"ok": False, "exception":
+#: its type, "raised_at": where in the module (:func:`raised_at`), "own_lines": whether it was
+#: raised on the mutant's own lines (:func:`import_lines`), "test": the test it failed in}``.
+#: A module whose first import failed is half imported: an import again (another test file)
+#: runs its statements again and may be refused elsewhere (an id or a seam registered twice);
+#: the first failure is the one that tells what the mutant did.
+FIRST_IMPORT: dict | None = None
 
-    def __init__(self, path: str, source: str, code: types.CodeType | None = None):
-        self.path, self.source, self.code = path, source, code
+
+def import_lines(source: str, span: tuple[int, int] | None) -> frozenset:
+    """The lines of ``source`` (a mutated module) whose failure at import is the mutant's own:
+    the innermost statement holding the replacement (``span``: its character offsets), and the
+    header of every class statement around it -- its decorators and its ``class`` line, where
+    building the class fails (a ``__slots__`` made ``None``). Empty when the source does not
+    parse or ``span`` is None."""
+    if span is None:
+        return frozenset()
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return frozenset()
+    pos = _offset_to_pos(source, span[0])
+    lines: set = set()
+    body, inner = tree.body, None
+    while body:
+        node = next((n for n in body if (n.lineno, n.col_offset) <= pos <= (n.end_lineno, n.end_col_offset)), None)
+        if node is None:
+            break
+        inner = node
+        if isinstance(node, ast.ClassDef):
+            first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+            lines.update(range(first, node.body[0].lineno if node.body else node.end_lineno + 1))
+            body = node.body
+        else:
+            body = None
+    if inner is not None and not isinstance(inner, ast.ClassDef):
+        lines.update(range(inner.lineno, inner.end_lineno + 1))
+    return frozenset(lines)
+
+
+def _import_failure(exc: BaseException, path: str, own: frozenset) -> dict:
+    """``FIRST_IMPORT`` for an import of ``path`` that raised ``exc``: raised on the mutant's own
+    lines when the innermost frame of ``path`` on the traceback runs the module's own statements
+    (its body or a class body, not a function it called) on one of the lines ``own``."""
+    at = raised_at(exc, path)
+    frame_code = None
+    tb = exc.__traceback__
+    target = os.path.realpath(path)
+    while tb is not None:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == target:
+            frame_code = tb.tb_frame.f_code
+        tb = tb.tb_next
+    statements = frame_code is not None and not frame_code.co_flags & inspect.CO_OPTIMIZED
+    return {"ok": False, "exception": type(exc).__name__, "raised_at": at,
+            "own_lines": bool(at and statements and at["line"] in own)}
+
+
+class _SourceLoader(importlib.abc.Loader):
+    """Executes a module from the mutant's source text instead of its file; records how its
+    first execution ended (``FIRST_IMPORT``)."""
+
+    def __init__(self, path: str, source: str, code: types.CodeType | None = None, own: frozenset = frozenset()):
+        self.path, self.source, self.code, self.own = path, source, code, own
 
     def create_module(self, spec):
         return None
 
     def exec_module(self, module):
+        global FIRST_IMPORT
         module.__file__ = self.path
-        exec(self.code or compile(self.source, self.path, "exec"), module.__dict__)
+        try:
+            exec(self.code or compile(self.source, self.path, "exec"), module.__dict__)
+        except BaseException as e:
+            if FIRST_IMPORT is None:
+                FIRST_IMPORT = _import_failure(e, self.path, self.own)
+            raise
+        if FIRST_IMPORT is None:
+            FIRST_IMPORT = {"ok": True}
 
 
 class _MutantFinder(importlib.abc.MetaPathFinder):
     """Finds one module name (``model.<name>``) and hands it the mutated source."""
 
-    def __init__(self, fullname: str, path: str, source: str, code: types.CodeType | None = None):
-        self.fullname, self.path, self.source, self.code = fullname, path, source, code
+    def __init__(self, fullname: str, path: str, source: str, code: types.CodeType | None = None,
+                 own: frozenset = frozenset()):
+        self.fullname, self.path, self.source, self.code, self.own = fullname, path, source, code, own
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != self.fullname:
             return None
-        return importlib.util.spec_from_loader(fullname, _SourceLoader(self.path, self.source, self.code),
+        return importlib.util.spec_from_loader(fullname, _SourceLoader(self.path, self.source, self.code, self.own),
                                                origin=self.path)
 
 
-def install_source(fullname: str, path: str, source: str, code: types.CodeType | None = None) -> None:
+def install_source(fullname: str, path: str, source: str, code: types.CodeType | None = None,
+                   span: tuple[int, int] | None = None) -> None:
     """From now on, importing ``fullname`` executes ``source`` (as if it were the file ``path``),
-    or ``code``, the compiled ``source`` (instrumented: :func:`instrument`). The module must not
-    have been imported yet."""
+    or ``code``, the compiled ``source`` (instrumented: :func:`instrument`); ``span``, the
+    replacement's character offsets in ``source``, tells the mutant's own lines should the
+    first import fail (``FIRST_IMPORT``). The module must not have been imported yet."""
     if fullname in sys.modules:
         raise RuntimeError(f"{fullname} was imported before the mutant's source was installed")
-    sys.meta_path.insert(0, _MutantFinder(fullname, path, source, code))
+    sys.meta_path.insert(0, _MutantFinder(fullname, path, source, code, import_lines(source, span)))
 
 
 def _code_by_qualname(code: types.CodeType, qualname: str) -> types.CodeType | None:
@@ -344,6 +419,8 @@ class _Recorder:
         self.next_of: dict = {}
 
     def _first(self, nodeid: str, exc: BaseException | None, what: str | None = None) -> None:
+        if FIRST_IMPORT is not None and not FIRST_IMPORT["ok"] and "test" not in FIRST_IMPORT:
+            FIRST_IMPORT["test"] = nodeid  # the first failure after the import's: the test it failed in
         assertion = what is None and _is_assertion(exc)
         exception = what or (type(exc).__name__ if exc is not None else None)
         place = None if assertion else raised_at(exc, self.module_file)
@@ -470,9 +547,12 @@ def _write_result(result_path: str | None, rec: _Recorder, rc: int | None) -> No
     if rec.failed is not None:
         rec.exception = rec.exception or "a failure without an exception"
     if result_path:
+        res = {"failed": rec.failed, "exception": rec.exception, "raised_at": rec.raised_at,
+               "crashes": rec.crashes, "ran": rec.ran, "pytest_rc": rc}
+        if FIRST_IMPORT is not None and not FIRST_IMPORT["ok"]:
+            res["first_import"] = FIRST_IMPORT
         with open(result_path, "w") as f:
-            json.dump({"failed": rec.failed, "exception": rec.exception, "raised_at": rec.raised_at,
-                       "crashes": rec.crashes, "ran": rec.ran, "pytest_rc": rc}, f)
+            json.dump(res, f)
 
 
 def run_suites(names: list[str], result_path: str | None, *, runs: int | None, base_seed: int,
@@ -514,8 +594,11 @@ def run_suites(names: list[str], result_path: str | None, *, runs: int | None, b
             what = ("violated " + ", ".join(sorted(res.violations))) if res.violations else "expected violation not found"
             break
     if result_path:
+        res = {"failed": failed, "exception": what, "raised_at": at, "ran": ran}
+        if FIRST_IMPORT is not None and not FIRST_IMPORT["ok"]:
+            res["first_import"] = {**FIRST_IMPORT, "test": FIRST_IMPORT.get("test", failed)}
         with open(result_path, "w") as f:
-            json.dump({"failed": failed, "exception": what, "raised_at": at, "ran": ran}, f)
+            json.dump(res, f)
     return outcome
 
 
@@ -535,7 +618,8 @@ def main(argv: list[str]) -> int:
     if spec.get("span") is not None:
         code = instrument(spec["source"], spec["path"], spec.get("function"), tuple(spec["span"]))
         _INSTRUMENTED = True
-    install_source(spec["module"], spec["path"], spec["source"], code)
+    install_source(spec["module"], spec["path"], spec["source"], code,
+                   tuple(spec["span"]) if spec.get("span") is not None else None)
     limit_memory(spec.get("max_memory"))
     t0 = time.perf_counter()
     try:

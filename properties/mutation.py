@@ -256,6 +256,25 @@ KILL_PROFILES: dict[str, KillProfile] = {
     "environment": KillProfile(("tests/test_environment_state.py", "tests/test_environment.py", *SCENARIOS)),
     # the kinds, entries and registry alone, then the registered catalog
     "catalog": KillProfile(("tests/test_catalog_state.py", "tests/test_catalog.py")),
+    # the registry and the override call by call (tests/test_seams*.py), the user's designs
+    # that register seams, then the scenarios whose steps run within the active seams
+    "seams": KillProfile(("tests/test_seams_state.py", "tests/test_seams.py", "tests/test_design.py", *SCENARIOS)),
+    # each diff's whole result call by call (tests/test_oracle_state.py), the differential
+    # tests, the sinks judged by it, then the scenarios judged against the reference
+    "oracle": KillProfile(("tests/test_oracle_state.py", "tests/test_oracle_diff.py", "tests/test_sinks.py",
+                           *SCENARIOS)),
+    # the Python walk against copy.deepcopy and the C walk (tests/test_statecopy_state.py,
+    # tests/test_native_walk.py), then the copies the explorer makes
+    "statecopy": KillProfile(("tests/test_statecopy_state.py", "tests/test_native_walk.py",
+                              "tests/test_explore_speed.py")),
+    # every field of small JobGraphs (tests/test_jobgraph_state.py), the structure and chaining
+    # built on them, the ExecutionGraph and failover regions, then the scenarios
+    "jobgraph": KillProfile(("tests/test_jobgraph_state.py", "tests/test_structure.py", "tests/test_chaining.py",
+                             "tests/test_executiongraph_state.py", "tests/test_failover_state.py",
+                             "tests/test_forced_aligned.py", *SCENARIOS)),
+    # each reader's exact value or message at every bound (tests/test_inputfiles.py), then the
+    # bad input of every command that reads a file
+    "inputfiles": KillProfile(("tests/test_inputfiles.py", "tests/test_bad_input.py")),
 }
 
 
@@ -903,7 +922,13 @@ def _crash_verdict(job: Job, info: dict) -> tuple[str, dict]:
     (``raised_at["kind"]`` says which: ``"own line"``, ``"same call"``, ``"in callee"``), else ``crashed``
     (the first crash raised elsewhere decides: there the mutant's wrong state left the call).
     A ``MemoryError`` is always a crash: where memory ran out says nothing of where the mutant
-    went wrong."""
+    went wrong. A mutant whose module failed at its first import on the mutant's own lines
+    (``info["first_import"]``, see ``properties.mutantrun.FIRST_IMPORT``) is incompetent from
+    that failure, whatever later imports of the half-imported module raised."""
+    first = info.get("first_import") or {}
+    if first.get("own_lines") and first.get("raised_at"):
+        return "incompetent", {"test": first.get("test"), "exception": first.get("exception"),
+                               "raised_at": {**first["raised_at"], "kind": "own line"}}
     crashes = info.get("crashes") or [{"test": info.get("failed"), "exception": info.get("exception"),
                                        "raised_at": info.get("raised_at")}]
     kinds = [None if c.get("exception") == "MemoryError" else job.mutant.crash_kind(job.source, c.get("raised_at"))

@@ -447,6 +447,89 @@ def test_an_assertion_after_a_crash_still_kills_and_only_cheap_tests_run_after_a
     assert got["ran"] == 2
 
 
+#: a module the planted mutants below break at import: it takes a tag from a registry (taking
+#: one twice is refused, as ``fresh_id`` and the seams refuse it), then defines a class
+_TAGGED = ('''import registry
+
+TAG = "A"
+registry.take(TAG.lower())
+
+
+class Message:
+    """A message."""
+
+    __slots__ = ()
+''')
+_REGISTRY = "TAKEN = set()\n\n\ndef take(tag):\n    if tag in TAKEN:\n        raise ValueError(f'tag {tag!r} taken')\n" \
+            "    TAKEN.add(tag)\n"
+
+
+def _first_import_verdict(tmp_path, old: str, new: str):
+    """Plant ``old`` as ``new`` in ``_TAGGED``, run two test files importing it in a fresh
+    interpreter (the import hook's way), and judge the run as ``flinkspec mutate`` does:
+    (the run's result, the verdict)."""
+    from properties import mutantrun
+
+    (tmp_path / "registry.py").write_text(_REGISTRY)
+    (tmp_path / "tagged.py").write_text(_TAGGED)
+    for name in ("test_first.py", "test_second.py"):
+        (tmp_path / name).write_text("import tagged\n\n\ndef test_it():\n    assert tagged.Message\n")
+    start = _TAGGED.index(old)
+    mutated = _TAGGED[:start] + new + _TAGGED[start + len(old):]
+    line = _TAGGED[:start].count("\n") + 1
+    tests = ["test_first.py", "test_second.py"]
+    spec = {"root": str(tmp_path), "module": "tagged", "path": str(tmp_path / "tagged.py"), "source": mutated,
+            "tests": tests, "result": str(tmp_path / "result.json"), "function": None,
+            "span": [start, start + len(new)]}
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    r = subprocess.run([sys.executable, "-m", "properties.mutantrun", str(tmp_path / "spec.json")], cwd=tmp_path,
+                       env=ENV, capture_output=True, text=True, timeout=300)
+    assert r.returncode == mutantrun.CRASHED, r.stderr[-2000:]
+    res = json.loads((tmp_path / "result.json").read_text())
+    m = M.Mutant(id="tagged:0000000000", module="tagged", index=1, operator="planted", line=line, end_line=line,
+                 stmt_line=line, function=None, start=start, end=start + len(old), replacement=new, diff="")
+    return res, M._judge(M.Job(m, mutated, tuple(tests), 10.0, fresh=True), r.returncode, 1.0,
+                         str(tmp_path / "result.json"))
+
+
+def test_a_module_failing_at_its_first_import_on_the_mutants_lines_is_incompetent_whatever_later_imports_raise(
+        tmp_path):
+    """``__slots__`` made None: the class statement fails at the first import (the mutated code
+    could not run); the second test file imports the half-imported module again, and its
+    statements before the class are refused elsewhere (the tag taken twice). The first failure
+    decides: incompetent, with its exception and the ``class`` line."""
+    res, judged = _first_import_verdict(tmp_path, "__slots__ = ()", "__slots__ = None")
+    class_line = _TAGGED[:_TAGGED.index("class Message")].count("\n") + 1
+    take_line = _TAGGED[:_TAGGED.index("registry.take")].count("\n") + 1
+    # the later import's refusal is a crash raised elsewhere: alone it would be judged crashed
+    assert [(c["test"], c["raised_at"]["line"], c["raised_at"]["message"].split(":")[0]) for c in res["crashes"]] \
+        == [("test_first.py", class_line, "TypeError"), ("test_second.py", take_line, "ValueError")], res
+    assert res["first_import"] == {"ok": False, "exception": "TypeError", "own_lines": True, "test": "test_first.py",
+                                   "raised_at": res["crashes"][0]["raised_at"]}, res
+    assert (judged.outcome, judged.exception, judged.killed_by) == ("incompetent", "TypeError", "test_first.py")
+    assert (judged.raised_at["line"], judged.raised_at["function"], judged.raised_at["kind"]) == \
+        (class_line, "<module>", "own line")
+
+
+def test_a_module_failing_at_its_first_import_on_another_line_is_still_a_crash(tmp_path):
+    """The tag made None: the module's next statement trips over it at the first import -- not
+    the mutant's own line, so the mutant stays crashed (its None went unjudged elsewhere)."""
+    res, judged = _first_import_verdict(tmp_path, 'TAG = "A"', "TAG = None")
+    take_line = _TAGGED[:_TAGGED.index("registry.take")].count("\n") + 1
+    assert res["first_import"]["own_lines"] is False and res["first_import"]["raised_at"]["line"] == take_line, res
+    assert (judged.outcome, judged.exception, judged.raised_at["line"]) == ("crashed", "collection error", take_line)
+
+
+def test_the_lines_of_a_mutant_whose_import_failure_is_its_own():
+    from properties import mutantrun
+
+    src = "import x\n\n\n@dec\nclass A(\n        B):\n    y = 1\n    __slots__ = (\n        'a',)\n    z = 2\n"
+    start = src.index("(\n        'a'")
+    assert mutantrun.import_lines(src, (start, start + 3)) == {4, 5, 6, 8, 9}
+    assert mutantrun.import_lines(src, (src.index("import x"), 8)) == {1}
+    assert mutantrun.import_lines(src, None) == frozenset() and mutantrun.import_lines("def (", (0, 1)) == frozenset()
+
+
 def test_a_test_file_that_does_not_import_is_a_crash_and_the_other_files_tests_still_run(tmp_path):
     """A mutant that breaks a module one profile file imports: that file does not collect (a
     crash), and the tests of the files that did collect still run -- pytest given node ids runs
