@@ -275,6 +275,13 @@ KILL_PROFILES: dict[str, KillProfile] = {
     # each reader's exact value or message at every bound (tests/test_inputfiles.py), then the
     # bad input of every command that reads a file
     "inputfiles": KillProfile(("tests/test_inputfiles.py", "tests/test_bad_input.py")),
+    # each table's whole value and each rule's message call by call (tests/test_jobfile.py), then
+    # check --job and compile reading the example jobs
+    "jobfile": KillProfile(("tests/test_jobfile.py", "tests/test_check_job.py", "tests/test_compile_cli.py")),
+    # the slot tables, the SlotManager and the entrypoint's whole state call by call
+    # (tests/test_clusterentrypoint_state.py), then the session and application clusters' runs
+    "clusterentrypoint": KillProfile(("tests/test_clusterentrypoint_state.py", "tests/test_clusterentrypoint.py",
+                                      "tests/test_activeresourcemanager.py")),
 }
 
 
