@@ -282,6 +282,10 @@ KILL_PROFILES: dict[str, KillProfile] = {
     # (tests/test_clusterentrypoint_state.py), then the session and application clusters' runs
     "clusterentrypoint": KillProfile(("tests/test_clusterentrypoint_state.py", "tests/test_clusterentrypoint.py",
                                       "tests/test_activeresourcemanager.py")),
+    # every rule's exact message, the look-ups, the builder and the dict form call by call
+    # (tests/test_streamgraph_state.py), then the graphs generated at random and the chaining
+    "streamgraph": KillProfile(("tests/test_streamgraph_state.py", "tests/test_streamgraph.py",
+                                "tests/test_chaining.py")),
 }
 
 
