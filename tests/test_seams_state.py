@@ -2,11 +2,37 @@
 ``check``/``conflicts``/``original`` answer, and where a seam's definition is bound while it
 acts and after."""
 
+import attrs
 import pytest
 
-from model import seams
-from model.errors import FlinkspecError
-from model.sharedstateregistry import SharedStateRegistry
+from model import seams  # the only model modules imported at the top: a registry made unusable
+from model.errors import FlinkspecError  # by a mutant breaks the other modules' imports, not this file's
+
+
+def test_the_registry_is_its_tables():
+    """The registry's tables as the model declares them (a test of this file first, before any
+    other module's seams are looked at)."""
+    assert type(seams.SEAMS) is dict and all(type(k) is str and type(v) is seams.Seam for k, v in seams.SEAMS.items())
+    assert type(seams._BINDINGS) is dict
+    assert seams._ACTIVE == [()]
+
+
+def test_the_declared_fields_of_a_seam():
+    fields = [(a.name, a.default, a.repr, a.eq, a.init) for a in attrs.fields(seams.Seam)]
+    assert fields == [("name", attrs.NOTHING, True, True, True), ("definition", attrs.NOTHING, True, True, True),
+                      ("description", attrs.NOTHING, True, True, True), ("flink_key", None, True, True, True),
+                      ("origin", None, True, True, True), ("owner", None, False, False, True),
+                      ("attribute", "", False, True, True), ("installed", None, False, False, True),
+                      ("safe", None, False, False, True)]
+    assert seams.Seam.__slots__ and attrs.has(seams.Seam)
+
+
+def _answer(call, *args):
+    """What the registry answers: ``("ok", result)`` or its refusal ``("refused", message)``."""
+    try:
+        return "ok", call(*args)
+    except (seams.SeamError, FlinkspecError) as e:
+        return "refused", str(e)
 
 
 @pytest.fixture
@@ -18,6 +44,8 @@ def registered():
 
 
 def test_override_registers_the_whole_entry_and_returns_the_function(registered):
+    from model.sharedstateregistry import SharedStateRegistry
+
     safe = SharedStateRegistry.__dict__["_may_discard"]
 
     def _never(self, e):
@@ -159,9 +187,9 @@ def test_override_of_each_kind_registers_its_installed_definition(registered, mo
     def repl(*a):
         return "replaced"
 
-    for name, owner, attr, kind in (("t-plain", Owner, "plain", None), ("t-static", Owner, "static", staticmethod),
-                                    ("t-class", Owner, "klass", classmethod), ("t-prop", Owner, "prop", property),
-                                    ("t-fn", mod, "f", None)):
+    for name, owner, attr, kind in (("t-kind-plain", Owner, "plain", None), ("t-kind-static", Owner, "static", staticmethod),
+                                    ("t-kind-class", Owner, "klass", classmethod), ("t-kind-prop", Owner, "prop", property),
+                                    ("t-kind-fn", mod, "f", None)):
         assert seams.override(name, owner, attr, "d")(repl) is repl
         registered.append(name)
         s = seams.SEAMS[name]
@@ -171,12 +199,12 @@ def test_override_of_each_kind_registers_its_installed_definition(registered, mo
             assert s.installed is repl, name
         else:
             assert type(s.installed) is kind and (s.installed.fget if kind is property else s.installed.__func__) is repl
-    assert seams.original("t-plain") is Owner.__dict__["plain"]
-    assert seams.original("t-static") is Owner.__dict__["static"].__func__
-    assert seams.original("t-class") is Owner.__dict__["klass"].__func__
-    assert seams.original("t-prop") is Owner.__dict__["prop"].fget
-    assert seams.original("t-fn") is _safe_function
-    assert seams.known_bugs()[-5:] == ("t-plain", "t-static", "t-class", "t-prop", "t-fn")
+    assert seams.original("t-kind-plain") is Owner.__dict__["plain"]
+    assert seams.original("t-kind-static") is Owner.__dict__["static"].__func__
+    assert seams.original("t-kind-class") is Owner.__dict__["klass"].__func__
+    assert seams.original("t-kind-prop") is Owner.__dict__["prop"].fget
+    assert seams.original("t-kind-fn") is _safe_function
+    assert seams.known_bugs()[-5:] == ("t-kind-plain", "t-kind-static", "t-kind-class", "t-kind-prop", "t-kind-fn")
     assert seams.known_bugs() == tuple(seams.SEAMS)
 
 
@@ -211,6 +239,7 @@ def test_check_and_conflicts_answer_call_by_call(registered):
     assert seams.conflicts(("t-a", "t-c")) is None and seams.conflicts(()) is None
     assert seams.conflicts(("t-a", "t-c", "t-b")) == "seams 't-a' and 't-b' both override Owner.plain"
     assert seams.conflicts(("nope", "t-a", "nope")) is None  # an unknown name is check's to refuse
+    assert seams.conflicts(("nope", "t-a", "t-b")) == "seams 't-a' and 't-b' both override Owner.plain"
     with pytest.raises(FlinkspecError) as info:
         seams.check(("t-b", "t-a"))
     assert str(info.value) == ("seams=['t-b', 't-a']: seams 't-b' and 't-a' both override Owner.plain; "
@@ -236,16 +265,17 @@ def test_a_module_functions_bindings_and_the_block_that_installs_it(registered, 
 
     seams.override("t-fn", mod, "f", "d")(repl)
     registered.append("t-fn")
+    assert "t-fn" not in seams._BINDINGS
     got = seams._bindings("t-fn")
-    assert set(got) == {(mod, "f"), (user, "f"), (user, "g")} and len(got) == 3  # not the module outside the model
+    assert type(got) is tuple and len(got) == 3
+    assert set(got) == {(mod, "f"), (user, "f"), (user, "g")}  # not the module outside the model
     assert seams._BINDINGS["t-fn"] is got and seams._bindings("t-fn") is got  # computed once
     assert seams._ACTIVE[0] == ()
     with seams.active(("t-fn",)):
         assert seams._ACTIVE[0] == ("t-fn",)
         assert mod.f is repl and user.f is repl and user.g is repl and outside.f is _safe_function
-        with pytest.raises(seams.SeamError) as info:
-            seams.unregister(["t-fn"])
-        assert str(info.value) == "seam 't-fn' is acting: it cannot be unregistered now"
+        assert _answer(seams.unregister, ["t-fn"]) == ("refused", "seam 't-fn' is acting: it cannot be unregistered now")
+        assert "t-fn" in seams.SEAMS and "t-fn" in seams._BINDINGS
         with seams.active(()):
             assert seams._ACTIVE[0] == () and mod.f is _safe_function and user.g is _safe_function
         assert seams._ACTIVE[0] == ("t-fn",) and mod.f is repl and user.g is repl
@@ -253,7 +283,7 @@ def test_a_module_functions_bindings_and_the_block_that_installs_it(registered, 
             assert mod.f is repl
         assert mod.f is repl
     assert seams._ACTIVE[0] == () and mod.f is _safe_function and user.f is _safe_function
-    seams.unregister(["t-fn", "never-registered"])
+    assert _answer(seams.unregister, ["t-fn", "never-registered"]) == ("ok", None)
     registered.remove("t-fn")
     assert "t-fn" not in seams.SEAMS and "t-fn" not in seams._BINDINGS
 
@@ -298,3 +328,17 @@ def test_within_acts_while_the_method_runs(registered):
         assert Run(("t-w",)).step(5) == ("replaced", ("t-w",), 5, 0)
         assert Run(()).step(5) == ("plain", (), 5, 0)
         assert Owner().plain() == "replaced"
+
+
+def test_unregister_forgets_a_seam_and_its_bindings_call_by_call():
+    n = "t-unregister-only"
+    assert _answer(seams.override(n, Owner, "plain", "d"), lambda self: 0)[0] == "ok"
+    assert _answer(seams._bindings, n) == ("ok", ((Owner, "plain"),))
+    assert n in seams.SEAMS and n in seams._BINDINGS
+    assert _answer(seams.unregister, [n]) == ("ok", None)
+    assert n not in seams.SEAMS and n not in seams._BINDINGS
+    # registered again (no bindings computed yet), then forgotten: nothing left either
+    assert _answer(seams.override(n, Owner, "plain", "d"), lambda self: 0)[0] == "ok"
+    assert _answer(seams.unregister, (n, "t-never")) == ("ok", None)
+    assert n not in seams.SEAMS and n not in seams._BINDINGS
+    assert _answer(seams.unregister, []) == ("ok", None)
