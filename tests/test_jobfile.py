@@ -31,6 +31,14 @@ def job(p: int = 1, **tables) -> dict:
 GRAPH = stream_graph_from_dict(job())
 
 
+def accepted(call, *args):
+    """``call``'s answer; a valid input refused is a failed statement, not an error."""
+    try:
+        return call(*args)
+    except InvalidJobSpec as e:
+        pytest.fail(f"a valid input refused: {e}")
+
+
 def refused(call, *args) -> str:
     with pytest.raises(InvalidJobSpec) as e:
         call(*args)
@@ -89,11 +97,11 @@ def test_table():
 
 
 def test_environment():
-    assert environment({}) == Environment(max_failures=2, trigger_delivery="at_once")
-    assert environment({"environment": {}}) == Environment(max_failures=2, trigger_delivery="at_once")
-    assert environment({"environment": {"max_failures": 0, "trigger_delivery": "any_order"}}) == Environment(
+    assert accepted(environment, {}) == Environment(max_failures=2, trigger_delivery="at_once")
+    assert accepted(environment, {"environment": {}}) == Environment(max_failures=2, trigger_delivery="at_once")
+    assert accepted(environment, {"environment": {"max_failures": 0, "trigger_delivery": "any_order"}}) == Environment(
         max_failures=0, trigger_delivery="any_order")
-    assert environment({"environment": {"max_failures": 100}}) == Environment(max_failures=100,
+    assert accepted(environment, {"environment": {"max_failures": 100}}) == Environment(max_failures=100,
                                                                               trigger_delivery="at_once")
     assert refused(environment, {"environment": {"max_failures": 101}}) == (
         "[environment] max_failures: must be an integer in [0, 100], not 101")
@@ -117,26 +125,30 @@ def rc(p: int = 1, **runtime) -> RuntimeConfig:
     return runtime_config(data, stream_graph_from_dict(data))
 
 
+def ok_rc(p: int = 1, **runtime) -> RuntimeConfig:
+    return accepted(lambda: rc(p, **runtime))
+
+
 def test_runtime_config_defaults_and_each_key():
-    assert runtime_config({}, GRAPH) == config()
-    assert rc() == config()
-    assert rc(3) == config(task_managers=3)
-    assert rc(3, slots_per_task_manager=2) == config(task_managers=2, slots_per_task_manager=2)
-    assert rc(3, slots_per_task_manager=3) == config(task_managers=1, slots_per_task_manager=3)
-    assert rc(3, slots_per_task_manager=4) == config(task_managers=1, slots_per_task_manager=4)
-    assert rc(checkpointing_mode="at_least_once") == config(checkpointing_mode="at_least_once")
-    assert rc(unaligned=True) == config(unaligned=True)
-    assert rc(unaligned=True, aligned_checkpoint_timeout=4) == config(unaligned=True, aligned_checkpoint_timeout=4)
-    assert rc(unaligned=True, aligned_checkpoint_timeout=0) == config(unaligned=True, aligned_checkpoint_timeout=None)
-    assert rc(aligned_checkpoint_timeout=0) == config()
-    assert rc(max_concurrent_checkpoints=100) == config(max_concurrent_checkpoints=100)
-    assert rc(failover_strategy="full") == config(failover_strategy="full")
-    assert rc(task_managers=3) == config(task_managers=3)
-    assert rc(task_managers=256) == config(task_managers=256)
-    assert rc(2, task_managers=2) == config(task_managers=2)
-    assert rc(2, task_managers=1, slots_per_task_manager=2) == config(task_managers=1, slots_per_task_manager=2)
-    assert rc(slots_per_task_manager=1024) == config(slots_per_task_manager=1024)
-    assert rc(unaligned=False) == config()
+    assert accepted(runtime_config, {}, GRAPH) == config()
+    assert ok_rc() == config()
+    assert ok_rc(3) == config(task_managers=3)
+    assert ok_rc(3, slots_per_task_manager=2) == config(task_managers=2, slots_per_task_manager=2)
+    assert ok_rc(3, slots_per_task_manager=3) == config(task_managers=1, slots_per_task_manager=3)
+    assert ok_rc(3, slots_per_task_manager=4) == config(task_managers=1, slots_per_task_manager=4)
+    assert ok_rc(checkpointing_mode="at_least_once") == config(checkpointing_mode="at_least_once")
+    assert ok_rc(unaligned=True) == config(unaligned=True)
+    assert ok_rc(unaligned=True, aligned_checkpoint_timeout=4) == config(unaligned=True, aligned_checkpoint_timeout=4)
+    assert ok_rc(unaligned=True, aligned_checkpoint_timeout=0) == config(unaligned=True, aligned_checkpoint_timeout=None)
+    assert ok_rc(aligned_checkpoint_timeout=0) == config()
+    assert ok_rc(max_concurrent_checkpoints=100) == config(max_concurrent_checkpoints=100)
+    assert ok_rc(failover_strategy="full") == config(failover_strategy="full")
+    assert ok_rc(task_managers=3) == config(task_managers=3)
+    assert ok_rc(task_managers=256) == config(task_managers=256)
+    assert ok_rc(2, task_managers=2) == config(task_managers=2)
+    assert ok_rc(2, task_managers=1, slots_per_task_manager=2) == config(task_managers=1, slots_per_task_manager=2)
+    assert ok_rc(slots_per_task_manager=1024) == config(slots_per_task_manager=1024)
+    assert ok_rc(unaligned=False) == config()
 
 
 def test_runtime_config_refusals():
@@ -183,8 +195,8 @@ def test_runtime_config_bounds_the_task_managers_a_job_needs(monkeypatch):
     assert refused(runtime_config, {}, g4) == (
         "[runtime] slots_per_task_manager: the job needs 4 slots: with 1 per TaskManager that is 4 "
         "TaskManagers, more than the limit of 3")
-    assert runtime_config({}, stream_graph_from_dict(job(3))) == config(task_managers=3)
-    assert runtime_config({"runtime": {"slots_per_task_manager": 2}}, g4) == config(task_managers=2,
+    assert accepted(runtime_config, {}, stream_graph_from_dict(job(3))) == config(task_managers=3)
+    assert accepted(runtime_config, {"runtime": {"slots_per_task_manager": 2}}, g4) == config(task_managers=2,
                                                                                    slots_per_task_manager=2)
     assert refused(runtime_config, {"runtime": {"task_managers": 4}}, g4) == (
         "[runtime] task_managers: must be an integer in [1, 3], not 4")
@@ -217,20 +229,20 @@ def test_required_slots():
 
 
 def test_input_spec():
-    assert input_spec({}) == InputSpec()
-    assert input_spec({"input": {}}) == InputSpec()
-    assert input_spec({"input": {"records": 0, "keys": ["a"], "out_of_orderness": 0, "seed": 0}}) == InputSpec(
+    assert accepted(input_spec, {}) == InputSpec()
+    assert accepted(input_spec, {"input": {}}) == InputSpec()
+    assert accepted(input_spec, {"input": {"records": 0, "keys": ["a"], "out_of_orderness": 0, "seed": 0}}) == InputSpec(
         records=0, keys=("a",), out_of_orderness=0, seed=0)
-    assert input_spec({"input": {"records": 10_000, "keys": ["x", "y"], "out_of_orderness": 1_000_000,
+    assert accepted(input_spec, {"input": {"records": 10_000, "keys": ["x", "y"], "out_of_orderness": 1_000_000,
                                  "seed": INT_MIN}}) == InputSpec(records=10_000, keys=("x", "y"),
                                                                  out_of_orderness=1_000_000, seed=INT_MIN)
-    spec = input_spec({"input": {"keys": ["b", "a"]}})
+    spec = accepted(input_spec, {"input": {"keys": ["b", "a"]}})
     assert spec == InputSpec(keys=("b", "a")) and type(spec.keys) is tuple
-    assert input_spec({"input": {"seed": INT_MAX}}) == InputSpec(seed=INT_MAX)
-    assert input_spec({"input": {"seed": -1}}) == InputSpec(seed=-1)
+    assert accepted(input_spec, {"input": {"seed": INT_MAX}}) == InputSpec(seed=INT_MAX)
+    assert accepted(input_spec, {"input": {"seed": -1}}) == InputSpec(seed=-1)
     thousand = [f"k{i}" for i in range(1000)]
-    assert input_spec({"input": {"keys": thousand}}).keys == tuple(thousand)
-    assert input_spec({"input": {"keys": ["k" * 200, "x"]}}).keys == ("k" * 200, "x")
+    assert accepted(input_spec, {"input": {"keys": thousand}}).keys == tuple(thousand)
+    assert accepted(input_spec, {"input": {"keys": ["k" * 200, "x"]}}).keys == ("k" * 200, "x")
 
 
 def test_input_spec_refusals():
@@ -264,13 +276,13 @@ def test_job_file_from_dict():
     data = job(2, runtime={"failover_strategy": "full"}, environment={"max_failures": 1},
                input={"records": 4, "seed": 9})
     before = copy.deepcopy(data)
-    f = job_file_from_dict(data, "my.toml")
+    f = accepted(job_file_from_dict, data, "my.toml")
     assert f == JobFile(path="my.toml", graph=stream_graph_from_dict(data),
                         config=config(failover_strategy="full", task_managers=2),
                         input=InputSpec(records=4, seed=9),
                         environment=Environment(max_failures=1, trigger_delivery="at_once"))
     assert f.name == "tiny" and data == before
-    assert job_file_from_dict(job()) == JobFile(path="job", graph=GRAPH, config=config(), input=InputSpec(),
+    assert accepted(job_file_from_dict, job()) == JobFile(path="job", graph=GRAPH, config=config(), input=InputSpec(),
                                                 environment=Environment(max_failures=2, trigger_delivery="at_once"))
     assert refused(job_file_from_dict, [1], "f.toml") == "f.toml: must be a table/object, not [1]"
     assert refused(job_file_from_dict, None) == "job: must be a table/object, not None"
@@ -322,11 +334,11 @@ def test_load_job_file(tmp_path):
     p = tmp_path / "job.toml"
     p.write_text(TOML + '[runtime]\nslots_per_task_manager = 2\n[environment]\ntrigger_delivery = "any_order"\n'
                         '[input]\nkeys = ["x"]\n')
-    f = load_job_file(p)
+    f = accepted(load_job_file, p)
     assert f == JobFile(path=str(p), graph=stream_graph_from_dict(job(2)),
                         config=config(task_managers=1, slots_per_task_manager=2), input=InputSpec(keys=("x",)),
                         environment=Environment(max_failures=2, trigger_delivery="any_order"))
-    assert load_job_file(str(p)) == f
+    assert accepted(load_job_file, str(p)) == f
     for table, message in [("[runtime]\nunaligned = 2\n", "[runtime] unaligned: must be a boolean, not 2"),
                            ("[environment]\nmax_failures = 101\n",
                             "[environment] max_failures: must be an integer in [0, 100], not 101"),
