@@ -3,7 +3,9 @@ value of each good one, at every bound (the file, the bytes, JSON, TOML, the sch
 
 from __future__ import annotations
 
+import io
 import os
+import threading
 
 import pytest
 
@@ -12,6 +14,14 @@ from model.errors import FlinkspecError
 from model.inputfiles import (INT_MAX, INT_MIN, MAX_DEPTH, MAX_FILE_BYTES, MAX_INT_DIGITS, SHORT, InputError,
                               check_depth, check_schema, decode_utf8, field_path, int_schema, parse_json, parse_toml,
                               read_input, read_json_or_toml, short, short_text, string_schema)
+
+
+def accepted(call, *args, **kw):
+    """``call``'s answer; a good input refused is a failed statement, not an error."""
+    try:
+        return call(*args, **kw)
+    except InputError as e:
+        pytest.fail(f"a good input refused: {e}")
 
 
 def refusal(call, *args, **kw) -> tuple:
@@ -92,14 +102,14 @@ def test_short():
 def test_read_input_reads_a_regular_file_up_to_the_bound(tmp_path):
     p = tmp_path / "f.json"
     p.write_bytes(b"0123456789")
-    assert read_input(p) == b"0123456789"
-    assert read_input(str(p), max_bytes=10) == b"0123456789"
+    assert accepted(read_input, p) == b"0123456789"
+    assert accepted(read_input, str(p), max_bytes=10) == b"0123456789"
     assert refusal(read_input, p, max_bytes=9) == (
         f"{p}: the file is 10 bytes, more than the limit of 9", str(p), "", "the file is 10 bytes, more than the limit of 9")
     assert refusal(read_input, p, what="job spec", max_bytes=9)[3] == "the job spec is 10 bytes, more than the limit of 9"
     empty = tmp_path / "e"
     empty.write_bytes(b"")
-    assert read_input(empty, max_bytes=0) == b""
+    assert accepted(read_input, empty, max_bytes=0) == b""
 
 
 def test_read_input_refuses_what_is_not_a_readable_regular_file(tmp_path):
@@ -114,8 +124,16 @@ def test_read_input_refuses_what_is_not_a_readable_regular_file(tmp_path):
     assert refusal(read_input, tmp_path, what="trace")[3] == "is a directory, not a trace"
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    assert refusal(read_input, fifo, what="trace")[3] == (
-        "is not a regular file (a FIFO, socket or device); a trace must be a file")
+    # a writer that ends soon: a read that opened the FIFO would return its byte, never block
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    os.write(fd, b"x")
+    closer = threading.Timer(0.2, os.close, [fd])
+    closer.start()
+    try:
+        assert refusal(read_input, fifo, what="trace")[3] == (
+            "is not a regular file (a FIFO, socket or device); a trace must be a file")
+    finally:
+        closer.join()
     assert refusal(read_input, "/dev/null")[3] == (
         "is not a regular file (a FIFO, socket or device); a file must be a file")
 
@@ -126,7 +144,27 @@ def test_read_input_refuses_a_file_longer_than_its_size_said(tmp_path):
     assert refusal(read_input, "/proc/self/status", what="trace", max_bytes=10) == (
         "/proc/self/status: the trace is more than the limit of 10 bytes", "/proc/self/status", "",
         "the trace is more than the limit of 10 bytes")
-    assert len(read_input("/proc/self/status", max_bytes=1 << 20)) > 10
+    assert len(accepted(read_input, "/proc/self/status", max_bytes=1 << 20)) > 10
+
+
+def test_read_input_reads_at_most_one_byte_past_the_bound(tmp_path, monkeypatch):
+    p = tmp_path / "f"
+    p.write_bytes(b"0123")
+    asked = []
+
+    class Endless(io.RawIOBase):
+        """A file that grows without end after its size was read."""
+
+        def read(self, n=-1):
+            asked.append(n)
+            return b"y" * (n if n is not None and n >= 0 else 1 << 20)
+
+    monkeypatch.setattr("builtins.open", lambda *a, **kw: Endless())
+    assert refusal(read_input, p, what="trace", max_bytes=5)[3] == "the trace is more than the limit of 5 bytes"
+    assert asked == [6]
+    asked.clear()
+    assert refusal(read_input, p, what="trace")[3] == f"the trace is more than the limit of {MAX_FILE_BYTES} bytes"
+    assert asked == [MAX_FILE_BYTES + 1]
 
 
 def test_read_input_names_an_open_that_fails(tmp_path, monkeypatch):
@@ -170,13 +208,13 @@ def test_decode_utf8():
 # -- JSON --------------------------------------------------------------------------------------
 
 def test_parse_json_good_values():
-    assert parse_json('{"a": [1, -2, 2.5, "x", true, null], "b": {}}', "s") == {
+    assert accepted(parse_json, '{"a": [1, -2, 2.5, "x", true, null], "b": {}}', "s") == {
         "a": [1, -2, 2.5, "x", True, None], "b": {}}
-    v = parse_json(f"[{INT_MAX}, {INT_MIN}, 1e2, -0.5]", "s")
+    v = accepted(parse_json, f"[{INT_MAX}, {INT_MIN}, 1e2, -0.5]", "s")
     assert v == [INT_MAX, INT_MIN, 100.0, -0.5] and [type(x) for x in v] == [int, int, float, float]
-    assert parse_json("1" + "0" * 18, "s") == 10**18
-    assert parse_json("0." + "1" * 38, "s") == float("0." + "1" * 38)  # 40 characters
-    assert parse_json('"x"', "s", "3") == "x"
+    assert accepted(parse_json, "1" + "0" * 18, "s") == 10**18
+    assert accepted(parse_json, "0." + "1" * 38, "s") == float("0." + "1" * 38)  # 40 characters
+    assert accepted(parse_json, '"x"', "s", "3") == "x"
 
 
 def test_parse_json_refusals():
@@ -203,21 +241,21 @@ def test_parse_json_refusals():
 
 
 def test_parse_json_nesting_bound():
-    assert parse_json("[" * 32 + "]" * 32, "s") == eval("[" * 32 + "]" * 32)
+    assert accepted(parse_json, "[" * 32 + "]" * 32, "s") == eval("[" * 32 + "]" * 32)
     assert refusal(parse_json, "[" * 33 + "]" * 33, "s", "2") == ("s:2: nesting deeper than 32 levels", "s", "2",
                                                                   "nesting deeper than 32 levels")
     deep = '{"a": ' * 32 + "1" + "}" * 32
-    assert parse_json(deep, "s") == eval(deep)
+    assert accepted(parse_json, deep, "s") == eval(deep)
     assert refusal(parse_json, '{"a": ' * 33 + "1" + "}" * 33, "s")[3] == "nesting deeper than 32 levels"
 
 
 # -- TOML --------------------------------------------------------------------------------------
 
 def test_parse_toml_good_values():
-    assert parse_toml('a = 1\nb = 2.5\nc = "x"\n[t]\nd = [1, 2]\n', "s") == {"a": 1, "b": 2.5, "c": "x",
+    assert accepted(parse_toml, 'a = 1\nb = 2.5\nc = "x"\n[t]\nd = [1, 2]\n', "s") == {"a": 1, "b": 2.5, "c": "x",
                                                                            "t": {"d": [1, 2]}}
-    assert parse_toml(f"a = {INT_MAX}\nb = {INT_MIN}", "s") == {"a": INT_MAX, "b": INT_MIN}
-    assert parse_toml("", "s") == {}
+    assert accepted(parse_toml, f"a = {INT_MAX}\nb = {INT_MIN}", "s") == {"a": INT_MAX, "b": INT_MIN}
+    assert accepted(parse_toml, "", "s") == {}
 
 
 def test_parse_toml_refusals():
@@ -236,7 +274,7 @@ def test_parse_toml_refusals():
         "integer 9223372036854775808 does not fit in 64 bits")
     assert refusal(parse_toml, "a = " + "[" * 33 + "]" * 33, "s") == ("s: nesting deeper than 32 levels", "s", "",
                                                                       "nesting deeper than 32 levels")
-    assert parse_toml("a = " + "[" * 31 + "]" * 31, "s") == {"a": eval("[" * 31 + "]" * 31)}
+    assert accepted(parse_toml, "a = " + "[" * 31 + "]" * 31, "s") == {"a": eval("[" * 31 + "]" * 31)}
     assert refusal(parse_toml, "a = " + "[" * 100_000, "s")[3] in ("nesting deeper than 32 levels",)
 
 
@@ -305,12 +343,12 @@ def test_field_path():
 
 def test_integers_and_numbers_of_the_schema():
     s = {"type": "integer"}
-    assert check_schema(3, s, "s") is None
+    assert accepted(check_schema, 3, s, "s") is None
     assert refusal(check_schema, True, s, "s") == ("s:(top level): must be an integer, not True", "s",
                                                    "(top level)", "must be an integer, not True")
     assert refusal(check_schema, 1.0, s, "s")[3] == "must be an integer, not 1.0"
     n = {"type": "number"}
-    assert check_schema(3, n, "s") is None and check_schema(2.5, n, "s") is None
+    assert accepted(check_schema, 3, n, "s") is None and accepted(check_schema, 2.5, n, "s") is None
     assert refusal(check_schema, False, n, "s")[3] == "must be a number, not False"
     assert refusal(check_schema, float("inf"), n, "s")[3] == "must be a number, not inf"
     assert refusal(check_schema, float("nan"), n, "s")[3] == "must be a number, not nan"
@@ -346,6 +384,7 @@ def test_each_rule_in_one_sentence():
     assert rule({"a": 1, "b": 2}, {"maxProperties": 1}) == "has 2 keys, more than the limit of 1"
     assert rule([1, 1], {"uniqueItems": True}) == "items must be unique"
     assert rule(3, {"multipleOf": 2}) == "3 breaks the schema rule 'multipleOf'"
+    assert rule(1, {"oneOf": [{"type": "integer"}, {"minimum": 0}]}) == "1 breaks the schema rule 'oneOf'"
 
 
 def test_the_rule_of_property_names_itself():
@@ -375,7 +414,7 @@ SCHEMA = {
 
 
 def test_check_schema_names_the_deepest_then_the_first_field():
-    assert check_schema({"name": "a", "operators": [{"p": 1}]}, SCHEMA, "s") is None
+    assert accepted(check_schema, {"name": "a", "operators": [{"p": 1}]}, SCHEMA, "s") is None
     assert refusal(check_schema, {"name": "a", "operators": [{"p": 1}, {"p": 0}]}, SCHEMA, "f.json") == (
         "f.json:operators[1].p: must be at least 1, not 0", "f.json", "operators[1].p", "must be at least 1, not 0")
     # deepest first: the missing name (top level) loses to the operator's field
@@ -396,7 +435,7 @@ def test_check_schema_names_the_deepest_then_the_first_field():
 
 def test_any_of_names_its_deepest_branch():
     schema = {"anyOf": [{"type": "string"}, {"type": "object", "properties": {"a": {"type": "integer"}}}]}
-    assert check_schema("x", schema, "s") is None and check_schema({"a": 1}, schema, "s") is None
+    assert accepted(check_schema, "x", schema, "s") is None and accepted(check_schema, {"a": 1}, schema, "s") is None
     assert refusal(check_schema, {"a": "x"}, schema, "s")[2:] == ("a", "must be an integer, not 'x'")
     one = {"oneOf": [{"type": "object", "properties": {"a": {"type": "integer"}}}, {"type": "string"}]}
     assert refusal(check_schema, {"a": "x"}, one, "s")[2:] == ("a", "must be an integer, not 'x'")
@@ -432,10 +471,10 @@ def test_validators_are_built_once_per_schema_and_the_cache_is_bounded():
 def test_read_json_or_toml(tmp_path):
     j = tmp_path / "a.JSON"
     j.write_text('{"a": 1}')
-    assert read_json_or_toml(j, what="job spec") == {"a": 1}
+    assert accepted(read_json_or_toml, j, what="job spec") == {"a": 1}
     t = tmp_path / "a.toml"
     t.write_text("a = 1\n")
-    assert read_json_or_toml(str(t), what="job spec") == {"a": 1}
+    assert accepted(read_json_or_toml, str(t), what="job spec") == {"a": 1}
     y = tmp_path / "a.yaml"
     y.write_text("a: 1")
     assert refusal(read_json_or_toml, y, what="job spec") == (
@@ -450,10 +489,12 @@ def test_read_json_or_toml(tmp_path):
         f"{bad}:1: not UTF-8 text: invalid start byte at byte 7 (byte value 0xff)", str(bad), "1")
     toml_as_json = tmp_path / "c.json"
     toml_as_json.write_text("a = 1")
-    assert refusal(read_json_or_toml, toml_as_json, what="job spec")[2:] == (
-        "1 column 1", "malformed JSON: Expecting value")
+    assert refusal(read_json_or_toml, toml_as_json, what="job spec") == (
+        f"{toml_as_json}:1 column 1: malformed JSON: Expecting value", str(toml_as_json), "1 column 1",
+        "malformed JSON: Expecting value")
     json_as_toml = tmp_path / "c.toml"
     json_as_toml.write_text('{"a": 1}')
-    assert refusal(read_json_or_toml, json_as_toml, what="job spec")[3].startswith("malformed TOML: ")
+    assert refusal(read_json_or_toml, json_as_toml, what="job spec")[:3] == (
+        f"{json_as_toml}: malformed TOML: Invalid statement (at line 1, column 1)", str(json_as_toml), "")
     assert refusal(read_json_or_toml, tmp_path / "gone.toml", what="job spec")[3] == (
         "cannot read the job spec: no such file")
