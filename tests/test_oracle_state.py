@@ -175,3 +175,68 @@ def test_describe_whole_text():
     # an unexpected record counts its copies
     assert diff_outputs([], [("u", 5, 1)] * 2).describe(limit=0) == (
         "multiset: 2 unexpected (expected 0 records, got 2)\n  ... 1 more unexpected")
+
+
+def test_the_keys_of_a_diff_with_each_kind_of_entry_alone():
+    for field in ("missing", "duplicated", "unexpected"):
+        d = OutputDiff("multiset", **{field: (E("m", 1, 1, 1, 0),)})
+        assert d.keys() == ["m"], field
+        assert d.by_key() == {"m": {"missing": [], "duplicated": [], "unexpected": [], field: [E("m", 1, 1, 1, 0)]}}
+    d = diff_outputs([("only-missing", 1, 1), ("dup", 1, 1)], [("dup", 1, 1), ("dup", 1, 1)])
+    assert d.keys() == ["dup", "only-missing"]
+
+
+def test_keys_and_entries_are_ordered_by_the_sort_keys_not_by_python():
+    """Tuple keys order by their text ("(10,)" before "(2,)"); one key's values by their own order."""
+    d = diff_outputs([((2,), 1, 1), ((10,), 1, 1)], [])
+    assert d.keys() == [(10,), (2,)] and list(d.by_key()) == [(10,), (2,)]
+    assert [e.key for e in d.missing] == [(10,), (2,)]
+    d = diff_outputs([("k", 5, 1), ("k", 3, 1), ("k", 4, 1)], [])
+    assert [e.value for e in d.missing] == [3, 4, 5]
+    d = diff_outputs([], [("k", (10,), 1), ("k", (2,), 1)])
+    assert [e.value for e in d.unexpected] == [(10,), (2,)]
+
+
+def test_normalize_and_final_per_key_answer_call_by_call():
+    from model.oracle import _final_per_key, _normalize
+
+    @attrs.frozen
+    class Rec:
+        key: object
+        value: object
+        timestamp: object
+
+    t = ("a", 1, 9)
+    got = _normalize([t, ["b", 2, 9], ("c", 3, 9, 0), ["d", 4, 9, 1], Rec("e", 5, 9)], "x")
+    assert got == [("a", 1, 9), ("b", 2, 9), ("c", 3, 9), ("d", 4, 9), ("e", 5, 9)]
+    assert got[0] is t and all(type(r) is tuple for r in got)
+    # an object first, then more records: every record is read
+    assert _normalize([Rec("e", 5, 9), ("a", 1, 9), Rec("f", 6, 9)], "x") == [("e", 5, 9), ("a", 1, 9), ("f", 6, 9)]
+    assert _normalize((r for r in [("a", 1, 9)]), "x") == [("a", 1, 9)]  # any iterable
+    assert _final_per_key([("a", 1, 9), ("b", 2, 3), ("a", 3, 19)]) == {"a": (3, 19), "b": (2, 3)}
+    assert _final_per_key([]) == {}
+
+
+@attrs.frozen
+class _KeyValue:
+    key: object
+    value: object
+
+
+@attrs.frozen
+class _KeyOnly:
+    key: object
+
+
+@attrs.frozen
+class _ValueTimestamp:
+    value: object
+    timestamp: object
+
+
+@pytest.mark.parametrize("record", [_KeyValue("a", 1), _KeyOnly("a"), _ValueTimestamp(1, 9)])
+def test_an_object_without_all_three_fields_is_refused(record):
+    with pytest.raises(InvalidArgument) as info:
+        diff_outputs([record], [])
+    assert str(info.value) == (f"expected[0] = {record!r}: a sink record must be (key, value, timestamp) "
+                               "(optionally followed by the sink subtask)")
