@@ -722,3 +722,51 @@ def test_finished():
     assert d.finished() is True
     d.submit_job()
     assert d.finished() is False
+
+
+def test_the_seams_of_the_module():
+    from model.seams import SEAMS  # the registry the module's overrides entered
+
+    got = {n: (SEAMS[n].definition, SEAMS[n].description, SEAMS[n].flink_key, SEAMS[n].origin,
+               SEAMS[n].owner, SEAMS[n].attribute)
+           for n in ("cancel-task-without-job-id", "slot-freed-before-tasks-terminated", "FLINK-31444")}
+    assert got == {
+        "cancel-task-without-job-id": (
+            "TaskSlotTable.cancel_task",
+            "cancelTask picks the task by its index in the job graph alone, not by the JobID it belongs to: "
+            "cancelling one job's task cancels the task of the same index of every other job on the TaskExecutor",
+            None, None, TaskSlotTable, "cancel_task"),
+        "slot-freed-before-tasks-terminated": (
+            "TaskSlotTable.free_slot",
+            "freeSlot frees a slot at once although its tasks are still being cancelled (no RELEASING state): the "
+            "slot is reported free and may be allocated to another job while the old job's task still runs in it",
+            None, None, TaskSlotTable, "free_slot"),
+        "FLINK-31444": (
+            "SlotManager.reclaims_inactive_slots",
+            "clearing a finished job's requirements does not reclaim its inactive slots: a slot whose release "
+            "reached the SlotManager before the requirement was cleared is allocated to the finished job again and "
+            "stays with it",
+            "FLINK-31444", None, SlotManager, "reclaims_inactive_slots"),
+    }
+    assert SEAMS["cancel-task-without-job-id"].installed is ce._cancel_task_of_every_job
+    assert SEAMS["slot-freed-before-tasks-terminated"].installed is ce._free_slot_at_once
+    assert SEAMS["FLINK-31444"].installed is ce._inactive_slots_kept
+
+
+def test_the_setup_is_a_value_and_the_setup_and_ids_are_kept_beside_the_state():
+    import copy  # only here: the copies of a cluster
+
+    from model import fingerprint  # the classes kept beside the state
+
+    c = cluster("session-cluster")
+    d = c.deployment
+    assert copy.copy(d.setup) is d.setup and copy.deepcopy(d.setup) is d.setup
+    ids = copy.deepcopy(d.ids)
+    assert ids is not d.ids and (ids.next_allocation, ids.next_worker) == (1, 1)
+    assert {ce.DeploymentSetup, ce.DeploymentIds} <= fingerprint._BESIDE
+    assert ce.DeploymentSetup.__slots__ == ("mode", "groups", "slots_per_worker", "registration_timeout",
+                                            "idle_timeout", "task_managers")
+    assert ce.DeploymentIds.__slots__ == ("next_allocation", "next_worker")
+    assert ce.ClusterEntrypoint.__slots__ == ("dispatcher", "slot_manager", "workers", "active", "setup", "ids")
+    c2 = c.copy()
+    assert c2.deployment.setup is d.setup and c2.deployment.workers is not d.workers
