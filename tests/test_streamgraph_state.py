@@ -521,3 +521,21 @@ def test_load_stream_graph_messages(tmp_path):
     assert accepted(load_stream_graph, ok) == StreamGraph(name="j", operators=(OperatorSpec(name="s", kind="source",
                                                                                   parallelism=2),))
     assert load_stream_graph(str(ok)) == load_stream_graph(ok)
+
+
+def test_the_specs_are_frozen_slotted_keyword_only_values():
+    o = OperatorSpec(name="s", kind="source")
+    e = EdgeSpec(source="a", target="b")
+    g = StreamGraph()
+    for x in (o, e, g):
+        assert not hasattr(x, "__dict__")
+        with pytest.raises(attrs.exceptions.FrozenInstanceError):
+            x.name = "y"
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        e.source = "c"
+    with pytest.raises(TypeError):
+        OperatorSpec("s", "source")
+    with pytest.raises(TypeError):
+        EdgeSpec("a", "b")
+    with pytest.raises(TypeError):
+        StreamGraph("j")
