@@ -408,3 +408,26 @@ def test_generate_input_draws_3_to_8_records_and_the_keys_of_one_choice():
         keysets.add(next(c for c in jobfile._KEY_CHOICES if keys <= set(c)))
     assert counts == {3, 4, 5, 6, 7, 8}
     assert keysets == set(jobfile._KEY_CHOICES)
+
+
+def test_load_job_file_of_a_checked_graph(tmp_path, monkeypatch):
+    import model.jobgraph  # load_job_file's graph checks: stood in for, the tables are read as written
+
+    monkeypatch.setattr(model.jobgraph, "load_job_graph", lambda p: type("Loaded", (), {"stream_graph": GRAPH}))
+    p = tmp_path / "job.toml"
+    p.write_text('[runtime]\nfailover_strategy = "full"\n[environment]\nmax_failures = 0\n[input]\nrecords = 2\n')
+    assert accepted(load_job_file, p) == JobFile(
+        path=str(p), graph=GRAPH, config=config(failover_strategy="full"), input=InputSpec(records=2),
+        environment=Environment(max_failures=0, trigger_delivery="at_once"))
+    # a file gone after its graph was checked: the second read's refusal names the file
+    gone = tmp_path / "gone.toml"
+    assert refused(load_job_file, gone) == f"{gone}: cannot read the job spec: no such file"
+
+
+def test_generate_input_draws_for_every_source_wherever_it_is_declared():
+    d = job(1)
+    d["operators"] = [d["operators"][1], d["operators"][0], d["operators"][2]]
+    g = stream_graph_from_dict(d)
+    assert [o.name for o in g.operators] == ["count", "src", "out"]
+    inp = generate_input(g, InputSpec(records=2, keys=("a",)), 0)
+    assert list(inp.splits) == ["src"] and [len(s) for s in inp.splits["src"]] == [2]
