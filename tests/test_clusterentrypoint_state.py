@@ -18,15 +18,18 @@ from model.variants import small_scenario, variant
 
 
 def table(t: TaskSlotTable) -> tuple:
-    return list(t.slots), dict(t.tasks)
+    """The table's slots and tasks as they are (a wrong type is a difference, not an error here)."""
+    return (t.slots, t.tasks) if isinstance(t, TaskSlotTable) else t
 
 
 def state(c) -> dict:
+    """The entrypoint's whole state; each part as it is, so that a wrong value fails the comparison."""
     d = c.deployment
+    workers = {w: table(t) for w, t in d.workers.items()} if isinstance(d.workers, dict) else d.workers
     return {
-        "workers": {int(w): table(t) for w, t in d.workers.items()},
-        "sm": (dict(d.slot_manager.slots), dict(d.slot_manager.requirements)),
-        "jobs": [(r.index, r.status, r.attempt, list(r.tasks), dict(r.pool), dict(r.task_slot)) for r in d.jobs],
+        "workers": workers,
+        "sm": (d.slot_manager.slots, d.slot_manager.requirements),
+        "jobs": [(r.index, r.status, r.attempt, r.tasks, r.pool, r.task_slot) for r in d.jobs],
         "ids": (d.ids.next_allocation, d.ids.next_worker),
         "shut_down": d.dispatcher.shut_down,
     }
@@ -37,7 +40,25 @@ def cluster(name: str) -> Cluster:
 
 
 def events(c, start: int = 0) -> list:
-    return [e for e in c.events[start:] if e[0].startswith("dm_")]
+    """The deployment's events from ``start`` on (anything not an event of another part is kept)."""
+    return [e for e in c.events[start:]
+            if not (isinstance(e, tuple) and e and isinstance(e[0], str) and not e[0].startswith("dm_"))]
+
+
+def test_a_deployment_setup_and_its_ids():
+    from types import SimpleNamespace  # a cluster's config and ExecutionGraph alone
+
+    from model.executiongraph import compile_stream_graph  # the job graph the setup reads
+
+    sc = small_scenario(variant("application-cluster"))
+    s = ce.DeploymentSetup(SimpleNamespace(config=sc.config, eg=compile_stream_graph(sc.graph)))
+    assert (s.mode, s.groups, s.slots_per_worker, s.registration_timeout, s.idle_timeout, s.task_managers) == (
+        "application", ((0, 2), (1,)), 1, 1, 1, 2)
+    sc = sc.with_settings(slots_per_task_manager=None)
+    s = ce.DeploymentSetup(SimpleNamespace(config=sc.config, eg=compile_stream_graph(sc.graph)))
+    assert (s.groups, s.slots_per_worker) == (((0, 2), (1,)), 2)
+    ids = ce.DeploymentIds()
+    assert (ids.next_allocation, ids.next_worker) == (1, 0)
 
 
 # -- TaskSlotTable -----------------------------------------------------------------------------------
@@ -637,6 +658,7 @@ def test_ticking_stops_with_the_cluster():
     assert d.ticking() is True
     d.dispatcher.shut_down_cluster()
     assert d.ticking() is False
+    assert d.finished() is True, "an application cluster is finished once it was shut down"
 
 
 def test_job_result_shuts_the_application_cluster_down_only_on_a_terminal_status():
@@ -770,3 +792,80 @@ def test_the_setup_is_a_value_and_the_setup_and_ids_are_kept_beside_the_state():
     assert ce.ClusterEntrypoint.__slots__ == ("dispatcher", "slot_manager", "workers", "active", "setup", "ids")
     c2 = c.copy()
     assert c2.deployment.setup is d.setup and c2.deployment.workers is not d.workers
+
+
+def test_without_slots_per_task_manager_a_worker_has_a_slot_per_execution_slot_sharing_group():
+    c = Cluster.from_scenario(small_scenario(variant("application-cluster")).with_settings(slots_per_task_manager=None))
+    d = c.deployment
+    assert (d.setup.groups, d.setup.slots_per_worker) == (((0, 2), (1,)), 2)
+    assert dict(d.active.pending) == {0: 0}, "one worker of two slots for the job's two tasks"
+    d.register_worker(c, 0)
+    assert state(c)["workers"] == {0: ([None, None], {})} and state(c)["sm"] == ({(0, 0): None, (0, 1): None}, {0: 2})
+    c = Cluster.from_scenario(small_scenario(variant("session-cluster")).with_settings(slots_per_task_manager=None))
+    assert (c.deployment.setup.slots_per_worker, state(c)["workers"]) == (1, {0: ([None], {})})
+
+
+def test_a_job_cancelled_before_it_declared_its_requirement_gets_no_slot_back():
+    c = cluster("session-cluster")
+    d = c.deployment
+    d.submit_job()
+    d.cancel_job(c, 0)
+    assert state(c) == {"workers": {0: ([None, None], {})}, "sm": ({(0, 0): None, (0, 1): None}, {}),
+                        "jobs": [(0, "CANCELED", 0, ["CREATED"], {}, {})], "ids": (1, 1), "shut_down": False}
+
+
+def test_a_revoked_job_whose_slot_still_releases_takes_no_free_slot():
+    c = cluster("session-cluster")
+    d = c.deployment
+    d.submit_job()
+    d.after_step(c)
+    d.revoke_leadership(c, 0)
+    # its one slot is still allocated (RELEASING): the requirement of one is met, the free slot 1 stays free
+    assert state(c) == {"workers": {0: ([(1, 0, RELEASING), None], {0: ((0, 0, 0, CANCELING),)})},
+                        "sm": ({(0, 0): (1, 0), (0, 1): None}, {}),
+                        "jobs": [(0, "SUSPENDED", 0, ["CREATED"], {}, {})], "ids": (2, 1), "shut_down": False}
+
+
+def test_a_finished_jobs_requirement_takes_one_free_slot_again_then_loses_it():
+    c = cluster("session-cluster")
+    d = c.deployment
+    d.submit_job()
+    d.after_step(c)
+    d.task_finished(c, 0, 0)
+    # the requirement of one met by one inactive allocation (id 2), reclaimed: slot 1 was never taken
+    assert state(c) == {"workers": {0: ([None, None], {})}, "sm": ({(0, 0): None, (0, 1): None}, {}),
+                        "jobs": [(0, "FINISHED", 0, ["FINISHED"], {}, {})], "ids": (3, 1), "shut_down": False}
+
+
+def test_with_flink_31444_the_finished_job_keeps_one_inactive_slot(monkeypatch):
+    monkeypatch.setattr(SlotManager, "reclaims_inactive_slots", ce._inactive_slots_kept)
+    c = cluster("session-cluster")
+    d = c.deployment
+    d.submit_job()
+    d.after_step(c)
+    d.task_finished(c, 0, 0)
+    assert state(c) == {"workers": {0: ([(2, 0, ALLOCATED), None], {})}, "sm": ({(0, 0): (2, 0), (0, 1): None}, {}),
+                        "jobs": [(0, "FINISHED", 0, ["FINISHED"], {}, {})], "ids": (3, 1), "shut_down": False}
+
+
+def test_each_recovery_is_a_new_attempt():
+    c = cluster("session-cluster")
+    d = c.deployment
+    d.submit_job()
+    d.after_step(c)
+    for attempt in (1, 2):
+        d.revoke_leadership(c, 0)
+        d.grant_leadership(c, 0)
+        assert state(c)["jobs"] == [(0, "RUNNING", attempt, ["CREATED"], {}, {})]
+
+
+def test_a_slot_the_task_executor_still_holds_is_passed_over():
+    c = cluster("session-cluster")
+    d = c.deployment
+    d.workers[0].slots[0] = (99, 5, RELEASING)  # (a hand-made stale view: the SlotManager thinks slot 0 free)
+    d.submit_job()
+    d.after_step(c)
+    assert state(c) == {"workers": {0: ([(99, 5, RELEASING), (2, 0, ACTIVE)], {1: ((0, 0, 0, RUNNING),)})},
+                        "sm": ({(0, 0): None, (0, 1): (2, 0)}, {0: 1}),
+                        "jobs": [(0, "RUNNING", 0, ["DEPLOYED"], {2: (0, 1)}, {0: 2})], "ids": (3, 1),
+                        "shut_down": False}
