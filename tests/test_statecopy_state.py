@@ -6,6 +6,7 @@ and copies of real cluster states reached by a short seeded walk."""
 from __future__ import annotations
 
 import copy
+import os
 import random
 from collections import deque
 from types import BuiltinFunctionType, FunctionType, MemberDescriptorType, MethodType
@@ -102,6 +103,20 @@ class Mutable:
     b: object = None
 
 
+def test_the_walks_tables_and_constants():
+    """What the module declares, before any walk fills its caches."""
+    assert type(S._SLOTS) is dict and type(S._CUSTOM) is dict and type(S._VALUE_TYPES) is set
+    assert S._NEW is object.__new__ and S._set is object.__setattr__
+    assert S._BY_TYPE == {tuple: S._copy_tuple, list: S._copy_list, deque: S._copy_deque, dict: S._copy_dict,
+                          set: S._copy_set, frozenset: S._copy_frozenset, MethodType: S._copy_method}
+    assert S._HEAPTYPE == 1 << 9 and S._ATTRS_SLOT_STATE == frozenset({"slots_getstate", "slots_setstate"})
+    assert S._PROTOCOL == ("__deepcopy__", "__reduce__", "__reduce_ex__", "__getstate__", "__setstate__", "__copy__")
+    assert (S._VALUE_MARK, S._CUSTOM_MARK) == ("value", "custom")
+    # the C walk when it is built, unless the environment says FLINKSPEC_NATIVE=0
+    native = S._native is not None and os.environ.get("FLINKSPEC_NATIVE") != "0"
+    assert S._impl is (S._native.deep_copy if native else S.py_deep_copy)
+
+
 def test_the_atomic_types():
     assert S._ATOMIC == frozenset({int, float, str, bool, type(None), bytes, complex, range, type, FunctionType,
                                    BuiltinFunctionType, type(Ellipsis), type(NotImplemented)})
@@ -173,7 +188,7 @@ def test_tuples_are_kept_unless_an_element_changes():
     t2 = (1, inner)
     c = S._copy_tuple(t2, memo)
     assert c == (1, [1]) and c is not t2 and c[1] is not inner and c[0] == 1
-    assert memo[id(inner)] is c[1]
+    assert memo.get(id(inner)) is c[1]
     # the last element alone changing is seen too
     t3 = ("x", "y", [2])
     assert S._copy_tuple(t3, {}) is not t3
@@ -186,10 +201,16 @@ def test_a_list_is_copied_into_the_memo_first():
     x.append(x)  # a cycle
     memo: dict = {}
     y = S._copy_list(x, memo)
-    assert memo[id(x)] is y and y[-1] is y
+    assert memo.get(id(x)) is y and y[-1] is y
     assert y[:4] == [1, "s", (), (1,)] and y[2] is x[2] and y[3] is x[3] and y[6] is None
     assert y[5] == [3] and y[5] is not inner and y[4][0] is y[5]  # met twice, copied once
     assert len(y) == len(x) == 8 and type(y) is list
+    assert set(memo) == {id(x), id(inner)}  # the list's own copies only (no other walk's bookkeeping)
+    assert list not in S._CUSTOM
+    # empty containers are copied too (only an empty tuple is kept)
+    empties = [[], {}, set(), deque(), ()]
+    got = S._copy_list(empties, {})
+    assert got == empties and all(a is not b for a, b in zip(got[:4], empties[:4])) and got[4] is empties[4]
 
 
 def test_a_deque_keeps_its_maxlen_and_elements():
@@ -197,7 +218,7 @@ def test_a_deque_keeps_its_maxlen_and_elements():
     x = deque([1, inner, inner, "a"], maxlen=6)
     memo: dict = {}
     y = S._copy_deque(x, memo)
-    assert type(y) is deque and y.maxlen == 6 and list(y) == [1, [1], [1], "a"] and memo[id(x)] is y
+    assert type(y) is deque and y.maxlen == 6 and list(y) == [1, [1], [1], "a"] and memo.get(id(x)) is y
     assert y[1] is y[2] and y[1] is not inner
     u = S._copy_deque(deque([Val(1)]), {})
     assert u.maxlen is None and u[0] is not None
@@ -214,7 +235,7 @@ def test_a_dict_copies_keys_and_values_that_are_not_atomic():
     x["self"] = x
     memo: dict = {}
     y = S._copy_dict(x, memo)
-    assert memo[id(x)] is y and y["self"] is y
+    assert memo.get(id(x)) is y and y["self"] is y
     assert list(y) == [1, key, "s", None, "self"] and y[1] == "a"
     assert y[key] == [1] and y[key] is not shared and y["s"] is y[key] and y[None][0] is y[key]
     k2 = (1, Frozen(2))
@@ -228,7 +249,7 @@ def test_a_set_and_a_frozenset():
     x = {1, "a", f1}
     memo: dict = {}
     y = S._copy_set(x, memo)
-    assert type(y) is set and memo[id(x)] is y and y == {1, "a", Frozen(1)} and f1 not in {id(e) for e in y}
+    assert type(y) is set and memo.get(id(x)) is y and y == {1, "a", Frozen(1)} and f1 not in {id(e) for e in y}
     assert not any(e is f1 for e in y)
     atomic = frozenset({1, "a", None})
     assert S._copy_frozenset(atomic, {}) is atomic
@@ -243,7 +264,7 @@ def test_a_bound_method_is_rebound_to_the_copy_of_its_owner():
     n = Node("n")
     memo: dict = {}
     m = S._copy_method(n.hello, memo)
-    assert type(m) is MethodType and m.__func__ is Node.hello and m.__self__ is memo[id(n)] and m.__self__ is not n
+    assert type(m) is MethodType and m.__func__ is Node.hello and m.__self__ is memo.get(id(n)) and m.__self__ is not n
     assert m() == "n"
     x = [n, n.hello]
     y = S.py_deep_copy(x, {})
@@ -252,7 +273,8 @@ def test_a_bound_method_is_rebound_to_the_copy_of_its_owner():
 
 def test_the_walk_on_atomic_values_memo_custom_and_plain_objects():
     for a in (1, 2.5, "s", True, None, b"b", 1j, range(3), int, len, test_the_atomic_types, ..., NotImplemented):
-        assert S.py_deep_copy(a, {}) is a
+        memo: dict = {}
+        assert S.py_deep_copy(a, memo) is a and memo == {}
     v = Val(1)
     S._VALUE_TYPES.discard(Val)
     assert S.py_deep_copy(v, {}) is v and Val in S._VALUE_TYPES and Val not in S._CUSTOM
@@ -268,14 +290,14 @@ def test_the_walk_on_atomic_values_memo_custom_and_plain_objects():
     memo: dict = {}
     got = S.py_deep_copy([shared, c, c], memo)
     assert got[1].items == ["custom", [1]] and got[1].items[1] is got[0] and got[2] is got[1]
-    assert memo[id(c)] is got[1] and S._CUSTOM[Custom] is True
+    assert memo.get(id(c)) is got[1] and S._CUSTOM.get(Custom) is True
     # a plain object: a new instance without __init__, every slot and __dict__ entry copied
     S._CUSTOM.pop(Counted, None)
     before = Counted.made
     o = Counted(a=[1], b="s", c=n)
     o.d = o
     y = S.py_deep_copy(o, {})
-    assert Counted.made == before + 1 and type(y) is Counted and S._CUSTOM[Counted] is False
+    assert Counted.made == before + 1 and type(y) is Counted and S._CUSTOM.get(Counted) is False
     assert list(vars(y)) == ["a", "b", "c", "d"] and y.a == [1] and y.a is not o.a and y.b == "s" and y.d is y
     assert y.c is not n and y.c.name == "n"
 
@@ -366,3 +388,69 @@ def test_a_copy_of_a_real_cluster_state_is_its_original_and_independent(native):
         assert F.py_canonical(c) == form  # the original untouched
     finally:
         S.use_native(was)
+
+
+def test_the_per_class_decision_is_asked_once_and_kept():
+    S._CUSTOM.pop(Custom, None)
+    S._copy_info(Custom)  # (the C walk's question does not fill the Python walk's cache)
+    c = Custom([1])
+    assert S.py_deep_copy(c, {}).items == ["custom", 1] and S._CUSTOM.get(Custom) is True
+    S._CUSTOM[Custom] = False  # decided once: plain (its fields copied, its __deepcopy__ not called)
+    try:
+        y = S.py_deep_copy(c, {})
+        assert type(y) is Custom and y.items == [1] and y.items is not c.items
+    finally:
+        S._CUSTOM.pop(Custom)
+
+
+def test_a_protocol_attribute_without_a_name_customizes_copying():
+    import functools
+
+    k = type("K", (), {"__reduce_ex__": functools.partial(print)})
+    assert not hasattr(k.__dict__["__reduce_ex__"], "__name__")
+    assert S._plain(k) is False
+
+
+def test_the_c_walk_keeps_its_memo_to_itself():
+    """The C walk writes the caller's memo only around a class that customizes copying: a
+    deque, a list, a plain object are its own."""
+    memo: dict = {}
+    y = S._native.deep_copy([deque([[1]], maxlen=2), Node("n", items=[[2]])], memo)
+    assert memo == {} and y[0].maxlen == 2 and y[0][0] == [1] and y[1].items == [[2]]
+    memo = {}
+    S._native.deep_copy([Custom([1])], memo)
+    assert memo != {}
+
+
+def test_deep_copy_dispatches_to_the_walk_in_use():
+    was = S._impl is not S.py_deep_copy
+    x = [Node("n")]
+    try:
+        S.use_native(False)
+        memo: dict = {}
+        S.deep_copy(x, memo)
+        assert set(memo) == {id(x), id(x[0]), id(x[0].items)}  # the Python walk's memo
+        if S.use_native(True):
+            memo = {}
+            S.deep_copy(x, memo)
+            assert memo == {}  # the C walk's own table
+    finally:
+        S.use_native(was)
+
+
+def test_the_environment_chooses_the_walk_at_import(monkeypatch):
+    """FLINKSPEC_NATIVE=0 at import: the Python walk; unset: the C walk when built. (The module
+    is imported again; its caches start empty again.)"""
+    import importlib
+
+    try:
+        monkeypatch.setenv("FLINKSPEC_NATIVE", "0")
+        importlib.reload(S)
+        assert S._impl is S.py_deep_copy
+        monkeypatch.setenv("FLINKSPEC_NATIVE", "1")
+        importlib.reload(S)
+        assert S._impl is (S.py_deep_copy if S._native is None else S._native.deep_copy)
+    finally:
+        monkeypatch.delenv("FLINKSPEC_NATIVE", raising=False)
+        importlib.reload(S)
+    assert S._impl is (S.py_deep_copy if S._native is None else S._native.deep_copy)
