@@ -453,6 +453,9 @@ class _SourceKind(ActionKind):
 
     #: whether the kind is disabled by back-pressure (a full output channel)
     needs_free_output = True
+    #: whether the kind ends the source's input (the one kind a source whose input already
+    #: ended -- finished on restore -- may take)
+    ends_input = False
     color = "#1b9e3e"
 
     def candidates(self, c):
@@ -467,6 +470,9 @@ class _SourceKind(ActionKind):
         t = tasks[tid]
         if t.status != RUNNING:
             return f"{t.subtask.name} is {t.status}"
+        if t.source.ended and not self.ends_input:
+            return (f"{t.subtask.name}'s input ended (stop-with-savepoint --drain): restored from a snapshot "
+                    f"taken after, it is finished on restore and only ends its input again (FLIP-147)")
         if self.needs_free_output:
             cap = c.scope.channel_capacity
             if c.net.network:
@@ -593,9 +599,10 @@ class SourceEndKind(_SourceKind):
     optional = False
     drain = 5
     color = "#000"
+    ends_input = True
 
     def source_guard(self, src):
-        return "the source has records left" if src.has_next() else None
+        return "the source has records left" if src.has_next() and not src.ended else None
 
     def apply(self, c, a):
         c.source_end(c.tasks[a.subtask])
@@ -956,10 +963,10 @@ class StopWithSavepointKind(ActionKind):
 @register
 class StopWithSavepointAndDrainKind(StopWithSavepointKind):
     """Offered as stop-with-savepoint is, where ``Environment.drain_savepoints`` allows it, while
-    a source still reads (``--drain`` of a job whose sources all ended is its normal end), in
-    failure-free environments only: the model restores a finished source subtask as a running
-    one that reads on from its offset, where Flink (FLIP-147) deploys a fully finished operator
-    as finished, so a restore after a drain whose savepoint failed would read past the drain."""
+    a source still reads (``--drain`` of a job whose sources all ended is its normal end). Not
+    together with restarts from a savepoint or rescaling from a checkpoint: a failover restores a
+    drained source finished (``Cluster._restore_task``, FLIP-147), their rescaled restore does
+    not."""
 
     action = StopWithSavepointAndDrain
     enabled_by = "drain_savepoints"
@@ -967,8 +974,10 @@ class StopWithSavepointAndDrainKind(StopWithSavepointKind):
     color = "#7a4a00"
 
     def precondition(self, c):
-        if c.environment.max_failures:
-            return f"{self.what} is not modelled with failures (Environment.max_failures must be 0)"
+        env = c.environment
+        if env.savepoints or env.rescale_from_checkpoints:
+            return (f"{self.what} is not modelled with restarts from savepoints or rescaling (Environment.savepoints, "
+                    f"rescale_from_checkpoints): their restore does not keep a drained source finished")
         return StopWithSavepointKind.precondition(self, c) or (
             None if any(t.status == RUNNING and not t.source.ended for t in c.source_tasks)
             else "no source reads any more: the job ends by itself")

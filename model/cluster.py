@@ -1431,6 +1431,12 @@ class Cluster:
             records = self.job_input.splits.get(src.name, ())
             src.assign([[sid, tuple(records[sid]), off, BoundedOutOfOrdernessWatermarks(src.out_of_orderness)]
                         for (sid, off) in snap.operator[src.name]])
+            if snap.finished and src.has_next():
+                # a snapshot taken after a drain ended the source's input early: the subtask is
+                # finished on restore (FLIP-147, TaskStateSnapshot.isTaskDeployedAsFinished) and
+                # only ends its input again (SourceEnd); one that had read everything ends at once
+                # anyway, from the end of its splits
+                src.ended = True
         keyed = snap.keyed
         if task.backend is not None:
             keyed = self._restore_backend(task, snap, keep_base)

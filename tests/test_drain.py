@@ -84,9 +84,10 @@ def test_the_drain_guard_names_what_does_not_hold():
     c2 = Cluster.from_scenario(_scenario(drain_savepoints=False))
     assert c2.why_not_enabled(A.StopWithSavepointAndDrain()) == \
         "stop-with-savepoint --drain is not enabled (Environment.drain_savepoints)"
-    c3 = Cluster.from_scenario(_scenario(max_failures=1))
-    assert c3.why_not_enabled(A.StopWithSavepointAndDrain()) == \
-        "stop-with-savepoint --drain is not modelled with failures (Environment.max_failures must be 0)"
+    c3 = Cluster.from_scenario(_scenario(savepoints=True))
+    assert c3.why_not_enabled(A.StopWithSavepointAndDrain()) == (
+        "stop-with-savepoint --drain is not modelled with restarts from savepoints or rescaling "
+        "(Environment.savepoints, rescale_from_checkpoints): their restore does not keep a drained source finished")
     for a in (EMIT, DELIVER, EMIT, A.SourceEnd(subtask=0)):
         c.step(a)
     assert c.why_not_enabled(A.StopWithSavepointAndDrain()) == "no source reads any more: the job ends by itself"
@@ -112,3 +113,24 @@ def test_the_kinds_that_stop_the_job_or_trigger_a_checkpoint_are_derived_from_th
     assert A.StopWithSavepointAndDrain in causality.JOB_STOPS and A.StopWithSavepoint in causality.JOB_STOPS
     assert A.StopWithSavepointAndDrain in validation.TRIGGERS and A.TriggerCheckpoint in validation.TRIGGERS
     assert A.FailTask not in causality.JOB_STOPS and A.Deliver not in validation.TRIGGERS
+
+
+def test_a_source_drained_before_a_checkpoint_is_finished_on_restore():
+    """FLIP-147: a failover restores a subtask whose snapshot was taken after its input ended
+    (``TaskSnapshot.finished``) finished -- it reads nothing more and only ends its input again --
+    so the job's output stays the result of what was read before the drain."""
+    run = Run(_scenario())
+    steps = (EMIT, DELIVER, A.StopWithSavepointAndDrain(), A.CheckpointTimeout(checkpoint_id=1), DELIVER, DELIVER,
+             A.TriggerCheckpoint(savepoint=False))
+    for a in steps:
+        assert run.step(a) is None, a
+    c = run.cluster
+    assert c.completed_ids == [2] and c.completed[2][0].finished
+    assert run.step(A.FailJobManager()) is None  # the global restore from checkpoint 2 commits [0, 4)'s result
+    src = c.tasks[0]
+    assert src.status == "RUNNING" and src.source.ended and src.source.has_next()
+    assert "finished on restore" in c.why_not_enabled(EMIT)
+    assert A.SourceEnd(subtask=0) in c.enabled_actions()
+    assert c.input_read() == JobInput({"source": (((0, 1, 1),),)})
+    assert run.finish() is None
+    assert c.is_drained() and [r[:3] for r in c.external.committed] == [(0, 1, 3)]
