@@ -560,7 +560,7 @@ class Verdict:
 
 #: unobservable action kinds in the order the search tries them (barriers and notifications
 #: move the checkpoints the trace talks of; records last: none is observed)
-_PREFERENCE = (A.TriggerCheckpoint, A.StopWithSavepoint, A.FailTask, A.LoseTaskManager, A.CheckpointTimeout,
+_PREFERENCE = (A.TriggerCheckpoint, A.StopWithSavepoint, A.StopWithSavepointAndDrain, A.FailTask, A.LoseTaskManager, A.CheckpointTimeout,
                A.FailAsyncSnapshot,
                A.NotifyCheckpointComplete, A.Deliver, A.AlignmentTimeout, A.SourceWatermark, A.SourceEmit)
 
@@ -582,6 +582,7 @@ _ALWAYS_OBSERVES = {
     A.FailJobManager: lambda c, a, task: ("job_manager_lost",),
     A.TriggerCheckpoint: lambda c, a, task: "checkpoint_triggered",
     A.StopWithSavepoint: lambda c, a, task: "checkpoint_triggered",
+    A.StopWithSavepointAndDrain: lambda c, a, task: "checkpoint_triggered",
     A.CheckpointTimeout: lambda c, a, task: "checkpoint_aborted",
     A.FailAsyncSnapshot: lambda c, a, task: "checkpoint_aborted",
 }
