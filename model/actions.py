@@ -150,6 +150,13 @@ class StopWithSavepoint:
 
 
 @attrs.frozen(slots=True)
+class StopWithSavepointAndDrain:
+    """Stop-with-savepoint ``--drain`` (``flink stop --drain``, SavepointType TERMINATE): the
+    sources end their input (MAX_WATERMARK: every window fires), a synchronous savepoint, then
+    the job is FINISHED."""
+
+
+@attrs.frozen(slots=True)
 class RestartFromSavepoint:
     """Restart a stopped job from its savepoint with new parallelisms ``((operator, p), ...)``."""
 
@@ -198,6 +205,13 @@ class ActionKind:
     #: or restart of the job): checkpoints pending at that moment may legitimately never
     #: complete (spec/checkpoint.py ``checkpoints_keep_completing`` judges the ones after it)
     disturbs: bool = False
+    #: a step of this kind stops or resubmits the job (the operator's stop-with-savepoint, a
+    #: restart from a savepoint or retained checkpoint): the CheckpointCoordinator may abort
+    #: the pending checkpoints with CHECKPOINT_COORDINATOR_SUSPEND or _SHUTDOWN in it
+    stops_job: bool = False
+    #: a step of this kind may trigger a checkpoint or savepoint (one more checkpoint id may
+    #: exist after it: a counterexample file's checkpoint ids are checked against them)
+    triggers_checkpoint: bool = False
 
     @property
     def name(self) -> str:
@@ -439,6 +453,9 @@ class _SourceKind(ActionKind):
 
     #: whether the kind is disabled by back-pressure (a full output channel)
     needs_free_output = True
+    #: whether the kind ends the source's input (the one kind a source whose input already
+    #: ended -- finished on restore -- may take)
+    ends_input = False
     color = "#1b9e3e"
 
     def candidates(self, c):
@@ -453,6 +470,9 @@ class _SourceKind(ActionKind):
         t = tasks[tid]
         if t.status != RUNNING:
             return f"{t.subtask.name} is {t.status}"
+        if t.source.ended and not self.ends_input:
+            return (f"{t.subtask.name}'s input ended (stop-with-savepoint --drain): restored from a snapshot "
+                    f"taken after, it is finished on restore and only ends its input again (FLIP-147)")
         if self.needs_free_output:
             cap = c.scope.channel_capacity
             if c.net.network:
@@ -579,9 +599,10 @@ class SourceEndKind(_SourceKind):
     optional = False
     drain = 5
     color = "#000"
+    ends_input = True
 
     def source_guard(self, src):
-        return "the source has records left" if src.has_next() else None
+        return "the source has records left" if src.has_next() and not src.ended else None
 
     def apply(self, c, a):
         c.source_end(c.tasks[a.subtask])
@@ -598,6 +619,7 @@ class TriggerCheckpointKind(ActionKind):
     sinks still hold uncommitted output. The coordinator may still decline it (min pause)."""
 
     action = TriggerCheckpoint
+    triggers_checkpoint = True
     weight = 1.0
     drain = 7
     shape = "square"
@@ -908,28 +930,64 @@ class FailJobManagerKind(_FailureKind):
 @register
 class StopWithSavepointKind(ActionKind):
     disturbs = True
+    stops_job = True
+    triggers_checkpoint = True
     action = StopWithSavepoint
     weight = 0.1
     shape = "square"
     color = "#c77c02"
+    #: what offers the kind (``Environment``)
+    enabled_by = "savepoints"
 
     def precondition(self, c):
-        if not c.environment.savepoints:
-            return "stop-with-savepoint is not enabled (Environment.savepoints)"
+        if not getattr(c.environment, self.enabled_by):
+            return f"{self.what} is not enabled (Environment.{self.enabled_by})"
         if c.cp is not None:
-            return "stop-with-savepoint is not modelled with the control plane"
+            return f"{self.what} is not modelled with the control plane"
         job = c.job
         if job.status != RUNNING or job.stopping is not None or job.savepoint is not None:
-            return "stop-with-savepoint is not possible now"
+            return f"{self.what} is not possible now"
         if c.checkpoint_budget_spent():
             return "the checkpoint budget (Environment.max_checkpoints) is spent"
         return None
+
+    what = "stop-with-savepoint"
 
     def apply(self, c, a):
         c.stop_with_savepoint()
 
     def describe(self, c, a):
         return f"stop-with-savepoint: a synchronous savepoint {c.coordinator.next_checkpoint_id}, then the job stops"
+
+
+@register
+class StopWithSavepointAndDrainKind(StopWithSavepointKind):
+    """Offered as stop-with-savepoint is, where ``Environment.drain_savepoints`` allows it, while
+    a source still reads (``--drain`` of a job whose sources all ended is its normal end). Not
+    together with restarts from a savepoint or rescaling from a checkpoint: a failover restores a
+    drained source finished (``Cluster._restore_task``, FLIP-147), their rescaled restore does
+    not."""
+
+    action = StopWithSavepointAndDrain
+    enabled_by = "drain_savepoints"
+    what = "stop-with-savepoint --drain"
+    color = "#7a4a00"
+
+    def precondition(self, c):
+        env = c.environment
+        if env.savepoints or env.rescale_from_checkpoints:
+            return (f"{self.what} is not modelled with restarts from savepoints or rescaling (Environment.savepoints, "
+                    f"rescale_from_checkpoints): their restore does not keep a drained source finished")
+        return StopWithSavepointKind.precondition(self, c) or (
+            None if any(t.status == RUNNING and not t.source.ended for t in c.source_tasks)
+            else "no source reads any more: the job ends by itself")
+
+    def apply(self, c, a):
+        c.stop_with_savepoint(drain=True)
+
+    def describe(self, c, a):
+        return (f"stop-with-savepoint --drain: the sources end their input (MAX_WATERMARK), a synchronous "
+                f"savepoint {c.coordinator.next_checkpoint_id}, then the job is FINISHED")
 
 
 
@@ -939,6 +997,7 @@ class RestartFromSavepointKind(ActionKind):
     drain policy takes that one), then each option of ``Environment.rescale_options``."""
 
     disturbs = True
+    stops_job = True
 
     action = RestartFromSavepoint
     weight = 5.0
@@ -1735,6 +1794,7 @@ class RescaleFromCheckpointKind(ActionKind):
     edge). Not optional, so adding it leaves swarm testing's draws unchanged."""
 
     disturbs = True
+    stops_job = True
 
     action = RescaleFromCheckpoint
     weight = 2.0
@@ -1787,6 +1847,7 @@ class RestartFromRetainedCheckpointKind(ActionKind):
     completed) may come while the store still lists it (``retained_checkpoints_restorable``)."""
 
     disturbs = True
+    stops_job = True
 
     action = RestartFromRetainedCheckpoint
     optional = False
@@ -2247,6 +2308,10 @@ ALL_UNITS = tuple(u for u in KINDS.values() if not u.deployment)
 DEPLOYMENT_UNITS = tuple(u for u in KINDS.values() if u.deployment)
 #: the control plane's fault kinds (``Environment.control_plane_faults`` names a subset)
 CONTROL_PLANE_FAULTS = tuple(u.name for u in KINDS.values() if getattr(u, "cp_fault", False))
+#: the action types that stop or resubmit the job (``ActionKind.stops_job``)
+JOB_STOPS = tuple(t for t, u in KINDS.items() if u.stops_job)
+#: the action types after which one more checkpoint id may exist (``ActionKind.triggers_checkpoint``)
+CHECKPOINT_TRIGGERS = tuple(t for t, u in KINDS.items() if u.triggers_checkpoint)
 #: the drain policy's order of kinds
 DRAIN_ORDER = tuple(u for u in sorted((u for u in KINDS.values() if u.drain is not None), key=lambda u: u.drain))
 

@@ -358,7 +358,8 @@ class JobInput:
 class JobState:
     """What the JobMaster knows of the job besides its tasks and checkpoints.
 
-    ``status``: RUNNING, STOPPED (stop-with-savepoint done) or FAILED (restarts exhausted);
+    ``status``: RUNNING, STOPPED (stop-with-savepoint done), FINISHED (stop-with-savepoint
+    ``--drain`` done) or FAILED (restarts exhausted);
     ``attempt`` counts (re)deployments; ``failures`` the injected failures (bounded by
     ``max_failures``); ``current_restart_attempt`` FixedDelayRestartBackoffTimeStrategy's count
     of restarts, kept only when the strategy bounds them (``restart_attempts``: unbounded, the
@@ -500,6 +501,21 @@ class Cluster:
         """The source subtasks' tasks, in subtask order (derived: a task is held once, in
         ``tasks``)."""
         return [t for t in self.tasks if t.source is not None]
+
+    def input_read(self) -> JobInput | None:
+        """What the sources read, when some source subtask ended its input before reading all
+        of it (stop-with-savepoint ``--drain``): the job input with every split cut at its
+        reader's offset -- the input the job's output must then be the result of. None when no
+        source ended early (a source restarted by a failover reads on, and is not counted)."""
+        tasks = [t for t in self.tasks if t.source is not None]
+        if not any(t.source.ended and t.source.has_next() for t in tasks):
+            return None
+        read = {name: list(splits) for name, splits in self.job_input.splits.items()}
+        for t in tasks:
+            src = t.source
+            for split_id, records, offset, _gen in src.splits:
+                read[src.name][split_id] = tuple(records[:offset])
+        return JobInput({name: tuple(splits) for name, splits in read.items()})
 
     #: the control plane (an instance attribute only when it is on)
     cp = None
@@ -914,7 +930,7 @@ class Cluster:
                 self._write_delta().completed.append(cid)
                 self.events.append(("completed", self.now, cid, e.properties.is_savepoint))
                 if job.stopping == cid:
-                    self._stop_after_savepoint(cid)
+                    self._stop_after_savepoint(cid, drained=e.properties.kind == "stop_with_savepoint_drain")
             elif isinstance(e, CheckpointAborted):
                 self.events.append(("aborted", self.now, e.checkpoint_id, e.reason, e.subtask))
                 if self.storage is not None:
@@ -1415,6 +1431,12 @@ class Cluster:
             records = self.job_input.splits.get(src.name, ())
             src.assign([[sid, tuple(records[sid]), off, BoundedOutOfOrdernessWatermarks(src.out_of_orderness)]
                         for (sid, off) in snap.operator[src.name]])
+            if snap.finished and src.has_next():
+                # a snapshot taken after a drain ended the source's input early: the subtask is
+                # finished on restore (FLIP-147, TaskStateSnapshot.isTaskDeployedAsFinished) and
+                # only ends its input again (SourceEnd); one that had read everything ends at once
+                # anyway, from the end of its splits
+                src.ended = True
         keyed = snap.keyed
         if task.backend is not None:
             keyed = self._restore_backend(task, snap, keep_base)
@@ -1427,10 +1449,15 @@ class Cluster:
 
     # -- savepoints and rescaling --------------------------------------------------------------
     @seams.within
-    def stop_with_savepoint(self) -> None:
+    def stop_with_savepoint(self, drain: bool = False) -> None:
+        """The operator's stop-with-savepoint: a synchronous savepoint (``SavepointType``
+        SUSPEND), whose completion stops the job. With ``drain`` (``flink stop --drain``,
+        SavepointType TERMINATE) every running source first ends its input
+        (:meth:`end_input_for_drain`), so that every window fires and every record read reaches
+        the sinks before the savepoint; its completion ends the job FINISHED."""
         job = self.job
         job.checkpoints_triggered += 1
-        res = self.coordinator.trigger_checkpoint(self.now, "stop_with_savepoint")
+        res = self.coordinator.trigger_checkpoint(self.now, "stop_with_savepoint_drain" if drain else "stop_with_savepoint")
         self._effects(res.effects)
         if not res.ok:
             self.events.append(("savepoint_declined", self.now, res.reason))
@@ -1439,6 +1466,12 @@ class Cluster:
         job.stopping = cid
         self.events.append(("triggered", self.now, cid, True))
         self.events.append(("stop_with_savepoint", self.now, cid))
+        if drain:
+            self.events.append(("drain", self.now, cid))
+            for t in self.source_tasks:
+                if t.status == RUNNING and not t.source.ended:
+                    self.end_input_for_drain(t)
+            self.deliver_messages()
         barrier = CheckpointBarrier(cid, self.now, savepoint=True, unaligned=False)
         for t in self.tasks:
             if t.status == FINISHED:
@@ -1449,9 +1482,19 @@ class Cluster:
                 if job.stopping is None:
                     return
 
-    def _stop_after_savepoint(self, cid: int) -> None:
+    def end_input_for_drain(self, t: StreamTask) -> None:
+        """Stop-with-savepoint ``--drain`` at a source subtask (``SourceOperator.stop(DRAIN)``,
+        then ``StreamTask.endData(DRAIN)``): the source reads no more and ends its input as a
+        bounded source does at its end -- MAX_WATERMARK (``advanceToEndOfEventTime``), so that
+        every window downstream fires, then the end of its partitions. The model ends the
+        partitions at once; Flink sends EndOfData first and EndOfPartition once the savepoint
+        completed (a drained savepoint is not restored here, so the difference is not seen)."""
+        self.source_end(t)
+
+    def _stop_after_savepoint(self, cid: int, drained: bool = False) -> None:
         """The synchronous savepoint completed: commit (notifyCheckpointComplete reaches every
-        task before it stops), then the job is STOPPED."""
+        task before it stops), then the job is STOPPED -- or, after ``--drain``, FINISHED
+        (globally terminal: not restarted from its savepoint here)."""
         job = self.job
         job.stopping = None
         job.savepoint = cid
@@ -1470,7 +1513,7 @@ class Cluster:
                 t.status = "STOPPED"
         for ch in self.channels:
             ch.clear()
-        job.status = "STOPPED"
+        job.status = "FINISHED" if drained else "STOPPED"
         self.events.append(("stopped", self.now, cid))
 
     @seams.within
@@ -1752,6 +1795,14 @@ def drain(cluster: Cluster, max_steps: int = 1_000_000) -> None:
             raise FlinkspecError(f"the run cannot drain after {cluster.now} steps (status {cluster.job.status})")
         cluster.step(act)
     raise FlinkspecError(f"the run did not drain within {max_steps} steps")
+
+
+@seams.override("drain-without-max-watermark", Cluster, "end_input_for_drain",
+                "stop-with-savepoint --drain stops the sources and ends their partitions without MAX_WATERMARK: "
+                "no window downstream fires before the savepoint, whose completion finishes the job")
+def _end_input_without_max_watermark(self, t: StreamTask) -> None:
+    t.source.ended = True
+    self.context(t).finish()
 
 
 @seams.override("idle-source-keeps-emitting", Cluster, "_source_output",

@@ -16,7 +16,9 @@ environment. Every action of an environment kind is offered only while its budge
   once every task finished (FLIP-147); None = unbounded;
 * ``savepoints`` -- whether the operator's stop-with-savepoint and restart-from-savepoint
   (with ``rescale_options``) are offered; ``trigger_savepoints`` -- whether a savepoint
-  while the job runs (TriggerCheckpoint(savepoint=True)) is;
+  while the job runs (TriggerCheckpoint(savepoint=True)) is; ``drain_savepoints`` -- whether the
+  operator's stop-with-savepoint ``--drain`` (StopWithSavepointAndDrain: the job ends FINISHED)
+  is;
 * ``rescale_from_checkpoints`` -- whether RescaleFromCheckpoint (cancel, resubmit from the
   latest completed checkpoint with another parallelism) is offered, at most
   ``max_checkpoint_rescales`` times;
@@ -73,6 +75,7 @@ class Environment:
     max_checkpoints: int | None = None
     savepoints: bool = False
     trigger_savepoints: bool = False
+    drain_savepoints: bool = False
     rescale_from_checkpoints: bool = False
     max_checkpoint_rescales: int = 1
     rescale_options: tuple = ()

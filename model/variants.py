@@ -597,6 +597,19 @@ _add(Variant(name="rescale-savepoint", description="stop-with-savepoint and rest
              "parallelism (key groups by range)", family="rescale",
              config=RuntimeConfig(), environment=Environment(savepoints=True, max_failures=1), max_steps=500, small=_RESCALE_SMALL))
 
+#: the smallest drain scenario: two records of one key in one tumbling window [0, 4) whose end no
+#: watermark passes before the job's input ends; a stop-with-savepoint --drain between them must
+#: fire that window with the first record alone (MAX_WATERMARK) and commit it
+_DRAIN_SMALL = Small(records=2, keys=(0,), window=(4, 0), checkpoints=2, failures=1)
+_add(Variant(name="drain-savepoint", description="stop-with-savepoint --drain: the sources end their input with "
+             "MAX_WATERMARK, a synchronous savepoint, then the job is FINISHED with the results of what it read",
+             config=RuntimeConfig(), environment=Environment(drain_savepoints=True, **_F), small=_DRAIN_SMALL))
+_add(Variant(name="drain-without-max-watermark", description="stop-with-savepoint --drain ends the sources' "
+             "partitions without MAX_WATERMARK: the windows still open are in the savepoint, unfired, and the "
+             "finished job never emits their results", expected=("drain_fires_every_window",),
+             seams=("drain-without-max-watermark",), config=RuntimeConfig(),
+             environment=Environment(drain_savepoints=True, **_F), small=_DRAIN_SMALL))
+
 _add(Variant(name="rescale-unaligned-checkpoint", description="unaligned checkpoints; the job is resubmitted "
              "from its latest checkpoint, in-flight data included, with another parallelism (channel state "
              "reassigned by SubtaskStateMapper)", family="rescale",

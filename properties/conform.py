@@ -141,6 +141,9 @@ class ConformJob:
     out_of_orderness: int
     rescale: tuple | None = None
     fail: tuple | None = None
+    #: stopped with stop-with-savepoint ``--drain`` once every source subtask emitted ``cap``
+    #: records (``flinkspec conform --drain``): the output is then the result of those records
+    drain: bool = False
 
     @property
     def keyed(self) -> OperatorSpec:
@@ -169,6 +172,8 @@ class ConformJob:
         if self.fail is not None:
             split, offset, cps = self.fail
             text += f"; fails at split {split} offset {offset} (after {cps} checkpoint(s))"
+        if self.drain:
+            text += f"; stop-with-savepoint --drain after {self.cap} record(s) per split"
         return text
 
     def to_dict(self) -> dict:
@@ -176,7 +181,7 @@ class ConformJob:
                 "records": [[list(r) for r in s] for s in self.splits], "cap": self.cap,
                 "max_parallelism": self.max_parallelism, "rescale": None if self.rescale is None else dict(self.rescale),
                 "fail": None if self.fail is None else dict(zip(("split", "offset", "after_checkpoints"), self.fail)),
-                "description": self.describe()}
+                "drain": self.drain, "description": self.describe()}
 
 
 def _forward_groups(graph: StreamGraph) -> list[list[str]]:
@@ -196,10 +201,12 @@ def _forward_groups(graph: StreamGraph) -> list[list[str]]:
     return out
 
 
-def generate_job(seed: int) -> ConformJob:
-    """The job of run seed ``seed`` (deterministic: the same seed gives the same job)."""
+def generate_job(seed: int, drain: bool = False) -> ConformJob:
+    """The job of run seed ``seed`` (deterministic: the same seed gives the same job). With
+    ``drain`` the same operators and input, stopped with stop-with-savepoint ``--drain`` once
+    every source subtask emitted ``cap`` records, with neither a failure nor a rescale."""
     rng = random.Random(f"flinkspec-conform:{seed}")
-    failure, rescale = VARIATIONS[seed % 5]
+    failure, rescale = (False, False) if drain else VARIATIONS[seed % 5]
     max_p = rng.choice(MAX_PARALLELISMS)
     ps = rng.choice((1, 2, 2, 3))
     split_len = rng.randint(6, 14)
@@ -263,7 +270,7 @@ def generate_job(seed: int) -> ConformJob:
         offset = rng.randint(start + cap * cps, split_len - 1)
         fail = (split, offset, cps)
     return ConformJob(seed=seed, graph=graph, input=job_input, split_len=split_len, cap=cap, max_parallelism=max_p,
-                      out_of_orderness=ooo, rescale=new_p, fail=fail)
+                      out_of_orderness=ooo, rescale=new_p, fail=fail, drain=drain)
 
 
 def flink_request(job: ConformJob, job_id: int) -> dict:
@@ -287,7 +294,8 @@ def flink_request(job: ConformJob, job_id: int) -> dict:
         fail_at = None
         if last and job.fail is not None:
             fail_at = job.fail[0] * job.split_len + job.fail[1]
-        phases.append({"parallelism": par, "stop_with_savepoint": not last, "fail_at": fail_at})
+        phases.append({"parallelism": par, "stop_with_savepoint": not last or job.drain,
+                       "drain": last and job.drain, "fail_at": fail_at})
     return {"id": job_id, "name": job.graph.name, "keyed": job.keyed.name,
             "records": [list(r) for s in job.splits for r in s], "splits": len(job.splits),
             "split_len": job.split_len, "cap": job.cap, "max_parallelism": job.max_parallelism,
@@ -408,7 +416,8 @@ def model_side(job: ConformJob, split_order: tuple | None = None, config: dict |
     model_input = JobInput({SOURCE: tuple(tuple((to_int[k], v, ts) for (k, v, ts) in splits[j]) for j in order)})
     graph = job.graph
     reference = reference_output(graph, model_input)[SINK]
-    fields = {"savepoints": job.rescale is not None, "max_failures": 1 if job.fail is not None else 0}
+    fields = {"savepoints": job.rescale is not None, "max_failures": 1 if job.fail is not None else 0,
+              "drain_savepoints": job.drain}
     cfg, env = split_config(fields | (config or {}))
     c = Cluster(compile_stream_graph(graph), model_input, RuntimeConfig(**cfg), seed=job.seed,
                 environment=Environment(**env), scope=UNBOUNDED_CHANNELS)
@@ -432,6 +441,11 @@ def model_side(job: ConformJob, split_order: tuple | None = None, config: dict |
     failed = False
     restored_ordinal = 0
     restored_from = None
+    if job.drain:
+        for t in [t.id for t in c.source_tasks]:
+            _emit(c, t, job.cap, None)
+        _settle(c)
+        c.step(A.StopWithSavepointAndDrain())
     if fail_at is not None:
         while not failed:
             for t in [t.id for t in c.source_tasks]:
@@ -448,6 +462,12 @@ def model_side(job: ConformJob, split_order: tuple | None = None, config: dict |
             if restored_from in c.completed_ids[phase_start:]:
                 restored_ordinal = c.completed_ids[phase_start:].index(restored_from) + 1
     drain(c)
+    if job.drain:
+        if c.job.status != "FINISHED":
+            raise FlinkspecError(f"conform: the model's stop-with-savepoint --drain did not finish the job "
+                                 f"({c.job.status})")
+        read = c.input_read()  # the oracle of what the sources read (None: they had read everything)
+        reference = reference_output(graph, model_input if read is None else read)[SINK]
     final = None
     if job.keyed.kind == "keyed_aggregate":
         final = {back[k]: v for k, v in _keyed_state(c, job.keyed.name).items()}
@@ -828,13 +848,15 @@ class FlinkDriver:
 
 
 def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0,
-                progress: Callable[[str], None] | None = None, keep: Path | None = None) -> list[RunResult]:
-    """Generate ``runs`` jobs from ``seed`` (run ``i`` has seed ``seed + i``), run them in real
-    Flink in batches of ``batch`` jobs per JVM and in the model, and compare. Flink's work
-    folder (part files, observations, checkpoints, logs) is removed at the end, unless ``keep``
-    names a folder to keep it in."""
+                progress: Callable[[str], None] | None = None, keep: Path | None = None,
+                drain: bool = False) -> list[RunResult]:
+    """Generate ``runs`` jobs from ``seed`` (run ``i`` has seed ``seed + i``; with ``drain``,
+    each stopped with stop-with-savepoint ``--drain``), run them in real Flink in batches of
+    ``batch`` jobs per JVM and in the model, and compare. Flink's work folder (part files,
+    observations, checkpoints, logs) is removed at the end, unless ``keep`` names a folder to
+    keep it in."""
     say = progress or (lambda _m: None)
-    jobs = [generate_job(seed + i) for i in range(runs)]
+    jobs = [generate_job(seed + i, drain) for i in range(runs)]
     results: list[RunResult] = []
     if keep is not None:
         keep.mkdir(parents=True, exist_ok=True)
@@ -854,7 +876,8 @@ def run_conform(runs: int, seed: int, *, batch: int = 10, timeout: float = 180.0
                         answer = dict(answer, restores=flink_restores(_log_text(work), answer["id"]))
                     r = judge(j, answer)
                     results.append(r)
-                    kinds = [k for k, on in (("failure", j.fail is not None), ("rescale", j.rescale is not None)) if on]
+                    kinds = [k for k, on in (("failure", j.fail is not None), ("rescale", j.rescale is not None),
+                                             ("drain", j.drain)) if on]
                     verdict = "agree" if r.agree else f"DISAGREE ({len(r.differences)} difference(s))"
                     say(f"[{len(results)}/{runs}] seed {j.seed}: {verdict}"
                         f"{' (' + ', '.join(kinds) + ')' if kinds else ''} {r.seconds:.1f}s")
@@ -876,6 +899,7 @@ def summary(results: list[RunResult], seed: int, seconds: float) -> dict:
             "with_failures": sum(r.job.fail is not None for r in results),
             "failures_injected": sum(r.flink_failed for r in results),
             "rescaled": sum(r.job.rescale is not None for r in results),
+            "drained": sum(r.job.drain for r in results),
             "rescaled_up": sum(_direction(r.job) == "up" for r in results),
             "rescaled_down": sum(_direction(r.job) == "down" for r in results),
             "seed": seed, "seconds": round(seconds, 1),

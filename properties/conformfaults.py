@@ -100,12 +100,13 @@ def parse_faults(spec: str) -> tuple[str, ...]:
 
 
 def placed_by_job(kind: str) -> bool:
-    """Whether the kind's fault is placed by the job (a failing record, a stop-with-savepoint)."""
+    """Whether the kind's fault is placed by the job (a failing record, a stop-with-savepoint, a
+    drain)."""
     fk = flinktrace.FAULT_KINDS[kind]
     # with slow records (delay_ms) a source reads its cap records of a cycle over several checkpoint
     # intervals, and checkpoints complete between them: how many completed before the failing
     # record is Flink's timing, not the job's, so such a kind is replayed
-    return (fk.failure or fk.rescale is not None) and not fk.lose_task_manager and not fk.decline \
+    return (fk.failure or fk.rescale is not None or fk.drain) and not fk.lose_task_manager and not fk.decline \
         and not fk.trace.get("cancel_after_checkpoints") and not fk.trace.get("checkpoint_timeout_ms") \
         and not fk.trace.get("delay_ms")
 

@@ -69,14 +69,17 @@ WEIGHTS = A.WEIGHTS
 _EXPECTED_CACHE: dict = {}
 
 
-def expected_for(scenario: Scenario) -> Expected:
+def expected_for(scenario: Scenario, job_input=None) -> Expected:
+    """The reference of ``scenario`` (on ``job_input`` instead of the scenario's, if given),
+    computed once."""
     seams = scenario.seams
-    key = (repr(scenario.graph), repr(scenario.job_input), seams)
+    job_input = scenario.job_input if job_input is None else job_input
+    key = (repr(scenario.graph), repr(job_input), seams)
     exp = _EXPECTED_CACHE.get(key)
     if exp is None:
         if len(_EXPECTED_CACHE) > 256:
             _EXPECTED_CACHE.clear()
-        exp = _EXPECTED_CACHE[key] = Expected(scenario.graph, scenario.job_input, seams)
+        exp = _EXPECTED_CACHE[key] = Expected(scenario.graph, job_input, seams)
     return exp
 
 
@@ -90,7 +93,7 @@ class Run:
                  track_goals: bool = True):
         self.scenario = scenario
         self.cluster = cluster if cluster is not None else Cluster.from_scenario(scenario)
-        self.expected = expected_for(scenario)
+        self._expected = expected_for(scenario)
         #: the action kinds this run may take (``offered_kinds``: the one decision every engine uses)
         self.offered = offered_kinds(scenario)
         self.check_always = check_always
@@ -119,7 +122,7 @@ class Run:
         r = Run.__new__(Run)
         r.scenario = self.scenario
         r.cluster = self.cluster.copy()
-        r.expected = self.expected
+        r._expected = self._expected
         r.offered = self.offered
         r.check_always = self.check_always
         r.track_goals = self.track_goals
@@ -159,6 +162,20 @@ class Run:
         equal, so that every merged run is judged as the one kept would be."""
         key = repr(self.history_key()).encode()
         return hashlib.blake2b(self.cluster.fingerprint().encode() + b"|" + key, digest_size=16).hexdigest()
+
+    @property
+    def job_input(self):
+        """The input the run's output must be the result of: the scenario's, or what the
+        sources read when a stop-with-savepoint ``--drain`` ended their input early
+        (``Cluster.input_read``)."""
+        read = self.cluster.input_read()
+        return self.scenario.job_input if read is None else read
+
+    @property
+    def expected(self) -> Expected:
+        """The reference output of :attr:`job_input` (``spec.exactly_once.Expected``)."""
+        read = self.cluster.input_read()
+        return self._expected if read is None else expected_for(self.scenario, read)
 
     @property
     def timing_dependent(self) -> bool:

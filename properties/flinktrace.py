@@ -68,6 +68,8 @@ class FaultKind:
     lose_task_manager: bool = False
     #: the tasks' asynchronous snapshots of one or two checkpoints fail (TraceRun.decline)
     decline: bool = False
+    #: the job is stopped with stop-with-savepoint --drain (``ConformJob.drain``)
+    drain: bool = False
     trace: dict = attrs.field(factory=dict)
 
 
@@ -102,6 +104,9 @@ FAULT_KINDS = {k.name: k for k in (
               "leading JobManager is killed (SIGKILL) after two completed checkpoints; the standby takes over and "
               "recovers the job from the HA store", setup="standalone-ha", lose_job_manager=True,
               trace={"delay_ms": 40}),
+    FaultKind("drain", "stop-with-savepoint --drain once every source subtask emitted its first records: the "
+              "sources end their input (MAX_WATERMARK, every window fires), the savepoint commits, the job is "
+              "FINISHED", drain=True),
 )}
 
 #: records per split of a run on the standalone HA cluster: enough (with the slow records) for
@@ -156,7 +161,7 @@ def draw_run(seed: int, kind: str) -> TraceRun:
     rng = random.Random(f"flinkspec-trace:{seed}:{kind}")
     for k in range(10_000):
         s = seed * 7919 + k
-        job = conform.generate_job(s)
+        job = conform.generate_job(s, drain=fk.drain)
         if (job.fail is not None) != fk.failure:
             continue
         if fk.lose_job_manager:
@@ -230,7 +235,8 @@ def runtime_config(run: TraceRun) -> dict:
     """The run's settings for the trace header's ``config``: its Flink configuration as
     ``model.cluster.RuntimeConfig`` fields, and what the recorder does to it as
     ``model.environment.Environment`` fields (``max_failures``: the faults it injects;
-    ``savepoints``: whether it stops with a savepoint and restarts from it)."""
+    ``savepoints``: whether it stops with a savepoint and restarts from it; ``drain_savepoints``:
+    whether it stops with stop-with-savepoint --drain)."""
     fk = FAULT_KINDS[run.kind]
     faults = (1 if run.job.fail is not None else 0) + (1 if run.lose else 0) + (1 if fk.lose_job_manager else 0) \
         + (len(run.decline["checkpoints"]) if run.decline else 0)
@@ -238,7 +244,7 @@ def runtime_config(run: TraceRun) -> dict:
            "max_concurrent_checkpoints": 1, "max_retained_checkpoints": fk.trace.get("num_retained", 1),
            "failover_strategy": "region", "restart_strategy": "fixed-delay", "restart_attempts": 3,
            "task_managers": TASK_MANAGERS, "slots_per_task_manager": SLOTS, "max_failures": faults,
-           "savepoints": run.job.rescale is not None}
+           "savepoints": run.job.rescale is not None, "drain_savepoints": run.job.drain}
     if fk.trace.get("state_backend"):
         cfg.update(state_backend=fk.trace["state_backend"], incremental=bool(fk.trace.get("incremental")))
     if run.decline is not None:

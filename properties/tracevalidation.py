@@ -558,9 +558,10 @@ class Verdict:
         return d
 
 
-#: unobservable action kinds in the order the search tries them (barriers and notifications
-#: move the checkpoints the trace talks of; records last: none is observed)
-_PREFERENCE = (A.TriggerCheckpoint, A.StopWithSavepoint, A.FailTask, A.LoseTaskManager, A.CheckpointTimeout,
+#: unobservable action kinds in the order the search tries them (the kinds that trigger a
+#: checkpoint first, ``ActionKind.triggers_checkpoint``; barriers and notifications move the
+#: checkpoints the trace talks of; records last: none is observed)
+_PREFERENCE = (*A.CHECKPOINT_TRIGGERS, A.FailTask, A.LoseTaskManager, A.CheckpointTimeout,
                A.FailAsyncSnapshot,
                A.NotifyCheckpointComplete, A.Deliver, A.AlignmentTimeout, A.SourceWatermark, A.SourceEmit)
 
@@ -580,8 +581,7 @@ _ALWAYS_OBSERVES = {
     A.FailTask: lambda c, a, task: ("task_failed", task[a.subtask]),
     A.LoseTaskManager: lambda c, a, task: ("task_manager_lost",),
     A.FailJobManager: lambda c, a, task: ("job_manager_lost",),
-    A.TriggerCheckpoint: lambda c, a, task: "checkpoint_triggered",
-    A.StopWithSavepoint: lambda c, a, task: "checkpoint_triggered",
+    **{t: (lambda c, a, task: "checkpoint_triggered") for t in A.CHECKPOINT_TRIGGERS},
     A.CheckpointTimeout: lambda c, a, task: "checkpoint_aborted",
     A.FailAsyncSnapshot: lambda c, a, task: "checkpoint_aborted",
 }

@@ -419,8 +419,8 @@ def check_action_ids(action, bounds: dict[str, int], checkpoints_triggered: int,
     return None
 
 
-#: Actions after which one more checkpoint id may exist.
-TRIGGERS = (A.TriggerCheckpoint, A.StopWithSavepoint)
+#: Actions after which one more checkpoint id may exist (the kinds that say so).
+TRIGGERS = A.CHECKPOINT_TRIGGERS
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m properties.validation [FOLDER]`

@@ -75,8 +75,9 @@ TASK_DECLINE_REASONS = frozenset({"CHECKPOINT_DECLINED", "CHECKPOINT_DECLINED_TA
                                   "CHECKPOINT_DECLINED_TASK_CLOSING", "CHECKPOINT_DECLINED_SUBSUMED",
                                   "CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER",
                                   "CHECKPOINT_DECLINED_INPUT_END_OF_STREAM"})
-#: the actions that stop or resubmit the job: the coordinator stops with them
-JOB_STOPS = (A.StopWithSavepoint, A.RestartFromSavepoint, A.RescaleFromCheckpoint, A.RestartFromRetainedCheckpoint)
+#: the actions that stop or resubmit the job: the coordinator stops with them (the kinds that
+#: say so, ``ActionKind.stops_job``)
+JOB_STOPS = A.JOB_STOPS
 
 
 def _step_events(cluster) -> list:

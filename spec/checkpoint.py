@@ -8,6 +8,12 @@ its snapshot plus the channel state persisted for that channel (T's input side a
 output side, unaligned checkpoints). A record counted on neither side is lost on restore;
 a record counted on both (or consumed past the barrier) is duplicated.
 
+``drain_fires_every_window`` (always): the savepoint of a stop-with-savepoint ``--drain`` holds
+no window contents and no event-time timer: every source ended its input with MAX_WATERMARK
+before the savepoint's barrier (``StreamTask.advanceToEndOfEventTime``), so every window fired
+and was purged before its operator's snapshot, and the job ends with every result of what it
+read committed.
+
 ``no_channel_state_on_forced_aligned_edges`` (always): an edge that cannot carry unaligned
 checkpoints (Flink 2.3: a pointwise or broadcast input makes every input edge of its consumer
 such an edge) has no channel state in any completed checkpoint.
@@ -16,6 +22,7 @@ such an edge) has no channel state in any completed checkpoint.
 from __future__ import annotations
 
 from model.actions import CheckpointTimeout, kind_of
+from model.windowing import WindowKeyGroupState
 from model.checkpointfailuremanager import COUNTED_REASONS
 from spec.invariant import Violation, invariant
 
@@ -405,3 +412,34 @@ def checkpoint_failures_tolerated(run) -> Violation | None:
         message=(f"the job was failed over for its checkpoints' failures after checkpoint {cid}, with {count} "
                  f"failed in a row, within the {n} tolerated"),
     )
+
+
+@invariant(
+    "drain_fires_every_window",
+    kind="always",
+    concept="stop-with-savepoint --drain (SavepointType TERMINATE, StreamTask.advanceToEndOfEventTime)",
+    statement="When a stop-with-savepoint --drain completes, its savepoint holds no window contents and no "
+    "event-time timer: MAX_WATERMARK reached every window operator before its snapshot.",
+)
+def drain_fires_every_window(run) -> Violation | None:
+    """Judged in the step the drained savepoint completes (the job is then FINISHED): the
+    savepoint's snapshots are read, the first window key group with contents or timers named."""
+    c = run.cluster
+    job = c.job
+    if job.status != "FINISHED" or job.savepoint not in c.delta.completed:
+        return None
+    for tid, snap in sorted((job.savepoint_snapshots or {}).items()):
+        for op, groups in sorted(snap.keyed.items()):
+            for kg, st in sorted(groups.items()):
+                if type(st) is WindowKeyGroupState and (st.contents or st.timers):
+                    return Violation(
+                        invariant="drain_fires_every_window",
+                        expected={"savepoint": job.savepoint, "window_state": "none"},
+                        actual={"savepoint": job.savepoint, "subtask": tid, "operator": op, "key_group": kg,
+                                "windows": len(st.contents), "timers": len(st.timers)},
+                        message=(f"stop-with-savepoint --drain completed savepoint {job.savepoint} with "
+                                 f"{len(st.contents)} unfired window(s) and {len(st.timers)} timer(s) of operator "
+                                 f"'{op}' (key group {kg}, {c.eg.subtasks[tid].name}): MAX_WATERMARK did not reach "
+                                 f"it before its snapshot, and its results are lost with the finished job"),
+                    )
+    return None

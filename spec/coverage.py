@@ -214,6 +214,19 @@ def record_late_after_source_idle(run, new_events) -> bool:
     return bool(getattr(run, "idle_seen", False) and (c.late or c.window_skips))
 
 
+@goal("drain_fired_windows", "stop-with-savepoint --drain (SavepointType TERMINATE, MAX_WATERMARK)",
+      "A stop-with-savepoint --drain finished a windowed job whose sources had input left, and its windows' "
+      "results were committed.",
+      applies=lambda s: s.environment.drain_savepoints and any(o.kind == "window" for o in s.graph.operators),
+      floor=3)
+def drain_fired_windows(run, new_events) -> bool:
+    """The step committed results of a job a drain finished with input left (the savepoint's
+    notification may reach the sink's task after the job turned FINISHED)."""
+    c = run.cluster
+    return (c.job.status == "FINISHED" and len(c.external.committed) > run.committed_before
+            and c.input_read() is not None)
+
+
 _BARRIER_TYPES: tuple = ()
 
 

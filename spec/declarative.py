@@ -501,7 +501,7 @@ def window_results_exactly_once(run) -> Violation | None:
     if not run.expected.event_time_judged:
         return None
     restores = restores_of(run)
-    problems = window_result_problems(run.scenario.graph, run.scenario.job_input,
+    problems = window_result_problems(run.scenario.graph, run.job_input,
                                       sink_output_by_operator(run.cluster), run.cluster.late, restores,
                                       run.cluster.window_skips)
     if not problems:

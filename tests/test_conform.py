@@ -13,6 +13,7 @@ import copy
 import subprocess
 from collections import Counter, defaultdict
 
+import attrs
 import pytest
 
 from flinkspec.cli import main
@@ -159,12 +160,10 @@ def test_the_sample_covers_every_combination():
     assert len(combos) == 8
 
 
-@pytest.mark.parametrize("seed", CASES)
-def test_model_side_gives_the_jobs_output(seed):
-    job = generate_job(seed)
-    m = model_side(job)
-    assert m.failed == (job.fail is not None)
-    expected, final = _expected(job)
+def _assert_outputs(job, m, evaluated) -> dict | None:
+    """The model side's oracle and output are the independent evaluation of ``evaluated`` (the
+    job, or the job on the records it read), and so is the final keyed state; returns that."""
+    expected, final = _expected(evaluated)
     for out in (m.reference, m.output):
         if job.keyed.kind == "window":
             assert Counter(out) == expected
@@ -172,6 +171,16 @@ def test_model_side_gives_the_jobs_output(seed):
             assert Counter((k, ts) for (k, _v, ts) in out) == expected
     if final is not None:
         assert {k: v for k, (_sub, v) in m.final_keyed.items()} == final
+    return final
+
+
+@pytest.mark.parametrize("seed", CASES)
+def test_model_side_gives_the_jobs_output(seed):
+    job = generate_job(seed)
+    m = model_side(job)
+    assert m.failed == (job.fail is not None)
+    final = _assert_outputs(job, m, job)
+    if final is not None:
         last = job.phase_parallelisms()[-1][job.keyed.name]
         for k, (sub, _v) in m.final_keyed.items():
             kg = assign_to_key_group(row_key_hash(k), job.max_parallelism)
@@ -476,3 +485,38 @@ def test_a_driver_that_dies_answers_every_job_with_its_last_words(tmp_path, monk
     assert all("the Flink driver exited" in a["error"] and "OutOfMemoryError" in a["error"] for a in answers)
     r = judge(generate_job(4), answers[0])
     assert not r.agree and "OutOfMemoryError" in r.differences[0]
+
+
+# -- stop-with-savepoint --drain (``conform --drain``) ------------------------------------------
+
+
+@pytest.mark.parametrize("seed", CASES)
+def test_a_drained_jobs_model_side_gives_the_output_of_the_first_cap_records(seed):
+    """``--drain``: the same job stopped with stop-with-savepoint --drain once every source
+    subtask emitted ``cap`` records: every window of those records fires (MAX_WATERMARK), the
+    records after them are never read, and the job ends FINISHED."""
+    job = generate_job(seed, drain=True)
+    plain = generate_job(seed)
+    assert job.drain and job.fail is None and job.rescale is None
+    assert (job.graph, job.input, job.cap) == (plain.graph, plain.input, plain.cap)
+    m = model_side(job)
+    read = attrs.evolve(job, input=conform.JobInput({conform.SOURCE: tuple(s[:job.cap] for s in job.splits)}))
+    _assert_outputs(job, m, read)
+    req = conform.flink_request(job, 7)
+    assert req["phases"] == [{"parallelism": job.phase_parallelisms()[0], "stop_with_savepoint": True,
+                              "drain": True, "fail_at": None}]
+    assert "stop-with-savepoint --drain after" in job.describe() and job.to_dict()["drain"] is True
+
+
+def test_a_drained_window_fires_early_in_the_model_where_the_whole_input_would_not():
+    """The drain is what the comparison sees: some seed's windows hold records past ``cap``, so
+    the drained output differs from the whole input's."""
+    differs = [s for s in CASES if generate_job(s).keyed.kind == "window"
+               and Counter(model_side(generate_job(s, drain=True)).output) != _expected(generate_job(s))[0]]
+    assert differs
+
+
+def test_drain_and_faults_cannot_be_combined(capsys):
+    assert main(["conform", "--drain", "--faults", "all"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--drain and --faults cannot be combined" in err[0]

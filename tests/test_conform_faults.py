@@ -52,9 +52,9 @@ def test_the_kinds_are_the_recorders_registry():
 
 
 def test_every_kind_is_judged_one_way_or_the_other():
-    # the job places the fault (a failing record, a stop-with-savepoint) or Flink's timing does
+    # the job places the fault (a failing record, a stop-with-savepoint, a drain) or Flink's timing does
     assert {k for k in conform_kinds() if placed_by_job(k)} == {
-        "task-failure", "rocksdb-incremental", "rescale-up", "rescale-down", "stop-with-savepoint"}
+        "task-failure", "rocksdb-incremental", "rescale-up", "rescale-down", "stop-with-savepoint", "drain"}
     # slow records: how many checkpoints complete before the failing record is Flink's timing
     assert set(REPLAYED) == {"taskmanager-loss", "checkpoint-expired", "checkpoint-declined", "claim-restore",
                              "no-claim-restore", "unaligned", "jobmanager-loss"}

@@ -23,23 +23,24 @@ def test_the_declared_defaults():
     # read from the declaration, so that a wrong default is seen even where it fails validation
     assert {f.name: f.default for f in attrs.fields(Environment)} == {
         "max_failures": 0, "control_plane_faults": None, "max_checkpoints": None, "savepoints": False,
-        "trigger_savepoints": False, "rescale_from_checkpoints": False, "max_checkpoint_rescales": 1,
+        "trigger_savepoints": False, "drain_savepoints": False, "rescale_from_checkpoints": False, "max_checkpoint_rescales": 1,
         "rescale_options": (), "max_idle_periods": None, "rpc_order": "any", "rpc_capacity": None,
         "dead_letters": "on_delivery", "trigger_delivery": "at_once", "job_submissions": 0}
     assert all(type(f.default) is type(v) for f, v in zip(attrs.fields(Environment), (
-        0, None, None, False, False, False, 1, (), None, "any", None, "on_delivery", "at_once", 0)))
+        0, None, None, False, False, False, False, 1, (), None, "any", None, "on_delivery", "at_once", 0)))
 
 
 def test_the_default_environment():
     e = Environment()
     assert attrs.asdict(e) == {
         "max_failures": 0, "control_plane_faults": None, "max_checkpoints": None, "savepoints": False,
-        "trigger_savepoints": False, "rescale_from_checkpoints": False, "max_checkpoint_rescales": 1,
+        "trigger_savepoints": False, "drain_savepoints": False, "rescale_from_checkpoints": False, "max_checkpoint_rescales": 1,
         "rescale_options": (), "max_idle_periods": None, "rpc_order": "any", "rpc_capacity": None,
         "dead_letters": "on_delivery", "trigger_delivery": "at_once", "job_submissions": 0}
     assert e.savepoints is False and e.trigger_savepoints is False and e.rescale_from_checkpoints is False
+    assert e.drain_savepoints is False
     assert FIELDS == ("max_failures", "control_plane_faults", "max_checkpoints", "savepoints", "trigger_savepoints",
-                      "rescale_from_checkpoints", "max_checkpoint_rescales", "rescale_options", "max_idle_periods",
+                      "drain_savepoints", "rescale_from_checkpoints", "max_checkpoint_rescales", "rescale_options", "max_idle_periods",
                       "rpc_order", "rpc_capacity", "dead_letters", "trigger_delivery", "job_submissions")
 
 

@@ -16,7 +16,7 @@ A job (all fields written by ``properties.conform.flink_request``)::
              | {"name": "win", "kind": "window", "aggregate": "count", "size": 5, "slide": null, "offset": 0},
              {"name": "sink", "kind": "sink"}],
      "phases": [{"parallelism": {"source": 2, "map": 2, "agg": 3, "sink": 3},
-                 "stop_with_savepoint": true, "fail_at": null}, ...]}
+                 "stop_with_savepoint": true, "drain": false, "fail_at": null}, ...]}
 
 The job, per phase (a phase is one Flink job; a phase that stops with a savepoint is followed
 by one restored from it, with the next phase's parallelisms):
@@ -382,10 +382,11 @@ def _wait_finished(jvm, result, client, deadline: float, what: str) -> None:
         raise RuntimeError(f"{what} failed: {_java_cause(e)}") from None
 
 
-def _stop_with_savepoint(jvm, client, folder: str, deadline: float) -> str:
-    """Stop the job with a savepoint into ``folder``; returns the savepoint's path. A savepoint
-    refused because not every task runs yet (the sources may emit before the last tasks are
-    deployed: "Not all required tasks are currently running") is retried."""
+def _stop_with_savepoint(jvm, client, folder: str, deadline: float, drain: bool = False) -> str:
+    """Stop the job with a savepoint into ``folder`` (with ``drain``: ``flink stop --drain``,
+    ``advanceToEndOfEventTime``); returns the savepoint's path. A savepoint refused because not
+    every task runs yet (the sources may emit before the last tasks are deployed: "Not all
+    required tasks are currently running") is retried."""
     from py4j.protocol import Py4JJavaError
 
     fmt = jvm.org.apache.flink.core.execution.SavepointFormatType.CANONICAL
@@ -393,7 +394,7 @@ def _stop_with_savepoint(jvm, client, folder: str, deadline: float) -> str:
         try:
             # PyFlink 2.3.0's JobClient.stop_with_savepoint passes two arguments to a Java
             # method that takes three (the SavepointFormatType): call the Java client directly
-            return client._j_job_client.stopWithSavepoint(False, "file://" + folder, fmt).get()
+            return client._j_job_client.stopWithSavepoint(bool(drain), "file://" + folder, fmt).get()
         except Py4JJavaError as e:
             if "Not all required tasks are currently running" not in str(e) or time.time() > deadline:
                 raise
@@ -423,7 +424,8 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
         result = client._j_job_client.getJobExecutionResult()
         if phase.get("stop_with_savepoint"):
             _wait_for_phase_input(job, phase_no, folder, result, deadline)
-            restore = _stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"), deadline)
+            restore = _stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"), deadline,
+                                           drain=phase.get("drain", False))
             savepoints.append(restore)
         _wait_finished(jvm, result, client, deadline, what)
     return {"id": job["id"], "ok": True, **end_results(job, folder, jvm), "savepoints": savepoints,

@@ -313,7 +313,7 @@ def run_job(job: dict, base: str, jvm, timeout: float) -> dict:
         if phase.get("stop_with_savepoint"):
             conform._wait_for_phase_input(job, phase_no, folder, result, deadline)
             restore = conform._stop_with_savepoint(jvm, client, os.path.join(folder, f"savepoint-{phase_no}"),
-                                                   deadline)
+                                                   deadline, drain=phase.get("drain", False))
             savepoints.append(restore)
         try:
             if phase_no == 0 and tr.get("cancel_after_checkpoints") and len(job["phases"]) > 1:

@@ -9,6 +9,9 @@ oracle, and after a stop-with-savepoint and a restart with other parallelisms th
 and keyed state each new subtask holds and the source splits (operator list state) each new
 source subtask restored. Most runs inject a failure (an operator throws once at a chosen
 record after a chosen checkpoint); two in five rescale (up or down, small max parallelism).
+With --drain every run is instead stopped with stop-with-savepoint --drain once each source
+subtask emitted its first records, and the outputs are compared with the oracle of the records
+read.
 With --faults the runs take the fault kinds of `flinkspec trace` in turn (`--faults list` names
 them; `all`: every kind; `minicluster`: every kind but jobmanager-loss) on a MiniCluster with two TaskManagers (jobmanager-loss: a standalone
 cluster with ZooKeeper HA, 55 to 90 s a run), and compare the
@@ -49,6 +52,10 @@ def register(sub) -> None:
                         "`standalone-ha`: every kind run on that set-up; "
                         "`list` lists them; default: conform's own variations, a failing function and "
                         "stop-with-savepoint with a rescale)")
+    p.add_argument("--drain", action="store_true",
+                   help="stop every run with stop-with-savepoint --drain once each source subtask emitted its first "
+                        "records (no failure, no rescale): Flink's committed output and the model's are compared "
+                        "with the oracle of the records read")
     p.add_argument("--json", action="store_true", help="a JSON summary as the last line of stdout")
     p.set_defaults(func=run)
 
@@ -135,6 +142,8 @@ def run(args) -> int:
         return _list_faults()
     _check(args)
     if args.faults is not None:
+        if args.drain:
+            raise FlinkspecError("--drain and --faults cannot be combined: --drain stops conform's own runs")
         return _run_faults(args)
     from properties.conform import ensure_flink_env, run_conform, summary  # lazy: the model runtime loads only here
     from properties.corpus import run_directory  # lazy, as above
@@ -147,7 +156,7 @@ def run(args) -> int:
         keep = check_output_dir(args.keep_work, what="--keep-work folder")
     with Reporter("conform") as rep:
         results = run_conform(args.runs, args.seed, batch=args.batch, timeout=args.timeout,
-                              progress=_reporting(rep, args.runs), keep=keep)
+                              progress=_reporting(rep, args.runs), keep=keep, drain=args.drain)
     line = summary(results, args.seed, time.perf_counter() - t0)
     out = run_directory("conform", args.seed)
     report = out / "report.json"
@@ -158,7 +167,8 @@ def run(args) -> int:
         for diff in d["differences"]:
             print(f"    {diff}")
     print(f"{line['agree']}/{line['runs']} runs agree ({line['with_failures']} with an injected failure, "
-          f"{line['rescaled']} rescaled: {line['rescaled_up']} up, {line['rescaled_down']} down) "
+          f"{line['rescaled']} rescaled: {line['rescaled_up']} up, {line['rescaled_down']} down"
+          f"{', ' + str(line['drained']) + ' stopped with --drain' if line['drained'] else ''}) "
           f"in {line['seconds']:.0f}s; report: {report}")
     if args.json:
         print(json.dumps(line, sort_keys=True))

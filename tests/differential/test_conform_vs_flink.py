@@ -72,6 +72,32 @@ def test_real_flink_catches_the_old_round_robin_start_of_operator_list_state(mon
     assert any("after the rescale source subtask" in d for d in result.differences), result.differences
 
 
+def test_drained_jobs_agree_with_real_flink_and_a_drain_without_max_watermark_does_not(monkeypatch):
+    """``conform --drain``: jobs stopped with stop-with-savepoint --drain once every source subtask
+    emitted its first records (seeds 2000..2011): Flink's committed output and the model's agree
+    with the oracle of the records read -- every window of them fired. A model whose drain ends
+    the sources' input without MAX_WATERMARK (the seam drain-without-max-watermark's behaviour)
+    disagrees with Flink on the windowed jobs whose windows hold records."""
+    _need_flink()
+    results = run_conform(12, 2000, batch=12, drain=True)
+    line = summary(results, 2000, 0.0)
+    assert line["runs"] == line["drained"] == 12
+    assert line["disagreements"] == [], line["disagreements"]
+    windowed = [r for r in results if r.job.keyed.kind == "window" and r.flink["output"]]
+    assert len(windowed) >= 2, [r.seed for r in results]
+    from model.cluster import Cluster
+
+    def without_max_watermark(self, t):
+        t.source.ended = True
+        self.context(t).finish()
+
+    monkeypatch.setattr(Cluster, "end_input_for_drain", without_max_watermark)
+    for r in windowed:
+        again = conform.judge(r.job, r.flink)
+        assert not again.agree and any("the model's committed output vs the oracle" in d
+                                       for d in again.differences), again.differences
+
+
 def test_every_fault_kind_conform_runs_agrees_with_real_flink():
     """``conform --faults all``: one run of every fault kind of the recorder's ``FAULT_KINDS``
     (MiniClusters with two TaskManagers; jobmanager-loss on the standalone HA cluster, ~70 s);
