@@ -5,6 +5,7 @@ answer right after its call."""
 
 from __future__ import annotations
 
+import attrs
 import networkx as nx
 import pytest
 
@@ -45,9 +46,42 @@ def test_the_constants_and_the_partition_types():
     assert J.result_partition_type("pipelined") == PB and J.result_partition_type("batch") == PB
 
 
+def _within(seconds: float, fn, *args):
+    """``fn(*args)``, or a failed test when it has not returned within ``seconds``."""
+    import signal
+
+    def stop(*_):
+        raise TimeoutError
+
+    old = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    except TimeoutError:
+        pytest.fail(f"{fn.__name__} did not return within {seconds} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _pipelined(a, b):
+    return E(0, a, b, a, b, "rebalance", "pipelined", "ALL_TO_ALL", PB, True)
+
+
+def test_the_regions_and_the_order_are_found_in_bounded_time():
+    """Union-find over the pipelined edges, and the topological order of three sources each
+    feeding its own vertex, return (a loop that never ends would hang every JobGraph)."""
+    e = _pipelined
+    assert _within(2.0, J.logical_pipelined_regions, ("a", "b", "c"), (e("a", "b"), e("b", "c"))) == (("a", "b", "c"),)
+    edges = (e("a", "x"), e("b", "y"), e("c", "z"))
+    assert _within(2.0, J._sorted_topologically_from_sources, ["a", "b", "c", "x", "y", "z"], edges) == \
+        ["a", "b", "c", "x", "y", "z"]
+
+
 def test_a_diamond_job_graph_whole():
     g = _diamond()
     jg = J.compile_job_graph(g)
+    assert isinstance(jg.graph, nx.DiGraph) and isinstance(jg.vertices, dict) and isinstance(jg.edges, tuple)
     assert list(jg.vertices) == ["src", "key", "side", "out"]
     assert list(jg.vertices.values()) == [V("src", ("src", "map"), 2), V("key", ("key",), 3),
                                           V("side", ("side",), 2), V("out", ("out",), 3)]
@@ -132,6 +166,15 @@ def test_the_topological_order_over_creation_order():
     edges = (e(0, "a", "b"), e(1, "b", "c"), e(2, "z", "c"))
     assert J._sorted_topologically_from_sources(["c", "b", "a", "z"], edges) == ["a", "z", "b", "c"]
     assert J._sorted_topologically_from_sources([], ()) == []
+    # an edge to a vertex placed already, then another edge: both followed
+    edges = (e(0, "a", "c"), e(1, "a", "c"), e(2, "a", "b"))
+    assert J._sorted_topologically_from_sources(["c", "b", "a"], edges) == ["a", "c", "b"]
+    # an edge to a vertex still waiting for another input, then the edge to that input
+    edges = (e(0, "a", "d"), e(1, "a", "b"), e(2, "b", "d"))
+    assert J._sorted_topologically_from_sources(["d", "b", "a"], edges) == ["a", "b", "d"]
+    # a vertex reached only from the second vertex placed
+    edges = (e(0, "a", "b"), e(1, "c", "d"), e(2, "b", "e"))
+    assert J._sorted_topologically_from_sources(["e", "d", "b", "c", "a"], edges) == ["c", "a", "d", "b", "e"]
 
 
 def test_logical_pipelined_regions_union_and_find():
@@ -203,6 +246,18 @@ def test_a_co_location_group_across_slot_sharing_groups_is_refused():
     assert (info.value.subject, info.value.rule) == (
         "operator 'b'", "co-location group 'k' spans different slot sharing groups ('a' is in 'default', 'b' is in "
         "'y') (Flink: Cannot co-locate operators from different slot sharing groups)")
+    # a vertex without a group first, then the clash
+    g = graph([op("s", "source"), op("a", "map", co_location_group="k"),
+               op("b", "map", slot_sharing_group="y", co_location_group="k")],
+              [edge("s", "a", "rebalance"), edge("a", "b", "rebalance")])
+    with pytest.raises(InvalidJobSpec) as info:
+        J.compile_job_graph(g)
+    assert info.value.subject == "operator 'b'"
+    # two co-location groups, each in its own slot sharing group: fine
+    ok = graph([op("a", "source", co_location_group="k"), op("b", "map", slot_sharing_group="y", co_location_group="k2")],
+               [edge("a", "b", "rebalance")])
+    jg = J.compile_job_graph(ok)
+    assert J.co_location_violation(jg) is None and jg.co_location_groups() == {"k": ("a",), "k2": ("b",)}
     # a chained operator's group is not the vertex's: no violation
     ok = graph([op("a", "source", co_location_group="k"), op("b", "map", co_location_group="k2")], [edge("a", "b")])
     jg = J.compile_job_graph(ok)
@@ -228,3 +283,33 @@ def test_load_job_graph_names_the_file(tmp_path):
     assert info.value.subject == f"{bad}: operator 'm'"
     assert info.value.rule.startswith("co-location group 'k' spans different slot sharing groups")
     assert info.value.__cause__ is None and info.value.__suppress_context__
+
+
+def test_the_declared_fields_of_the_graphs_classes():
+    fields = {cls.__name__: [(a.name, a.default, a.kw_only) for a in attrs.fields(cls)]
+              for cls in (JobVertex, JobEdge, J.JobGraph)}
+    N = attrs.NOTHING
+    assert fields == {
+        "JobVertex": [("id", N, True), ("operators", N, True), ("parallelism", N, True), ("max_parallelism", N, True),
+                      ("max_parallelism_configured", N, True), ("slot_sharing_group", N, True),
+                      ("co_location_group", None, True)],
+        "JobEdge": [(n, N, True) for n in ("index", "source_vertex", "target_vertex", "source_operator",
+                                           "target_operator", "partitioner", "exchange_mode", "distribution",
+                                           "result_partition_type", "supports_unaligned_checkpoints")],
+        "JobGraph": [(n, N, True) for n in ("stream_graph", "vertices", "edges", "vertex_of_operator", "graph",
+                                            "operator_slot_sharing_groups")],
+    }
+    v = JobVertex(id="a", operators=("a",), parallelism=1, max_parallelism=128, max_parallelism_configured=False,
+                  slot_sharing_group="default")
+    assert v.co_location_group is None and v == V("a", "a", 1)
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        v.id = "b"
+    jg = J.compile_job_graph(_diamond())
+    assert jg != J.compile_job_graph(_diamond()) and jg == jg  # compared by identity (eq=False)
+
+
+def test_a_cyclic_graph_is_refused_by_the_order():
+    """validate() rejects cycles first; the order's own guard names one when asked directly."""
+    e = _pipelined
+    with pytest.raises(AssertionError, match="the job graph is cyclic"):
+        J._sorted_topologically_from_sources(["s", "a", "b"], (e("s", "a"), e("a", "b"), e("b", "a")))
