@@ -52,11 +52,18 @@ def test_the_declared_names_and_bounds():
     assert sg._KIND_SPECIFIC_DEFAULTS == {"function": None, "aggregate": None, "window_size": None,
                                           "window_slide": None, "window_offset": 0, "allowed_lateness": 0,
                                           "sink_kind": None, "watermark_out_of_orderness": 0}
-    assert list(sg._GRAPH_FIELDS) == ["name", "operators", "edges", "chaining_enabled",
-                                      "all_vertices_in_same_slot_sharing_group_by_default",
-                                      "chain_operators_with_different_max_parallelism", "runtime", "environment",
-                                      "input"]
-    assert list(sg._EDGE_FIELDS) == ["source", "target", "partitioner", "exchange_mode"]
+    assert sg._GRAPH_FIELDS == {"name": (str,), "operators": (list,), "edges": (list,), "chaining_enabled": (bool,),
+                                "all_vertices_in_same_slot_sharing_group_by_default": (bool,),
+                                "chain_operators_with_different_max_parallelism": (bool,), "runtime": (dict,),
+                                "environment": (dict,), "input": (dict,)}
+    assert sg._EDGE_FIELDS == {"source": (str,), "target": (str,), "partitioner": (str,), "exchange_mode": (str,)}
+    none = type(None)
+    assert sg._OP_FIELDS == {
+        "name": (str,), "kind": (str,), "parallelism": (int,), "max_parallelism": (int, none),
+        "slot_sharing_group": (str, none), "co_location_group": (str, none), "chaining_strategy": (str, none),
+        "function": (str, none), "aggregate": (str, none), "window_size": (int, none), "window_slide": (int, none),
+        "window_offset": (int,), "allowed_lateness": (int,), "sink_kind": (str, none),
+        "watermark_out_of_orderness": (int,)}
     assert list(sg._OP_FIELDS) == [a.name for a in attrs.fields(OperatorSpec)]
 
 
@@ -309,9 +316,9 @@ def test_the_builder_adds_each_kind_with_its_defaults():
     assert b._operators[-1] == OperatorSpec(name="out", kind="sink", parallelism=3, sink_kind="two_phase_commit")
     assert b._edges[-2:] == [EdgeSpec(source="w", target="out", partitioner="forward"),
                              EdgeSpec(source="w2", target="out", partitioner="rebalance")]
+    assert b.build(validate=False) == StreamGraph(name="wc", operators=tuple(b._operators), edges=tuple(b._edges))
     g = accepted(b.build)
     assert g == StreamGraph(name="wc", operators=tuple(b._operators), edges=tuple(b._edges))
-    assert b.build(validate=False) == g
 
 
 def test_the_builder_flags_and_connect():
@@ -322,9 +329,10 @@ def test_the_builder_flags_and_connect():
     assert b._edges == [EdgeSpec(source="s", target="later", partitioner="forward")]
     b.connect("s", "s", partitioner="rescale", exchange_mode="blocking")
     assert b._edges[-1] == EdgeSpec(source="s", target="s", partitioner="rescale", exchange_mode="blocking")
-    g = b.build(validate=False)
-    assert (g.name, g.chaining_enabled, g.all_vertices_in_same_slot_sharing_group_by_default,
-            g.chain_operators_with_different_max_parallelism) == ("job", False, False, False)
+    assert b.build(validate=False) == StreamGraph(
+        name="job", operators=(OperatorSpec(name="s", kind="source", parallelism=3),), edges=tuple(b._edges),
+        chaining_enabled=False, all_vertices_in_same_slot_sharing_group_by_default=False,
+        chain_operators_with_different_max_parallelism=False)
     b2 = StreamGraphBuilder()
     b2.source("s")
     assert refused(b2.map, "x", "s", bogus=1) == (
@@ -381,7 +389,9 @@ def test_from_dict():
     raw = stream_graph_from_dict({"operators": [{"name": "s", "kind": "source", "parallelism": 2}],
                                   "edges": [{"source": "s", "target": "x"}, {"source": "y", "target": "s"}]},
                                  validate=False)
-    assert [e.partitioner for e in raw.edges] == ["forward", "forward"]
+    assert raw == StreamGraph(operators=(OperatorSpec(name="s", kind="source", parallelism=2),), edges=(
+        EdgeSpec(source="s", target="x", default_partitioner=True),
+        EdgeSpec(source="y", target="s", default_partitioner=True)))
 
 
 def test_from_dict_refusals():
@@ -543,3 +553,44 @@ def test_the_specs_are_frozen_slotted_keyword_only_values():
         EdgeSpec("a", "b")
     with pytest.raises(TypeError):
         StreamGraph("j")
+
+
+def test_each_builder_method_passes_its_partitioner_exchange_mode_and_parameters():
+    b = StreamGraphBuilder(default_parallelism=2)
+    assert b.source("s", parallelism=3, watermark_out_of_orderness=2, slot_sharing_group="g") == "s"
+    assert b._operators[-1] == OperatorSpec(name="s", kind="source", parallelism=3, watermark_out_of_orderness=2,
+                                            slot_sharing_group="g")
+    assert b.map("m", "s", function="double", partitioner="rescale", exchange_mode="blocking",
+                 chaining_strategy="NEVER") == "m"
+    assert b._operators[-1] == OperatorSpec(name="m", kind="map", parallelism=2, function="double",
+                                            chaining_strategy="NEVER")
+    assert b._edges[-1] == EdgeSpec(source="s", target="m", partitioner="rescale", exchange_mode="blocking")
+    assert b.filter("f", "m", function="even_value", partitioner="broadcast", exchange_mode="blocking",
+                    parallelism=4, co_location_group="c") == "f"
+    assert b._operators[-1] == OperatorSpec(name="f", kind="filter", parallelism=4, function="even_value",
+                                            co_location_group="c")
+    assert b._edges[-1] == EdgeSpec(source="m", target="f", partitioner="broadcast", exchange_mode="blocking")
+    assert b.keyed_aggregate("k", "f", aggregate="sum", partitioner="rebalance", exchange_mode="blocking",
+                             max_parallelism=8) == "k"
+    assert b._operators[-1] == OperatorSpec(name="k", kind="keyed_aggregate", parallelism=2, aggregate="sum",
+                                            max_parallelism=8)
+    assert b._edges[-1] == EdgeSpec(source="f", target="k", partitioner="rebalance", exchange_mode="blocking")
+    assert b.window("w", "k", size=6, partitioner="forward", slot_sharing_group="h") == "w"
+    assert b._operators[-1] == OperatorSpec(name="w", kind="window", parallelism=2, aggregate="count",
+                                            window_size=6, slot_sharing_group="h")
+    assert b._edges[-1] == EdgeSpec(source="k", target="w", partitioner="forward")
+    assert b.sink("o", "w", sink_kind="upsert", partitioner="rebalance", exchange_mode="blocking",
+                  chaining_strategy="HEAD") == "o"
+    assert b._operators[-1] == OperatorSpec(name="o", kind="sink", parallelism=2, sink_kind="upsert",
+                                            chaining_strategy="HEAD")
+    assert b._edges[-1] == EdgeSpec(source="w", target="o", partitioner="rebalance", exchange_mode="blocking")
+    assert len(b._operators) == 6 and len(b._edges) == 5
+    assert StreamGraphBuilder().source("x") == "x"
+    b2 = StreamGraphBuilder()
+    b2.source("ab", parallelism=2)
+    b2.source("cd", parallelism=3)
+    b2.map("u", ("ab", "cd"), parallelism=3)
+    b2.sink("out", "u", parallelism=3)
+    assert b2._edges == [EdgeSpec(source="ab", target="u", partitioner="rebalance"),
+                         EdgeSpec(source="cd", target="u", partitioner="forward"),
+                         EdgeSpec(source="u", target="out", partitioner="forward")]
