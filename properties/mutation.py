@@ -280,8 +280,8 @@ KILL_PROFILES: dict[str, KillProfile] = {
     "jobfile": KillProfile(("tests/test_jobfile.py", "tests/test_check_job.py", "tests/test_compile_cli.py")),
     # the slot tables, the SlotManager and the entrypoint's whole state call by call
     # (tests/test_clusterentrypoint_state.py), then the session and application clusters' runs
-    "clusterentrypoint": KillProfile(("tests/test_clusterentrypoint_state.py", "tests/test_clusterentrypoint.py",
-                                      "tests/test_activeresourcemanager.py")),
+    "clusterentrypoint": KillProfile(("tests/test_clusterentrypoint_names.py", "tests/test_clusterentrypoint_state.py",
+                                      "tests/test_clusterentrypoint.py", "tests/test_activeresourcemanager.py")),
     # every rule's exact message, the look-ups, the builder and the dict form call by call
     # (tests/test_streamgraph_state.py), then the graphs generated at random and the chaining
     "streamgraph": KillProfile(("tests/test_streamgraph_state.py", "tests/test_streamgraph.py",
