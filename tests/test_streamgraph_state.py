@@ -368,6 +368,14 @@ def test_to_dict_leaves_out_defaults_and_a_default_partitioner():
     assert stream_graph_to_dict(g3)["operators"] == [{"name": "s", "kind": "source", "parallelism": 1}]
 
 
+def test_from_dict_without_validation():
+    d = {"name": "j", "operators": [{"name": "s", "kind": "source", "parallelism": 0}],
+         "edges": [{"source": "s", "target": "s", "partitioner": "hash"}], "chaining_enabled": False}
+    assert stream_graph_from_dict(d, validate=False) == StreamGraph(
+        name="j", operators=(OperatorSpec(name="s", kind="source", parallelism=0),),
+        edges=(EdgeSpec(source="s", target="s", partitioner="hash"),), chaining_enabled=False)
+
+
 def test_from_dict():
     d = {"name": "j", "chaining_enabled": False,
          "operators": [{"name": "s", "kind": "source", "parallelism": 2}, {"name": "m", "kind": "map", "parallelism": 3},
@@ -589,8 +597,8 @@ def test_each_builder_method_passes_its_partitioner_exchange_mode_and_parameters
     b2 = StreamGraphBuilder()
     b2.source("ab", parallelism=2)
     b2.source("cd", parallelism=3)
-    b2.map("u", ("ab", "cd"), parallelism=3)
-    b2.sink("out", "u", parallelism=3)
-    assert b2._edges == [EdgeSpec(source="ab", target="u", partitioner="rebalance"),
-                         EdgeSpec(source="cd", target="u", partitioner="forward"),
-                         EdgeSpec(source="u", target="out", partitioner="forward")]
+    b2.map("un", ("ab", "cd"), parallelism=3)
+    b2.sink("out", "un", parallelism=3)
+    assert b2._edges == [EdgeSpec(source="ab", target="un", partitioner="rebalance"),
+                         EdgeSpec(source="cd", target="un", partitioner="forward"),
+                         EdgeSpec(source="un", target="out", partitioner="forward")]
