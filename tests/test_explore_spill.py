@@ -248,6 +248,15 @@ def test_cli_bad_spill_arguments_are_one_line(argv, needle, capsys):
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
 
 
+def _holds_spilled_files(folder: Path) -> bool:
+    """Whether the search has spilled: a folder of ``folder`` holds a file. An entry may be a
+    file being written atomically, or vanish while it is read: not yet, then."""
+    try:
+        return any(f for d in folder.iterdir() if d.is_dir() for f in d.iterdir())
+    except OSError:
+        return False
+
+
 def test_sigterm_ends_a_spilling_search_and_removes_its_files(tmp_path):
     """A search spilling at every level gets SIGTERM once its spill folder holds files: it
     prints its row (bounded, stopped by SIGTERM), exits 130 and leaves no file behind."""
@@ -258,7 +267,7 @@ def test_sigterm_ends_a_spilling_search_and_removes_its_files(tmp_path):
     p = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not any(f for d in tmp_path.iterdir() for f in d.iterdir()):  # the search has spilled
+        while not _holds_spilled_files(tmp_path):
             assert p.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         p.send_signal(signal.SIGTERM)

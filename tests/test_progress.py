@@ -211,7 +211,8 @@ def test_conform_reports_while_flink_runs(monkeypatch, capsys, tmp_path):
     import properties.corpus as corpus  # patched below: the report goes to tmp_path
     from flinkspec.commands import conform
 
-    def fake_run_conform(runs, seed, *, batch, timeout, progress, keep):
+    def fake_run_conform(runs, seed, *, batch, timeout, progress, keep, drain):
+        assert drain is False  # (conform's own runs, not --drain)
         for i in range(runs):
             time.sleep(0.15)  # "Flink" runs a job
             progress(f"[{i + 1}/{runs}] seed {seed + i}: agree 0.1s")
