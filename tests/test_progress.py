@@ -220,7 +220,7 @@ def test_conform_reports_while_flink_runs(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(C, "ensure_flink_env", lambda say: None)
     monkeypatch.setattr(C, "run_conform", fake_run_conform)
     monkeypatch.setattr(C, "summary", lambda results, seed, secs: {
-        "runs": 2, "agree": 2, "with_failures": 0, "rescaled": 0, "rescaled_up": 0, "rescaled_down": 0,
+        "runs": 2, "agree": 2, "with_failures": 0, "rescaled": 0, "rescaled_up": 0, "rescaled_down": 0, "drained": 0,
         "seconds": secs, "disagreements": []})
     monkeypatch.setattr(corpus, "run_directory", lambda command, seed: tmp_path)
     monkeypatch.setenv(P.ENV, "0.03")
