@@ -8,8 +8,6 @@ session-cluster-contended: the same with one slot; application-cluster: a job of
 
 from __future__ import annotations
 
-import pytest
-
 from model import clusterentrypoint as ce
 from model.cluster import Cluster
 from model.clusterentrypoint import (ACTIVE, ALLOCATED, CANCELING, RELEASING, RUNNING, SlotManager, TaskSlotTable,
