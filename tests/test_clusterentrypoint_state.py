@@ -37,6 +37,17 @@ def cluster(name: str) -> Cluster:
     return Cluster.from_scenario(small_scenario(variant(name)))
 
 
+def two_jobs_deployed(name: str):
+    """``(cluster, deployment, events so far)`` of ``name``'s deployment with two jobs submitted
+    and one step's work after them."""
+    c = cluster(name)
+    d = c.deployment
+    d.submit_job()
+    d.submit_job()
+    d.after_step(c)
+    return c, d, len(c.events)
+
+
 def events(c, start: int = 0) -> list:
     """The deployment's events from ``start`` on (anything not an event of another part is kept)."""
     return [e for e in c.events[start:]
@@ -361,12 +372,7 @@ def test_a_failed_task_fails_its_job_once_every_task_ended():
 
 
 def test_a_failed_task_of_a_job_alone_in_its_slot_fails_it_at_once():
-    c = cluster("session-cluster")
-    d = c.deployment
-    d.submit_job()
-    d.submit_job()
-    d.after_step(c)
-    n = len(c.events)
+    c, d, n = two_jobs_deployed("session-cluster")
     d.task_failed(c, 1, 0)
     assert state(c) == {"workers": {0: ([(1, 0, ACTIVE), None], {0: ((0, 0, 0, RUNNING),)})},
                         "sm": ({(0, 0): (1, 0), (0, 1): None}, {0: 1}),
@@ -378,12 +384,7 @@ def test_a_failed_task_of_a_job_alone_in_its_slot_fails_it_at_once():
 
 
 def test_cancel_job():
-    c = cluster("session-cluster")
-    d = c.deployment
-    d.submit_job()
-    d.submit_job()
-    d.after_step(c)
-    n = len(c.events)
+    c, d, n = two_jobs_deployed("session-cluster")
     d.cancel_job(c, 0)
     assert state(c) == {"workers": {0: ([(1, 0, ACTIVE), (2, 1, ACTIVE)],
                                         {0: ((0, 0, 0, CANCELING),), 1: ((1, 0, 0, RUNNING),)})},
@@ -405,12 +406,7 @@ def test_cancel_job():
 
 
 def test_cancel_a_job_without_deployed_tasks_cancels_it_at_once():
-    c = cluster("session-cluster-contended")
-    d = c.deployment
-    d.submit_job()
-    d.submit_job()
-    d.after_step(c)
-    n = len(c.events)
+    c, d, n = two_jobs_deployed("session-cluster-contended")
     d.cancel_job(c, 1)
     assert state(c)["jobs"][1] == (1, "CANCELED", 0, ["CREATED"], {}, {})
     assert events(c, n) == [("dm_job_cancelling", c.now, 1), ("dm_job_terminal", c.now, 1, "CANCELED")]
@@ -418,12 +414,7 @@ def test_cancel_a_job_without_deployed_tasks_cancels_it_at_once():
 
 
 def test_revoke_and_grant_leadership():
-    c = cluster("session-cluster-contended")
-    d = c.deployment
-    d.submit_job()
-    d.submit_job()
-    d.after_step(c)
-    n = len(c.events)
+    c, d, n = two_jobs_deployed("session-cluster-contended")
     d.revoke_leadership(c, 0)
     assert state(c) == {"workers": {0: ([(1, 0, RELEASING)], {0: ((0, 0, 0, CANCELING),)})},
                         "sm": ({(0, 0): (1, 0)}, {1: 1}),
